@@ -1,0 +1,69 @@
+/**
+ * Composes the HTTP application from its features. No process concerns here (see server.ts), so tests
+ * build the very same app and drive it with `inject` or a real port.
+ */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Services } from './container.js';
+import { registerErrorHandling } from './errors/error-handler.js';
+import { apiAuthHook } from './features/api-keys/api-auth.hook.js';
+import { callsRoutes } from './features/calls/calls.routes.js';
+import { healthRoutes } from './features/health/health.routes.js';
+import { newId } from './lib/ids.js';
+
+/** Spec: bodies over 64 KB are refused with 413 `payload_too_large`. */
+export const bodyLimitBytes = 64 * 1024;
+
+export function buildApp(services: Services): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: services.logger as FastifyBaseLogger,
+    bodyLimit: bodyLimitBytes,
+    trustProxy: services.config.trustProxy,
+    // Request ids are ours: a client-sent X-Request-Id is not trusted.
+    requestIdHeader: false,
+    genReqId: () => newId('request'),
+    ajv: {
+      // Validate exactly what was sent: no type coercion, no silent removal of unknown fields.
+      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, allowUnionTypes: true },
+    },
+    // A request Node's HTTP parser refuses (bad header bytes, broken framing) still gets a JSON answer.
+    clientErrorHandler: (error, socket) => {
+      if (!socket.writable) return;
+      const body = JSON.stringify({
+        error: 'invalid_request',
+        message: 'The HTTP request is malformed.',
+        request_id: newId('request'),
+      });
+      socket.end(
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+      void error;
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // The API speaks JSON only; Fastify's built-in text/plain parser would let plain text through to validation.
+  app.removeContentTypeParser('text/plain');
+  app.decorateRequest('apiKey', null);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  registerErrorHandling(app);
+
+  app.register(healthRoutes, { db: services.db, dialect: services.database.dialect });
+  app.register(
+    async (v1) => {
+      v1.addHook(
+        'onRequest',
+        apiAuthHook({
+          db: services.db,
+          clock: services.clock,
+          perKeyLimiter: services.perKeyLimiter,
+          perIpLimiter: services.perIpLimiter,
+        }),
+      );
+      await v1.register(callsRoutes, { deps: services.calls });
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}

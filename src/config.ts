@@ -1,0 +1,114 @@
+/**
+ * The one place that reads `process.env`. Every setting is parsed, validated and documented here, and the
+ * result is frozen: the rest of the code receives a `Config` and never looks at the environment itself.
+ */
+import path from 'node:path';
+
+export type DatabaseConfig =
+  | { readonly dialect: 'sqlite'; readonly file: string }
+  | { readonly dialect: 'postgres'; readonly url: string };
+
+export interface Config {
+  /** TCP port of the HTTP server. `PORT`, default 3000. */
+  readonly port: number;
+  /** Interface to listen on. `HOST`, default 127.0.0.1 (local only; set 0.0.0.0 to expose it). */
+  readonly host: string;
+  /** Base URL printed in quick starts. `CALLGATE_PUBLIC_URL`, default `http://HOST:PORT`. */
+  readonly publicUrl: string;
+  /** Folder of the SQLite file. `CALLGATE_DATA_DIR`, default `./data`. */
+  readonly dataDir: string;
+  /** SQLite in `dataDir` unless `DATABASE_URL=postgres://…` is set. */
+  readonly database: DatabaseConfig;
+  /** When set, rate-limit counters live in Redis (`REDIS_URL=redis://…`). */
+  readonly redisUrl: string | undefined;
+  /** Requests per minute per API key (spec 8). `CALLGATE_RATE_LIMIT_PER_MINUTE`, default 10. */
+  readonly rateLimitPerMinute: number;
+  /** Requests without a valid key per minute per client IP. `CALLGATE_IP_RATE_LIMIT_PER_MINUTE`, default 60. */
+  readonly ipRateLimitPerMinute: number;
+  /** How long a duplicate request waits for the first one with the same Idempotency-Key.
+   * `CALLGATE_IDEMPOTENCY_WAIT_MS`, default 10000. */
+  readonly idempotencyWaitMs: number;
+  /** How long an in-flight idempotency record locks its key before a crash is assumed.
+   * `CALLGATE_IDEMPOTENCY_LOCK_MS`, default 60000 (longer than any provider timeout). */
+  readonly idempotencyLockMs: number;
+  /** Delay before a simulated call ends. `CALLGATE_SIMULATOR_DELAY_MS`, default 3000. */
+  readonly simulatorDelayMs: number;
+  /** Create a demo account, agent and test key on a first start with an empty database.
+   * `CALLGATE_DEMO_SEED`, default true. */
+  readonly demoSeed: boolean;
+  /** Trust `X-Forwarded-For` from a reverse proxy for the client IP. `CALLGATE_TRUST_PROXY`, default false. */
+  readonly trustProxy: boolean;
+  /** pino level. `CALLGATE_LOG_LEVEL`, default info. */
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Parses and validates the environment; throws `ConfigError` with a message naming the bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const port = integer(env, 'PORT', 3000, 0, 65_535);
+  const host = env.HOST?.trim() || '127.0.0.1';
+  const dataDir = path.resolve(env.CALLGATE_DATA_DIR?.trim() || './data');
+
+  const databaseUrl = env.DATABASE_URL?.trim();
+  let database: DatabaseConfig;
+  if (databaseUrl) {
+    if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
+      throw new ConfigError('DATABASE_URL must start with postgres:// (leave it unset to use SQLite)');
+    }
+    database = { dialect: 'postgres', url: databaseUrl };
+  } else {
+    database = { dialect: 'sqlite', file: path.join(dataDir, 'callgate.sqlite') };
+  }
+
+  const redisUrl = env.REDIS_URL?.trim() || undefined;
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL must start with redis://');
+
+  const logLevel = (env.CALLGATE_LOG_LEVEL?.trim() || 'info') as Config['logLevel'];
+  if (!logLevels.includes(logLevel)) {
+    throw new ConfigError(`CALLGATE_LOG_LEVEL must be one of ${logLevels.join(', ')}`);
+  }
+
+  const displayHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  const publicUrl = (env.CALLGATE_PUBLIC_URL?.trim() || `http://${displayHost}:${port}`).replace(/\/+$/, '');
+
+  return Object.freeze({
+    port,
+    host,
+    publicUrl,
+    dataDir,
+    database: Object.freeze(database),
+    redisUrl,
+    rateLimitPerMinute: integer(env, 'CALLGATE_RATE_LIMIT_PER_MINUTE', 10, 1, 1_000_000_000),
+    ipRateLimitPerMinute: integer(env, 'CALLGATE_IP_RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000_000),
+    idempotencyWaitMs: integer(env, 'CALLGATE_IDEMPOTENCY_WAIT_MS', 10_000, 0, 600_000),
+    idempotencyLockMs: integer(env, 'CALLGATE_IDEMPOTENCY_LOCK_MS', 60_000, 1_000, 3_600_000),
+    simulatorDelayMs: integer(env, 'CALLGATE_SIMULATOR_DELAY_MS', 3_000, 0, 86_400_000),
+    demoSeed: boolean(env, 'CALLGATE_DEMO_SEED', true),
+    trustProxy: boolean(env, 'CALLGATE_TRUST_PROXY', false),
+    logLevel,
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * Opens the one database of a process: a SQLite file (WAL mode) by default, or PostgreSQL when
+ * DATABASE_URL is set. Everything above this module speaks Kysely and does not care which.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
+import pg from 'pg';
+import type { DatabaseConfig } from '../config.js';
+import * as initial from './migrations/0001-initial.js';
+import type { Database } from './schema.js';
+
+export type Db = Kysely<Database>;
+
+export type DatabaseHandle =
+  | { readonly dialect: 'sqlite'; readonly db: Db; readonly sqlite: BetterSqlite3.Database; destroy(): Promise<void> }
+  | { readonly dialect: 'postgres'; readonly db: Db; readonly pool: pg.Pool; destroy(): Promise<void> };
+
+/** Pool size per process; several processes share one PostgreSQL server, so keep it modest. */
+const postgresPoolSize = 10;
+
+export function openDatabase(config: DatabaseConfig): DatabaseHandle {
+  if (config.dialect === 'sqlite') {
+    fs.mkdirSync(path.dirname(config.file), { recursive: true });
+    const sqlite = new BetterSqlite3(config.file);
+    sqlite.pragma('journal_mode = WAL');
+    // NORMAL is durable across process crashes in WAL mode (only an OS crash can lose the last commits).
+    sqlite.pragma('synchronous = NORMAL');
+    sqlite.pragma('foreign_keys = ON');
+    // The CLI and the server may write at the same moment; wait for the lock instead of failing.
+    sqlite.pragma('busy_timeout = 5000');
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    return { dialect: 'sqlite', db, sqlite, destroy: () => db.destroy() };
+  }
+  const pool = new pg.Pool({ connectionString: config.url, max: postgresPoolSize });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { dialect: 'postgres', db, pool, destroy: () => db.destroy() };
+}
+
+const migrations: Record<string, Migration> = {
+  '0001-initial': initial,
+};
+
+/** Applies every pending migration; safe to run from several processes at once (Kysely takes a lock). */
+export async function migrateToLatest(db: Db): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((result) => result.status === 'Error');
+  if (error || failed) {
+    const reason = error instanceof Error ? error.message : String(error ?? failed?.migrationName);
+    throw new Error(`database migration failed: ${reason}`, { cause: error });
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * Every public error code with its HTTP status and default message. Codes are part of the API contract
+ * (spec 7 and 9: they never change), so this map is the one source; the README's error table is checked
+ * against it by a test.
+ */
+export const errorCatalogue = {
+  invalid_request: { status: 400, message: 'The request body is invalid.' },
+  invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
+  invalid_idempotency_key: {
+    status: 400,
+    message: 'The Idempotency-Key header must be 1 to 255 printable ASCII characters (! to ~).',
+  },
+  unauthorized: { status: 401, message: 'Missing, malformed, invalid or revoked API key.' },
+  agent_not_found: { status: 403, message: "The agent does not exist in this API key's account." },
+  not_found: { status: 404, message: 'No such resource.' },
+  method_not_allowed: { status: 405, message: 'This method is not allowed on this path.' },
+  idempotency_conflict: {
+    status: 409,
+    message: 'This Idempotency-Key was already used with a different request body.',
+  },
+  payload_too_large: { status: 413, message: 'The request body is larger than 64 KB.' },
+  unsupported_media_type: { status: 415, message: 'Content-Type must be application/json.' },
+  rate_limit_exceeded: { status: 429, message: 'Too many requests. Retry after the number of seconds in Retry-After.' },
+  internal_error: { status: 500, message: 'Something went wrong on our side. Quote the request_id to support.' },
+  provider_error: { status: 502, message: 'The voice provider refused the call.' },
+  provider_unavailable: { status: 503, message: 'The voice provider is unavailable. Retry with backoff.' },
+  provider_timeout: { status: 504, message: 'The voice provider did not answer in time. Retry with the same Idempotency-Key.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export function statusOf(code: ErrorCode): number {
+  return errorCatalogue[code].status;
+}

@@ -1,0 +1,159 @@
+/**
+ * The one renderer of error responses. Whatever fails (our ApiError, a schema validation, Fastify's body
+ * parser, an unexpected exception) leaves as `{error, message, request_id[, param]}` with a status from the
+ * catalogue. Internals are never shown at 5xx.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, type ErrorBody } from './api-error.js';
+import { errorCatalogue, type ErrorCode } from './catalogue.js';
+
+interface AjvLikeError {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** Friendlier wording for a pattern failure on a known field. */
+const patternHints: Record<string, string> = {
+  to: 'to must be a phone number in E.164 format, such as +14155550123 (pattern ^\\+[1-9]\\d{6,14}$).',
+};
+
+function fieldPath(instancePath: string, child?: unknown): string {
+  const parts = instancePath.split('/').filter(Boolean).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (typeof child === 'string') parts.push(child);
+  return parts.join('.');
+}
+
+/** Turns the first schema-validation error into a param and a sentence a person can act on. */
+export function describeValidationError(error: AjvLikeError, context: string): { param?: string; message: string } {
+  const where = context === 'body' ? '' : `${context} `;
+  switch (error.keyword) {
+    case 'required': {
+      const param = fieldPath(error.instancePath, error.params.missingProperty);
+      return { param, message: `Missing required field: ${where}${param}.` };
+    }
+    case 'additionalProperties': {
+      const param = fieldPath(error.instancePath, error.params.additionalProperty);
+      return { param, message: `Unknown field: ${where}${param}.` };
+    }
+    case 'propertyNames': {
+      const param = fieldPath(error.instancePath);
+      const name = String(error.params.propertyName ?? '');
+      return { param, message: `${param} has an invalid key "${name.slice(0, 80)}": keys are at most 64 characters.` };
+    }
+    case 'maxLength':
+      if (error.params.propertyName !== undefined) {
+        // Reported by propertyNames: the key, not the value, is too long.
+        const param = fieldPath(error.instancePath);
+        return { param, message: `${param} keys must be at most ${String(error.params.limit)} characters.` };
+      }
+      break;
+    case 'pattern': {
+      const param = fieldPath(error.instancePath);
+      const hint = patternHints[param];
+      if (hint) return { param, message: hint };
+      break;
+    }
+    case 'type': {
+      const param = fieldPath(error.instancePath);
+      if (param === '') return { message: `The request body must be a JSON ${String(error.params.type)}.` };
+      return { param, message: `${param} must be of type ${String(error.params.type)}.` };
+    }
+    case 'anyOf': {
+      const param = fieldPath(error.instancePath);
+      return { param, message: `${param} has a value of a type that is not allowed.` };
+    }
+    default:
+      break;
+  }
+  const param = fieldPath(error.instancePath);
+  if (param === '') return { message: `The request ${context} ${error.message ?? 'is invalid'}.` };
+  return { param, message: `${param} ${error.message ?? 'is invalid'}.` };
+}
+
+/** Maps Fastify's own errors (body parsing, content type, validation) onto catalogue codes. */
+function fromFastifyError(error: FastifyError): ApiError {
+  if (error.validation && error.validation.length > 0) {
+    const first = error.validation[0] as unknown as AjvLikeError;
+    const { param, message } = describeValidationError(first, error.validationContext ?? 'body');
+    return new ApiError('invalid_request', message, param === undefined ? {} : { param });
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('unsupported_media_type');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('payload_too_large');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('invalid_json');
+    default:
+      break;
+  }
+  if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new ApiError('invalid_json');
+  const status = error.statusCode ?? 500;
+  // secure-json-parse refuses __proto__ and constructor.prototype keys with a plain 400.
+  if (status === 400) return new ApiError('invalid_json', 'The request body is not acceptable JSON.');
+  if (status === 404) return new ApiError('not_found');
+  if (status === 405) return new ApiError('method_not_allowed');
+  if (status === 413) return new ApiError('payload_too_large');
+  if (status === 415) return new ApiError('unsupported_media_type');
+  if (status === 429) return new ApiError('rate_limit_exceeded');
+  if (status >= 400 && status < 500) return new ApiError('invalid_request', 'The request could not be processed.');
+  return new ApiError('internal_error', undefined, { cause: error });
+}
+
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error && typeof error === 'object' && ('statusCode' in error || 'validation' in error || 'code' in error)) {
+    return fromFastifyError(error as FastifyError);
+  }
+  return new ApiError('internal_error', undefined, { cause: error });
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, apiError: ApiError): FastifyReply {
+  const body: ErrorBody = {
+    error: apiError.code,
+    // Internals stay internal: a 5xx caused by a bug shows only the catalogue's words.
+    message: apiError.code === 'internal_error' ? errorCatalogue.internal_error.message : apiError.message,
+    request_id: request.id,
+  };
+  if (apiError.param !== undefined) body.param = apiError.param;
+  for (const [name, value] of Object.entries(apiError.headers)) reply.header(name, value);
+  return reply.code(apiError.status).type('application/json; charset=utf-8').send(body);
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) {
+      request.log.error({ err: apiError.cause ?? apiError, code: apiError.code }, 'request failed');
+    } else {
+      request.log.debug({ code: apiError.code }, 'request rejected');
+    }
+    return sendError(request, reply, apiError);
+  });
+
+  app.setNotFoundHandler((request, reply) => sendError(request, reply, new ApiError('not_found')));
+}
+
+/** Answers 405 with an `Allow` header for the methods a path does not have. */
+export function registerMethodNotAllowed(app: FastifyInstance, url: string, allowed: readonly string[]): void {
+  const all = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+  const others = all.filter((method) => !allowed.includes(method));
+  const allowHeader = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].join(', ');
+  app.route({
+    method: [...others],
+    url,
+    // The body of a request to the wrong method is never read.
+    onRequest: async (request, reply) => {
+      reply.header('allow', allowHeader);
+      return sendError(request, reply, new ApiError('method_not_allowed', `Use ${allowed.join(' or ')} on ${url}.`));
+    },
+    handler: async () => undefined,
+  });
+}
+
+export type { ErrorCode };

@@ -1,0 +1,56 @@
+import type { Db } from '../../db/database.js';
+import type { AccountRow } from '../../db/schema.js';
+import { isoTimestamp, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import * as repo from './accounts.repository.js';
+import { hashPassword } from './passwords.js';
+
+export interface AccountView {
+  id: string;
+  name: string;
+  created_at: string;
+  users?: { id: string; email: string }[];
+}
+
+export class AccountInputError extends Error {
+  override readonly name = 'AccountInputError';
+}
+
+const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const minPasswordLength = 10;
+
+/** Creates an account and, when an email and password are given, its first portal user. */
+export async function createAccount(
+  db: Db,
+  clock: Clock,
+  input: { name: string; email?: string; password?: string },
+): Promise<AccountView> {
+  const name = input.name.trim();
+  if (name === '') throw new AccountInputError('an account needs a name');
+  if ((input.email === undefined) !== (input.password === undefined)) {
+    throw new AccountInputError('give both an email and a password, or neither');
+  }
+  const now = clock.now();
+  const account: AccountRow = { id: newId('account', now.getTime()), name, created_at: isoTimestamp(now) };
+  const view: AccountView = { ...account };
+  let user: { id: string; email: string; password_hash: string } | undefined;
+  if (input.email !== undefined && input.password !== undefined) {
+    const email = input.email.trim().toLowerCase();
+    if (!emailPattern.test(email)) throw new AccountInputError(`not an email address: ${input.email}`);
+    if (input.password.length < minPasswordLength) {
+      throw new AccountInputError(`a password needs at least ${minPasswordLength} characters`);
+    }
+    if (await repo.findUserByEmail(db, email)) throw new AccountInputError(`a user with email ${email} exists already`);
+    user = { id: newId('user', now.getTime()), email, password_hash: await hashPassword(input.password) };
+    view.users = [{ id: user.id, email }];
+  }
+  await db.transaction().execute(async (trx) => {
+    await repo.insertAccount(trx, account);
+    if (user) await repo.insertUser(trx, { ...user, account_id: account.id, created_at: account.created_at });
+  });
+  return view;
+}
+
+export async function getAccount(db: Db, id: string): Promise<AccountRow | undefined> {
+  return repo.findAccountById(db, id);
+}

@@ -1,0 +1,28 @@
+import type { Db } from '../../db/database.js';
+import type { AgentRow, NewAgentRow } from '../../db/schema.js';
+
+export async function insertAgent(db: Db, row: NewAgentRow): Promise<void> {
+  await db.insertInto('agents').values(row).execute();
+}
+
+/** The agent with this provider id in this account only: agents of other accounts are invisible. */
+export async function findAgentInAccount(db: Db, accountId: string, agentId: string): Promise<AgentRow | undefined> {
+  return db
+    .selectFrom('agents')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('agent_id', '=', agentId)
+    .executeTakeFirst();
+}
+
+export async function listAgentsByAccount(db: Db, accountId: string): Promise<AgentRow[]> {
+  return db.selectFrom('agents').selectAll().where('account_id', '=', accountId).orderBy('name').orderBy('id').execute();
+}
+
+export async function updateAgent(
+  db: Db,
+  id: string,
+  changes: { name: string; provider: AgentRow['provider']; phone_number_id: string | null },
+): Promise<void> {
+  await db.updateTable('agents').set(changes).where('id', '=', id).execute();
+}

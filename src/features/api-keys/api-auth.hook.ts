@@ -1,0 +1,57 @@
+/**
+ * The gate in front of every `/v1` route: authenticate the Bearer key (no cache, so revocation holds from
+ * the next request on every process), then count the request against the key's per-minute limit. Requests
+ * without a valid key are counted per client IP instead, so keys cannot be guessed at speed.
+ */
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { Db } from '../../db/database.js';
+import type { ApiKeyRow } from '../../db/schema.js';
+import { ApiError } from '../../errors/api-error.js';
+import type { Clock } from '../../lib/clock.js';
+import type { RateLimitDecision, RateLimiter } from '../rate-limit/rate-limit.interface.js';
+import { rateLimitHeaders } from '../rate-limit/rate-limit.store.js';
+import { authenticate } from './api-keys.service.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated API key of a `/v1` request. */
+    apiKey: ApiKeyRow | null;
+  }
+}
+
+export interface ApiAuthDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly perKeyLimiter: RateLimiter;
+  readonly perIpLimiter: RateLimiter;
+}
+
+function tooManyRequests(decision: RateLimitDecision, policy: string): ApiError {
+  const seconds = Math.max(1, decision.resetSeconds);
+  return new ApiError(
+    'rate_limit_exceeded',
+    `Rate limit of ${decision.limit} requests per ${decision.windowSeconds} seconds exceeded. Retry after ${seconds} seconds.`,
+    { headers: { 'retry-after': String(seconds), ...rateLimitHeaders(decision, policy) } },
+  );
+}
+
+export function apiAuthHook(deps: ApiAuthDeps): onRequestAsyncHookHandler {
+  return async function apiAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const apiKey = await authenticate(deps.db, deps.clock, request.headers.authorization);
+    if (!apiKey) {
+      const ipDecision = await deps.perIpLimiter.consume(`ip:${request.ip}`);
+      if (!ipDecision.allowed) throw tooManyRequests(ipDecision, 'per-ip');
+      throw new ApiError('unauthorized');
+    }
+    const decision = await deps.perKeyLimiter.consume(`key:${apiKey.id}`);
+    if (!decision.allowed) throw tooManyRequests(decision, 'per-key');
+    reply.headers(rateLimitHeaders(decision, 'per-key'));
+    request.apiKey = apiKey;
+  };
+}
+
+/** The authenticated key of a request that passed the gate. */
+export function requireApiKey(request: FastifyRequest): ApiKeyRow {
+  if (!request.apiKey) throw new ApiError('unauthorized');
+  return request.apiKey;
+}

@@ -1,0 +1,54 @@
+import type { Db } from '../../db/database.js';
+import type { CallRow, CallUpdate, NewCallRow } from '../../db/schema.js';
+
+export async function insertCall(db: Db, row: NewCallRow): Promise<void> {
+  await db.insertInto('calls').values(row).execute();
+}
+
+/** A call of this account only; another account's call is as absent as an unknown one. */
+export async function findCallInAccount(db: Db, accountId: string, id: string): Promise<CallRow | undefined> {
+  return db.selectFrom('calls').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function findCallById(db: Db, id: string): Promise<CallRow | undefined> {
+  return db.selectFrom('calls').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Records an outcome only while the call is still `initiated`: true when this update ended the call. */
+export async function finishCall(db: Db, id: string, changes: CallUpdate): Promise<boolean> {
+  const result = await db
+    .updateTable('calls')
+    .set(changes)
+    .where('id', '=', id)
+    .where('status', '=', 'initiated')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Calls whose next look is due. */
+export async function findDueCalls(db: Db, now: string, limit: number): Promise<Pick<CallRow, 'id' | 'next_check_at'>[]> {
+  return db
+    .selectFrom('calls')
+    .select(['id', 'next_check_at'])
+    .where('status', '=', 'initiated')
+    .where('next_check_at', '<=', now)
+    .orderBy('next_check_at')
+    .limit(limit)
+    .execute();
+}
+
+/** Moves a due call's next look to `next`, only if nobody else did: true when this process claimed it. */
+export async function claimCheck(db: Db, id: string, expected: string, next: string): Promise<boolean> {
+  const result = await db
+    .updateTable('calls')
+    .set({ next_check_at: next })
+    .where('id', '=', id)
+    .where('status', '=', 'initiated')
+    .where('next_check_at', '=', expected)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function setNextCheck(db: Db, id: string, next: string): Promise<void> {
+  await db.updateTable('calls').set({ next_check_at: next }).where('id', '=', id).where('status', '=', 'initiated').execute();
+}

@@ -1,0 +1,68 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ApiError } from '../../errors/api-error.js';
+import { registerMethodNotAllowed } from '../../errors/error-handler.js';
+import { requireApiKey } from '../api-keys/api-auth.hook.js';
+import { parseIdempotencyKey } from '../idempotency/idempotency.service.js';
+import type { ProviderFailure } from '../providers/provider.interface.js';
+import { Call, CallCreated, CallParams, CreateCallBody, CreateCallHeaders, errorResponses } from './calls.schemas.js';
+import { createCall, getCall, type CallsDeps } from './calls.service.js';
+
+/** The HTTP face of a provider failure (spec 4.1 rule 4: 5xx means "retry with backoff, same key"). */
+export function providerFailureToApiError(failure: ProviderFailure): ApiError {
+  switch (failure.kind) {
+    case 'rejected':
+      return new ApiError('provider_error', failure.message);
+    case 'unavailable':
+      return new ApiError('provider_unavailable', failure.message, {
+        headers: failure.retryAfterSeconds === undefined ? {} : { 'retry-after': String(failure.retryAfterSeconds) },
+      });
+    case 'timeout':
+      return new ApiError('provider_timeout', failure.message);
+  }
+}
+
+export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async (app, { deps }) => {
+  app.post(
+    '/calls',
+    {
+      schema: {
+        headers: CreateCallHeaders,
+        body: CreateCallBody,
+        response: { 200: CallCreated, 201: CallCreated, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const apiKey = requireApiKey(request);
+      const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
+      const result = await createCall(deps, apiKey, request.body, idempotencyKey);
+      switch (result.kind) {
+        case 'invalid_metadata':
+          throw new ApiError('invalid_request', result.message, { param: 'metadata' });
+        case 'agent_not_found':
+          throw new ApiError('agent_not_found', `No agent ${JSON.stringify(request.body.agent_id).slice(0, 140)} in this account.`);
+        case 'provider_failed':
+          throw providerFailureToApiError(result.failure);
+        case 'created':
+        case 'replayed':
+          if (result.kind === 'replayed') reply.header('idempotent-replayed', 'true');
+          return reply
+            .code(result.response.status)
+            .headers(result.response.headers)
+            .send(result.response.body as CallCreated);
+      }
+    },
+  );
+  registerMethodNotAllowed(app, '/calls', ['POST']);
+
+  app.get(
+    '/calls/:id',
+    { schema: { params: CallParams, response: { 200: Call, ...errorResponses } } },
+    async (request) => {
+      const apiKey = requireApiKey(request);
+      const call = await getCall(deps.db, apiKey.account_id, request.params.id);
+      if (!call) throw new ApiError('not_found', `No call ${request.params.id} in this account.`);
+      return call;
+    },
+  );
+  registerMethodNotAllowed(app, '/calls/:id', ['GET']);
+};

@@ -1,0 +1,72 @@
+/** The shapes of the calls API (spec 2.1, 2.2, 7). Request and response types come from these schemas. */
+import { Type, type Static } from '@sinclair/typebox';
+
+export const e164Pattern = '^\\+[1-9]\\d{6,14}$';
+/** Spec 8: metadata is at most 5 KB, counted as UTF-8 bytes of its JSON (5 KB = 5,120 bytes). */
+export const metadataMaxBytes = 5 * 1024;
+export const metadataKeyMaxLength = 64;
+
+export type MetadataValue = string | number | boolean | null;
+
+export const Metadata = Type.Unsafe<Record<string, MetadataValue>>({
+  type: 'object',
+  propertyNames: { maxLength: metadataKeyMaxLength },
+  additionalProperties: { type: ['string', 'number', 'boolean', 'null'] },
+  description: `Variables passed to the agent as dynamic_variables. Keys of at most ${metadataKeyMaxLength} characters; values string, number, boolean or null; at most ${metadataMaxBytes} bytes of JSON in all.`,
+});
+
+export const CreateCallBody = Type.Object(
+  {
+    agent_id: Type.String({ description: 'An agent of your account, agent_…' }),
+    to: Type.String({ pattern: e164Pattern, description: 'Destination in E.164 format.' }),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+export type CreateCallBody = Static<typeof CreateCallBody>;
+
+export const CreateCallHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String()),
+});
+
+export const CallCreated = Type.Object({
+  id: Type.String(),
+  agent_id: Type.String(),
+  to: Type.String(),
+  status: Type.Literal('initiated'),
+  created_at: Type.String({ format: 'date-time' }),
+});
+export type CallCreated = Static<typeof CallCreated>;
+
+export const CallStatus = Type.Union([Type.Literal('initiated'), Type.Literal('completed'), Type.Literal('failed')]);
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** A call as `GET /v1/calls/{id}` shows it: the creation fields, then the outcome once it ended. */
+export const Call = Type.Object({
+  id: Type.String(),
+  agent_id: Type.String(),
+  to: Type.String(),
+  status: CallStatus,
+  metadata: Nullable(Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]))),
+  created_at: Type.String(),
+  duration_seconds: Type.Optional(Type.Integer()),
+  transcript_summary: Type.Optional(Type.String()),
+  started_at: Type.Optional(Type.String()),
+  ended_at: Type.Optional(Type.String()),
+  failure_reason: Type.Optional(Type.String()),
+  failure_message: Type.Optional(Nullable(Type.String())),
+  failed_at: Type.Optional(Type.String()),
+});
+export type Call = Static<typeof Call>;
+
+export const CallParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+
+export const ErrorResponse = Type.Object({
+  error: Type.String(),
+  message: Type.String(),
+  request_id: Type.String(),
+  param: Type.Optional(Type.String()),
+});
+
+export const errorResponses = { '4xx': ErrorResponse, '5xx': ErrorResponse } as const;

@@ -1,0 +1,183 @@
+/**
+ * Placing calls and recording how they ended. The HTTP layer hands in a parsed request and gets back an
+ * outcome value; it never sees the database or the provider.
+ */
+import type { Db } from '../../db/database.js';
+import type { ApiKeyRow, CallRow } from '../../db/schema.js';
+import { isoTimestamp, type Clock } from '../../lib/clock.js';
+import { bodyFingerprint } from '../../lib/json.js';
+import { findAgent } from '../agents/agents.service.js';
+import * as idempotency from '../idempotency/idempotency.service.js';
+import type { IdempotencySettings, StoredResponse } from '../idempotency/idempotency.service.js';
+import type { ProviderRegistry } from '../providers/provider-registry.js';
+import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
+import * as repo from './calls.repository.js';
+import { metadataMaxBytes, type Call, type CallCreated, type CreateCallBody } from './calls.schemas.js';
+
+export interface CallsDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly providers: ProviderRegistry;
+  readonly idempotency: IdempotencySettings;
+  /** Told about each new call so it can look at it when it is due to end. */
+  readonly onCallPlaced?: (callId: string, checkAt: Date) => void;
+}
+
+export const createCallRoute = 'POST /v1/calls';
+
+export type CreateCallResult =
+  | { readonly kind: 'created' | 'replayed'; readonly response: StoredResponse }
+  | { readonly kind: 'invalid_metadata'; readonly message: string }
+  | { readonly kind: 'agent_not_found' }
+  | { readonly kind: 'provider_failed'; readonly failure: ProviderFailure };
+
+/** Rules of spec 2.1 that a JSON schema cannot say: the 5 KB size of the metadata. */
+export function metadataSizeProblem(metadata: CreateCallBody['metadata']): string | null {
+  if (metadata === undefined) return null;
+  const bytes = Buffer.byteLength(JSON.stringify(metadata), 'utf8');
+  return bytes > metadataMaxBytes ? `metadata is ${bytes} bytes of JSON; at most ${metadataMaxBytes} are allowed.` : null;
+}
+
+export function toCallCreated(row: CallRow): CallCreated {
+  return { id: row.id, agent_id: row.agent_id, to: row.to_number, status: 'initiated', created_at: row.created_at };
+}
+
+/** A call as the API shows it, with its outcome once it has one. */
+export function toCall(row: CallRow): Call {
+  const call: Call = {
+    id: row.id,
+    agent_id: row.agent_id,
+    to: row.to_number,
+    status: row.status,
+    metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Call['metadata']),
+    created_at: row.created_at,
+  };
+  if (row.status === 'completed') {
+    call.duration_seconds = row.duration_seconds ?? 0;
+    call.transcript_summary = row.transcript_summary ?? '';
+    if (row.started_at) call.started_at = row.started_at;
+    if (row.ended_at) call.ended_at = row.ended_at;
+  } else if (row.status === 'failed') {
+    call.failure_reason = row.failure_reason ?? 'unknown';
+    call.failure_message = row.failure_message;
+    if (row.failed_at) call.failed_at = row.failed_at;
+  }
+  return call;
+}
+
+/**
+ * Starts a call for the key's account. With an idempotency key, one logical request places at most one
+ * call: duplicates replay the first success, and any failure releases the key for a clean retry.
+ */
+export async function createCall(
+  deps: CallsDeps,
+  apiKey: ApiKeyRow,
+  body: CreateCallBody,
+  idempotencyKey: string | undefined,
+): Promise<CreateCallResult> {
+  const sizeProblem = metadataSizeProblem(body.metadata);
+  if (sizeProblem) return { kind: 'invalid_metadata', message: sizeProblem };
+
+  const scope = idempotencyKey === undefined ? undefined : { apiKeyId: apiKey.id, route: createCallRoute, key: idempotencyKey };
+  let owner: string | undefined;
+  if (scope) {
+    const claimed = await idempotency.claim(deps.db, deps.clock, deps.idempotency, scope, bodyFingerprint(body));
+    if (claimed.kind === 'replay') return { kind: 'replayed', response: claimed.response };
+    owner = claimed.owner;
+  }
+
+  let succeeded = false;
+  try {
+    const result = await placeAndStore(deps, apiKey, body, scope && owner ? { scope, owner } : undefined);
+    succeeded = result.kind === 'created';
+    return result;
+  } finally {
+    // Only successes are stored (spec 4.1 rule 3.4): any other ending frees the key.
+    if (!succeeded && scope && owner) await idempotency.release(deps.db, scope, owner);
+  }
+}
+
+async function placeAndStore(
+  deps: CallsDeps,
+  apiKey: ApiKeyRow,
+  body: CreateCallBody,
+  held: { scope: idempotency.IdempotencyScope; owner: string } | undefined,
+): Promise<CreateCallResult> {
+  const agent = await findAgent(deps.db, apiKey.account_id, body.agent_id);
+  if (!agent) return { kind: 'agent_not_found' };
+
+  const provider = deps.providers.forCall(agent, apiKey.mode);
+  const placed = await provider.placeCall({
+    agentId: agent.agent_id,
+    phoneNumberId: agent.phone_number_id,
+    to: body.to,
+    metadata: body.metadata ?? null,
+  });
+  if (!placed.ok) return { kind: 'provider_failed', failure: placed.error };
+
+  const now = deps.clock.now();
+  const createdAt = isoTimestamp(now);
+  const row: CallRow = {
+    id: `call_${placed.value.conversationId}`,
+    account_id: apiKey.account_id,
+    api_key_id: apiKey.id,
+    agent_id: agent.agent_id,
+    agent_ref: agent.id,
+    mode: apiKey.mode,
+    provider: provider.name,
+    provider_conversation_id: placed.value.conversationId,
+    to_number: body.to,
+    metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
+    status: 'initiated',
+    created_at: createdAt,
+    updated_at: createdAt,
+    next_check_at: createdAt,
+    started_at: null,
+    ended_at: null,
+    duration_seconds: null,
+    transcript_summary: null,
+    failure_reason: null,
+    failure_message: null,
+    failed_at: null,
+  };
+  const response: StoredResponse = {
+    status: 201,
+    body: toCallCreated(row),
+    headers: { location: `/v1/calls/${row.id}` },
+  };
+  await deps.db.transaction().execute(async (trx) => {
+    await repo.insertCall(trx, row);
+    if (held) await idempotency.complete(trx, deps.clock, held.scope, held.owner, response);
+  });
+  deps.onCallPlaced?.(row.id, now);
+  return { kind: 'created', response };
+}
+
+export async function getCall(db: Db, accountId: string, id: string): Promise<Call | null> {
+  const row = await repo.findCallInAccount(db, accountId, id);
+  return row ? toCall(row) : null;
+}
+
+/** Records how a call ended, once: a second report for the same call changes nothing and returns false. */
+export async function recordOutcome(db: Db, clock: Clock, callId: string, outcome: CallOutcome): Promise<boolean> {
+  const updatedAt = isoTimestamp(clock.now());
+  if (outcome.status === 'completed') {
+    return repo.finishCall(db, callId, {
+      status: 'completed',
+      updated_at: updatedAt,
+      next_check_at: null,
+      started_at: isoTimestamp(outcome.startedAt),
+      ended_at: isoTimestamp(outcome.endedAt),
+      duration_seconds: outcome.durationSeconds,
+      transcript_summary: outcome.transcriptSummary,
+    });
+  }
+  return repo.finishCall(db, callId, {
+    status: 'failed',
+    updated_at: updatedAt,
+    next_check_at: null,
+    failure_reason: outcome.reason,
+    failure_message: outcome.message,
+    failed_at: isoTimestamp(outcome.failedAt),
+  });
+}

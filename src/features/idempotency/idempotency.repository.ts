@@ -1,0 +1,103 @@
+import type { Db } from '../../db/database.js';
+import type { IdempotencyKeysTable, IdempotencyRow } from '../../db/schema.js';
+
+export interface IdempotencyScope {
+  readonly apiKeyId: string;
+  readonly route: string;
+  readonly key: string;
+}
+
+/** Inserts an in-flight record unless one exists; true when this request now holds the key. */
+export async function insertInFlight(db: Db, row: IdempotencyKeysTable): Promise<boolean> {
+  const result = await db
+    .insertInto('idempotency_keys')
+    .values(row)
+    .onConflict((oc) => oc.columns(['api_key_id', 'route', 'idempotency_key']).doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+}
+
+export async function findRecord(db: Db, scope: IdempotencyScope): Promise<IdempotencyRow | undefined> {
+  return db
+    .selectFrom('idempotency_keys')
+    .selectAll()
+    .where('api_key_id', '=', scope.apiKeyId)
+    .where('route', '=', scope.route)
+    .where('idempotency_key', '=', scope.key)
+    .executeTakeFirst();
+}
+
+/** Takes over an in-flight record whose holder stopped answering (its lock expired). */
+export async function takeOver(
+  db: Db,
+  scope: IdempotencyScope,
+  previousOwner: string,
+  next: { owner: string; locked_until: string; request_hash: string },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('idempotency_keys')
+    .set(next)
+    .where('api_key_id', '=', scope.apiKeyId)
+    .where('route', '=', scope.route)
+    .where('idempotency_key', '=', scope.key)
+    .where('state', '=', 'in_progress')
+    .where('owner', '=', previousOwner)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function markCompleted(
+  db: Db,
+  scope: IdempotencyScope,
+  owner: string,
+  response: { status: number; body: string; headers: string; expiresAt: string },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('idempotency_keys')
+    .set({
+      state: 'completed',
+      response_status: response.status,
+      response_body: response.body,
+      response_headers: response.headers,
+      expires_at: response.expiresAt,
+    })
+    .where('api_key_id', '=', scope.apiKeyId)
+    .where('route', '=', scope.route)
+    .where('idempotency_key', '=', scope.key)
+    .where('owner', '=', owner)
+    .where('state', '=', 'in_progress')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Deletes a record: an in-flight one held by `owner`, or a completed one that expired. */
+export async function deleteRecord(
+  db: Db,
+  scope: IdempotencyScope,
+  condition: { owner: string } | { expiredBefore: string },
+): Promise<void> {
+  let query = db
+    .deleteFrom('idempotency_keys')
+    .where('api_key_id', '=', scope.apiKeyId)
+    .where('route', '=', scope.route)
+    .where('idempotency_key', '=', scope.key);
+  query =
+    'owner' in condition
+      ? query.where('owner', '=', condition.owner).where('state', '=', 'in_progress')
+      : query.where('state', '=', 'completed').where('expires_at', '<=', condition.expiredBefore);
+  await query.execute();
+}
+
+/** Removes completed records past their 24 hours and in-flight ones abandoned long ago. */
+export async function purgeExpired(db: Db, now: string, abandonedBefore: string): Promise<number> {
+  const result = await db
+    .deleteFrom('idempotency_keys')
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('state', '=', 'completed'), eb('expires_at', '<=', now)]),
+        eb.and([eb('state', '=', 'in_progress'), eb('locked_until', '<=', abandonedBefore)]),
+      ]),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -1,0 +1,153 @@
+/**
+ * Idempotency-Key handling (spec 2.5 and 4.1 rule 3). A key is scoped to (API key, method + route, key).
+ * The first request inserts an in-flight record and so holds the key; concurrent duplicates wait for it and
+ * replay its response. Only successes are stored, for 24 hours from the first success; a failure releases
+ * the key so that a retry runs anew. An in-flight record locks its key for a bounded time only, so a crash
+ * mid-request never locks a key forever.
+ */
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Db } from '../../db/database.js';
+import { ApiError } from '../../errors/api-error.js';
+import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import * as repo from './idempotency.repository.js';
+import type { IdempotencyScope } from './idempotency.repository.js';
+
+export type { IdempotencyScope };
+
+/** Spec 2.5: a stored response is replayed for 24 hours from the first success. */
+export const idempotencyLifetimeMs = 24 * 60 * 60 * 1000;
+
+export interface IdempotencySettings {
+  /** How long a duplicate waits for the first request before answering 409. */
+  readonly waitMs: number;
+  /** How long an in-flight record holds its key before it counts as abandoned. */
+  readonly lockMs: number;
+}
+
+export interface StoredResponse {
+  readonly status: number;
+  readonly body: unknown;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export type Claim =
+  | { readonly kind: 'owned'; readonly owner: string }
+  | { readonly kind: 'replay'; readonly response: StoredResponse };
+
+/** 1 to 255 characters from `!` to `~` (spec 4.1): a space or any byte above 0x7E is invalid. */
+export function isValidIdempotencyKey(key: string): boolean {
+  return /^[\x21-\x7e]{1,255}$/.test(key);
+}
+
+/** The Idempotency-Key header as given, or undefined when absent; throws 400 for an invalid key. */
+export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (Array.isArray(header) || !isValidIdempotencyKey(header)) throw new ApiError('invalid_idempotency_key');
+  return header;
+}
+
+function replayOf(row: { response_status: number | null; response_body: string | null; response_headers: string | null }): StoredResponse {
+  return {
+    status: row.response_status ?? 200,
+    body: row.response_body === null ? null : (JSON.parse(row.response_body) as unknown),
+    headers: row.response_headers === null ? {} : (JSON.parse(row.response_headers) as Record<string, string>),
+  };
+}
+
+const pollStartMs = 20;
+const pollMaxMs = 250;
+
+/**
+ * Claims the key for a request whose body has fingerprint `requestHash`: `owned` (go ahead, then call
+ * `complete` or `release`), `replay` (answer with the stored response), or throws 409 `idempotency_conflict`.
+ */
+export async function claim(
+  db: Db,
+  clock: Clock,
+  settings: IdempotencySettings,
+  scope: IdempotencyScope,
+  requestHash: string,
+): Promise<Claim> {
+  const owner = randomBytes(12).toString('hex');
+  // The wait is measured in real time: an injected test clock may stand still.
+  const deadline = Date.now() + settings.waitMs;
+  let pollMs = pollStartMs;
+  for (;;) {
+    const now = clock.now();
+    const lockedUntil = isoTimestamp(addMs(now, settings.lockMs));
+    const inserted = await repo.insertInFlight(db, {
+      api_key_id: scope.apiKeyId,
+      route: scope.route,
+      idempotency_key: scope.key,
+      request_hash: requestHash,
+      state: 'in_progress',
+      owner,
+      response_status: null,
+      response_body: null,
+      response_headers: null,
+      locked_until: lockedUntil,
+      expires_at: null,
+      created_at: isoTimestamp(now),
+    });
+    if (inserted) return { kind: 'owned', owner };
+
+    const row = await repo.findRecord(db, scope);
+    if (!row) continue; // released or purged between our insert and read: try again.
+
+    if (row.state === 'completed') {
+      if (row.expires_at !== null && row.expires_at <= isoTimestamp(now)) {
+        // Rule 5: after 24 hours the key may start a new, different operation.
+        await repo.deleteRecord(db, scope, { expiredBefore: isoTimestamp(now) });
+        continue;
+      }
+      if (row.request_hash !== requestHash) throw new ApiError('idempotency_conflict');
+      return { kind: 'replay', response: replayOf(row) };
+    }
+
+    if (row.request_hash !== requestHash) throw new ApiError('idempotency_conflict');
+    if (row.locked_until <= isoTimestamp(now)) {
+      // The holder crashed or hung past its lock: this request takes the key over.
+      if (await repo.takeOver(db, scope, row.owner, { owner, locked_until: lockedUntil, request_hash: requestHash })) {
+        return { kind: 'owned', owner };
+      }
+      continue;
+    }
+    if (Date.now() >= deadline) {
+      throw new ApiError(
+        'idempotency_conflict',
+        'A request with this Idempotency-Key is still in progress. Retry later with the same key to get its result.',
+        { headers: { 'retry-after': '1' } },
+      );
+    }
+    await sleep(pollMs);
+    pollMs = Math.min(pollMaxMs, pollMs * 2);
+  }
+}
+
+/** Stores the successful response, in the caller's transaction so it commits with the resource it created. */
+export async function complete(
+  db: Db,
+  clock: Clock,
+  scope: IdempotencyScope,
+  owner: string,
+  response: StoredResponse,
+): Promise<void> {
+  await repo.markCompleted(db, scope, owner, {
+    status: response.status,
+    body: JSON.stringify(response.body),
+    headers: JSON.stringify(response.headers),
+    expiresAt: isoTimestamp(addMs(clock.now(), idempotencyLifetimeMs)),
+  });
+}
+
+/** Frees the key after a failure, so a retry with the same key is processed anew. */
+export async function release(db: Db, scope: IdempotencyScope, owner: string): Promise<void> {
+  await repo.deleteRecord(db, scope, { owner });
+}
+
+/** Deletes expired records; returns how many. */
+export async function purgeExpired(db: Db, clock: Clock, settings: IdempotencySettings): Promise<number> {
+  const now = clock.now();
+  return repo.purgeExpired(db, isoTimestamp(now), isoTimestamp(addMs(now, -settings.lockMs)));
+}

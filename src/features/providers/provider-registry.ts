@@ -1,0 +1,28 @@
+import type { AgentProvider, AgentRow, ApiKeyMode } from '../../db/schema.js';
+import { err } from '../../lib/result.js';
+import type { VoiceProvider } from './provider.interface.js';
+
+/** Picks the provider of a call. Test-mode keys always get the simulator: they never place real calls. */
+export interface ProviderRegistry {
+  forCall(agent: AgentRow, mode: ApiKeyMode): VoiceProvider;
+  byName(name: AgentProvider): VoiceProvider;
+}
+
+/** Stands in for a provider that is not configured on this server, so calls through it fail clearly. */
+export function unconfiguredProvider(name: AgentProvider, missingSetting: string): VoiceProvider {
+  const failure = {
+    kind: 'unavailable' as const,
+    message: `The ${name} provider is not configured on this server (${missingSetting} is not set).`,
+    retryable: true as const,
+  };
+  return { name, placeCall: async () => err(failure), checkCall: async () => err(failure) };
+}
+
+export function createProviderRegistry(providers: Partial<Record<AgentProvider, VoiceProvider>> & { simulator: VoiceProvider }): ProviderRegistry {
+  const byName = (name: AgentProvider): VoiceProvider =>
+    providers[name] ?? unconfiguredProvider(name, name === 'elevenlabs' ? 'ELEVENLABS_API_KEY' : name);
+  return {
+    byName,
+    forCall: (agent, mode) => (mode === 'test' ? providers.simulator : byName(agent.provider)),
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * The built-in provider: places no real call. A call "ends" `delayMs` after it was placed, with an outcome
+ * that depends only on the destination and the conversation id, so it can be worked out again after a
+ * restart. Magic destinations (documented in the README) produce the failure paths.
+ */
+import { createHash } from 'node:crypto';
+import type { Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { err, ok } from '../../lib/result.js';
+import type { CallCheck, CallOutcome, CallReference, VoiceProvider } from './provider.interface.js';
+
+export const simulatorMagicNumbers = {
+  busy: '+15005550001',
+  noAnswer: '+15005550002',
+  refused: '+15005550003',
+} as const;
+
+/** Seconds between placing a simulated call and its answer. */
+const ringSeconds = 2;
+
+const summaries = [
+  'The agent reached the contact, confirmed the appointment and answered a question about parking.',
+  'The contact asked to reschedule; the agent offered two new times and the contact chose the later one.',
+  'The agent delivered the reminder; the contact confirmed and had no further questions.',
+  'The contact was interested and asked for a follow-up email with pricing details.',
+  'The agent verified the delivery address and the contact confirmed the time window.',
+];
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+export function simulatedOutcome(call: CallReference, delayMs: number): CallOutcome {
+  const endsAt = new Date(call.createdAt.getTime() + delayMs);
+  if (call.to === simulatorMagicNumbers.busy) {
+    return { status: 'failed', reason: 'busy', message: 'The line was busy.', failedAt: endsAt };
+  }
+  if (call.to === simulatorMagicNumbers.noAnswer) {
+    return { status: 'failed', reason: 'no_answer', message: 'Nobody answered before the ringing timeout.', failedAt: endsAt };
+  }
+  const hash = digest(call.conversationId);
+  const durationSeconds = 15 + (hash.readUInt16BE(0) % 226);
+  const startedAt = new Date(call.createdAt.getTime() + ringSeconds * 1000);
+  return {
+    status: 'completed',
+    startedAt,
+    endedAt: new Date(startedAt.getTime() + durationSeconds * 1000),
+    durationSeconds,
+    transcriptSummary: summaries[hash.readUInt8(2) % summaries.length] ?? summaries[0]!,
+  };
+}
+
+export function createSimulatorProvider(options: { clock: Clock; delayMs: number }): VoiceProvider {
+  return {
+    name: 'simulator',
+    async placeCall(request) {
+      if (request.to === simulatorMagicNumbers.refused) {
+        return err({
+          kind: 'rejected',
+          message: `The simulator refuses calls to ${simulatorMagicNumbers.refused} (a magic number for testing provider errors).`,
+          retryable: false,
+        });
+      }
+      return ok({ conversationId: newId('conversation', options.clock.now().getTime()) });
+    },
+    async checkCall(call) {
+      const endsAt = call.createdAt.getTime() + options.delayMs;
+      if (options.clock.now().getTime() < endsAt) {
+        const check: CallCheck = { state: 'running', checkAgainAt: new Date(endsAt) };
+        return ok(check);
+      }
+      return ok({ state: 'ended', outcome: simulatedOutcome(call, options.delayMs) });
+    },
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * Fixed one-minute windows counted by rate-limiter-flexible, in the store that every process of a
+ * deployment shares: Redis when REDIS_URL is set, else the PostgreSQL database, else process memory
+ * (SQLite runs as one process).
+ */
+import type { Redis } from 'ioredis';
+import type pg from 'pg';
+import {
+  RateLimiterMemory,
+  RateLimiterPostgres,
+  RateLimiterRedis,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
+import type { RateLimitDecision, RateLimiter } from './rate-limit.interface.js';
+
+export type RateLimitStore =
+  | { readonly kind: 'memory' }
+  | { readonly kind: 'postgres'; readonly pool: pg.Pool }
+  | { readonly kind: 'redis'; readonly client: Redis };
+
+export interface RateLimiterOptions {
+  readonly store: RateLimitStore;
+  /** Separates counters of different limiters in one store. */
+  readonly name: string;
+  readonly pointsPerWindow: number;
+  readonly windowSeconds: number;
+}
+
+const windowSecondsDefault = 60;
+
+function decisionFrom(res: RateLimiterRes, limit: number, windowSeconds: number, allowed: boolean): RateLimitDecision {
+  return {
+    allowed,
+    limit,
+    remaining: Math.max(0, res.remainingPoints),
+    resetSeconds: Math.max(allowed ? 0 : 1, Math.ceil(res.msBeforeNext / 1000)),
+    windowSeconds,
+  };
+}
+
+async function createStoreLimiter(options: RateLimiterOptions): Promise<RateLimiterAbstract> {
+  const base = { points: options.pointsPerWindow, duration: options.windowSeconds, keyPrefix: options.name };
+  switch (options.store.kind) {
+    case 'memory':
+      return new RateLimiterMemory(base);
+    case 'redis':
+      return new RateLimiterRedis({ ...base, storeClient: options.store.client });
+    case 'postgres': {
+      const pool = options.store.pool;
+      return await new Promise<RateLimiterAbstract>((resolve, reject) => {
+        const limiter: RateLimiterPostgres = new RateLimiterPostgres(
+          { ...base, storeClient: pool, storeType: 'pool', tableName: 'rate_limits' },
+          (error?: unknown) => (error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(limiter)),
+        );
+      });
+    }
+  }
+}
+
+export async function createRateLimiter(options: RateLimiterOptions): Promise<RateLimiter> {
+  const windowSeconds = options.windowSeconds || windowSecondsDefault;
+  const limiter = await createStoreLimiter({ ...options, windowSeconds });
+  const limit = options.pointsPerWindow;
+  return {
+    async consume(key) {
+      try {
+        const res = await limiter.consume(key, 1);
+        return decisionFrom(res, limit, windowSeconds, true);
+      } catch (rejection) {
+        // rate-limiter-flexible rejects with a RateLimiterRes when the limit is reached, with an Error when the store fails.
+        if (rejection instanceof RateLimiterRes) return decisionFrom(rejection, limit, windowSeconds, false);
+        throw rejection;
+      }
+    },
+    async peek(key) {
+      const res = await limiter.get(key);
+      if (!res) return { allowed: true, limit, remaining: limit, resetSeconds: windowSeconds, windowSeconds };
+      return decisionFrom(res, limit, windowSeconds, res.remainingPoints > 0);
+    },
+  };
+}
+
+/** IETF httpapi RateLimit fields (draft-ietf-httpapi-ratelimit-headers), so clients can pace themselves. */
+export function rateLimitHeaders(decision: RateLimitDecision, policy = "per-key"): Record<string, string> {
+  return {
+    'ratelimit-policy': `"${policy}";q=${decision.limit};w=${decision.windowSeconds}`,
+    ratelimit: `"${policy}";r=${decision.remaining};t=${decision.resetSeconds}`,
+  };
+}

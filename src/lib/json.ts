@@ -1,0 +1,24 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * JSON with object keys sorted at every level, so two bodies that parse to the same value serialise to the
+ * same text whatever their key order or white space.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item)).join(',')}]`;
+  const entries = Object.keys(value as Record<string, unknown>)
+    .sort()
+    .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
+    .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+  return `{${entries.join(',')}}`;
+}
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** Fingerprint of a parsed request body: equal for bodies that are the same JSON value. */
+export function bodyFingerprint(body: unknown): string {
+  return sha256Hex(canonicalJson(body ?? null));
+}

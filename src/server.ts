@@ -1,0 +1,72 @@
+/**
+ * The process: read the config, open the database, seed a demo on first start, serve HTTP, run the call
+ * monitor, and close it all in order on SIGTERM or SIGINT.
+ */
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createServices } from './container.js';
+import { demoBanner, seedDemoIfEmpty } from './features/bootstrap/demo-seed.js';
+import { purgeExpired } from './features/idempotency/idempotency.service.js';
+
+/** How often expired idempotency records are deleted. */
+const purgeIntervalMs = 10 * 60 * 1000;
+/** Shutdown gives in-flight requests this long before the process exits anyway. */
+const shutdownGraceMs = 10_000;
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`callgate: configuration error: ${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+
+  const services = await createServices(config);
+  const { logger } = services;
+  if (config.demoSeed) {
+    const seed = await seedDemoIfEmpty(services.db, services.clock);
+    // Printed, not logged: the demo token is shown once, like any new key, and kept out of log files.
+    if (seed) process.stdout.write(`${demoBanner(seed, config.publicUrl)}\n`);
+  }
+
+  const app = buildApp(services);
+  services.callMonitor.start();
+  const purge = setInterval(() => {
+    purgeExpired(services.db, services.clock, services.calls.idempotency).catch((error: unknown) =>
+      logger.error({ err: error }, 'idempotency purge failed'),
+    );
+  }, purgeIntervalMs);
+  purge.unref();
+
+  await app.listen({ port: config.port, host: config.host });
+  logger.info({ database: services.database.dialect, url: config.publicUrl }, 'callgate is serving');
+
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), shutdownGraceMs);
+    force.unref();
+    clearInterval(purge);
+    app
+      .close()
+      .then(() => services.close())
+      .then(() => process.exit(0))
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`callgate: failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});
