@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { after, before, it } from 'node:test';
+import { forEachDialect } from '../helpers/dialects.js';
+import { callBody, countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
+
+await forEachDialect('POST /v1/calls succeeds', (dialect) => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp(dialect);
+  });
+  after(async () => t.close());
+
+  it('answers 201 with exactly the fields of spec 2.2 and a Location', async () => {
+    const before = Date.now();
+    const res = await t.createCall(callBody(t, { metadata: { customer_name: 'Ada', vip: true, visits: 3, note: null } }));
+    assert.equal(res.statusCode, 201);
+    const body = res.json();
+    assert.deepEqual(Object.keys(body).sort(), ['agent_id', 'created_at', 'id', 'status', 'to']);
+    assert.match(body.id, /^call_conv_[0-9a-z]{26}$/);
+    assert.equal(body.agent_id, t.seed.agentId);
+    assert.equal(body.to, '+14155550123');
+    assert.equal(body.status, 'initiated');
+    assert.match(body.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.ok(Date.parse(body.created_at) >= before - 5);
+    assert.equal(res.headers.location, `/v1/calls/${body.id}`);
+    assert.match(String(res.headers['x-request-id']), /^req_[0-9a-z]{26}$/);
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+  });
+
+  it('stores the call with its metadata and never stores it twice', async () => {
+    const start = await countCalls(t.services);
+    const res = await t.createCall(callBody(t, { to: '+442071838750', metadata: { a: 'b' } }));
+    assert.equal(res.statusCode, 201);
+    assert.equal(await countCalls(t.services), start + 1);
+    const row = await t.services.db.selectFrom('calls').selectAll().where('id', '=', res.json().id).executeTakeFirstOrThrow();
+    assert.equal(row.account_id, t.seed.accountId);
+    assert.equal(row.status, 'initiated');
+    assert.deepEqual(JSON.parse(row.metadata ?? 'null'), { a: 'b' });
+  });
+
+  it('each call gets a new id', async () => {
+    const a = (await t.createCall(callBody(t))).json();
+    const b = (await t.createCall(callBody(t))).json();
+    assert.notEqual(a.id, b.id);
+  });
+
+  it('the call can be read back at its Location', async () => {
+    const created = await t.createCall(callBody(t, { metadata: { k: 1 } }));
+    const res = await t.inject({
+      method: 'GET',
+      url: created.headers.location as string,
+      headers: { authorization: `Bearer ${t.seed.token}` },
+    });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.json().id, created.json().id);
+    assert.equal(res.json().status, 'initiated');
+    assert.deepEqual(res.json().metadata, { k: 1 });
+  });
+
+  it('GET /healthz answers with the dialect', async () => {
+    const res = await t.inject({ method: 'GET', url: '/healthz' });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { status: 'ok', database: dialect });
+  });
+});

@@ -1,0 +1,22 @@
+/**
+ * Runs a suite once per database. Where PostgreSQL cannot be reached the PostgreSQL run is skipped with a
+ * one-line reason, never passed silently; with CALLGATE_TEST_REQUIRE_POSTGRES=1 (as in CI) it fails instead.
+ */
+import { describe } from 'node:test';
+import { dialects, postgresUnavailableReason, type Dialect } from './test-db.js';
+
+const requirePostgres = process.env.CALLGATE_TEST_REQUIRE_POSTGRES === '1';
+const only = process.env.CALLGATE_TEST_DIALECT as Dialect | undefined;
+
+export async function forEachDialect(title: string, suite: (dialect: Dialect) => void): Promise<void> {
+  for (const dialect of dialects) {
+    if (only && only !== dialect) continue;
+    let skip: string | false = false;
+    if (dialect === 'postgres') {
+      const reason = await postgresUnavailableReason();
+      if (reason && requirePostgres) throw new Error(`CALLGATE_TEST_REQUIRE_POSTGRES=1 but ${reason}`);
+      if (reason) skip = reason;
+    }
+    describe(`${title} [${dialect}]`, { skip }, () => suite(dialect));
+  }
+}

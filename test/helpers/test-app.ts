@@ -1,0 +1,107 @@
+/**
+ * Builds the real application on a test database of its own, with a seeded account (a simulator agent and
+ * a live key), and offers small helpers to call the API through Fastify's inject (the full HTTP stack).
+ */
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { createServices, type ServiceOverrides, type Services } from '../../src/container.js';
+import { createAccount } from '../../src/features/accounts/accounts.service.js';
+import { upsertAgent } from '../../src/features/agents/agents.service.js';
+import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
+import type { ApiKeyMode } from '../../src/db/schema.js';
+import { createTestDatabase, type Dialect, type TestDatabase } from './test-db.js';
+
+export interface SeededAccount {
+  readonly accountId: string;
+  readonly agentId: string;
+  readonly token: string;
+  readonly keyId: string;
+}
+
+export interface TestApp {
+  readonly app: FastifyInstance;
+  readonly services: Services;
+  readonly database: TestDatabase;
+  readonly seed: SeededAccount;
+  /** Another account with its own agent and key. */
+  newAccount(options?: { mode?: ApiKeyMode; agentId?: string }): Promise<SeededAccount>;
+  /** POST /v1/calls with the seed key unless another token is given. */
+  createCall(body: unknown, options?: { token?: string | null; idempotencyKey?: string; headers?: Record<string, string> }): Promise<LightMyRequestResponse>;
+  inject(options: InjectOptions): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export const testEnvDefaults: Record<string, string> = {
+  CALLGATE_LOG_LEVEL: 'silent',
+  CALLGATE_DEMO_SEED: 'false',
+  CALLGATE_RATE_LIMIT_PER_MINUTE: '1000000',
+  CALLGATE_IP_RATE_LIMIT_PER_MINUTE: '1000000',
+  CALLGATE_SIMULATOR_DELAY_MS: '50',
+};
+
+export async function seedAccount(
+  services: Services,
+  options: { mode?: ApiKeyMode; agentId?: string; name?: string } = {},
+): Promise<SeededAccount> {
+  const { db, clock } = services;
+  const account = await createAccount(db, clock, { name: options.name ?? 'Test account' });
+  const { agent } = await upsertAgent(db, clock, {
+    accountId: account.id,
+    agentId: options.agentId ?? 'agent_test_reminders',
+    name: 'Reminder bot',
+    provider: 'simulator',
+  });
+  const key = await createApiKey(db, clock, { accountId: account.id, name: 'test', mode: options.mode ?? 'live' });
+  return { accountId: account.id, agentId: agent.agent_id, token: key.token, keyId: key.id };
+}
+
+export async function startTestApp(
+  dialect: Dialect,
+  options: { env?: Record<string, string>; overrides?: ServiceOverrides; startMonitor?: boolean } = {},
+): Promise<TestApp> {
+  const database = await createTestDatabase(dialect);
+  const config = loadConfig({ ...testEnvDefaults, ...database.env, ...options.env });
+  const services = await createServices(config, options.overrides);
+  const app = buildApp(services);
+  await app.ready();
+  if (options.startMonitor) services.callMonitor.start();
+  const seed = await seedAccount(services);
+
+  const inject = (injectOptions: InjectOptions) => app.inject(injectOptions);
+  return {
+    app,
+    services,
+    database,
+    seed,
+    newAccount: (accountOptions) => seedAccount(services, accountOptions),
+    inject,
+    createCall(body, callOptions = {}) {
+      const headers: Record<string, string> = { 'content-type': 'application/json', ...callOptions.headers };
+      const token = callOptions.token === undefined ? seed.token : callOptions.token;
+      if (token !== null) headers.authorization = `Bearer ${token}`;
+      if (callOptions.idempotencyKey !== undefined) headers['idempotency-key'] = callOptions.idempotencyKey;
+      return app.inject({
+        method: 'POST',
+        url: '/v1/calls',
+        headers,
+        payload: typeof body === 'string' ? body : JSON.stringify(body),
+      });
+    },
+    async close() {
+      await app.close();
+      await services.close();
+      await database.drop();
+    },
+  };
+}
+
+/** A valid creation body for the seeded agent. */
+export function callBody(app: TestApp, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { agent_id: app.seed.agentId, to: '+14155550123', ...extra };
+}
+
+export async function countCalls(services: Services): Promise<number> {
+  const row = await services.db.selectFrom('calls').select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
