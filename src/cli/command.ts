@@ -1,0 +1,53 @@
+/**
+ * The shape of a CLI command. A command first turns its arguments into a runner (no database yet, so a
+ * usage error is cheap), then the runner calls the same service functions as the HTTP server and returns
+ * both renderings of its result; main.ts prints the one that was asked for.
+ */
+import type { Db } from '../db/database.js';
+import { getAccount } from '../features/accounts/accounts.service.js';
+import type { AccountRow } from '../db/schema.js';
+import type { Clock } from '../lib/clock.js';
+import type { CommandArgs, OptionSpecs } from './args.js';
+
+export interface CommandContext {
+  readonly db: Db;
+  readonly clock: Clock;
+}
+
+export interface CommandResult {
+  /** Printed with --json: one object (lists are wrapped as `{ data: [...] }`). */
+  readonly json: object;
+  /** Printed otherwise, for people. */
+  readonly text: string;
+}
+
+export type CommandRunner = (context: CommandContext) => Promise<CommandResult>;
+
+export interface Command {
+  readonly name: string;
+  readonly summary: string;
+  readonly options: OptionSpecs;
+  /** Names of required positional arguments, in order (e.g. `KEY_ID`). */
+  readonly positionals?: readonly string[];
+  /** Validates the arguments; throws `UsageError` when they are wrong. */
+  prepare(args: CommandArgs): CommandRunner;
+}
+
+/** A noun (`keys`) and its verbs (`create`, `list`, `revoke`). */
+export interface CommandGroup {
+  readonly name: string;
+  readonly summary: string;
+  readonly commands: readonly Command[];
+}
+
+/** A failure the operator can act on (unknown account, unknown key): exit code 1 and the message only. */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+}
+
+/** The account behind `--account`, or a `CliError` naming the id that does not exist. */
+export async function requireAccount(db: Db, accountId: string): Promise<AccountRow> {
+  const account = await getAccount(db, accountId);
+  if (!account) throw new CliError(`no account with id "${accountId}"`);
+  return account;
+}

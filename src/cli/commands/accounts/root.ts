@@ -1,0 +1,8 @@
+import type { CommandGroup } from '../../command.js';
+import { createAccountCommand } from './create.js';
+
+export const accountsGroup: CommandGroup = {
+  name: 'accounts',
+  summary: 'Accounts: the customers of this installation',
+  commands: [createAccountCommand],
+};

@@ -1,0 +1,39 @@
+import { agentProviders, upsertAgent } from '../../../features/agents/agents.service.js';
+import { choiceOption, optionalOption, requiredOption } from '../../args.js';
+import { requireAccount, type Command } from '../../command.js';
+import { formatFields } from '../../output.js';
+
+export const addAgentCommand: Command = {
+  name: 'add',
+  summary: 'Add a voice agent to an account, or update the one with the same --agent-id',
+  options: {
+    account: { value: 'ACCOUNT_ID', description: 'Account that owns the agent (acct_...)', required: true },
+    'agent-id': { value: 'AGENT_ID', description: "The provider's agent id (agent_...), the agent_id of API calls", required: true },
+    name: { value: 'NAME', description: 'Name shown to people', required: true },
+    provider: { value: agentProviders.join('|'), description: `Voice provider (default ${agentProviders[0]})` },
+    'phone-number-id': { value: 'ID', description: "The provider's id of the phone number calls come from" },
+  },
+  prepare(args) {
+    const input = {
+      accountId: requiredOption(args, 'account'),
+      agentId: requiredOption(args, 'agent-id'),
+      name: requiredOption(args, 'name'),
+      provider: choiceOption(args, 'provider', agentProviders, 'simulator'),
+      phoneNumberId: optionalOption(args, 'phone-number-id') ?? null,
+    };
+    return async ({ db, clock }) => {
+      await requireAccount(db, input.accountId);
+      const { agent, created } = await upsertAgent(db, clock, input);
+      const text = [
+        `${created ? 'Added' : 'Updated'} agent ${agent.agent_id} in account ${agent.account_id}.`,
+        formatFields([
+          ['id', agent.id],
+          ['name', agent.name],
+          ['provider', agent.provider],
+          ['phone number id', agent.phone_number_id],
+        ]),
+      ].join('\n');
+      return { json: { ...agent, created }, text };
+    };
+  },
+};

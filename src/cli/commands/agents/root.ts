@@ -1,0 +1,9 @@
+import type { CommandGroup } from '../../command.js';
+import { addAgentCommand } from './add.js';
+import { listAgentsCommand } from './list.js';
+
+export const agentsGroup: CommandGroup = {
+  name: 'agents',
+  summary: 'Voice agents an account may call with',
+  commands: [addAgentCommand, listAgentsCommand],
+};

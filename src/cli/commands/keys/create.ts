@@ -1,0 +1,42 @@
+import type { ApiKeyMode } from '../../../db/schema.js';
+import { createApiKey } from '../../../features/api-keys/api-keys.service.js';
+import { choiceOption, requiredOption } from '../../args.js';
+import { requireAccount, type Command } from '../../command.js';
+import { formatFields } from '../../output.js';
+
+const apiKeyModes: readonly ApiKeyMode[] = ['live', 'test'];
+
+export const createKeyCommand: Command = {
+  name: 'create',
+  summary: 'Create an API key and print its token, once',
+  options: {
+    account: { value: 'ACCOUNT_ID', description: 'Account the key acts for (acct_...)', required: true },
+    name: { value: 'NAME', description: 'What the key is for (one key per integration or environment)', required: true },
+    mode: { value: apiKeyModes.join('|'), description: 'live places real calls, test only simulated ones (default live)' },
+  },
+  prepare(args) {
+    const input = {
+      accountId: requiredOption(args, 'account'),
+      name: requiredOption(args, 'name').trim(),
+      mode: choiceOption(args, 'mode', apiKeyModes, 'live'),
+    };
+    return async ({ db, clock }) => {
+      await requireAccount(db, input.accountId);
+      const key = await createApiKey(db, clock, input);
+      const text = [
+        `Created ${key.mode} key ${key.id} for account ${key.account_id}.`,
+        formatFields([
+          ['name', key.name],
+          ['prefix', key.prefix],
+        ]),
+        '',
+        `Token (shown only this once; it cannot be shown again):`,
+        '',
+        `  ${key.token}`,
+        '',
+        'Copy it now. A lost token cannot be recovered: revoke the key and create another.',
+      ].join('\n');
+      return { json: key, text };
+    };
+  },
+};

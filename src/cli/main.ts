@@ -1,0 +1,120 @@
+/**
+ * The `callgate` operator CLI (bin/callgate.js runs the compiled copy). It reads the server's config, opens
+ * only the database (no rate limiters, no call monitor, no logger, so nothing is logged and no secret
+ * leaves except a new key's token in the output), runs the migrations and calls the same service functions
+ * as the HTTP server. This module owns the process side: argv, stdout/stderr, the exit code.
+ */
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import { migrateToLatest, openDatabase } from '../db/database.js';
+import { systemClock } from '../lib/clock.js';
+import { parseCommandArgs, UsageError } from './args.js';
+import type { Command, CommandGroup, CommandResult, CommandRunner } from './command.js';
+import { accountsGroup } from './commands/accounts/root.js';
+import { agentsGroup } from './commands/agents/root.js';
+import { keysGroup } from './commands/keys/root.js';
+import { commandUsage, groupUsage, rootUsage } from './usage.js';
+
+export const commandGroups: readonly CommandGroup[] = [accountsGroup, agentsGroup, keysGroup];
+
+export interface CliIo {
+  /** Writes one block of text followed by a newline. */
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+const exitOk = 0;
+const exitFailure = 1;
+const exitUsage = 2;
+
+const helpTokens = new Set(['--help', '-h']);
+const globalTokens = new Set(['--json', ...helpTokens]);
+
+/**
+ * Takes `<noun> <verb>` off the front of the line. Only global flags may stand before them, so an option
+ * value (`--name accounts`) is never mistaken for a command word.
+ */
+function splitCommand(argv: readonly string[]): { noun?: string; verb?: string; rest: string[] } {
+  const words: string[] = [];
+  const rest: string[] = [];
+  let inCommand = true;
+  for (const token of argv) {
+    if (inCommand && words.length < 2 && !token.startsWith('-')) {
+      words.push(token);
+      continue;
+    }
+    if (!globalTokens.has(token)) inCommand = false;
+    rest.push(token);
+  }
+  const [noun, verb] = words;
+  return { ...(noun === undefined ? {} : { noun }), ...(verb === undefined ? {} : { verb }), rest };
+}
+
+async function withDatabase(config: Config, run: CommandRunner): Promise<CommandResult> {
+  const database = openDatabase(config.database);
+  try {
+    await migrateToLatest(database.db);
+    return await run({ db: database.db, clock: systemClock });
+  } finally {
+    await database.destroy();
+  }
+}
+
+function errorMessage(error: unknown): string {
+  if (error instanceof ConfigError) return `configuration error: ${error.message}`;
+  // Service validation errors (AccountInputError, AgentInputError) and CliError carry operator-ready text.
+  return error instanceof Error ? error.message : String(error);
+}
+
+type Resolved = { readonly usage: string } | { readonly group: CommandGroup; readonly command: Command; readonly rest: string[] };
+
+/** Finds the command of a line, or the usage text that `--help` asked for. */
+function resolveCommand(argv: readonly string[]): Resolved {
+  const { noun, verb, rest } = splitCommand(argv);
+  const endOfOptions = rest.indexOf('--');
+  const help = (endOfOptions === -1 ? rest : rest.slice(0, endOfOptions)).some((token) => helpTokens.has(token));
+  if (noun === undefined) {
+    if (help) return { usage: rootUsage(commandGroups) };
+    throw new UsageError('missing command', rootUsage(commandGroups));
+  }
+  const group = commandGroups.find((candidate) => candidate.name === noun);
+  if (!group) throw new UsageError(`unknown command "${noun}"`, 'Run "callgate --help" for usage.');
+  if (verb === undefined) {
+    if (help) return { usage: groupUsage(group) };
+    throw new UsageError(`missing command after "${noun}"`, groupUsage(group));
+  }
+  const command = group.commands.find((candidate) => candidate.name === verb);
+  if (!command) throw new UsageError(`unknown command "${noun} ${verb}"`, `Run "callgate ${noun} --help" for usage.`);
+  if (help) return { usage: commandUsage(group, command) };
+  return { group, command, rest };
+}
+
+/** Runs one command line and returns the exit code. */
+export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<number> {
+  let commandLine = 'callgate';
+  try {
+    const resolved = resolveCommand(argv);
+    if ('usage' in resolved) {
+      io.stdout(resolved.usage);
+      return exitOk;
+    }
+    const { group, command, rest } = resolved;
+    commandLine = `callgate ${group.name} ${command.name}`;
+    const args = parseCommandArgs(rest, command.options, command.positionals ?? []);
+    const run = command.prepare(args);
+    const result = await withDatabase(loadConfig(env), run);
+    io.stdout(args.json ? JSON.stringify(result.json) : result.text);
+    return exitOk;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`callgate: ${error.message}\n\n${error.help ?? `Run "${commandLine} --help" for usage.`}`);
+      return exitUsage;
+    }
+    io.stderr(`callgate: ${errorMessage(error)}`);
+    return exitFailure;
+  }
+}
+
+process.exitCode = await runCli(process.argv.slice(2), process.env, {
+  stdout: (text) => process.stdout.write(`${text}\n`),
+  stderr: (text) => process.stderr.write(`${text}\n`),
+});
