@@ -3,12 +3,18 @@
  * result is frozen: the rest of the code receives a `Config` and never looks at the environment itself.
  */
 import path from 'node:path';
+import { parseRetrySchedule } from './features/webhooks/retry-schedule.js';
 
 export type DatabaseConfig =
   | { readonly dialect: 'sqlite'; readonly file: string }
   | { readonly dialect: 'postgres'; readonly url: string };
 
+export type Role = 'api' | 'worker';
+
 export interface Config {
+  /** What this process runs: the HTTP API, the background worker (call monitor, webhook dispatcher), or both.
+   * `CALLGATE_ROLES`, default `api,worker`. */
+  readonly roles: ReadonlySet<Role>;
   /** TCP port of the HTTP server. `PORT`, default 3000. */
   readonly port: number;
   /** Interface to listen on. `HOST`, default 127.0.0.1 (local only; set 0.0.0.0 to expose it). */
@@ -38,6 +44,16 @@ export interface Config {
   readonly demoSeed: boolean;
   /** Trust `X-Forwarded-For` from a reverse proxy for the client IP. `CALLGATE_TRUST_PROXY`, default false. */
   readonly trustProxy: boolean;
+  /** Timeout of one webhook delivery attempt. `CALLGATE_WEBHOOK_TIMEOUT_MS`, default 10000. */
+  readonly webhookTimeoutMs: number;
+  /** Delays before each retry after the first, immediate attempt.
+   * `CALLGATE_WEBHOOK_RETRY_SCHEDULE`, default `5s,5m,30m,2h,5h,10h,10h` (eight attempts over about 28 hours). */
+  readonly webhookRetryScheduleMs: readonly number[];
+  /** Allow webhook URLs on http and on loopback/private addresses (local development and tests only).
+   * `CALLGATE_WEBHOOK_ALLOW_PRIVATE`, default false. */
+  readonly webhookAllowPrivate: boolean;
+  /** Webhook attempts one worker process makes at once. `CALLGATE_WEBHOOK_CONCURRENCY`, default 64. */
+  readonly webhookConcurrency: number;
   /** pino level. `CALLGATE_LOG_LEVEL`, default info. */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -92,10 +108,24 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`CALLGATE_LOG_LEVEL must be one of ${logLevels.join(', ')}`);
   }
 
+  const rolesText = env.CALLGATE_ROLES?.trim() || 'api,worker';
+  const roleList = rolesText.split(',').map((role) => role.trim()).filter(Boolean);
+  if (roleList.length === 0 || roleList.some((role) => role !== 'api' && role !== 'worker')) {
+    throw new ConfigError(`CALLGATE_ROLES must be api, worker or api,worker, got "${rolesText}"`);
+  }
+
+  let webhookRetryScheduleMs: number[];
+  try {
+    webhookRetryScheduleMs = parseRetrySchedule(env.CALLGATE_WEBHOOK_RETRY_SCHEDULE?.trim() || '5s,5m,30m,2h,5h,10h,10h');
+  } catch (error) {
+    throw new ConfigError(`CALLGATE_WEBHOOK_RETRY_SCHEDULE: ${(error as Error).message}`);
+  }
+
   const displayHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
   const publicUrl = (env.CALLGATE_PUBLIC_URL?.trim() || `http://${displayHost}:${port}`).replace(/\/+$/, '');
 
   return Object.freeze({
+    roles: new Set(roleList as Role[]),
     port,
     host,
     publicUrl,
@@ -109,6 +139,10 @@ export function loadConfig(env: Env = process.env): Config {
     simulatorDelayMs: integer(env, 'CALLGATE_SIMULATOR_DELAY_MS', 3_000, 0, 86_400_000),
     demoSeed: boolean(env, 'CALLGATE_DEMO_SEED', true),
     trustProxy: boolean(env, 'CALLGATE_TRUST_PROXY', false),
+    webhookTimeoutMs: integer(env, 'CALLGATE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+    webhookRetryScheduleMs: Object.freeze(webhookRetryScheduleMs),
+    webhookAllowPrivate: boolean(env, 'CALLGATE_WEBHOOK_ALLOW_PRIVATE', false),
+    webhookConcurrency: integer(env, 'CALLGATE_WEBHOOK_CONCURRENCY', 64, 1, 1_000),
     logLevel,
   });
 }

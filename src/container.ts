@@ -11,6 +11,9 @@ import type { CallsDeps } from './features/calls/calls.service.js';
 import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
 import { createSimulatorProvider } from './features/providers/simulator.provider.js';
 import type { RateLimiter } from './features/rate-limit/rate-limit.interface.js';
+import { createLocalNotifier, createPostgresNotifier, type DeliveryNotifier } from './features/webhooks/delivery-notifier.js';
+import { WebhookDispatcher } from './features/webhooks/webhook-dispatcher.js';
+import { createHttpSender, type WebhookSender } from './features/webhooks/webhook-sender.js';
 import { createRateLimiter, type RateLimitStore } from './features/rate-limit/rate-limit.store.js';
 import { systemClock, type Clock } from './lib/clock.js';
 
@@ -25,6 +28,11 @@ export interface Services {
   readonly perIpLimiter: RateLimiter;
   readonly callMonitor: CallMonitor;
   readonly calls: CallsDeps;
+  readonly notifier: DeliveryNotifier;
+  readonly dispatcher: WebhookDispatcher;
+  /** Starts the worker role: the call monitor and the webhook dispatcher. */
+  startWorker(): void;
+  /** Stops the worker (in-flight deliveries finish or are released) and closes every connection. */
   close(): Promise<void>;
 }
 
@@ -36,6 +44,11 @@ export interface ServiceOverrides {
   perIpLimiter?: RateLimiter;
   /** How often the call monitor sweeps for due calls. */
   monitorSweepIntervalMs?: number;
+  webhookSender?: WebhookSender;
+  /** How often the dispatcher sweeps for due retries and expired leases. */
+  dispatcherSweepIntervalMs?: number;
+  /** Jitter source of the retry schedule. */
+  random?: () => number;
 }
 
 /** Headers and fields that carry secrets never reach the logs. */
@@ -72,11 +85,32 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       overrides.providers ??
       createProviderRegistry({ simulator: createSimulatorProvider({ clock, delayMs: config.simulatorDelayMs }) });
 
+    const notifier =
+      database.dialect === 'postgres' && config.database.dialect === 'postgres'
+        ? createPostgresNotifier(database.pool, config.database.url, logger)
+        : createLocalNotifier();
+    const sender =
+      overrides.webhookSender ?? createHttpSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
+    const dispatcher = new WebhookDispatcher({
+      db: database.db,
+      dialect: database.dialect,
+      clock,
+      sender,
+      notifier,
+      logger,
+      retryScheduleMs: config.webhookRetryScheduleMs,
+      timeoutMs: config.webhookTimeoutMs,
+      concurrency: config.webhookConcurrency,
+      ...(overrides.dispatcherSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.dispatcherSweepIntervalMs }),
+      ...(overrides.random === undefined ? {} : { random: overrides.random }),
+    });
+
     const callMonitor = new CallMonitor({
       db: database.db,
       clock,
       providers,
       logger,
+      onCallEnded: () => notifier.notify(),
       ...(overrides.monitorSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.monitorSweepIntervalMs }),
     });
 
@@ -99,8 +133,17 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       perIpLimiter,
       callMonitor,
       calls,
+      notifier,
+      dispatcher,
+      startWorker() {
+        callMonitor.start();
+        dispatcher.start();
+      },
       async close() {
         await callMonitor.stop();
+        await dispatcher.stop();
+        await notifier.close();
+        sender.close();
         if (redis) redis.disconnect();
         await database.destroy();
       },

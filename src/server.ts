@@ -33,8 +33,10 @@ async function main(): Promise<void> {
     if (seed) process.stdout.write(`${demoBanner(seed, config.publicUrl)}\n`);
   }
 
-  const app = buildApp(services);
-  services.callMonitor.start();
+  const runsApi = config.roles.has('api');
+  const runsWorker = config.roles.has('worker');
+  const app = runsApi ? buildApp(services) : undefined;
+  if (runsWorker) services.startWorker();
   const purge = setInterval(() => {
     purgeExpired(services.db, services.clock, services.calls.idempotency).catch((error: unknown) =>
       logger.error({ err: error }, 'idempotency purge failed'),
@@ -42,8 +44,8 @@ async function main(): Promise<void> {
   }, purgeIntervalMs);
   purge.unref();
 
-  await app.listen({ port: config.port, host: config.host });
-  logger.info({ database: services.database.dialect, url: config.publicUrl }, 'callgate is serving');
+  if (app) await app.listen({ port: config.port, host: config.host });
+  logger.info({ database: services.database.dialect, roles: [...config.roles], url: config.publicUrl }, 'callgate is running');
 
   let closing = false;
   const shutdown = (signal: string) => {
@@ -53,8 +55,8 @@ async function main(): Promise<void> {
     const force = setTimeout(() => process.exit(1), shutdownGraceMs);
     force.unref();
     clearInterval(purge);
-    app
-      .close()
+    // Stop taking requests first, then let the worker finish or release its deliveries.
+    (app ? app.close() : Promise.resolve())
       .then(() => services.close())
       .then(() => process.exit(0))
       .catch((error: unknown) => {

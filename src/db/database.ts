@@ -9,6 +9,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.js';
 import * as initial from './migrations/0001-initial.js';
+import * as webhooks from './migrations/0002-webhooks.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -42,6 +43,7 @@ export function openDatabase(config: DatabaseConfig): DatabaseHandle {
 
 const migrations: Record<string, Migration> = {
   '0001-initial': initial,
+  '0002-webhooks': webhooks,
 };
 
 /** Applies every pending migration; safe to run from several processes at once (Kysely takes a lock). */

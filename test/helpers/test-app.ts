@@ -38,6 +38,7 @@ export const testEnvDefaults: Record<string, string> = {
   CALLGATE_RATE_LIMIT_PER_MINUTE: '1000000',
   CALLGATE_IP_RATE_LIMIT_PER_MINUTE: '1000000',
   CALLGATE_SIMULATOR_DELAY_MS: '50',
+  CALLGATE_WEBHOOK_ALLOW_PRIVATE: 'true',
 };
 
 export async function seedAccount(
@@ -58,14 +59,15 @@ export async function seedAccount(
 
 export async function startTestApp(
   dialect: Dialect,
-  options: { env?: Record<string, string>; overrides?: ServiceOverrides; startMonitor?: boolean } = {},
+  options: { env?: Record<string, string>; overrides?: ServiceOverrides; startMonitor?: boolean; startWorker?: boolean } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase(dialect);
   const config = loadConfig({ ...testEnvDefaults, ...database.env, ...options.env });
   const services = await createServices(config, options.overrides);
   const app = buildApp(services);
   await app.ready();
-  if (options.startMonitor) services.callMonitor.start();
+  if (options.startWorker) services.startWorker();
+  else if (options.startMonitor) services.callMonitor.start();
   const seed = await seedAccount(services);
 
   const inject = (injectOptions: InjectOptions) => app.inject(injectOptions);

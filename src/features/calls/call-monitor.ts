@@ -35,7 +35,7 @@ export class CallMonitor {
   private readonly timers = new Set<NodeJS.Timeout>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
-  private stopped = false;
+  private stopped = true;
 
   constructor(private readonly options: CallMonitorOptions) {}
 

@@ -1,0 +1,183 @@
+/** Webhook endpoints of an account: URL, wanted event types, enabled flag and signing secret. */
+import type { Db } from '../../db/database.js';
+import type { WebhookEndpointRow } from '../../db/schema.js';
+import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { callEventTypes, enqueueEvent } from './events.service.js';
+import { checkWebhookTarget } from './ssrf-guard.js';
+import { generateWebhookSecret } from './webhook-signing.js';
+import * as repo from './webhooks.repository.js';
+
+/** After a rotation the old secret keeps signing, beside the new one, for this long. */
+export const secretOverlapMs = 24 * 60 * 60 * 1000;
+
+export class WebhookInputError extends Error {
+  override readonly name = 'WebhookInputError';
+}
+
+export interface EndpointView {
+  id: string;
+  account_id: string;
+  url: string;
+  description: string;
+  enabled: boolean;
+  event_types: string[];
+  disabled_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toEndpointView(row: WebhookEndpointRow): EndpointView {
+  const types = JSON.parse(row.event_types) as string[];
+  return {
+    id: row.id,
+    account_id: row.account_id,
+    url: row.url,
+    description: row.description,
+    enabled: row.enabled === 1,
+    event_types: types.includes('*') ? [...callEventTypes] : types,
+    disabled_reason: row.disabled_reason,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+function normaliseEventTypes(types: readonly string[] | undefined): string[] {
+  if (types === undefined || types.length === 0) return ['*'];
+  const unique = [...new Set(types.map((type) => type.trim()).filter(Boolean))];
+  const unknown = unique.filter((type) => !(callEventTypes as readonly string[]).includes(type));
+  if (unknown.length > 0) {
+    throw new WebhookInputError(`unknown event type ${unknown.join(', ')}; known: ${callEventTypes.join(', ')}`);
+  }
+  return unique.length === callEventTypes.length ? ['*'] : unique;
+}
+
+async function checkedUrl(url: string, allowPrivate: boolean): Promise<string> {
+  const check = await checkWebhookTarget(url.trim(), allowPrivate);
+  if (!check.ok) throw new WebhookInputError(`the URL ${check.reason}`);
+  return check.url.toString();
+}
+
+export interface EndpointInput {
+  accountId: string;
+  url: string;
+  description?: string;
+  eventTypes?: readonly string[];
+}
+
+/** Creates an endpoint with a new secret; the view includes the secret. */
+export async function createEndpoint(
+  db: Db,
+  clock: Clock,
+  allowPrivate: boolean,
+  input: EndpointInput,
+): Promise<EndpointView & { secret: string }> {
+  const url = await checkedUrl(input.url, allowPrivate);
+  const now = isoTimestamp(clock.now());
+  const row: WebhookEndpointRow = {
+    id: newId('webhookEndpoint', clock.now().getTime()),
+    account_id: input.accountId,
+    url,
+    description: (input.description ?? '').trim().slice(0, 500),
+    enabled: 1,
+    event_types: JSON.stringify(normaliseEventTypes(input.eventTypes)),
+    secret: generateWebhookSecret(),
+    previous_secret: null,
+    previous_secret_expires_at: null,
+    disabled_reason: null,
+    failing_since: null,
+    created_at: now,
+    updated_at: now,
+    deleted_at: null,
+  };
+  await repo.insertEndpoint(db, row);
+  return { ...toEndpointView(row), secret: row.secret };
+}
+
+export async function listEndpoints(db: Db, accountId: string): Promise<EndpointView[]> {
+  return (await repo.listEndpointsByAccount(db, accountId)).map(toEndpointView);
+}
+
+/** An endpoint, only within `accountId` when given (another account's endpoint is not found). */
+export async function getEndpoint(db: Db, id: string, accountId?: string): Promise<WebhookEndpointRow | null> {
+  const row = await repo.findEndpoint(db, id);
+  if (!row || (accountId !== undefined && row.account_id !== accountId)) return null;
+  return row;
+}
+
+export interface EndpointChanges {
+  url?: string;
+  description?: string;
+  eventTypes?: readonly string[];
+  enabled?: boolean;
+}
+
+export async function updateEndpoint(
+  db: Db,
+  clock: Clock,
+  allowPrivate: boolean,
+  endpoint: WebhookEndpointRow,
+  changes: EndpointChanges,
+): Promise<EndpointView> {
+  const next: Partial<WebhookEndpointRow> = { updated_at: isoTimestamp(clock.now()) };
+  if (changes.url !== undefined) next.url = await checkedUrl(changes.url, allowPrivate);
+  if (changes.description !== undefined) next.description = changes.description.trim().slice(0, 500);
+  if (changes.eventTypes !== undefined) next.event_types = JSON.stringify(normaliseEventTypes(changes.eventTypes));
+  if (changes.enabled !== undefined) {
+    next.enabled = changes.enabled ? 1 : 0;
+    // Re-enabling starts the failure clock afresh.
+    if (changes.enabled) Object.assign(next, { disabled_reason: null, failing_since: null });
+    else next.disabled_reason = 'Disabled by a user.';
+  }
+  await repo.updateEndpoint(db, endpoint.id, next);
+  if (changes.enabled === false) {
+    await repo.failPendingDeliveriesOfEndpoint(db, endpoint.id, 'The endpoint was disabled.', next.updated_at!);
+  }
+  return toEndpointView({ ...endpoint, ...next });
+}
+
+/** Deletes an endpoint (kept for its delivery history); its pending deliveries end as failed. */
+export async function deleteEndpoint(db: Db, clock: Clock, endpoint: WebhookEndpointRow): Promise<void> {
+  const at = isoTimestamp(clock.now());
+  await db.transaction().execute(async (trx) => {
+    await repo.updateEndpoint(trx, endpoint.id, { deleted_at: at, enabled: 0, updated_at: at });
+    await repo.failPendingDeliveriesOfEndpoint(trx, endpoint.id, 'The endpoint was deleted.', at);
+  });
+}
+
+/** Issues a new secret; for 24 hours deliveries are signed with the old and the new one. */
+export async function rotateSecret(db: Db, clock: Clock, endpoint: WebhookEndpointRow): Promise<EndpointView & { secret: string }> {
+  const now = clock.now();
+  const secret = generateWebhookSecret();
+  const changes = {
+    secret,
+    previous_secret: endpoint.secret,
+    previous_secret_expires_at: isoTimestamp(addMs(now, secretOverlapMs)),
+    updated_at: isoTimestamp(now),
+  };
+  await repo.updateEndpoint(db, endpoint.id, changes);
+  return { ...toEndpointView({ ...endpoint, ...changes }), secret };
+}
+
+/** The secrets that sign a delivery now: the current one, and the previous one while it overlaps. */
+export function activeSecrets(endpoint: Pick<WebhookEndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>, now: Date): string[] {
+  const secrets = [endpoint.secret];
+  if (endpoint.previous_secret && endpoint.previous_secret_expires_at && endpoint.previous_secret_expires_at > isoTimestamp(now)) {
+    secrets.push(endpoint.previous_secret);
+  }
+  return secrets;
+}
+
+/** Queues a signed `webhook.test` event for one endpoint. */
+export async function sendTestEvent(db: Db, clock: Clock, endpoint: WebhookEndpointRow): Promise<{ eventId: string; deliveryId: string | undefined }> {
+  if (endpoint.enabled !== 1) throw new WebhookInputError('the endpoint is disabled; enable it first');
+  const { eventId, deliveryIds } = await enqueueEvent(db, clock, {
+    accountId: endpoint.account_id,
+    type: 'webhook.test',
+    callId: null,
+    data: { endpoint_id: endpoint.id, message: 'This is a test event from callgate.' },
+    endpointId: endpoint.id,
+    trigger: 'test',
+  });
+  return { eventId, deliveryId: deliveryIds[0] };
+}

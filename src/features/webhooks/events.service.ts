@@ -1,0 +1,166 @@
+/**
+ * Events and their deliveries: the outbox. An event is written, with one delivery per subscribed endpoint,
+ * in the caller's transaction, so it exists exactly when the change that caused it was committed.
+ */
+import type { Db } from '../../db/database.js';
+import type { CallRow, DeliveryTrigger, WebhookEndpointRow } from '../../db/schema.js';
+import { isoTimestamp, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import * as repo from './webhooks.repository.js';
+
+export const callEventTypes = ['call.completed', 'call.failed'] as const;
+export type CallEventType = (typeof callEventTypes)[number];
+export type EventType = CallEventType | 'webhook.test';
+
+/** `data` of `call.completed` (spec 6). */
+export interface CallCompletedData {
+  id: string;
+  agent_id: string;
+  status: 'completed';
+  duration_seconds: number;
+  transcript_summary: string;
+  started_at: string;
+  ended_at: string;
+}
+
+/** `data` of `call.failed` (the spec leaves it open; see docs/webhooks.md). */
+export interface CallFailedData {
+  id: string;
+  agent_id: string;
+  status: 'failed';
+  failure_reason: string;
+  failure_message: string | null;
+  failed_at: string;
+}
+
+export interface EventEnvelope<T = unknown> {
+  id: string;
+  type: EventType;
+  created_at: string;
+  data: T;
+}
+
+export function callOutcomeEvent(call: CallRow): { type: CallEventType; data: CallCompletedData | CallFailedData } | null {
+  if (call.status === 'completed') {
+    return {
+      type: 'call.completed',
+      data: {
+        id: call.id,
+        agent_id: call.agent_id,
+        status: 'completed',
+        duration_seconds: call.duration_seconds ?? 0,
+        transcript_summary: call.transcript_summary ?? '',
+        started_at: call.started_at ?? call.created_at,
+        ended_at: call.ended_at ?? call.updated_at,
+      },
+    };
+  }
+  if (call.status === 'failed') {
+    return {
+      type: 'call.failed',
+      data: {
+        id: call.id,
+        agent_id: call.agent_id,
+        status: 'failed',
+        failure_reason: call.failure_reason ?? 'unknown',
+        failure_message: call.failure_message,
+        failed_at: call.failed_at ?? call.updated_at,
+      },
+    };
+  }
+  return null;
+}
+
+export function endpointWants(endpoint: Pick<WebhookEndpointRow, 'event_types'>, type: EventType): boolean {
+  if (type === 'webhook.test') return true;
+  const types = JSON.parse(endpoint.event_types) as string[];
+  return types.includes('*') || types.includes(type);
+}
+
+export interface NewEvent {
+  accountId: string;
+  type: EventType;
+  callId: string | null;
+  data: unknown;
+  /** Deliver to this endpoint only (test events, resends); otherwise to every subscribed endpoint. */
+  endpointId?: string;
+  trigger?: DeliveryTrigger;
+}
+
+/** Writes an event and its deliveries in `db` (pass the transaction of the change that caused it). */
+export async function enqueueEvent(db: Db, clock: Clock, input: NewEvent): Promise<{ eventId: string; deliveryIds: string[] }> {
+  const now = clock.now();
+  const createdAt = isoTimestamp(now);
+  const eventId = newId('event', now.getTime());
+  const envelope: EventEnvelope = { id: eventId, type: input.type, created_at: createdAt, data: input.data };
+  await repo.insertEvent(db, {
+    id: eventId,
+    account_id: input.accountId,
+    type: input.type,
+    call_id: input.callId,
+    payload: JSON.stringify(envelope),
+    created_at: createdAt,
+  });
+  const endpoints = (await repo.listEnabledEndpoints(db, input.accountId)).filter(
+    (endpoint) => (input.endpointId === undefined || endpoint.id === input.endpointId) && endpointWants(endpoint, input.type),
+  );
+  const deliveryIds = await addDeliveries(db, now, eventId, input.accountId, endpoints, input.trigger ?? 'event');
+  return { eventId, deliveryIds };
+}
+
+async function addDeliveries(
+  db: Db,
+  now: Date,
+  eventId: string,
+  accountId: string,
+  endpoints: readonly WebhookEndpointRow[],
+  trigger: DeliveryTrigger,
+): Promise<string[]> {
+  const at = isoTimestamp(now);
+  const rows = endpoints.map((endpoint) => ({
+    id: newId('delivery', now.getTime()),
+    event_id: eventId,
+    endpoint_id: endpoint.id,
+    account_id: accountId,
+    status: 'pending' as const,
+    trigger,
+    attempt_count: 0,
+    next_attempt_at: at,
+    locked_by: null,
+    locked_until: null,
+    last_attempt_at: null,
+    last_status_code: null,
+    last_error: null,
+    created_at: at,
+    updated_at: at,
+  }));
+  await repo.insertDeliveries(db, rows);
+  return rows.map((row) => row.id);
+}
+
+export class EventNotFoundError extends Error {
+  override readonly name = 'EventNotFoundError';
+}
+
+/**
+ * Sends an existing event again (same id, same body): a new manual delivery to one endpoint of the
+ * event's account, or to every enabled endpoint that wants its type.
+ */
+export async function resendEvent(
+  db: Db,
+  clock: Clock,
+  eventId: string,
+  options: { endpointId?: string; accountId?: string } = {},
+): Promise<string[]> {
+  const event = await repo.findEvent(db, eventId);
+  if (!event || (options.accountId !== undefined && event.account_id !== options.accountId)) {
+    throw new EventNotFoundError(`no event ${eventId}`);
+  }
+  const endpoints = (await repo.listEnabledEndpoints(db, event.account_id)).filter((endpoint) =>
+    options.endpointId === undefined ? endpointWants(endpoint, event.type as EventType) : endpoint.id === options.endpointId,
+  );
+  if (options.endpointId !== undefined && endpoints.length === 0) {
+    throw new EventNotFoundError(`no enabled endpoint ${options.endpointId} in the event's account`);
+  }
+  return addDeliveries(db, clock.now(), event.id, event.account_id, endpoints, 'manual');
+}

@@ -1,0 +1,132 @@
+/**
+ * Webhook targets must be public https endpoints: a URL that reaches loopback, private, link-local or other
+ * special addresses could make callgate attack its own network (SSRF). The URL is checked when an endpoint
+ * is saved, and the address actually connected to is checked again at every delivery, inside the socket's
+ * DNS lookup, so a name that re-resolves to a private address between the two checks is still refused.
+ * CALLGATE_WEBHOOK_ALLOW_PRIVATE=true lifts both rules, for local development and tests.
+ */
+import dns from 'node:dns';
+import net from 'node:net';
+
+const blockedV4 = new net.BlockList();
+for (const [network, prefix] of [
+  ['0.0.0.0', 8], // "this" network
+  ['10.0.0.0', 8], // private
+  ['100.64.0.0', 10], // carrier-grade NAT
+  ['127.0.0.0', 8], // loopback
+  ['169.254.0.0', 16], // link-local, cloud metadata
+  ['172.16.0.0', 12], // private
+  ['192.0.0.0', 24], // IETF protocol assignments
+  ['192.0.2.0', 24], // documentation
+  ['192.88.99.0', 24], // 6to4 relay
+  ['192.168.0.0', 16], // private
+  ['198.18.0.0', 15], // benchmarking
+  ['198.51.100.0', 24], // documentation
+  ['203.0.113.0', 24], // documentation
+  ['224.0.0.0', 4], // multicast
+  ['240.0.0.0', 4], // reserved, broadcast
+] as const) {
+  blockedV4.addSubnet(network, prefix, 'ipv4');
+}
+
+const blockedV6 = new net.BlockList();
+for (const [network, prefix] of [
+  ['::', 128], // unspecified
+  ['::1', 128], // loopback
+  ['64:ff9b:1::', 48], // local-use NAT64
+  ['100::', 64], // discard
+  ['2001:db8::', 32], // documentation
+  ['fc00::', 7], // unique local
+  ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated)
+  ['ff00::', 8], // multicast
+] as const) {
+  blockedV6.addSubnet(network, prefix, 'ipv6');
+}
+
+/** True for an address that a webhook may be sent to. */
+export function isPublicAddress(address: string): boolean {
+  const family = net.isIP(address);
+  if (family === 4) return !blockedV4.check(address, 'ipv4');
+  if (family === 6) {
+    const lower = address.toLowerCase();
+    // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible forms are judged by their IPv4 address.
+    const mapped = /^::(ffff:)?(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+    if (mapped?.[2]) return isPublicAddress(mapped[2]);
+    const mappedHex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
+    if (mappedHex?.[1] && mappedHex[2]) {
+      const hi = parseInt(mappedHex[1], 16);
+      const lo = parseInt(mappedHex[2], 16);
+      return isPublicAddress(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
+    }
+    return !blockedV6.check(address, 'ipv6');
+  }
+  return false;
+}
+
+export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
+
+/** Checks a webhook URL's form: https (unless private targets are allowed), no credentials, a host. */
+export function checkWebhookUrl(raw: string, allowPrivate: boolean): UrlCheck {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { ok: false, reason: 'is not a valid URL' };
+  }
+  if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) {
+    return { ok: false, reason: 'must use https' };
+  }
+  if (url.username || url.password) return { ok: false, reason: 'must not contain credentials' };
+  if (!url.hostname) return { ok: false, reason: 'must have a host' };
+  if (raw.length > 2048) return { ok: false, reason: 'is longer than 2048 characters' };
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!allowPrivate && net.isIP(host) && !isPublicAddress(host)) {
+    return { ok: false, reason: 'must not point to a loopback, private, link-local or reserved address' };
+  }
+  if (!allowPrivate && (host === 'localhost' || host.endsWith('.localhost'))) {
+    return { ok: false, reason: 'must not point to localhost' };
+  }
+  return { ok: true, url };
+}
+
+/** Resolves a URL's host and checks every address; used when an endpoint is saved. */
+export async function checkWebhookTarget(raw: string, allowPrivate: boolean): Promise<UrlCheck> {
+  const form = checkWebhookUrl(raw, allowPrivate);
+  if (!form.ok || allowPrivate) return form;
+  const host = form.url.hostname.replace(/^\[|\]$/g, '');
+  if (net.isIP(host)) return form;
+  try {
+    const addresses = await dns.promises.lookup(host, { all: true, verbatim: true });
+    if (addresses.length === 0) return { ok: false, reason: 'has a host name that does not resolve' };
+    const blocked = addresses.find((entry) => !isPublicAddress(entry.address));
+    if (blocked) return { ok: false, reason: `resolves to a non-public address (${blocked.address})` };
+    return form;
+  } catch {
+    return { ok: false, reason: 'has a host name that does not resolve' };
+  }
+}
+
+export class BlockedAddressError extends Error {
+  override readonly name = 'BlockedAddressError';
+  readonly code = 'ERR_WEBHOOK_BLOCKED_ADDRESS';
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+
+/** A `lookup` for http(s).request that refuses non-public addresses at connect time. */
+export function guardedLookup(allowPrivate: boolean) {
+  return (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
+    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, '');
+      const list = addresses as dns.LookupAddress[];
+      const usable = allowPrivate ? list : list.filter((entry) => isPublicAddress(entry.address));
+      if (usable.length === 0) {
+        return callback(new BlockedAddressError(`${hostname} resolves to no public address`) as NodeJS.ErrnoException, '');
+      }
+      if (options.all) return callback(null, usable);
+      const first = usable[0]!;
+      return callback(null, first.address, first.family);
+    });
+  };
+}

@@ -1,0 +1,266 @@
+/**
+ * The delivery worker. It claims due deliveries with a lease, signs and POSTs each, and records every
+ * attempt; a failure is retried on the schedule, a 410 disables the endpoint, and the last failure leaves
+ * the delivery `failed`. It wakes on new events (notifier) and sweeps periodically for retries that came
+ * due and for leases a crashed worker left behind. Results are written in small batches, one transaction
+ * each, so a busy dispatcher does not pay one commit per delivery.
+ */
+import { randomBytes } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/database.js';
+import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/schema.js';
+import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { DeliveryNotifier } from './delivery-notifier.js';
+import * as repo from './dispatcher.repository.js';
+import { activeSecrets } from './endpoints.service.js';
+import { nextDelayMs, parseRetryAfterMs } from './retry-schedule.js';
+import { signedHeaders } from './webhook-signing.js';
+import type { WebhookResponse, WebhookSender } from './webhook-sender.js';
+
+export interface DispatcherOptions {
+  readonly db: Db;
+  readonly dialect: 'sqlite' | 'postgres';
+  readonly clock: Clock;
+  readonly sender: WebhookSender;
+  readonly notifier: DeliveryNotifier;
+  readonly logger: FastifyBaseLogger;
+  /** Delays after the first attempt, in ms. */
+  readonly retryScheduleMs: readonly number[];
+  readonly timeoutMs: number;
+  /** Deliveries attempted at once by this worker. */
+  readonly concurrency?: number;
+  readonly sweepIntervalMs?: number;
+  readonly random?: () => number;
+}
+
+/** An endpoint whose deliveries have all failed for this long is disabled (Svix's rule). */
+export const disableAfterFailingMs = 5 * 24 * 60 * 60 * 1000;
+const defaultConcurrency = 64;
+const defaultSweepIntervalMs = 1_000;
+/** A claim outlives the HTTP timeout by this margin, so a live worker never loses its claim mid-attempt. */
+const leaseMarginMs = 30_000;
+const claimBatchSize = 100;
+const errorExcerptLength = 500;
+
+export class WebhookDispatcher {
+  readonly workerId = `wkr_${randomBytes(6).toString('hex')}`;
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private pendingRecords: { record: repo.AttemptRecord; done: () => void }[] = [];
+  private flushing: Promise<void> | undefined;
+  private flushScheduled = false;
+  private pumping = false;
+  private pumpAgain = false;
+  private stopped = true;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(private readonly options: DispatcherOptions) {}
+
+  start(): void {
+    this.stopped = false;
+    this.unsubscribe = this.options.notifier.subscribe(() => this.wake());
+    this.sweepTimer = setInterval(() => this.wake(), this.options.sweepIntervalMs ?? defaultSweepIntervalMs);
+    this.sweepTimer.unref();
+    this.wake();
+  }
+
+  /**
+   * Stops claiming, lets attempts under way finish for up to `graceMs`, records them, and releases any
+   * claim still held so another worker can take it at once.
+   */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.unsubscribe?.();
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    const all = Promise.allSettled([...this.inFlight.values()]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
+    await this.flush();
+    await repo.releaseClaims(this.options.db, this.workerId, [...this.inFlight.keys()]).catch(() => undefined);
+  }
+
+  /** Looks for due deliveries now. Safe to call often: concurrent wake-ups fold into one pass. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    void this.pump()
+      .catch((error: unknown) => this.options.logger.error({ err: error }, 'webhook dispatcher pass failed'))
+      .finally(() => {
+        this.pumping = false;
+        if (this.pumpAgain && !this.stopped) {
+          this.pumpAgain = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Resolves when nothing is in flight or waiting to be recorded; for tests and the benchmark. */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0 || this.pendingRecords.length > 0 || this.flushing) {
+      await Promise.allSettled([...this.inFlight.values()]);
+      await this.flush();
+    }
+  }
+
+  private async pump(): Promise<void> {
+    const concurrency = this.options.concurrency ?? defaultConcurrency;
+    while (!this.stopped) {
+      const room = concurrency - this.inFlight.size;
+      if (room <= 0) return; // a finishing attempt wakes us again
+      const now = this.options.clock.now();
+      const lease = isoTimestamp(addMs(now, this.options.timeoutMs + leaseMarginMs));
+      const batch = await repo.claimDueDeliveries(
+        this.options.db,
+        this.options.dialect,
+        this.workerId,
+        isoTimestamp(now),
+        lease,
+        Math.min(room, claimBatchSize),
+      );
+      if (batch.length === 0) return;
+      for (const delivery of batch) {
+        const attempt = this.attempt(delivery).finally(() => {
+          this.inFlight.delete(delivery.id);
+          this.wake();
+        });
+        this.inFlight.set(delivery.id, attempt);
+      }
+      if (batch.length < Math.min(room, claimBatchSize)) return;
+    }
+  }
+
+  private async attempt(delivery: repo.ClaimedDelivery): Promise<void> {
+    const now = this.options.clock.now();
+    const at = isoTimestamp(now);
+    if (delivery.enabled !== 1 || delivery.deleted_at !== null) {
+      // Disabled or deleted endpoints get nothing; the delivery ends without an attempt.
+      const reason = delivery.deleted_at ? 'The endpoint was deleted.' : 'The endpoint is disabled.';
+      return this.record({
+        attempt: null,
+        deliveryId: delivery.id,
+        workerId: this.workerId,
+        delivery: { status: 'failed', next_attempt_at: null, last_error: reason, updated_at: at },
+        endpointId: delivery.endpoint_id,
+        endpoint: null,
+      });
+    }
+    const timestamp = Math.floor(now.getTime() / 1000);
+    const headers = signedHeaders(activeSecrets(delivery, now), delivery.event_id, timestamp, delivery.payload);
+    const response = await this.options.sender.send({ url: delivery.url, headers: { ...headers }, body: delivery.payload });
+    return this.record(this.outcome(delivery, now, response));
+  }
+
+  /** Decides what an answer means for the delivery and its endpoint. */
+  private outcome(delivery: repo.ClaimedDelivery, attemptedAt: Date, response: WebhookResponse): repo.AttemptRecord {
+    const finishedAt = this.options.clock.now();
+    const at = isoTimestamp(finishedAt);
+    const attemptNumber = delivery.attempt_count + 1;
+    const status = response.kind === 'response' ? response.status : null;
+    const error =
+      response.kind === 'error'
+        ? response.error.slice(0, errorExcerptLength)
+        : status !== null && (status < 200 || status >= 300)
+          ? `HTTP ${status}`
+          : null;
+    const attempt = {
+      id: newId('attempt', finishedAt.getTime()),
+      delivery_id: delivery.id,
+      attempt_number: attemptNumber,
+      url: delivery.url,
+      attempted_at: isoTimestamp(attemptedAt),
+      status_code: status,
+      duration_ms: response.durationMs,
+      response_excerpt: response.kind === 'response' ? response.excerpt : null,
+      error,
+    };
+    const common: Partial<WebhookDeliveriesTable> = {
+      attempt_count: attemptNumber,
+      last_attempt_at: isoTimestamp(attemptedAt),
+      last_status_code: status,
+      last_error: error,
+      updated_at: at,
+    };
+    const base = { attempt, deliveryId: delivery.id, workerId: this.workerId, endpointId: delivery.endpoint_id };
+
+    if (status !== null && status >= 200 && status < 300) {
+      return {
+        ...base,
+        delivery: { ...common, status: 'succeeded', next_attempt_at: null },
+        endpoint: delivery.failing_since ? { failing_since: null } : null,
+      };
+    }
+    if (status === 410) {
+      return {
+        ...base,
+        delivery: { ...common, status: 'failed', next_attempt_at: null },
+        endpoint: { enabled: 0, disabled_reason: 'The endpoint answered 410 Gone, so it was disabled.', updated_at: at },
+      };
+    }
+    const retryAfterMs =
+      response.kind === 'response' && (status === 429 || status === 503)
+        ? parseRetryAfterMs(response.retryAfter, finishedAt.getTime())
+        : null;
+    const delay = nextDelayMs(this.options.retryScheduleMs, attemptNumber, retryAfterMs, this.options.random);
+    const endpoint = this.failingEndpoint(delivery, finishedAt);
+    if (delay === null) {
+      return { ...base, delivery: { ...common, status: 'failed', next_attempt_at: null }, endpoint };
+    }
+    return {
+      ...base,
+      delivery: { ...common, status: 'pending', next_attempt_at: isoTimestamp(addMs(finishedAt, delay)) },
+      endpoint,
+    };
+  }
+
+  /** Starts the failure clock of an endpoint, or disables it when it has failed for 5 days. */
+  private failingEndpoint(delivery: repo.ClaimedDelivery, now: Date): Partial<WebhookEndpointsTable> | null {
+    if (!delivery.failing_since) return { failing_since: isoTimestamp(now) };
+    if (now.getTime() - Date.parse(delivery.failing_since) >= disableAfterFailingMs) {
+      return {
+        enabled: 0,
+        disabled_reason: `Every delivery failed for 5 days (since ${delivery.failing_since}), so the endpoint was disabled.`,
+        updated_at: isoTimestamp(now),
+      };
+    }
+    return null;
+  }
+
+  private record(record: repo.AttemptRecord): Promise<void> {
+    const written = new Promise<void>((done) => this.pendingRecords.push({ record, done }));
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      // Results that arrive in the same tick are written together.
+      setImmediate(() => {
+        this.flushScheduled = false;
+        void this.flush();
+      });
+    }
+    return written;
+  }
+
+  private async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (this.pendingRecords.length === 0) return;
+    const batch = this.pendingRecords;
+    this.pendingRecords = [];
+    const records = batch.map((entry) => entry.record);
+    this.flushing = repo
+      .recordAttempts(this.options.db, records)
+      .catch((error: unknown) => {
+        // The claims stay until their lease ends; the sweep then retries these deliveries.
+        this.options.logger.error({ err: error, count: records.length }, 'could not record webhook attempts');
+      })
+      .finally(() => {
+        this.flushing = undefined;
+        for (const entry of batch) entry.done();
+      });
+    await this.flushing;
+  }
+}

@@ -1,0 +1,123 @@
+import type { Insertable } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type {
+  WebhookAttemptsTable,
+  WebhookDeliveriesTable,
+  WebhookDeliveryRow,
+  WebhookEndpointRow,
+  WebhookEndpointsTable,
+  WebhookEventRow,
+  WebhookEventsTable,
+} from '../../db/schema.js';
+
+export async function insertEndpoint(db: Db, row: Insertable<WebhookEndpointsTable>): Promise<void> {
+  await db.insertInto('webhook_endpoints').values(row).execute();
+}
+
+export async function findEndpoint(db: Db, id: string): Promise<WebhookEndpointRow | undefined> {
+  return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+}
+
+export async function listEndpointsByAccount(db: Db, accountId: string): Promise<WebhookEndpointRow[]> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null)
+    .orderBy('id')
+    .execute();
+}
+
+export async function listEnabledEndpoints(db: Db, accountId: string): Promise<WebhookEndpointRow[]> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null)
+    .where('enabled', '=', 1)
+    .orderBy('id')
+    .execute();
+}
+
+export async function updateEndpoint(db: Db, id: string, changes: Partial<WebhookEndpointsTable>): Promise<void> {
+  await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
+}
+
+export async function insertEvent(db: Db, row: Insertable<WebhookEventsTable>): Promise<void> {
+  await db.insertInto('webhook_events').values(row).execute();
+}
+
+export async function findEvent(db: Db, id: string): Promise<WebhookEventRow | undefined> {
+  return db.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function listEventsForCall(db: Db, callId: string): Promise<WebhookEventRow[]> {
+  return db.selectFrom('webhook_events').selectAll().where('call_id', '=', callId).orderBy('id').execute();
+}
+
+export async function insertDeliveries(db: Db, rows: Insertable<WebhookDeliveriesTable>[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('webhook_deliveries').values(rows).execute();
+}
+
+export async function failPendingDeliveriesOfEndpoint(db: Db, endpointId: string, reason: string, at: string): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'failed', next_attempt_at: null, last_error: reason, updated_at: at })
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+export interface DeliveryFilter {
+  accountId: string;
+  status?: WebhookDeliveryRow['status'];
+  endpointId?: string;
+  eventId?: string;
+  limit: number;
+}
+
+export async function listDeliveries(db: Db, filter: DeliveryFilter) {
+  let query = db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
+    .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
+    .select([
+      'd.id',
+      'd.event_id',
+      'd.endpoint_id',
+      'd.status',
+      'd.trigger',
+      'd.attempt_count',
+      'd.next_attempt_at',
+      'd.last_attempt_at',
+      'd.last_status_code',
+      'd.last_error',
+      'd.created_at',
+      'e.type as event_type',
+      'e.call_id',
+      'w.url as endpoint_url',
+    ])
+    .where('d.account_id', '=', filter.accountId);
+  if (filter.status) query = query.where('d.status', '=', filter.status);
+  if (filter.endpointId) query = query.where('d.endpoint_id', '=', filter.endpointId);
+  if (filter.eventId) query = query.where('d.event_id', '=', filter.eventId);
+  return query.orderBy('d.id', 'desc').limit(filter.limit).execute();
+}
+
+export async function listAttempts(db: Db, deliveryId: string) {
+  return db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('attempt_number')
+    .execute();
+}
+
+export async function insertAttempt(db: Db, row: Insertable<WebhookAttemptsTable>): Promise<void> {
+  await db.insertInto('webhook_attempts').values(row).execute();
+}
+
+/** The newest delivery per endpoint whose last attempt failed, for the 5-day disable rule. */
+export async function findDelivery(db: Db, id: string): Promise<WebhookDeliveryRow | undefined> {
+  return db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+}

@@ -1,0 +1,107 @@
+/**
+ * A local webhook receiver (Svix's TestReceiver shape): records every request with its raw body and
+ * headers, and answers with whatever the test sets, which may change mid-test to drive retries.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ReceivedWebhook {
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: string;
+  readonly receivedAt: number;
+}
+
+export interface ReceiverReply {
+  status: number;
+  body?: string;
+  headers?: Record<string, string>;
+  /** Wait this long before answering (to provoke timeouts). */
+  delayMs?: number;
+}
+
+export interface WebhookReceiver {
+  readonly url: string;
+  readonly received: ReceivedWebhook[];
+  /** Answers for the next requests, in order; when used up, `fallback` answers. */
+  queue(...replies: ReceiverReply[]): void;
+  fallback: ReceiverReply;
+  /** Resolves once `count` requests were received. */
+  waitFor(count: number, timeoutMs?: number): Promise<ReceivedWebhook[]>;
+  /** Stops listening (the port is then refused) and starts again on the same port. */
+  stop(): Promise<void>;
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startWebhookReceiver(path = '/hooks'): Promise<WebhookReceiver> {
+  const received: ReceivedWebhook[] = [];
+  const replies: ReceiverReply[] = [];
+  const waiters: { count: number; resolve: () => void }[] = [];
+  const sockets = new Set<import('node:net').Socket>();
+
+  const handler: http.RequestListener = (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() });
+      for (const waiter of waiters.filter((w) => received.length >= w.count)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+      const reply = replies.shift() ?? receiver.fallback;
+      const answer = () => {
+        if (res.destroyed) return;
+        res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
+        res.end(reply.body ?? 'ok');
+      };
+      if (reply.delayMs) setTimeout(answer, reply.delayMs);
+      else answer();
+    });
+  };
+
+  let server = http.createServer(handler);
+  const listen = (port: number) =>
+    new Promise<number>((resolve) => {
+      server.on('connection', (socket) => {
+        sockets.add(socket);
+        socket.on('close', () => sockets.delete(socket));
+      });
+      server.listen(port, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
+    });
+  const port = await listen(0);
+  const closeServer = () =>
+    new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    });
+
+  const receiver: WebhookReceiver = {
+    url: `http://127.0.0.1:${port}${path}`,
+    received,
+    fallback: { status: 200, body: 'ok' },
+    queue: (...next) => void replies.push(...next),
+    waitFor(count, timeoutMs = 10_000) {
+      if (received.length >= count) return Promise.resolve(received.slice());
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`received ${received.length} of ${count} webhooks within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        waiters.push({
+          count,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve(received.slice());
+          },
+        });
+      });
+    },
+    stop: closeServer,
+    async restart() {
+      server = http.createServer(handler);
+      await listen(port);
+    },
+    close: closeServer,
+  };
+  return receiver;
+}
