@@ -3,7 +3,7 @@
  * outcome value; it never sees the database or the provider.
  */
 import type { Db } from '../../db/database.js';
-import type { ApiKeyRow, CallRow } from '../../db/schema.js';
+import type { ApiKeyRow, CallRow, CallUpdate } from '../../db/schema.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { bodyFingerprint } from '../../lib/json.js';
 import { findAgent } from '../agents/agents.service.js';
@@ -11,6 +11,7 @@ import * as idempotency from '../idempotency/idempotency.service.js';
 import type { IdempotencySettings, StoredResponse } from '../idempotency/idempotency.service.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
+import { callOutcomeEvent, enqueueEvent } from '../webhooks/events.service.js';
 import * as repo from './calls.repository.js';
 import { metadataMaxBytes, type Call, type CallCreated, type CreateCallBody } from './calls.schemas.js';
 
@@ -103,7 +104,8 @@ async function placeAndStore(
   body: CreateCallBody,
   held: { scope: idempotency.IdempotencyScope; owner: string } | undefined,
 ): Promise<CreateCallResult> {
-  const agent = await findAgent(deps.db, apiKey.account_id, body.agent_id);
+  // PostgreSQL text cannot hold U+0000 (the query would fail with a 500); no agent id contains it anyway.
+  const agent = hasNul(body.agent_id) ? undefined : await findAgent(deps.db, apiKey.account_id, body.agent_id);
   if (!agent) return { kind: 'agent_not_found' };
 
   const provider = deps.providers.forCall(agent, apiKey.mode);
@@ -153,31 +155,50 @@ async function placeAndStore(
   return { kind: 'created', response };
 }
 
+/** True for text that PostgreSQL refuses as a query parameter; such a value names nothing we store. */
+function hasNul(text: string): boolean {
+  return text.includes('\u0000');
+}
+
 export async function getCall(db: Db, accountId: string, id: string): Promise<Call | null> {
+  if (hasNul(id)) return null;
   const row = await repo.findCallInAccount(db, accountId, id);
   return row ? toCall(row) : null;
 }
 
-/** Records how a call ended, once: a second report for the same call changes nothing and returns false. */
+/**
+ * Records how a call ended, once, and in the same transaction writes its `call.completed` / `call.failed`
+ * event with a delivery per subscribed endpoint (the outbox). A second report for the same call changes
+ * nothing and returns false. Callers wake the webhook dispatcher when this returns true.
+ */
 export async function recordOutcome(db: Db, clock: Clock, callId: string, outcome: CallOutcome): Promise<boolean> {
   const updatedAt = isoTimestamp(clock.now());
-  if (outcome.status === 'completed') {
-    return repo.finishCall(db, callId, {
-      status: 'completed',
-      updated_at: updatedAt,
-      next_check_at: null,
-      started_at: isoTimestamp(outcome.startedAt),
-      ended_at: isoTimestamp(outcome.endedAt),
-      duration_seconds: outcome.durationSeconds,
-      transcript_summary: outcome.transcriptSummary,
-    });
-  }
-  return repo.finishCall(db, callId, {
-    status: 'failed',
-    updated_at: updatedAt,
-    next_check_at: null,
-    failure_reason: outcome.reason,
-    failure_message: outcome.message,
-    failed_at: isoTimestamp(outcome.failedAt),
+  const changes: CallUpdate =
+    outcome.status === 'completed'
+      ? {
+          status: 'completed',
+          updated_at: updatedAt,
+          next_check_at: null,
+          started_at: isoTimestamp(outcome.startedAt),
+          ended_at: isoTimestamp(outcome.endedAt),
+          duration_seconds: outcome.durationSeconds,
+          transcript_summary: outcome.transcriptSummary,
+        }
+      : {
+          status: 'failed',
+          updated_at: updatedAt,
+          next_check_at: null,
+          failure_reason: outcome.reason,
+          failure_message: outcome.message,
+          failed_at: isoTimestamp(outcome.failedAt),
+        };
+  return db.transaction().execute(async (trx) => {
+    if (!(await repo.finishCall(trx, callId, changes))) return false;
+    const call = await repo.findCallById(trx, callId);
+    const event = call ? callOutcomeEvent(call) : null;
+    if (call && event) {
+      await enqueueEvent(trx, clock, { accountId: call.account_id, type: event.type, callId, data: event.data });
+    }
+    return true;
   });
 }
