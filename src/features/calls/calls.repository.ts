@@ -52,3 +52,20 @@ export async function claimCheck(db: Db, id: string, expected: string, next: str
 export async function setNextCheck(db: Db, id: string, next: string): Promise<void> {
   await db.updateTable('calls').set({ next_check_at: next }).where('id', '=', id).where('status', '=', 'initiated').execute();
 }
+
+export interface CallListFilter {
+  accountId: string;
+  limit: number;
+  startingAfter?: string;
+  status?: CallRow['status'];
+  agentId?: string;
+}
+
+/** Newest first; ids are time-sortable, so "after" a cursor means an older id. */
+export async function listCalls(db: Db, filter: CallListFilter): Promise<CallRow[]> {
+  let query = db.selectFrom('calls').selectAll().where('account_id', '=', filter.accountId);
+  if (filter.startingAfter) query = query.where('id', '<', filter.startingAfter);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.agentId) query = query.where('agent_id', '=', filter.agentId);
+  return query.orderBy('id', 'desc').limit(filter.limit).execute();
+}

@@ -4,8 +4,8 @@ import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
 import { parseIdempotencyKey } from '../idempotency/idempotency.service.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
-import { Call, CallCreated, CallParams, CreateCallBody, CreateCallHeaders, errorResponses } from './calls.schemas.js';
-import { createCall, getCall, type CallsDeps } from './calls.service.js';
+import { Call, CallCreated, CallList, CallParams, CreateCallBody, CreateCallHeaders, ListCallsQuery, errorResponses } from './calls.schemas.js';
+import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, type CallsDeps } from './calls.service.js';
 
 /** The HTTP face of a provider failure (spec 4.1 rule 4: 5xx means "retry with backoff, same key"). */
 export function providerFailureToApiError(failure: ProviderFailure): ApiError {
@@ -52,7 +52,28 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
       }
     },
   );
-  registerMethodNotAllowed(app, '/calls', ['POST']);
+
+  app.get(
+    '/calls',
+    { schema: { querystring: ListCallsQuery, response: { 200: CallList, ...errorResponses } } },
+    async (request) => {
+      const apiKey = requireApiKey(request);
+      const limit = request.query.limit === undefined ? listLimitDefault : Number(request.query.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > listLimitMax) {
+        throw new ApiError('invalid_request', `limit must be between 1 and ${listLimitMax}.`, { param: 'limit' });
+      }
+      const { starting_after: startingAfter, status, agent_id: agentId } = request.query;
+      const page = await listCalls(deps.db, apiKey.account_id, {
+        limit,
+        ...(startingAfter === undefined ? {} : { startingAfter }),
+        ...(status === undefined ? {} : { status }),
+        ...(agentId === undefined ? {} : { agentId }),
+      });
+      if (!page) throw new ApiError('invalid_request', 'starting_after is not a call of this account.', { param: 'starting_after' });
+      return page;
+    },
+  );
+  registerMethodNotAllowed(app, '/calls', ['GET', 'POST']);
 
   app.get(
     '/calls/:id',

@@ -62,6 +62,20 @@ export type Call = Static<typeof Call>;
 
 export const CallParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
 
+export const ListCallsQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: '1 to 100, default 20' })),
+    starting_after: Type.Optional(Type.String({ maxLength: 200, description: 'A call id: the page starts after it' })),
+    status: Type.Optional(CallStatus),
+    agent_id: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+export type ListCallsQuery = Static<typeof ListCallsQuery>;
+
+export const CallList = Type.Object({ data: Type.Array(Call), has_more: Type.Boolean() });
+export type CallList = Static<typeof CallList>;
+
 export const ErrorResponse = Type.Object({
   error: Type.String(),
   message: Type.String(),

@@ -160,6 +160,32 @@ function hasNul(text: string): boolean {
   return text.includes('\u0000');
 }
 
+export const listLimitDefault = 20;
+export const listLimitMax = 100;
+
+/**
+ * A page of the account's calls, newest first. `startingAfter` must be a call of this account, so a
+ * cursor can't be used to probe other accounts; returns null when it is not.
+ */
+export async function listCalls(
+  db: Db,
+  accountId: string,
+  query: { limit: number; startingAfter?: string; status?: CallRow['status']; agentId?: string },
+): Promise<{ data: Call[]; has_more: boolean } | null> {
+  if (query.startingAfter !== undefined) {
+    if (hasNul(query.startingAfter) || !(await repo.findCallInAccount(db, accountId, query.startingAfter))) return null;
+  }
+  if (query.agentId !== undefined && hasNul(query.agentId)) return { data: [], has_more: false };
+  const rows = await repo.listCalls(db, {
+    accountId,
+    limit: query.limit + 1,
+    ...(query.startingAfter === undefined ? {} : { startingAfter: query.startingAfter }),
+    ...(query.status === undefined ? {} : { status: query.status }),
+    ...(query.agentId === undefined ? {} : { agentId: query.agentId }),
+  });
+  return { data: rows.slice(0, query.limit).map(toCall), has_more: rows.length > query.limit };
+}
+
 export async function getCall(db: Db, accountId: string, id: string): Promise<Call | null> {
   if (hasNul(id)) return null;
   const row = await repo.findCallInAccount(db, accountId, id);
