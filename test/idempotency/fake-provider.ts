@@ -1,0 +1,58 @@
+/**
+ * A voice provider whose answers a test scripts: how long each attempt takes, whether it fails, and whether
+ * it waits on a promise (a provider that hangs). Counts every attempt to place a call.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { CallCheck, ProviderFailure, VoiceProvider } from '../../src/features/providers/provider.interface.js';
+import { newId } from '../../src/lib/ids.js';
+import { err, ok } from '../../src/lib/result.js';
+
+export interface FakeStep {
+  readonly delayMs?: number;
+  /** The attempt waits for this before it answers (a provider that hangs until the test lets go). */
+  readonly until?: Promise<void>;
+  readonly failure?: ProviderFailure;
+}
+
+export interface FakeProvider extends VoiceProvider {
+  /** Attempts to place a call so far. */
+  attempts: number;
+  /** Steps for the next attempts, used up in order; then `defaultStep`. */
+  steps: FakeStep[];
+  defaultStep: FakeStep;
+  reset(): void;
+}
+
+export const failures = {
+  unavailable: { kind: 'unavailable', message: 'The fake provider is down.', retryable: true },
+  timeout: { kind: 'timeout', message: 'The fake provider did not answer.', retryable: true },
+  rejected: { kind: 'rejected', message: 'The fake provider refused the call.', retryable: false },
+} as const satisfies Record<ProviderFailure['kind'], ProviderFailure>;
+
+export function createFakeProvider(): FakeProvider {
+  const fake: FakeProvider = {
+    name: 'simulator',
+    attempts: 0,
+    steps: [],
+    defaultStep: {},
+    reset() {
+      fake.attempts = 0;
+      fake.steps = [];
+      fake.defaultStep = {};
+    },
+    async placeCall() {
+      fake.attempts += 1;
+      const step = fake.steps.shift() ?? fake.defaultStep;
+      if (step.delayMs) await sleep(step.delayMs);
+      if (step.until) await step.until;
+      if (step.failure) return err(step.failure);
+      return ok({ conversationId: newId('conversation') });
+    },
+    async checkCall() {
+      // Calls never end here: these tests look at creation only.
+      const check: CallCheck = { state: 'running', checkAgainAt: new Date(Date.now() + 3_600_000) };
+      return ok(check);
+    },
+  };
+  return fake;
+}
