@@ -17,6 +17,8 @@ export interface FakeStep {
 export interface FakeProvider extends VoiceProvider {
   /** Attempts to place a call so far. */
   attempts: number;
+  /** Attempts under way right now. */
+  inFlight: number;
   /** Steps for the next attempts, used up in order; then `defaultStep`. */
   steps: FakeStep[];
   defaultStep: FakeStep;
@@ -33,6 +35,7 @@ export function createFakeProvider(): FakeProvider {
   const fake: FakeProvider = {
     name: 'simulator',
     attempts: 0,
+    inFlight: 0,
     steps: [],
     defaultStep: {},
     reset() {
@@ -42,11 +45,16 @@ export function createFakeProvider(): FakeProvider {
     },
     async placeCall() {
       fake.attempts += 1;
-      const step = fake.steps.shift() ?? fake.defaultStep;
-      if (step.delayMs) await sleep(step.delayMs);
-      if (step.until) await step.until;
-      if (step.failure) return err(step.failure);
-      return ok({ conversationId: newId('conversation') });
+      fake.inFlight += 1;
+      try {
+        const step = fake.steps.shift() ?? fake.defaultStep;
+        if (step.delayMs) await sleep(step.delayMs);
+        if (step.until) await step.until;
+        if (step.failure) return err(step.failure);
+        return ok({ conversationId: newId('conversation') });
+      } finally {
+        fake.inFlight -= 1;
+      }
     },
     async checkCall() {
       // Calls never end here: these tests look at creation only.
@@ -55,4 +63,13 @@ export function createFakeProvider(): FakeProvider {
     },
   };
   return fake;
+}
+
+/** Resolves once the provider has been asked `attempts` times (the first request holds its key by then). */
+export async function untilAttempts(fake: FakeProvider, attempts: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (fake.attempts < attempts) {
+    if (Date.now() > deadline) throw new Error(`the provider was asked ${fake.attempts} times, not ${attempts}`);
+    await sleep(5);
+  }
 }

@@ -13,7 +13,7 @@ import { ManualClock, addMs, isoTimestamp } from '../../src/lib/clock.js';
 import { bodyFingerprint } from '../../src/lib/json.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { callBody, countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
-import { createFakeProvider, failures } from './fake-provider.js';
+import { createFakeProvider, failures, untilAttempts } from './fake-provider.js';
 import { concurrently, listenOnFreePort, postCall, type HttpAnswer } from './http-client.js';
 
 let keyCounter = 0;
@@ -94,15 +94,13 @@ await forEachDialect('Idempotency-Key under concurrent requests', (dialect) => {
     const body = callBody(t, { metadata: { attempt: 'slow' } });
     const start = await countCalls(t.services);
     const first = postCall(url, t.seed.token, body, key);
-    await sleep(100);
-    const sentAt = Date.now();
+    await untilAttempts(fake, 1);
+    assert.equal(fake.inFlight, 1, 'the duplicates are sent while the first request is at the provider');
     const duplicates = await concurrently(5, () => postCall(url, t.seed.token, body, key));
-    const waitedMs = Date.now() - sentAt;
     const answers = [await first, ...duplicates];
     assertSameCreated(answers);
     assert.equal(answers[0]?.headers.get('idempotent-replayed'), null);
     assert.equal(replayedCount(duplicates), 5);
-    assert.ok(waitedMs >= 350, `duplicates answered after ${waitedMs} ms, before the first had finished`);
     assert.equal(await countCalls(t.services), start + 1);
     assert.equal(fake.attempts, 1);
   });
@@ -145,7 +143,7 @@ await forEachDialect('Idempotency-Key under concurrent requests', (dialect) => {
     const body = callBody(t);
     const start = await countCalls(t.services);
     const first = postCall(url, t.seed.token, body, key);
-    await sleep(50);
+    await untilAttempts(fake, 1);
     const duplicates = await concurrently(5, () => postCall(url, t.seed.token, body, key));
     assert.equal((await first).status, 503);
     assertSameCreated(duplicates);
@@ -176,17 +174,19 @@ await forEachDialect('Idempotency-Key waits are bounded and in-flight locks expi
     const key = newKey('bounded');
     const body = callBody(t);
     const start = await countCalls(t.services);
-    const first = postCall(url, t.seed.token, body, key);
-    await sleep(100);
+    let firstAnswered = false;
+    const first = postCall(url, t.seed.token, body, key).finally(() => (firstAnswered = true));
+    await untilAttempts(fake, 1);
 
     const sentAt = Date.now();
     const duplicate = await postCall(url, t.seed.token, body, key);
     const waitedMs = Date.now() - sentAt;
+    assert.equal(firstAnswered, false, 'the 409 must come while the first request is still in flight');
     assert.equal(duplicate.status, 409);
     assert.equal(duplicate.body.error, 'idempotency_conflict');
     assert.match(duplicate.body.message, /still in progress/);
     assert.equal(duplicate.headers.get('retry-after'), '1');
-    assert.ok(waitedMs >= 250 && waitedMs < 1_300, `the duplicate waited ${waitedMs} ms`);
+    assert.ok(waitedMs >= 250, `the duplicate answered after ${waitedMs} ms, without waiting for the first`);
 
     // A different body under the same key is a conflict at once, with its own message.
     const other = await postCall(url, t.seed.token, callBody(t, { to: '+14155550999' }), key);
@@ -235,7 +235,7 @@ await forEachDialect('Idempotency-Key waits are bounded and in-flight locks expi
 
     const client = new AbortController();
     const abandoned = postCall(url, t.seed.token, body, key, { signal: client.signal }).catch(() => 'aborted');
-    while (fake.attempts === 0) await sleep(10);
+    await untilAttempts(fake, 1);
     client.abort();
     assert.equal(await abandoned, 'aborted');
 
@@ -246,7 +246,8 @@ await forEachDialect('Idempotency-Key waits are bounded and in-flight locks expi
 
     // The hung attempt finally fails: it no longer owns the key, so the stored success stays.
     letGo();
-    await sleep(100);
+    while (fake.inFlight > 0) await sleep(5);
+    await sleep(100); // lets its release (a no-op now) run
     const replay = await postCall(url, t.seed.token, body, key);
     assert.equal(replay.status, 201);
     assert.equal(replay.body.id, retried.body.id);
