@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { parseRetrySchedule } from './features/webhooks/retry-schedule.js';
+import { parseDuration } from './lib/duration.js';
 
 export type DatabaseConfig =
   | { readonly dialect: 'sqlite'; readonly file: string }
@@ -54,6 +55,20 @@ export interface Config {
   readonly webhookAllowPrivate: boolean;
   /** Webhook attempts one worker process makes at once. `CALLGATE_WEBHOOK_CONCURRENCY`, default 64. */
   readonly webhookConcurrency: number;
+  /** ElevenLabs Agents: real calls. Unset API key = agents whose provider is `elevenlabs` are refused. */
+  readonly elevenlabs: {
+    /** `ELEVENLABS_API_KEY`; sent as `xi-api-key`, never logged. */
+    readonly apiKey: string | undefined;
+    /** `ELEVENLABS_WEBHOOK_SECRET`: verifies `ElevenLabs-Signature` on their post-call webhooks. */
+    readonly webhookSecret: string | undefined;
+    /** `ELEVENLABS_BASE_URL`, default https://api.elevenlabs.io (tests point it at a local fake). */
+    readonly baseUrl: string;
+  };
+  /** Timeout of one request to a voice provider. `CALLGATE_PROVIDER_TIMEOUT_MS`, default 10000. */
+  readonly providerTimeoutMs: number;
+  /** A call still `initiated` this long after creation is looked up at the provider.
+   * `CALLGATE_RECONCILE_AFTER`, a duration such as `15m`, `900s` or `900000ms`; default 15m. */
+  readonly reconcileAfterMs: number;
   /** pino level. `CALLGATE_LOG_LEVEL`, default info. */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -121,6 +136,24 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`CALLGATE_WEBHOOK_RETRY_SCHEDULE: ${(error as Error).message}`);
   }
 
+  let reconcileAfterMs: number;
+  try {
+    reconcileAfterMs = parseDuration(env.CALLGATE_RECONCILE_AFTER?.trim() || '15m');
+  } catch (error) {
+    throw new ConfigError(`CALLGATE_RECONCILE_AFTER: ${(error as Error).message}`);
+  }
+
+  const elevenlabsBaseUrl = (env.ELEVENLABS_BASE_URL?.trim() || 'https://api.elevenlabs.io').replace(/\/+$/, '');
+  if (!/^https?:\/\//.test(elevenlabsBaseUrl)) throw new ConfigError('ELEVENLABS_BASE_URL must start with https://');
+
+  const providerTimeoutMs = integer(env, 'CALLGATE_PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000);
+  const idempotencyLockMs = integer(env, 'CALLGATE_IDEMPOTENCY_LOCK_MS', 60_000, 1_000, 3_600_000);
+  // A request holding an idempotency key must finish (provider call included) before its lock can lapse,
+  // or a duplicate could take the key over while the first still places its call.
+  if (idempotencyLockMs <= providerTimeoutMs) {
+    throw new ConfigError('CALLGATE_IDEMPOTENCY_LOCK_MS must be longer than CALLGATE_PROVIDER_TIMEOUT_MS');
+  }
+
   const displayHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
   const publicUrl = (env.CALLGATE_PUBLIC_URL?.trim() || `http://${displayHost}:${port}`).replace(/\/+$/, '');
 
@@ -135,7 +168,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute: integer(env, 'CALLGATE_RATE_LIMIT_PER_MINUTE', 10, 1, 1_000_000_000),
     ipRateLimitPerMinute: integer(env, 'CALLGATE_IP_RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000_000),
     idempotencyWaitMs: integer(env, 'CALLGATE_IDEMPOTENCY_WAIT_MS', 10_000, 0, 600_000),
-    idempotencyLockMs: integer(env, 'CALLGATE_IDEMPOTENCY_LOCK_MS', 60_000, 1_000, 3_600_000),
+    idempotencyLockMs,
     simulatorDelayMs: integer(env, 'CALLGATE_SIMULATOR_DELAY_MS', 3_000, 0, 86_400_000),
     demoSeed: boolean(env, 'CALLGATE_DEMO_SEED', true),
     trustProxy: boolean(env, 'CALLGATE_TRUST_PROXY', false),
@@ -143,6 +176,13 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryScheduleMs: Object.freeze(webhookRetryScheduleMs),
     webhookAllowPrivate: boolean(env, 'CALLGATE_WEBHOOK_ALLOW_PRIVATE', false),
     webhookConcurrency: integer(env, 'CALLGATE_WEBHOOK_CONCURRENCY', 64, 1, 1_000),
+    elevenlabs: Object.freeze({
+      apiKey: env.ELEVENLABS_API_KEY?.trim() || undefined,
+      webhookSecret: env.ELEVENLABS_WEBHOOK_SECRET?.trim() || undefined,
+      baseUrl: elevenlabsBaseUrl,
+    }),
+    providerTimeoutMs,
+    reconcileAfterMs,
     logLevel,
   });
 }

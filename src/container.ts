@@ -119,7 +119,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       clock,
       providers,
       idempotency: { waitMs: config.idempotencyWaitMs, lockMs: config.idempotencyLockMs },
-      onCallPlaced: (callId, placedAt) => callMonitor.schedule(callId, new Date(placedAt.getTime() + config.simulatorDelayMs)),
+      onCallPlaced: (callId, checkAt) => callMonitor.schedule(callId, checkAt),
     };
 
     return {

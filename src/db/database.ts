@@ -10,6 +10,7 @@ import pg from 'pg';
 import type { DatabaseConfig } from '../config.js';
 import * as initial from './migrations/0001-initial.js';
 import * as webhooks from './migrations/0002-webhooks.js';
+import * as agentPhoneProvider from './migrations/0003-agent-phone-provider.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -44,6 +45,7 @@ export function openDatabase(config: DatabaseConfig): DatabaseHandle {
 const migrations: Record<string, Migration> = {
   '0001-initial': initial,
   '0002-webhooks': webhooks,
+  '0003-agent-phone-provider': agentPhoneProvider,
 };
 
 /** Applies every pending migration; safe to run from several processes at once (Kysely takes a lock). */

@@ -28,6 +28,8 @@ export interface AgentsTable {
   name: string;
   provider: AgentProvider;
   phone_number_id: string | null;
+  /** The kind of that number at the provider (ElevenLabs: `twilio` or `sip_trunk`), when known. */
+  phone_number_provider: string | null;
   created_at: string;
 }
 

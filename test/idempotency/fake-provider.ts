@@ -34,6 +34,7 @@ export const failures = {
 export function createFakeProvider(): FakeProvider {
   const fake: FakeProvider = {
     name: 'simulator',
+    firstCheckDelayMs: 60_000,
     attempts: 0,
     inFlight: 0,
     steps: [],

@@ -161,7 +161,7 @@ await forEachDialect('Idempotency-Key waits are bounded and in-flight locks expi
   let url: string;
   before(async () => {
     t = await startTestApp(dialect, {
-      env: { CALLGATE_IDEMPOTENCY_WAIT_MS: '300', CALLGATE_IDEMPOTENCY_LOCK_MS: String(lockMs) },
+      env: { CALLGATE_IDEMPOTENCY_WAIT_MS: '300', CALLGATE_IDEMPOTENCY_LOCK_MS: String(lockMs), CALLGATE_PROVIDER_TIMEOUT_MS: '500' },
       overrides: { clock, providers: createProviderRegistry({ simulator: fake }) },
     });
     url = await listenOnFreePort(t.app);

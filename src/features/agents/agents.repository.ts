@@ -22,7 +22,12 @@ export async function listAgentsByAccount(db: Db, accountId: string): Promise<Ag
 export async function updateAgent(
   db: Db,
   id: string,
-  changes: { name: string; provider: AgentRow['provider']; phone_number_id: string | null },
+  changes: Pick<AgentRow, 'name' | 'provider' | 'phone_number_id' | 'phone_number_provider'>,
 ): Promise<void> {
   await db.updateTable('agents').set(changes).where('id', '=', id).execute();
+}
+
+/** Remembers the kind of an agent's phone number once the provider told us. */
+export async function setPhoneNumberProvider(db: Db, id: string, phoneNumberProvider: string): Promise<void> {
+  await db.updateTable('agents').set({ phone_number_provider: phoneNumberProvider }).where('id', '=', id).execute();
 }

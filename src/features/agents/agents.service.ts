@@ -11,6 +11,7 @@ export interface AgentView {
   name: string;
   provider: AgentProvider;
   phone_number_id: string | null;
+  phone_number_provider: string | null;
   created_at: string;
 }
 
@@ -18,6 +19,23 @@ export const agentProviders: readonly AgentProvider[] = ['simulator', 'elevenlab
 
 export class AgentInputError extends Error {
   override readonly name = 'AgentInputError';
+}
+
+/** An agent's provider is not configured on this server (the API answers it as 503 provider_unavailable). */
+export class ProviderNotConfiguredError extends Error {
+  override readonly name = 'ProviderNotConfiguredError';
+}
+
+/** Which providers this server can place calls with; agents of the others are refused at creation. */
+export interface AgentPolicy {
+  /** Provider → the setting that is missing, e.g. `elevenlabs` → `ELEVENLABS_API_KEY`. */
+  readonly unavailableProviders: ReadonlyMap<AgentProvider, string>;
+}
+
+export function agentPolicyFor(config: { elevenlabs: { apiKey: string | undefined } }): AgentPolicy {
+  const unavailable = new Map<AgentProvider, string>();
+  if (!config.elevenlabs.apiKey) unavailable.set('elevenlabs', 'ELEVENLABS_API_KEY');
+  return { unavailableProviders: unavailable };
 }
 
 export function toAgentView(row: AgentRow): AgentView {
@@ -30,10 +48,17 @@ export interface AgentInput {
   name: string;
   provider: AgentProvider;
   phoneNumberId?: string | null;
+  /** The phone number's kind at the provider (`twilio`, `sip_trunk`), when known. */
+  phoneNumberProvider?: string | null;
 }
 
 /** Adds an agent to an account, or updates the one with the same `agent_id` there. */
-export async function upsertAgent(db: Db, clock: Clock, input: AgentInput): Promise<{ agent: AgentView; created: boolean }> {
+export async function upsertAgent(
+  db: Db,
+  clock: Clock,
+  input: AgentInput,
+  policy: AgentPolicy = { unavailableProviders: new Map() },
+): Promise<{ agent: AgentView; created: boolean }> {
   const agentId = input.agentId.trim();
   if (!/^agent_[A-Za-z0-9_-]{1,120}$/.test(agentId)) {
     throw new AgentInputError(`agent ids look like agent_… (letters, digits, _ and -), got "${input.agentId}"`);
@@ -41,24 +66,31 @@ export async function upsertAgent(db: Db, clock: Clock, input: AgentInput): Prom
   if (!agentProviders.includes(input.provider)) {
     throw new AgentInputError(`provider must be one of ${agentProviders.join(', ')}`);
   }
+  const missingSetting = policy.unavailableProviders.get(input.provider);
+  if (missingSetting) {
+    throw new ProviderNotConfiguredError(
+      `agents of provider ${input.provider} cannot be added: this server has no ${missingSetting} set`,
+    );
+  }
   const name = input.name.trim() || agentId;
   const phoneNumberId = input.phoneNumberId?.trim() || null;
+  const changes = {
+    name,
+    provider: input.provider,
+    phone_number_id: phoneNumberId,
+    phone_number_provider: phoneNumberId ? input.phoneNumberProvider?.trim() || null : null,
+  };
   const existing = await repo.findAgentInAccount(db, input.accountId, agentId);
   if (existing) {
-    await repo.updateAgent(db, existing.id, { name, provider: input.provider, phone_number_id: phoneNumberId });
-    return {
-      agent: toAgentView({ ...existing, name, provider: input.provider, phone_number_id: phoneNumberId }),
-      created: false,
-    };
+    await repo.updateAgent(db, existing.id, changes);
+    return { agent: toAgentView({ ...existing, ...changes }), created: false };
   }
   const now = clock.now();
   const row: AgentRow = {
     id: newId('agent', now.getTime()),
     account_id: input.accountId,
     agent_id: agentId,
-    name,
-    provider: input.provider,
-    phone_number_id: phoneNumberId,
+    ...changes,
     created_at: isoTimestamp(now),
   };
   await repo.insertAgent(db, row);

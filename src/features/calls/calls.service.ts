@@ -20,7 +20,7 @@ export interface CallsDeps {
   readonly clock: Clock;
   readonly providers: ProviderRegistry;
   readonly idempotency: IdempotencySettings;
-  /** Told about each new call so it can look at it when it is due to end. */
+  /** Told about each new call and when to first look at it (the call monitor's prompt timer). */
   readonly onCallPlaced?: (callId: string, checkAt: Date) => void;
 }
 
@@ -119,6 +119,7 @@ async function placeAndStore(
 
   const now = deps.clock.now();
   const createdAt = isoTimestamp(now);
+  const firstCheckAt = new Date(now.getTime() + provider.firstCheckDelayMs);
   const row: CallRow = {
     id: `call_${placed.value.conversationId}`,
     account_id: apiKey.account_id,
@@ -133,7 +134,7 @@ async function placeAndStore(
     status: 'initiated',
     created_at: createdAt,
     updated_at: createdAt,
-    next_check_at: createdAt,
+    next_check_at: isoTimestamp(firstCheckAt),
     started_at: null,
     ended_at: null,
     duration_seconds: null,
@@ -151,7 +152,7 @@ async function placeAndStore(
     await repo.insertCall(trx, row);
     if (held) await idempotency.complete(trx, deps.clock, held.scope, held.owner, response);
   });
-  deps.onCallPlaced?.(row.id, now);
+  deps.onCallPlaced?.(row.id, firstCheckAt);
   return { kind: 'created', response };
 }
 

@@ -15,7 +15,7 @@ export function unconfiguredProvider(name: AgentProvider, missingSetting: string
     message: `The ${name} provider is not configured on this server (${missingSetting} is not set).`,
     retryable: true as const,
   };
-  return { name, placeCall: async () => err(failure), checkCall: async () => err(failure) };
+  return { name, firstCheckDelayMs: 60_000, placeCall: async () => err(failure), checkCall: async () => err(failure) };
 }
 
 export function createProviderRegistry(providers: Partial<Record<AgentProvider, VoiceProvider>> & { simulator: VoiceProvider }): ProviderRegistry {

@@ -51,6 +51,8 @@ export interface CallReference {
 
 export interface VoiceProvider {
   readonly name: AgentProvider;
+  /** How long after placing a call the monitor first asks how it stands (if no webhook told us before). */
+  readonly firstCheckDelayMs: number;
   placeCall(request: PlaceCallRequest): Promise<Result<PlacedCall, ProviderFailure>>;
   /** How the call stands now; used by the call monitor for calls whose end was not reported to us. */
   checkCall(call: CallReference): Promise<Result<CallCheck, ProviderFailure>>;

@@ -53,6 +53,7 @@ export function simulatedOutcome(call: CallReference, delayMs: number): CallOutc
 export function createSimulatorProvider(options: { clock: Clock; delayMs: number }): VoiceProvider {
   return {
     name: 'simulator',
+    firstCheckDelayMs: options.delayMs,
     async placeCall(request) {
       if (request.to === simulatorMagicNumbers.refused) {
         return err({

@@ -3,18 +3,13 @@
  * attempt (CALLGATE_WEBHOOK_RETRY_SCHEDULE, default Svix's `5s,5m,30m,2h,5h,10h,10h`: eight attempts over
  * about 28 hours); each delay gets ±20 % jitter so that retries of many deliveries do not arrive together.
  */
-
-const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+import { parseDuration } from '../../lib/duration.js';
 
 /** Parses `5s,5m,30m,2h` into milliseconds; throws with a readable message on a bad entry. */
 export function parseRetrySchedule(text: string): number[] {
   const parts = text.split(',').map((part) => part.trim()).filter(Boolean);
   if (parts.length === 0) throw new Error('the retry schedule is empty');
-  return parts.map((part) => {
-    const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(part);
-    if (!match) throw new Error(`"${part}" is not a delay such as 5s, 5m, 2h`);
-    return Math.round(Number(match[1]) * units[match[2]!]!);
-  });
+  return parts.map(parseDuration);
 }
 
 export const jitterFraction = 0.2;

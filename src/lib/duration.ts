@@ -1,0 +1,9 @@
+/** Durations in settings are written with a unit: `500ms`, `5s`, `15m`, `2h`, `1d`. */
+const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Milliseconds of a duration such as `15m`; throws with a readable message otherwise. */
+export function parseDuration(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
+  if (!match) throw new Error(`"${text.trim()}" is not a duration such as 500ms, 5s, 15m or 2h`);
+  return Math.round(Number(match[1]) * units[match[2]!]!);
+}
