@@ -1,0 +1,294 @@
+/**
+ * The operator CLI as operators run it: a child process per command, on a database of its own per dialect.
+ * A key it makes is then used against the real app on the same database.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { createServices } from '../../src/container.js';
+import { sha256Hex } from '../../src/lib/json.js';
+import { forEachDialect } from '../helpers/dialects.js';
+import { testEnvDefaults } from '../helpers/test-app.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const cliMain = path.join(repoRoot, 'src/cli/main.ts');
+/** Generous: a cold tsx start on a busy two-core machine takes a few seconds. */
+const cliTimeoutMs = 60_000;
+
+interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** The environment of the test process without its own database settings, plus the given ones. */
+function cliEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, CALLGATE_LOG_LEVEL: 'silent', ...extra };
+  if (!('DATABASE_URL' in extra)) delete env.DATABASE_URL;
+  if (!('CALLGATE_DATA_DIR' in extra)) delete env.CALLGATE_DATA_DIR;
+  return env;
+}
+
+function runCli(env: NodeJS.ProcessEnv, args: readonly string[]): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', cliMain, ...args], { cwd: repoRoot, env, timeout: cliTimeoutMs });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Runs a command with --json and checks the contract: exit 0, silence on stderr, one JSON object on one line. */
+async function runJson(env: NodeJS.ProcessEnv, args: readonly string[]): Promise<Record<string, any>> {
+  const run = await runCli(env, [...args, '--json']);
+  assert.equal(run.stderr, '', `stderr of ${args.join(' ')}`);
+  assert.equal(run.code, 0);
+  assert.match(run.stdout, /^[^\n]+\n$/, 'one line');
+  const value: unknown = JSON.parse(run.stdout);
+  assert.ok(value !== null && typeof value === 'object' && !Array.isArray(value), 'a JSON object');
+  return value as Record<string, any>;
+}
+
+/** Runs a command that must fail: a non-zero exit, a message on stderr, nothing on stdout. */
+async function runFailing(env: NodeJS.ProcessEnv, args: readonly string[], code: number, message: RegExp): Promise<void> {
+  const run = await runCli(env, args);
+  assert.equal(run.code, code, `exit code of ${args.join(' ')} (stderr: ${run.stderr})`);
+  assert.match(run.stderr, message);
+  assert.equal(run.stdout, '');
+}
+
+const tokenPattern = /^cg_(live|test)_[0-9a-f]{64}$/;
+
+describe('callgate CLI usage (no database needed)', () => {
+  let dataDir: string;
+  let env: NodeJS.ProcessEnv;
+  before(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-cli-usage-'));
+    env = cliEnv({ CALLGATE_DATA_DIR: dataDir });
+  });
+  after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it('--help lists every command; <noun> --help and <noun> <verb> --help narrow it down', async () => {
+    const [root, group, verb] = await Promise.all([
+      runCli(env, ['--help']),
+      runCli(env, ['keys', '--help']),
+      runCli(env, ['agents', 'add', '-h']),
+    ]);
+    assert.equal(root.code, 0);
+    for (const command of ['accounts create', 'agents add', 'agents list', 'keys create', 'keys list', 'keys revoke']) {
+      assert.ok(root.stdout.includes(command), command);
+    }
+    assert.equal(group.code, 0);
+    assert.match(group.stdout, /Usage: callgate keys <create\|list\|revoke>/);
+    assert.equal(verb.code, 0);
+    assert.match(verb.stdout, /Usage: callgate agents add --account ACCOUNT_ID --agent-id AGENT_ID --name NAME/);
+    assert.match(verb.stdout, /--provider simulator\|elevenlabs/);
+  });
+
+  it('a wrong command line exits 2 with a short message and opens no database', async () => {
+    const cases: [string[], RegExp][] = [
+      [[], /missing command/],
+      [['calls', 'list'], /unknown command "calls"/],
+      [['keys'], /missing command after "keys"/],
+      [['keys', 'rotate'], /unknown command "keys rotate"/],
+      [['accounts', 'create'], /missing option --name/],
+      [['accounts', 'create', '--name'], /option --name needs a value/],
+      [['accounts', 'create', '--name', ' '], /option --name must not be empty/],
+      [['accounts', 'create', '--name', 'X', '--colour', 'red'], /unknown option --colour/],
+      [['keys', 'create', '--account', 'acct_x', '--name', 'k', '--mode', 'staging'], /--mode must be one of live, test/],
+      [['agents', 'add', '--account', 'a', '--agent-id', 'agent_a', '--name', 'n', '--provider', 'x'], /--provider must be one of simulator, elevenlabs/],
+      [['keys', 'revoke'], /missing argument KEY_ID/],
+      [['keys', 'revoke', 'key_a', 'key_b'], /unexpected argument "key_b"/],
+    ];
+    // Independent processes: run them side by side to keep the suite short.
+    await Promise.all(cases.map(([args, message]) => runFailing(env, args, 2, message)));
+    assert.deepEqual(fs.readdirSync(dataDir), []);
+  });
+
+  it('a bad configuration exits 1 and names the variable', async () => {
+    await runFailing(cliEnv({ DATABASE_URL: 'mysql://localhost/x' }), ['keys', 'list', '--account', 'acct_x'], 1, /configuration error: DATABASE_URL/);
+  });
+});
+
+await forEachDialect('callgate CLI', (dialect) => {
+  let database: TestDatabase;
+  let env: NodeJS.ProcessEnv;
+  let accountId: string;
+  before(async () => {
+    database = await createTestDatabase(dialect);
+    env = cliEnv(database.env);
+  });
+  after(async () => database.drop());
+
+  it('accounts create makes an account, with its first portal user when given an email and a password', async () => {
+    const account = await runJson(env, ['accounts', 'create', '--name', ' Acme Health ']);
+    assert.match(account.id, /^acct_[0-9a-z]{26}$/);
+    assert.equal(account.name, 'Acme Health');
+    assert.match(account.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.equal(account.users, undefined);
+    accountId = account.id;
+
+    const withUser = await runJson(env, ['accounts', 'create', '--name', 'Beta', '--email', 'Ops@Example.com', '--password', 'correct horse battery']);
+    assert.deepEqual(Object.keys(withUser).sort(), ['created_at', 'id', 'name', 'users']);
+    assert.equal(withUser.users.length, 1);
+    assert.match(withUser.users[0].id, /^usr_/);
+    assert.equal(withUser.users[0].email, 'ops@example.com');
+
+    const text = await runCli(env, ['accounts', 'create', '--name', 'Gamma']);
+    assert.equal(text.code, 0);
+    assert.match(text.stdout, /^Created account acct_[0-9a-z]{26}\./);
+    assert.match(text.stdout, /name: +Gamma/);
+  });
+
+  it('agents add creates an agent (simulator by default), then updates the one with the same id', async () => {
+    const added = await runJson(env, ['agents', 'add', '--account', accountId, '--agent-id', 'agent_reminders', '--name', 'Reminders']);
+    assert.equal(added.created, true);
+    assert.match(added.id, /^agt_/);
+    assert.equal(added.account_id, accountId);
+    assert.equal(added.agent_id, 'agent_reminders');
+    assert.equal(added.provider, 'simulator');
+    assert.equal(added.phone_number_id, null);
+
+    const updated = await runJson(env, [
+      'agents', 'add', '--account', accountId, '--agent-id', 'agent_reminders', '--name', 'Reminders v2',
+      '--provider', 'elevenlabs', '--phone-number-id', 'phnum_123',
+    ]);
+    assert.equal(updated.created, false);
+    assert.equal(updated.id, added.id);
+    assert.equal(updated.provider, 'elevenlabs');
+    assert.equal(updated.phone_number_id, 'phnum_123');
+
+    const text = await runCli(env, ['agents', 'add', '--account', accountId, '--agent-id', 'agent_sim', '--name', 'Sim']);
+    assert.equal(text.code, 0);
+    assert.match(text.stdout, /^Added agent agent_sim in account acct_/);
+  });
+
+  it('agents list shows the agents of one account only', async () => {
+    const other = await runJson(env, ['accounts', 'create', '--name', 'Other']);
+    await runJson(env, ['agents', 'add', '--account', other.id, '--agent-id', 'agent_elsewhere', '--name', 'Elsewhere']);
+
+    const listed = await runJson(env, ['agents', 'list', '--account', accountId]);
+    assert.deepEqual(Object.keys(listed), ['data']);
+    assert.deepEqual(listed.data.map((agent: { agent_id: string }) => agent.agent_id).sort(), ['agent_reminders', 'agent_sim']);
+    const reminders = listed.data.find((agent: { agent_id: string }) => agent.agent_id === 'agent_reminders');
+    assert.equal(reminders.name, 'Reminders v2');
+    assert.equal(reminders.provider, 'elevenlabs');
+
+    const text = await runCli(env, ['agents', 'list', '--account', accountId]);
+    assert.equal(text.code, 0);
+    assert.match(text.stdout, /^AGENT ID +NAME +PROVIDER/);
+    assert.match(text.stdout, /agent_reminders +Reminders v2 +elevenlabs +phnum_123/);
+    assert.doesNotMatch(text.stdout, /agent_elsewhere/);
+  });
+
+  it('keys create makes live and test keys, shows each token once, and keys list never shows it', async () => {
+    const live = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'billing-integration']);
+    assert.match(live.id, /^key_[0-9a-z]{26}$/);
+    assert.equal(live.account_id, accountId);
+    assert.equal(live.name, 'billing-integration');
+    assert.equal(live.mode, 'live');
+    assert.equal(live.status, 'active');
+    assert.match(live.token, tokenPattern);
+    assert.ok(live.token.startsWith('cg_live_'));
+    assert.equal(live.prefix, live.token.slice(0, 12));
+    assert.equal(live.token_hash, undefined);
+
+    const test = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'staging', '--mode', 'test']);
+    assert.equal(test.mode, 'test');
+    assert.match(test.token, /^cg_test_[0-9a-f]{64}$/);
+    assert.equal(test.prefix, test.token.slice(0, 12));
+
+    const text = await runCli(env, ['keys', 'create', '--account', accountId, '--name', 'human']);
+    assert.equal(text.code, 0);
+    const shown = text.stdout.match(/cg_live_[0-9a-f]{64}/g) ?? [];
+    assert.equal(shown.length, 1, 'the token appears exactly once');
+    assert.match(text.stdout, /shown only this once/);
+
+    const runs = await Promise.all([
+      runCli(env, ['keys', 'list', '--account', accountId]),
+      runCli(env, ['keys', 'list', '--account', accountId, '--json']),
+    ]);
+    for (const run of runs) {
+      assert.equal(run.code, 0);
+      for (const key of [live, test]) {
+        assert.ok(run.stdout.includes(key.prefix), 'listed by prefix');
+        assert.ok(!run.stdout.includes(key.token), 'no token');
+        assert.ok(!run.stdout.includes(sha256Hex(key.token)), 'no token hash');
+      }
+      assert.doesNotMatch(run.stdout, /token/);
+    }
+    const listed = await runJson(env, ['keys', 'list', '--account', accountId]);
+    assert.equal(listed.data.length, 3);
+    for (const key of listed.data) {
+      assert.deepEqual(Object.keys(key).sort(), [
+        'account_id', 'created_at', 'id', 'last_used_at', 'mode', 'name', 'prefix', 'revoked_at', 'status',
+      ]);
+    }
+  });
+
+  it('a key made by the CLI works against the real app until keys revoke, which is for good', async () => {
+    const key = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'e2e', '--mode', 'test']);
+    const services = await createServices(loadConfig({ ...testEnvDefaults, ...database.env }));
+    const app = buildApp(services);
+    try {
+      await app.ready();
+      const placeCall = () =>
+        app.inject({
+          method: 'POST',
+          url: '/v1/calls',
+          headers: { authorization: `Bearer ${key.token}`, 'content-type': 'application/json' },
+          payload: { agent_id: 'agent_sim', to: '+14155550123' },
+        });
+      const placed = await placeCall();
+      assert.equal(placed.statusCode, 201, placed.body);
+
+      const revoked = await runJson(env, ['keys', 'revoke', key.id]);
+      assert.equal(revoked.id, key.id);
+      assert.equal(revoked.status, 'revoked');
+      assert.match(revoked.revoked_at, /^\d{4}-/);
+      assert.equal(revoked.token, undefined);
+
+      const refused = await placeCall();
+      assert.equal(refused.statusCode, 401);
+      assert.equal(refused.json().error, 'unauthorized');
+
+      const again = await runJson(env, ['keys', 'revoke', key.id]);
+      assert.equal(again.revoked_at, revoked.revoked_at, 'the first revocation time stays');
+      const listed = await runJson(env, ['keys', 'list', '--account', accountId]);
+      const row = listed.data.find((candidate: { id: string }) => candidate.id === key.id);
+      assert.equal(row.status, 'revoked');
+      assert.notEqual(row.last_used_at, null, 'the successful request was recorded');
+    } finally {
+      await app.close();
+      await services.close();
+    }
+  });
+
+  it('failures exit 1 with the reason on stderr and nothing on stdout', async () => {
+    const cases: [string[], RegExp][] = [
+      [['agents', 'list', '--account', 'acct_missing'], /^callgate: no account with id "acct_missing"\n$/],
+      [['agents', 'add', '--account', 'acct_missing', '--agent-id', 'agent_x', '--name', 'X'], /no account with id "acct_missing"/],
+      [['keys', 'create', '--account', 'acct_missing', '--name', 'k', '--json'], /no account with id "acct_missing"/],
+      [['keys', 'list', '--account', 'acct_missing'], /no account with id "acct_missing"/],
+      [['keys', 'revoke', 'key_missing'], /no API key with id "key_missing"/],
+      // Validation errors of the services come through with their own message.
+      [['agents', 'add', '--account', accountId, '--agent-id', 'reminders', '--name', 'X'], /agent ids look like agent_/],
+      [['accounts', 'create', '--name', 'X', '--email', 'a@example.com'], /give both an email and a password, or neither/],
+      [['accounts', 'create', '--name', 'X', '--email', 'a@example.com', '--password', 'short', '--json'], /at least 10 characters/],
+      [['accounts', 'create', '--name', 'X', '--email', 'ops@example.com', '--password', 'long enough password'], /exists already/],
+    ];
+    await Promise.all(cases.map(([args, message]) => runFailing(env, args, 1, message)));
+    const agents = await runJson(env, ['agents', 'list', '--account', accountId]);
+    assert.equal(agents.data.length, 2, 'nothing was added by the failed commands');
+  });
+});
