@@ -5,7 +5,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Services } from './container.js';
-import { registerErrorHandling } from './errors/error-handler.js';
+import { registerErrorHandling, sendFrameworkError } from './errors/error-handler.js';
 import { apiAuthHook } from './features/api-keys/api-auth.hook.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
 import { healthRoutes } from './features/health/health.routes.js';
@@ -29,16 +29,19 @@ export function buildApp(services: Services): FastifyInstance {
     // A request Node's HTTP parser refuses (bad header bytes, broken framing) still gets a JSON answer.
     clientErrorHandler: (error, socket) => {
       if (!socket.writable) return;
+      const requestId = newId('request');
       const body = JSON.stringify({
         error: 'invalid_request',
         message: 'The HTTP request is malformed.',
-        request_id: newId('request'),
+        request_id: requestId,
       });
       socket.end(
-        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
       );
       void error;
     },
+    // Errors the router raises before any hook runs (a bad percent-encoding, an over-long path parameter).
+    frameworkErrors: sendFrameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // The API speaks JSON only; Fastify's built-in text/plain parser would let plain text through to validation.

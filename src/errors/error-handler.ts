@@ -89,6 +89,11 @@ function fromFastifyError(error: FastifyError): ApiError {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError('invalid_json');
+    case 'FST_ERR_BAD_URL':
+      return new ApiError('invalid_request', 'The request URL has a malformed percent-encoding.');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // No id of ours is that long, so no resource can be there.
+      return new ApiError('not_found');
     default:
       break;
   }
@@ -123,6 +128,12 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, apiError
   if (apiError.param !== undefined) body.param = apiError.param;
   for (const [name, value] of Object.entries(apiError.headers)) reply.header(name, value);
   return reply.code(apiError.status).type('application/json; charset=utf-8').send(body);
+}
+
+/** Fastify's `frameworkErrors`: the router fails before any hook runs, so the request id header is set here. */
+export function sendFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id);
+  void sendError(request, reply, toApiError(error));
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
