@@ -3,6 +3,7 @@
  * usage error is cheap), then the runner calls the same service functions as the HTTP server and returns
  * both renderings of its result; main.ts prints the one that was asked for.
  */
+import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { getAccount } from '../features/accounts/accounts.service.js';
 import type { AccountRow } from '../db/schema.js';
@@ -10,6 +11,8 @@ import type { Clock } from '../lib/clock.js';
 import type { CommandArgs, OptionSpecs } from './args.js';
 
 export interface CommandContext {
+  /** The server's configuration, for the rules that depend on it (which providers can place calls). */
+  readonly config: Config;
   readonly db: Db;
   readonly clock: Clock;
 }

@@ -53,7 +53,7 @@ async function withDatabase(config: Config, run: CommandRunner): Promise<Command
   const database = openDatabase(config.database);
   try {
     await migrateToLatest(database.db);
-    return await run({ db: database.db, clock: systemClock });
+    return await run({ config, db: database.db, clock: systemClock });
   } finally {
     await database.destroy();
   }

@@ -159,10 +159,13 @@ await forEachDialect('callgate CLI', (dialect) => {
     assert.equal(added.provider, 'simulator');
     assert.equal(added.phone_number_id, null);
 
-    const updated = await runJson(env, [
+    const toElevenlabs = [
       'agents', 'add', '--account', accountId, '--agent-id', 'agent_reminders', '--name', 'Reminders v2',
       '--provider', 'elevenlabs', '--phone-number-id', 'phnum_123',
-    ]);
+    ];
+    // The server's rule holds here too: no ElevenLabs agents without ElevenLabs credentials.
+    await runFailing(env, toElevenlabs, 1, /agents of provider elevenlabs cannot be added: this server has no ELEVENLABS_API_KEY set/);
+    const updated = await runJson({ ...env, ELEVENLABS_API_KEY: 'xi-test-key-never-used' }, toElevenlabs);
     assert.equal(updated.created, false);
     assert.equal(updated.id, added.id);
     assert.equal(updated.provider, 'elevenlabs');

@@ -1,7 +1,10 @@
-import { agentProviders, upsertAgent } from '../../../features/agents/agents.service.js';
+import type { AgentProvider } from '../../../db/schema.js';
+import { agentPolicyFor, agentProviders, upsertAgent } from '../../../features/agents/agents.service.js';
 import { choiceOption, optionalOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatFields } from '../../output.js';
+
+const defaultProvider: AgentProvider = 'simulator';
 
 export const addAgentCommand: Command = {
   name: 'add',
@@ -10,7 +13,10 @@ export const addAgentCommand: Command = {
     account: { value: 'ACCOUNT_ID', description: 'Account that owns the agent (acct_...)', required: true },
     'agent-id': { value: 'AGENT_ID', description: "The provider's agent id (agent_...), the agent_id of API calls", required: true },
     name: { value: 'NAME', description: 'Name shown to people', required: true },
-    provider: { value: agentProviders.join('|'), description: `Voice provider (default ${agentProviders[0]})` },
+    provider: {
+      value: agentProviders.join('|'),
+      description: `Voice provider (default ${defaultProvider}); elevenlabs needs ELEVENLABS_API_KEY set`,
+    },
     'phone-number-id': { value: 'ID', description: "The provider's id of the phone number calls come from" },
   },
   prepare(args) {
@@ -18,12 +24,13 @@ export const addAgentCommand: Command = {
       accountId: requiredOption(args, 'account'),
       agentId: requiredOption(args, 'agent-id'),
       name: requiredOption(args, 'name'),
-      provider: choiceOption(args, 'provider', agentProviders, 'simulator'),
+      provider: choiceOption(args, 'provider', agentProviders, defaultProvider),
       phoneNumberId: optionalOption(args, 'phone-number-id') ?? null,
     };
-    return async ({ db, clock }) => {
+    return async ({ config, db, clock }) => {
       await requireAccount(db, input.accountId);
-      const { agent, created } = await upsertAgent(db, clock, input);
+      // The server's rule: no agents for a provider it has no credentials for (e.g. ELEVENLABS_API_KEY).
+      const { agent, created } = await upsertAgent(db, clock, input, agentPolicyFor(config));
       const text = [
         `${created ? 'Added' : 'Updated'} agent ${agent.agent_id} in account ${agent.account_id}.`,
         formatFields([
