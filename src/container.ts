@@ -10,6 +10,8 @@ import { CallMonitor } from './features/calls/call-monitor.js';
 import type { CallsDeps } from './features/calls/calls.service.js';
 import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
 import { createSimulatorProvider } from './features/providers/simulator.provider.js';
+import { createElevenLabsClient, type ElevenLabsClient } from './features/providers/elevenlabs/elevenlabs.client.js';
+import { createElevenLabsProvider } from './features/providers/elevenlabs/elevenlabs.provider.js';
 import type { RateLimiter } from './features/rate-limit/rate-limit.interface.js';
 import { createLocalNotifier, createPostgresNotifier, type DeliveryNotifier } from './features/webhooks/delivery-notifier.js';
 import { WebhookDispatcher } from './features/webhooks/webhook-dispatcher.js';
@@ -30,6 +32,8 @@ export interface Services {
   readonly calls: CallsDeps;
   readonly notifier: DeliveryNotifier;
   readonly dispatcher: WebhookDispatcher;
+  /** The ElevenLabs API client, when ELEVENLABS_API_KEY is set (agent sync uses it). */
+  readonly elevenlabsClient: ElevenLabsClient | undefined;
   /** Starts the worker role: the call monitor and the webhook dispatcher. */
   startWorker(): void;
   /** Stops the worker (in-flight deliveries finish or are released) and closes every connection. */
@@ -81,9 +85,17 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       overrides.perIpLimiter ??
       (await createRateLimiter({ store, name: 'cg_ip', pointsPerWindow: config.ipRateLimitPerMinute, windowSeconds }));
 
+    const elevenlabsClient = config.elevenlabs.apiKey
+      ? createElevenLabsClient({ apiKey: config.elevenlabs.apiKey, baseUrl: config.elevenlabs.baseUrl, timeoutMs: config.providerTimeoutMs })
+      : undefined;
     const providers =
       overrides.providers ??
-      createProviderRegistry({ simulator: createSimulatorProvider({ clock, delayMs: config.simulatorDelayMs }) });
+      createProviderRegistry({
+        simulator: createSimulatorProvider({ clock, delayMs: config.simulatorDelayMs }),
+        ...(elevenlabsClient
+          ? { elevenlabs: createElevenLabsProvider({ client: elevenlabsClient, clock, reconcileAfterMs: config.reconcileAfterMs }) }
+          : {}),
+      });
 
     const notifier =
       database.dialect === 'postgres' && config.database.dialect === 'postgres'
@@ -135,6 +147,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       calls,
       notifier,
       dispatcher,
+      elevenlabsClient,
       startWorker() {
         callMonitor.start();
         dispatcher.start();

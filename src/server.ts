@@ -33,6 +33,11 @@ async function main(): Promise<void> {
     if (seed) process.stdout.write(`${demoBanner(seed, config.publicUrl)}\n`);
   }
 
+  if (!config.elevenlabs.apiKey) {
+    logger.warn('ELEVENLABS_API_KEY is not set: only simulated calls can be placed, and agents of provider elevenlabs are refused');
+  } else if (!config.elevenlabs.webhookSecret) {
+    logger.warn('ELEVENLABS_WEBHOOK_SECRET is not set: ElevenLabs post-call webhooks are refused; outcomes come from reconciliation only');
+  }
   const runsApi = config.roles.has('api');
   const runsWorker = config.roles.has('worker');
   const app = runsApi ? buildApp(services) : undefined;

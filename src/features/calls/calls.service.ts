@@ -112,6 +112,7 @@ async function placeAndStore(
   const placed = await provider.placeCall({
     agentId: agent.agent_id,
     phoneNumberId: agent.phone_number_id,
+    phoneNumberProvider: agent.phone_number_provider,
     to: body.to,
     metadata: body.metadata ?? null,
   });

@@ -10,6 +10,8 @@ export interface PlaceCallRequest {
   readonly agentId: string;
   /** The provider's id of the number to call from, when the agent has one. */
   readonly phoneNumberId: string | null;
+  /** That number's kind at the provider (ElevenLabs: `twilio` or `sip_trunk`), when known. */
+  readonly phoneNumberProvider: string | null;
   /** E.164 destination. */
   readonly to: string;
   /** Passed to the agent as dynamic variables. */

@@ -1,0 +1,124 @@
+/**
+ * ElevenLabs' shapes turned into ours. Their field names stop here: the rest of callgate sees only
+ * `CallOutcome` and `ProviderFailure`.
+ */
+import type { CallOutcome, FailureReason, ProviderFailure } from '../provider.interface.js';
+import type { ElevenLabsResponse } from './elevenlabs.client.js';
+
+type Json = Record<string, unknown>;
+
+function record(value: unknown): Json {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
+}
+
+function finiteNumber(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+/** Their `failure_reason` (`busy`, `no-answer`, `unknown`) as ours. */
+export function failureReasonOf(value: unknown): FailureReason {
+  if (value === 'busy') return 'busy';
+  if (value === 'no-answer' || value === 'no_answer') return 'no_answer';
+  return 'unknown';
+}
+
+/** A finished conversation (post_call_transcription `data`, or GET conversation) as a completed call. */
+export function completedOutcome(conversation: unknown, fallbackEnd: Date): CallOutcome {
+  const data = record(conversation);
+  const metadata = record(data.metadata);
+  const analysis = record(data.analysis);
+  const duration = Math.max(0, Math.round(finiteNumber(metadata.call_duration_secs) ?? 0));
+  const startSecs = finiteNumber(metadata.start_time_unix_secs);
+  const startedAt = startSecs === null ? new Date(fallbackEnd.getTime() - duration * 1000) : new Date(startSecs * 1000);
+  const summary = typeof analysis.transcript_summary === 'string' ? analysis.transcript_summary : '';
+  return {
+    status: 'completed',
+    startedAt,
+    endedAt: new Date(startedAt.getTime() + duration * 1000),
+    durationSeconds: duration,
+    transcriptSummary: summary,
+  };
+}
+
+/** A `call_initiation_failure` event's `data` as a failed call. */
+export function initiationFailureOutcome(data: unknown, at: Date): CallOutcome {
+  const body = record(data);
+  const reason = failureReasonOf(body.failure_reason);
+  const messages: Record<FailureReason, string> = {
+    busy: 'The line was busy.',
+    no_answer: 'Nobody answered.',
+    rejected: 'The call was rejected.',
+    provider_error: 'The voice provider could not place the call.',
+    timeout: 'The call did not end in time.',
+    unknown: 'The call could not be connected.',
+  };
+  return { status: 'failed', reason, message: messages[reason], failedAt: at };
+}
+
+/** A conversation that ElevenLabs reports as `failed`. */
+export function failedConversationOutcome(conversation: unknown, at: Date): CallOutcome {
+  const metadata = record(record(conversation).metadata);
+  const error = record(metadata.error);
+  const termination = typeof metadata.termination_reason === 'string' ? metadata.termination_reason : null;
+  const reason = typeof error.reason === 'string' ? error.reason : null;
+  return {
+    status: 'failed',
+    reason: 'provider_error',
+    message: (reason ?? termination ?? 'The voice provider reports the conversation as failed.').slice(0, 500),
+    failedAt: at,
+  };
+}
+
+/** Field names a 422 complained about, for a message that helps without exposing their internals. */
+function invalidFields(body: unknown): string[] {
+  const detail = record(body).detail;
+  if (!Array.isArray(detail)) return [];
+  return detail
+    .map((item) => record(item).loc)
+    .filter((loc): loc is unknown[] => Array.isArray(loc))
+    .map((loc) => String(loc[loc.length - 1]))
+    .filter((name) => /^[a-z_]{1,64}$/.test(name));
+}
+
+const fieldNames: Record<string, string> = {
+  to_number: 'to',
+  agent_id: 'agent_id',
+  agent_phone_number_id: "the agent's phone number",
+  dynamic_variables: 'metadata',
+  conversation_initiation_client_data: 'metadata',
+};
+
+/** The failure of an outbound-call request (issue: 4xx → rejected, 429 and 5xx → unavailable, …). */
+export function placeCallFailure(response: Exclude<ElevenLabsResponse, { kind: 'ok' }>): ProviderFailure {
+  if (response.kind === 'timeout') {
+    return { kind: 'timeout', message: 'The voice provider did not answer in time. The call may or may not have been placed.', retryable: true };
+  }
+  if (response.kind === 'unreachable') {
+    return { kind: 'unavailable', message: 'The voice provider could not be reached. Retry with backoff.', retryable: true };
+  }
+  const { status } = response;
+  if (status === 429) {
+    const seconds = Number(response.retryAfter);
+    return {
+      kind: 'unavailable',
+      message: 'The voice provider is at its concurrency or rate limit. Retry with backoff.',
+      retryable: true,
+      retryAfterSeconds: Number.isInteger(seconds) && seconds > 0 ? Math.min(seconds, 3_600) : 5,
+    };
+  }
+  if (status >= 500) {
+    return { kind: 'unavailable', message: 'The voice provider is having a problem. Retry with backoff.', retryable: true };
+  }
+  if (status === 401 || status === 403) {
+    return { kind: 'rejected', message: 'The voice provider refused this server\'s credentials; the operator must check its configuration.', retryable: false };
+  }
+  if (status === 404) {
+    return { kind: 'rejected', message: "The voice provider does not know this agent or the agent's phone number.", retryable: false };
+  }
+  if (status === 422 || status === 400) {
+    const fields = [...new Set(invalidFields(response.body).map((name) => fieldNames[name] ?? name))];
+    const which = fields.length > 0 ? ` (${fields.join(', ')})` : '';
+    return { kind: 'rejected', message: `The voice provider rejected the call request as invalid${which}.`, retryable: false };
+  }
+  return { kind: 'rejected', message: `The voice provider refused the call (HTTP ${status}).`, retryable: false };
+}

@@ -1,0 +1,128 @@
+/**
+ * Real calls through ElevenLabs Agents. Placing a call picks the Twilio or SIP-trunk endpoint by the kind
+ * of the agent's phone number; metadata travels as the conversation's `dynamic_variables`. Outcomes arrive
+ * by their post-call webhooks; for calls that stay silent, `checkCall` asks for the conversation
+ * (reconciliation) and gives up after 24 hours.
+ */
+import type { Clock } from '../../../lib/clock.js';
+import { err, ok } from '../../../lib/result.js';
+import type { CallCheck, PlaceCallRequest, ProviderFailure, VoiceProvider } from '../provider.interface.js';
+import type { ElevenLabsClient } from './elevenlabs.client.js';
+import { completedOutcome, failedConversationOutcome, placeCallFailure } from './elevenlabs.mapping.js';
+
+/** A call with no outcome this long after creation ends as failed with reason `timeout`. */
+export const giveUpAfterMs = 24 * 60 * 60 * 1000;
+const minRecheckMs = 60_000;
+const maxRecheckMs = 30 * 60_000;
+/** Phone-number kinds are looked up at most this often (agents added by hand do not know theirs). */
+const phoneNumberCacheMs = 5 * 60_000;
+
+const outboundPaths: Record<string, string> = {
+  twilio: '/v1/convai/twilio/outbound-call',
+  sip_trunk: '/v1/convai/sip-trunk/outbound-call',
+};
+
+export interface PhoneNumber {
+  readonly phoneNumberId: string;
+  readonly provider: string;
+  readonly phoneNumber: string | null;
+  readonly label: string | null;
+  readonly assignedAgentId: string | null;
+}
+
+/** `GET /v1/convai/phone-numbers`: a plain array, not paged. */
+export async function listPhoneNumbers(client: ElevenLabsClient): Promise<PhoneNumber[] | ProviderFailure> {
+  const response = await client.request('GET', '/v1/convai/phone-numbers');
+  if (response.kind !== 'ok') return placeCallFailure(response);
+  if (!Array.isArray(response.body)) return { kind: 'unavailable', message: 'Unexpected phone-number list from the voice provider.', retryable: true };
+  return response.body.flatMap((item): PhoneNumber[] => {
+    const entry = item as Record<string, unknown>;
+    if (typeof entry.phone_number_id !== 'string') return [];
+    const assigned = entry.assigned_agent as Record<string, unknown> | null | undefined;
+    return [
+      {
+        phoneNumberId: entry.phone_number_id,
+        provider: typeof entry.provider === 'string' ? entry.provider : 'unknown',
+        phoneNumber: typeof entry.phone_number === 'string' ? entry.phone_number : null,
+        label: typeof entry.label === 'string' ? entry.label : null,
+        assignedAgentId: assigned && typeof assigned.agent_id === 'string' ? assigned.agent_id : null,
+      },
+    ];
+  });
+}
+
+export function createElevenLabsProvider(options: {
+  client: ElevenLabsClient;
+  clock: Clock;
+  reconcileAfterMs: number;
+}): VoiceProvider {
+  const { client, clock } = options;
+  let phoneKinds: { at: number; kinds: Map<string, string> } | undefined;
+
+  async function phoneNumberKind(request: PlaceCallRequest): Promise<string | ProviderFailure> {
+    if (request.phoneNumberProvider) return request.phoneNumberProvider;
+    const id = request.phoneNumberId ?? '';
+    if (!phoneKinds || clock.now().getTime() - phoneKinds.at > phoneNumberCacheMs || !phoneKinds.kinds.has(id)) {
+      const numbers = await listPhoneNumbers(client);
+      if (!Array.isArray(numbers)) return numbers;
+      phoneKinds = { at: clock.now().getTime(), kinds: new Map(numbers.map((n) => [n.phoneNumberId, n.provider])) };
+    }
+    return phoneKinds.kinds.get(id) ?? { kind: 'rejected', message: "The voice provider does not know the agent's phone number.", retryable: false };
+  }
+
+  return {
+    name: 'elevenlabs',
+    firstCheckDelayMs: options.reconcileAfterMs,
+
+    async placeCall(request) {
+      if (!request.phoneNumberId) {
+        return err({ kind: 'rejected', message: 'The agent has no phone number to call from; the operator must assign one.', retryable: false });
+      }
+      const kind = await phoneNumberKind(request);
+      if (typeof kind !== 'string') return err(kind);
+      const path = outboundPaths[kind];
+      if (!path) {
+        return err({ kind: 'rejected', message: `The agent's phone number is of a kind (${kind}) that cannot place outbound calls here.`, retryable: false });
+      }
+      const body: Record<string, unknown> = {
+        agent_id: request.agentId,
+        agent_phone_number_id: request.phoneNumberId,
+        to_number: request.to,
+      };
+      if (request.metadata && Object.keys(request.metadata).length > 0) {
+        body.conversation_initiation_client_data = { dynamic_variables: request.metadata };
+      }
+      const response = await client.request('POST', path, body);
+      if (response.kind !== 'ok') return err(placeCallFailure(response));
+      const answer = (response.body ?? {}) as Record<string, unknown>;
+      const conversationId = answer.conversation_id;
+      if (answer.success === false || typeof conversationId !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(conversationId)) {
+        return err({ kind: 'rejected', message: 'The voice provider did not start the call.', retryable: false });
+      }
+      return ok({ conversationId });
+    },
+
+    async checkCall(call) {
+      const now = clock.now();
+      const ageMs = now.getTime() - call.createdAt.getTime();
+      const giveUp = (): CallCheck => ({
+        state: 'ended',
+        outcome: { status: 'failed', reason: 'timeout', message: 'No outcome was reported within 24 hours.', failedAt: now },
+      });
+      const later = (): CallCheck => ({
+        state: 'running',
+        checkAgainAt: new Date(now.getTime() + Math.min(maxRecheckMs, Math.max(minRecheckMs, Math.round(ageMs / 4)))),
+      });
+      const response = await client.request('GET', `/v1/convai/conversations/${encodeURIComponent(call.conversationId)}`);
+      if (response.kind === 'ok') {
+        const status = (response.body as Record<string, unknown> | null)?.status;
+        if (status === 'done') return ok({ state: 'ended', outcome: completedOutcome(response.body, now) });
+        if (status === 'failed') return ok({ state: 'ended', outcome: failedConversationOutcome(response.body, now) });
+        return ok(ageMs >= giveUpAfterMs ? giveUp() : later());
+      }
+      if (ageMs >= giveUpAfterMs) return ok(giveUp());
+      if (response.kind === 'http_error' && response.status === 404) return ok(later());
+      return err(placeCallFailure(response));
+    },
+  };
+}

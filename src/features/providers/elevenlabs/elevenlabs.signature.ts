@@ -1,0 +1,36 @@
+/**
+ * `ElevenLabs-Signature: t=<unix seconds>,v0=<hex HMAC-SHA256 of "<t>.<raw body>">` (their post-call
+ * webhooks). Checked on the raw bytes before any parsing, with a constant-time compare.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/** Their SDKs refuse signatures older than 30 minutes; so do we, and as far in the future. */
+export const signatureToleranceSeconds = 30 * 60;
+
+export type SignatureCheck = { ok: true } | { ok: false; reason: 'missing' | 'malformed' | 'stale' | 'mismatch' };
+
+export function signElevenLabs(secret: string, timestampSeconds: number, body: string): string {
+  const hex = createHmac('sha256', secret).update(`${timestampSeconds}.${body}`).digest('hex');
+  return `t=${timestampSeconds},v0=${hex}`;
+}
+
+export function verifyElevenLabsSignature(secret: string, header: string | undefined, body: string, nowMs: number): SignatureCheck {
+  if (!header) return { ok: false, reason: 'missing' };
+  const parts = new Map<string, string[]>();
+  for (const part of header.split(',')) {
+    const index = part.indexOf('=');
+    if (index <= 0) continue;
+    const key = part.slice(0, index).trim();
+    parts.set(key, [...(parts.get(key) ?? []), part.slice(index + 1).trim()]);
+  }
+  const timestamp = parts.get('t')?.[0];
+  const signatures = parts.get('v0') ?? [];
+  if (!timestamp || !/^\d{1,12}$/.test(timestamp) || signatures.length === 0) return { ok: false, reason: 'malformed' };
+  if (Math.abs(nowMs / 1000 - Number(timestamp)) > signatureToleranceSeconds) return { ok: false, reason: 'stale' };
+  const expected = Buffer.from(createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex'), 'utf8');
+  const matches = signatures.some((candidate) => {
+    const given = Buffer.from(candidate.toLowerCase(), 'utf8');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
+  return matches ? { ok: true } : { ok: false, reason: 'mismatch' };
+}

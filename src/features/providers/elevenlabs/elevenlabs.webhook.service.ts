@@ -1,0 +1,43 @@
+/**
+ * Turns ElevenLabs post-call webhooks into call outcomes: `post_call_transcription` → completed,
+ * `call_initiation_failure` → failed. A webhook delivered twice records one outcome (and so one event);
+ * one for a conversation we do not know is acknowledged and logged; other types are acknowledged and ignored.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../../db/database.js';
+import type { Clock } from '../../../lib/clock.js';
+import { recordOutcome } from '../../calls/calls.service.js';
+import { findCallById } from '../../calls/calls.repository.js';
+import { completedOutcome, initiationFailureOutcome } from './elevenlabs.mapping.js';
+
+export interface ElevenLabsWebhookDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly logger: FastifyBaseLogger;
+  /** Called when an outcome was recorded, to wake the webhook dispatcher. */
+  readonly onOutcome: () => void;
+}
+
+export type WebhookHandling = 'recorded' | 'duplicate' | 'unknown_conversation' | 'ignored';
+
+export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, payload: unknown): Promise<WebhookHandling> {
+  const event = (payload ?? {}) as { type?: unknown; data?: unknown; event_timestamp?: unknown };
+  if (event.type !== 'post_call_transcription' && event.type !== 'call_initiation_failure') return 'ignored';
+  const data = (event.data ?? {}) as { conversation_id?: unknown };
+  if (typeof data.conversation_id !== 'string' || data.conversation_id.length > 200 || data.conversation_id.includes('\u0000')) {
+    deps.logger.warn({ type: event.type }, 'ElevenLabs webhook without a usable conversation_id');
+    return 'unknown_conversation';
+  }
+  const callId = `call_${data.conversation_id}`;
+  const call = await findCallById(deps.db, callId);
+  if (!call || call.provider !== 'elevenlabs') {
+    deps.logger.info({ type: event.type, conversationId: data.conversation_id }, 'ElevenLabs webhook for an unknown conversation; acknowledged');
+    return 'unknown_conversation';
+  }
+  const eventSeconds = typeof event.event_timestamp === 'number' && Number.isFinite(event.event_timestamp) ? event.event_timestamp : null;
+  const at = eventSeconds === null ? deps.clock.now() : new Date(eventSeconds * 1000);
+  const outcome = event.type === 'post_call_transcription' ? completedOutcome(event.data, at) : initiationFailureOutcome(event.data, at);
+  const recorded = await recordOutcome(deps.db, deps.clock, callId, outcome);
+  if (recorded) deps.onOutcome();
+  return recorded ? 'recorded' : 'duplicate';
+}
