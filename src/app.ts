@@ -69,6 +69,24 @@ export function buildApp(services: Services): FastifyInstance {
           perIpLimiter: services.perIpLimiter,
         }),
       );
+      v1.addHook('onResponse', async (request, reply) => {
+        const key = request.apiKey;
+        if (!key) return;
+        const idempotencyKey = request.headers['idempotency-key'];
+        services.requestLog.add({
+          id: request.id,
+          account_id: key.account_id,
+          api_key_id: key.id,
+          key_prefix: key.prefix,
+          method: request.method,
+          path: request.url.slice(0, 500),
+          status: reply.statusCode,
+          error_code: reply.errorCode,
+          idempotency_key: typeof idempotencyKey === 'string' ? idempotencyKey.slice(0, 255) : null,
+          duration_ms: Math.round(reply.elapsedTime),
+          created_at: new Date(Date.now() - reply.elapsedTime).toISOString(),
+        });
+      });
       await v1.register(callsRoutes, { deps: services.calls });
     },
     { prefix: '/v1' },

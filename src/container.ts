@@ -18,6 +18,7 @@ import { WebhookDispatcher } from './features/webhooks/webhook-dispatcher.js';
 import { createHttpSender, type WebhookSender } from './features/webhooks/webhook-sender.js';
 import { createRateLimiter, type RateLimitStore } from './features/rate-limit/rate-limit.store.js';
 import { systemClock, type Clock } from './lib/clock.js';
+import { RequestLogWriter } from './features/request-log/request-log.service.js';
 
 export interface Services {
   readonly config: Config;
@@ -32,6 +33,7 @@ export interface Services {
   readonly calls: CallsDeps;
   readonly notifier: DeliveryNotifier;
   readonly dispatcher: WebhookDispatcher;
+  readonly requestLog: RequestLogWriter;
   /** The ElevenLabs API client, when ELEVENLABS_API_KEY is set (agent sync uses it). */
   readonly elevenlabsClient: ElevenLabsClient | undefined;
   /** Starts the worker role: the call monitor and the webhook dispatcher. */
@@ -126,6 +128,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       ...(overrides.monitorSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.monitorSweepIntervalMs }),
     });
 
+    const requestLog = new RequestLogWriter(database.db, logger);
+
     const calls: CallsDeps = {
       db: database.db,
       clock,
@@ -148,6 +152,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       notifier,
       dispatcher,
       elevenlabsClient,
+      requestLog,
       startWorker() {
         callMonitor.start();
         dispatcher.start();
@@ -155,6 +160,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       async close() {
         await callMonitor.stop();
         await dispatcher.stop();
+        await requestLog.flush();
         await notifier.close();
         sender.close();
         if (redis) redis.disconnect();

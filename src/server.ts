@@ -7,6 +7,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { createServices } from './container.js';
 import { demoBanner, seedDemoIfEmpty } from './features/bootstrap/demo-seed.js';
 import { purgeExpired } from './features/idempotency/idempotency.service.js';
+import { purgeOldRequests } from './features/request-log/request-log.service.js';
 
 /** How often expired idempotency records are deleted. */
 const purgeIntervalMs = 10 * 60 * 1000;
@@ -46,6 +47,7 @@ async function main(): Promise<void> {
     purgeExpired(services.db, services.clock, services.calls.idempotency).catch((error: unknown) =>
       logger.error({ err: error }, 'idempotency purge failed'),
     );
+    purgeOldRequests(services.db, services.clock).catch((error: unknown) => logger.error({ err: error }, 'request log purge failed'));
   }, purgeIntervalMs);
   purge.unref();
 

@@ -11,6 +11,7 @@ import type { DatabaseConfig } from '../config.js';
 import * as initial from './migrations/0001-initial.js';
 import * as webhooks from './migrations/0002-webhooks.js';
 import * as agentPhoneProvider from './migrations/0003-agent-phone-provider.js';
+import * as requestLogs from './migrations/0004-request-logs.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -46,6 +47,7 @@ const migrations: Record<string, Migration> = {
   '0001-initial': initial,
   '0002-webhooks': webhooks,
   '0003-agent-phone-provider': agentPhoneProvider,
+  '0004-request-logs': requestLogs,
 };
 
 /** Applies every pending migration; safe to run from several processes at once (Kysely takes a lock). */

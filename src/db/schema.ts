@@ -163,6 +163,21 @@ export interface WebhookAttemptsTable {
   error: string | null;
 }
 
+export interface RequestLogsTable {
+  /** The request id (`req_…`), as in the response's X-Request-Id and error bodies. */
+  id: string;
+  account_id: string;
+  api_key_id: string;
+  key_prefix: string;
+  method: string;
+  path: string;
+  status: number;
+  error_code: string | null;
+  idempotency_key: string | null;
+  duration_ms: number;
+  created_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   users: UsersTable;
@@ -174,6 +189,7 @@ export interface Database {
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  request_logs: RequestLogsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -189,3 +205,4 @@ export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+export type RequestLogRow = Selectable<RequestLogsTable>;

@@ -126,6 +126,7 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, apiError
     request_id: request.id,
   };
   if (apiError.param !== undefined) body.param = apiError.param;
+  reply.errorCode = apiError.code;
   for (const [name, value] of Object.entries(apiError.headers)) reply.header(name, value);
   return reply.code(apiError.status).type('application/json; charset=utf-8').send(body);
 }
@@ -136,7 +137,15 @@ export function sendFrameworkError(error: FastifyError, request: FastifyRequest,
   void sendError(request, reply, toApiError(error));
 }
 
+declare module 'fastify' {
+  interface FastifyReply {
+    /** The error code this reply carries, for the request log. */
+    errorCode: ErrorCode | null;
+  }
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
+  app.decorateReply('errorCode', null);
   app.setErrorHandler((error, request, reply) => {
     const apiError = toApiError(error);
     if (apiError.status >= 500) {

@@ -43,10 +43,11 @@ export function apiAuthHook(deps: ApiAuthDeps): onRequestAsyncHookHandler {
       if (!ipDecision.allowed) throw tooManyRequests(ipDecision, 'per-ip');
       throw new ApiError('unauthorized');
     }
+    // Known before the limit is checked, so a refused request still shows in the account's request log.
+    request.apiKey = apiKey;
     const decision = await deps.perKeyLimiter.consume(`key:${apiKey.id}`);
     if (!decision.allowed) throw tooManyRequests(decision, 'per-key');
     reply.headers(rateLimitHeaders(decision, 'per-key'));
-    request.apiKey = apiKey;
   };
 }
 

@@ -1,0 +1,28 @@
+import type { Db } from '../../db/database.js';
+import type { RequestLogRow } from '../../db/schema.js';
+
+export async function insertRequestLogs(db: Db, rows: readonly RequestLogRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('request_logs').values([...rows]).execute();
+}
+
+export interface RequestLogFilter {
+  accountId: string;
+  since: string;
+  requestId?: string;
+  limit: number;
+}
+
+export async function listRequestLogs(db: Db, filter: RequestLogFilter): Promise<RequestLogRow[]> {
+  let query = db
+    .selectFrom('request_logs')
+    .selectAll()
+    .where('account_id', '=', filter.accountId)
+    .where('created_at', '>=', filter.since);
+  if (filter.requestId) query = query.where('id', '=', filter.requestId);
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
+}
+
+export async function purgeRequestLogs(db: Db, before: string): Promise<number> {
+  const result = await db.deleteFrom('request_logs').where('created_at', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

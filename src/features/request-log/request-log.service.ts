@@ -1,0 +1,69 @@
+/**
+ * The request log of the developer portal: every authenticated API request (time, key prefix, method and
+ * path, status, error code, request id), kept for 7 days. Rows are buffered and written in small batches,
+ * so logging adds no transaction to the request path; a crash can lose the last few rows, never a call.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/database.js';
+import type { RequestLogRow } from '../../db/schema.js';
+import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import * as repo from './request-log.repository.js';
+
+export const requestLogRetentionMs = 7 * 24 * 60 * 60 * 1000;
+const flushDelayMs = 50;
+const maxBuffered = 500;
+
+export class RequestLogWriter {
+  private buffer: RequestLogRow[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Db,
+    private readonly logger: FastifyBaseLogger,
+  ) {}
+
+  add(row: RequestLogRow): void {
+    this.buffer.push(row);
+    if (this.buffer.length >= maxBuffered) void this.flush();
+    else if (!this.timer) {
+      this.timer = setTimeout(() => void this.flush(), flushDelayMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Writes what is buffered; resolves when it is stored. */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const rows = this.buffer;
+    this.buffer = [];
+    this.flushing = this.flushing.then(async () => {
+      if (rows.length === 0) return;
+      try {
+        await repo.insertRequestLogs(this.db, rows);
+      } catch (error) {
+        this.logger.error({ err: error, count: rows.length }, 'could not write the request log');
+      }
+    });
+    return this.flushing;
+  }
+}
+
+export async function listRecentRequests(
+  db: Db,
+  clock: Clock,
+  accountId: string,
+  options: { requestId?: string; limit?: number } = {},
+): Promise<RequestLogRow[]> {
+  return repo.listRequestLogs(db, {
+    accountId,
+    since: isoTimestamp(addMs(clock.now(), -requestLogRetentionMs)),
+    limit: Math.min(Math.max(options.limit ?? 100, 1), 500),
+    ...(options.requestId ? { requestId: options.requestId.trim() } : {}),
+  });
+}
+
+export async function purgeOldRequests(db: Db, clock: Clock): Promise<number> {
+  return repo.purgeRequestLogs(db, isoTimestamp(addMs(clock.now(), -requestLogRetentionMs)));
+}
