@@ -45,6 +45,11 @@ export interface Config {
   readonly demoSeed: boolean;
   /** Trust `X-Forwarded-For` from a reverse proxy for the client IP. `CALLGATE_TRUST_PROXY`, default false. */
   readonly trustProxy: boolean;
+  /** Portal sign-in attempts per 15 minutes for the account of an email (or an unknown email).
+   * `CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT`, default 10. */
+  readonly portalSignInPerAccount: number;
+  /** Portal sign-in attempts per 15 minutes per client IP. `CALLGATE_PORTAL_SIGNIN_PER_IP`, default 30. */
+  readonly portalSignInPerIp: number;
   /** Timeout of one webhook delivery attempt. `CALLGATE_WEBHOOK_TIMEOUT_MS`, default 10000. */
   readonly webhookTimeoutMs: number;
   /** Delays before each retry after the first, immediate attempt.
@@ -172,6 +177,8 @@ export function loadConfig(env: Env = process.env): Config {
     simulatorDelayMs: integer(env, 'CALLGATE_SIMULATOR_DELAY_MS', 3_000, 0, 86_400_000),
     demoSeed: boolean(env, 'CALLGATE_DEMO_SEED', true),
     trustProxy: boolean(env, 'CALLGATE_TRUST_PROXY', false),
+    portalSignInPerAccount: integer(env, 'CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT', 10, 1, 1_000_000),
+    portalSignInPerIp: integer(env, 'CALLGATE_PORTAL_SIGNIN_PER_IP', 30, 1, 1_000_000),
     webhookTimeoutMs: integer(env, 'CALLGATE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     webhookRetryScheduleMs: Object.freeze(webhookRetryScheduleMs),
     webhookAllowPrivate: boolean(env, 'CALLGATE_WEBHOOK_ALLOW_PRIVATE', false),

@@ -19,6 +19,7 @@ import { createHttpSender, type WebhookSender } from './features/webhooks/webhoo
 import { createRateLimiter, type RateLimitStore } from './features/rate-limit/rate-limit.store.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { RequestLogWriter } from './features/request-log/request-log.service.js';
+import type { SignInLimiters } from './features/portal/portal-sessions.service.js';
 
 export interface Services {
   readonly config: Config;
@@ -34,6 +35,8 @@ export interface Services {
   readonly notifier: DeliveryNotifier;
   readonly dispatcher: WebhookDispatcher;
   readonly requestLog: RequestLogWriter;
+  /** Portal sign-in attempts per account and per IP. */
+  readonly signInLimiters: SignInLimiters;
   /** The ElevenLabs API client, when ELEVENLABS_API_KEY is set (agent sync uses it). */
   readonly elevenlabsClient: ElevenLabsClient | undefined;
   /** Starts the worker role: the call monitor and the webhook dispatcher. */
@@ -48,6 +51,7 @@ export interface ServiceOverrides {
   providers?: ProviderRegistry;
   perKeyLimiter?: RateLimiter;
   perIpLimiter?: RateLimiter;
+  signInLimiters?: SignInLimiters;
   /** How often the call monitor sweeps for due calls. */
   monitorSweepIntervalMs?: number;
   webhookSender?: WebhookSender;
@@ -86,6 +90,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     const perIpLimiter =
       overrides.perIpLimiter ??
       (await createRateLimiter({ store, name: 'cg_ip', pointsPerWindow: config.ipRateLimitPerMinute, windowSeconds }));
+    const signInWindowSeconds = 15 * 60;
+    const signInLimiters = overrides.signInLimiters ?? {
+      perAccount: await createRateLimiter({ store, name: 'cg_signin_acct', pointsPerWindow: config.portalSignInPerAccount, windowSeconds: signInWindowSeconds }),
+      perIp: await createRateLimiter({ store, name: 'cg_signin_ip', pointsPerWindow: config.portalSignInPerIp, windowSeconds: signInWindowSeconds }),
+    };
 
     const elevenlabsClient = config.elevenlabs.apiKey
       ? createElevenLabsClient({ apiKey: config.elevenlabs.apiKey, baseUrl: config.elevenlabs.baseUrl, timeoutMs: config.providerTimeoutMs })
@@ -153,6 +162,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       dispatcher,
       elevenlabsClient,
       requestLog,
+      signInLimiters,
       startWorker() {
         callMonitor.start();
         dispatcher.start();

@@ -12,6 +12,7 @@ import * as initial from './migrations/0001-initial.js';
 import * as webhooks from './migrations/0002-webhooks.js';
 import * as agentPhoneProvider from './migrations/0003-agent-phone-provider.js';
 import * as requestLogs from './migrations/0004-request-logs.js';
+import * as portal from './migrations/0005-portal.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -48,6 +49,7 @@ const migrations: Record<string, Migration> = {
   '0002-webhooks': webhooks,
   '0003-agent-phone-provider': agentPhoneProvider,
   '0004-request-logs': requestLogs,
+  '0005-portal': portal,
 };
 
 /** Applies every pending migration; safe to run from several processes at once (Kysely takes a lock). */

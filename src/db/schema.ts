@@ -178,6 +178,20 @@ export interface RequestLogsTable {
   created_at: string;
 }
 
+export interface PortalSessionsTable {
+  /** SHA-256 (hex) of the session token; the token itself lives only in the user's cookie. */
+  id: string;
+  user_id: string;
+  account_id: string;
+  /** Hidden `_csrf` field of every form of the session. */
+  csrf_token: string;
+  created_at: string;
+  /** Refreshed at most once a minute; a session unused for the idle timeout has ended. */
+  last_seen_at: string;
+  /** The absolute end of the session, however active. */
+  expires_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   users: UsersTable;
@@ -190,6 +204,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   request_logs: RequestLogsTable;
+  portal_sessions: PortalSessionsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -206,3 +221,4 @@ export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 export type RequestLogRow = Selectable<RequestLogsTable>;
+export type PortalSessionRow = Selectable<PortalSessionsTable>;

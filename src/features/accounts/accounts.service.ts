@@ -16,8 +16,9 @@ export class AccountInputError extends Error {
   override readonly name = 'AccountInputError';
 }
 
-const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const minPasswordLength = 10;
+/** The rules for portal users' emails and passwords (the users feature applies the same). */
+export const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+export const minPasswordLength = 10;
 
 /** Creates an account and, when an email and password are given, its first portal user. */
 export async function createAccount(

@@ -1,0 +1,87 @@
+/**
+ * Portal users: people of one account who sign in to the developer portal. Passwords are scrypt hashes with
+ * a per-user salt (passwords.ts); emails are stored lower-case and are unique across the installation.
+ */
+import type { Db } from '../../db/database.js';
+import type { UserRow } from '../../db/schema.js';
+import { isoTimestamp, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { findAccountById, findUserByEmail, insertUser } from '../accounts/accounts.repository.js';
+import { emailPattern, minPasswordLength } from '../accounts/accounts.service.js';
+import { hashPassword, verifyPassword } from '../accounts/passwords.js';
+import { deleteSessionsOfUser } from '../portal/portal-sessions.repository.js';
+import * as repo from './users.repository.js';
+
+export class UserInputError extends Error {
+  override readonly name = 'UserInputError';
+}
+
+export interface UserView {
+  id: string;
+  account_id: string;
+  email: string;
+  created_at: string;
+}
+
+export function toUserView(row: UserRow): UserView {
+  return { id: row.id, account_id: row.account_id, email: row.email, created_at: row.created_at };
+}
+
+export function normaliseEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+function checkPassword(password: string): void {
+  if (password.length < minPasswordLength) throw new UserInputError(`a password needs at least ${minPasswordLength} characters`);
+}
+
+/** Adds a portal user to an existing account. */
+export async function addUser(db: Db, clock: Clock, input: { accountId: string; email: string; password: string }): Promise<UserView> {
+  const email = normaliseEmail(input.email);
+  if (!emailPattern.test(email)) throw new UserInputError(`not an email address: ${input.email}`);
+  checkPassword(input.password);
+  if (!(await findAccountById(db, input.accountId))) throw new UserInputError(`no account with id "${input.accountId}"`);
+  if (await findUserByEmail(db, email)) throw new UserInputError(`a user with email ${email} exists already`);
+  const now = clock.now();
+  const row: UserRow = {
+    id: newId('user', now.getTime()),
+    account_id: input.accountId,
+    email,
+    password_hash: await hashPassword(input.password),
+    created_at: isoTimestamp(now),
+  };
+  await insertUser(db, row);
+  return toUserView(row);
+}
+
+/** Sets a new password and ends every portal session of the user (whoever knew the old one is signed out). */
+export async function resetPassword(db: Db, input: { email: string; password: string }): Promise<UserView & { sessionsEnded: number }> {
+  const email = normaliseEmail(input.email);
+  checkPassword(input.password);
+  const user = await findUserByEmail(db, email);
+  if (!user) throw new UserInputError(`no user with email ${email}`);
+  const passwordHash = await hashPassword(input.password);
+  const sessionsEnded = await db.transaction().execute(async (trx) => {
+    await repo.updatePasswordHash(trx, user.id, passwordHash);
+    return deleteSessionsOfUser(trx, user.id);
+  });
+  return { ...toUserView(user), sessionsEnded };
+}
+
+/** A hash of a password nobody has, checked when the email is unknown so that both answers take as long. */
+let decoyHash: Promise<string> | undefined;
+
+/** The user with this email and password, or null (unknown email and wrong password look the same). */
+export async function authenticateUser(db: Db, email: string, password: string): Promise<UserRow | null> {
+  const user = await findUserByEmail(db, normaliseEmail(email));
+  if (!user) {
+    decoyHash ??= hashPassword('decoy password that no user has');
+    await verifyPassword(password, await decoyHash);
+    return null;
+  }
+  return (await verifyPassword(password, user.password_hash)) ? user : null;
+}
+
+export async function getUser(db: Db, id: string): Promise<UserRow | undefined> {
+  return repo.findUserById(db, id);
+}
