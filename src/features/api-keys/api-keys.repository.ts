@@ -14,6 +14,11 @@ export async function findApiKeyById(db: Db, id: string): Promise<ApiKeyRow | un
   return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** A key of this account only; another account's key is as absent as an unknown one. */
+export async function findApiKeyInAccount(db: Db, accountId: string, id: string): Promise<ApiKeyRow | undefined> {
+  return db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+}
+
 export async function listApiKeysByAccount(db: Db, accountId: string): Promise<ApiKeyRow[]> {
   return db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('id', 'desc').execute();
 }

@@ -62,9 +62,20 @@ export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyView
   return (await repo.listApiKeysByAccount(db, accountId)).map(toApiKeyView);
 }
 
-/** Revokes a key for good; true when it was active. Takes effect on the next request of every process. */
-export async function revokeApiKey(db: Db, clock: Clock, keyId: string): Promise<ApiKeyView | null> {
-  const existing = await repo.findApiKeyById(db, keyId);
+/** A key of this account, or null (another account's key is not found). */
+export async function getApiKey(db: Db, accountId: string, keyId: string): Promise<ApiKeyView | null> {
+  if (keyId.includes('\u0000')) return null;
+  const row = await repo.findApiKeyInAccount(db, accountId, keyId);
+  return row ? toApiKeyView(row) : null;
+}
+
+/**
+ * Revokes a key for good; null when there is no such key (within `accountId` when given). Takes effect on
+ * the next request of every process.
+ */
+export async function revokeApiKey(db: Db, clock: Clock, keyId: string, accountId?: string): Promise<ApiKeyView | null> {
+  if (keyId.includes('\u0000')) return null;
+  const existing = accountId === undefined ? await repo.findApiKeyById(db, keyId) : await repo.findApiKeyInAccount(db, accountId, keyId);
   if (!existing) return null;
   await repo.revokeApiKey(db, keyId, isoTimestamp(clock.now()));
   const row = await repo.findApiKeyById(db, keyId);

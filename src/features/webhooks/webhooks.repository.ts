@@ -51,8 +51,11 @@ export async function findEvent(db: Db, id: string): Promise<WebhookEventRow | u
   return db.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function listEventsForCall(db: Db, callId: string): Promise<WebhookEventRow[]> {
-  return db.selectFrom('webhook_events').selectAll().where('call_id', '=', callId).orderBy('id').execute();
+/** The events of a call, oldest first; only those of `accountId` when given. */
+export async function listEventsForCall(db: Db, callId: string, accountId?: string): Promise<WebhookEventRow[]> {
+  let query = db.selectFrom('webhook_events').selectAll().where('call_id', '=', callId);
+  if (accountId !== undefined) query = query.where('account_id', '=', accountId);
+  return query.orderBy('id').execute();
 }
 
 export async function insertDeliveries(db: Db, rows: Insertable<WebhookDeliveriesTable>[]): Promise<void> {
@@ -111,6 +114,23 @@ export async function listAttempts(db: Db, deliveryId: string) {
     .where('delivery_id', '=', deliveryId)
     .orderBy('attempt_number')
     .execute();
+}
+
+/** The attempts of several deliveries at once (a page of deliveries), in attempt order. */
+export async function listAttemptsOfDeliveries(db: Db, deliveryIds: readonly string[]) {
+  if (deliveryIds.length === 0) return [];
+  return db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', 'in', [...deliveryIds])
+    .orderBy('delivery_id')
+    .orderBy('attempt_number')
+    .execute();
+}
+
+/** A delivery of this account only; another account's delivery is as absent as an unknown one. */
+export async function findDeliveryInAccount(db: Db, accountId: string, id: string): Promise<WebhookDeliveryRow | undefined> {
+  return db.selectFrom('webhook_deliveries').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
 }
 
 export async function insertAttempt(db: Db, row: Insertable<WebhookAttemptsTable>): Promise<void> {
