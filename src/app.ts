@@ -9,6 +9,7 @@ import { registerErrorHandling, sendFrameworkError } from './errors/error-handle
 import { apiAuthHook } from './features/api-keys/api-auth.hook.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
 import { healthRoutes } from './features/health/health.routes.js';
+import { portalRoutes } from './features/portal/portal.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
 import { newId } from './lib/ids.js';
 
@@ -54,6 +55,7 @@ export function buildApp(services: Services): FastifyInstance {
   registerErrorHandling(app);
 
   app.register(healthRoutes, { db: services.db, dialect: services.database.dialect });
+  app.register(portalRoutes, { prefix: '/developers', deps: services });
   app.register(elevenLabsWebhookRoutes, {
     secret: services.config.elevenlabs.webhookSecret,
     deps: { db: services.db, clock: services.clock, logger: services.logger as FastifyBaseLogger, onOutcome: () => services.notifier.notify() },

@@ -1,0 +1,35 @@
+// callgate developer portal: copy buttons, and a page answering a form replaces its address so that a
+// reload does not send the form again. Every page works without this script.
+'use strict';
+
+function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+  // Plain-http fallback: a hidden textarea and the old copy command.
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.setAttribute('readonly', '');
+  area.style.position = 'fixed';
+  area.style.opacity = '0';
+  document.body.appendChild(area);
+  area.select();
+  const copied = document.execCommand('copy');
+  area.remove();
+  return copied ? Promise.resolve() : Promise.reject(new Error('copy refused'));
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  for (const button of document.querySelectorAll('button[data-copy]')) {
+    const target = document.getElementById(button.dataset.copy);
+    if (!target) continue;
+    const label = button.textContent;
+    button.hidden = false;
+    button.addEventListener('click', () => {
+      copyText(target.textContent.trim()).then(
+        () => { button.textContent = 'Copied'; },
+        () => { button.textContent = 'Select and copy'; },
+      ).finally(() => setTimeout(() => { button.textContent = label; }, 2000));
+    });
+  }
+  const replaceUrl = document.body.dataset.replaceUrl;
+  if (replaceUrl && window.history && window.history.replaceState) window.history.replaceState(null, '', replaceUrl);
+});

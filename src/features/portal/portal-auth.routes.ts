@@ -1,0 +1,66 @@
+/** Sign-in and sign-out. */
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { formValue, queryValue, seeOther, sendPage, sessionCookie, sessionOf, type PortalDeps } from './portal-request.js';
+import { endSession, sessionMaxMs, signIn } from './portal-sessions.service.js';
+import { signInPage } from './views/auth.view.js';
+import { errorPage } from './views/errors.view.js';
+import { noticeFor } from './views/layout.view.js';
+
+/** Where to go after signing in: a portal path only, so the form can't be made to send anyone elsewhere. */
+function safeNext(next: string | undefined): string | undefined {
+  return next !== undefined && /^\/developers(?:[/?][^\s\\]*)?$/.test(next) && !next.startsWith('//') ? next : undefined;
+}
+
+/** Secure cookies when the portal is served over https, directly or by the public URL's promise. */
+function cookieIsSecure(request: FastifyRequest, publicUrl: string): boolean {
+  return request.protocol === 'https' || publicUrl.startsWith('https:');
+}
+
+function throttledPage(request: FastifyRequest, reply: FastifyReply, retryAfterSeconds: number): FastifyReply {
+  const minutes = Math.ceil(retryAfterSeconds / 60);
+  reply.header('retry-after', String(retryAfterSeconds));
+  return sendPage(
+    reply,
+    429,
+    errorPage({
+      status: 429,
+      title: 'Too many sign-in attempts',
+      message: `Sign-in is paused for this account or network. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      requestId: request.id,
+    }),
+  );
+}
+
+export const portalAuthRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
+  app.get('/sign-in', { config: { portalPublic: true } }, async (request, reply) => {
+    if (request.portal) return seeOther(reply, '/developers');
+    return sendPage(reply, 200, signInPage({ next: safeNext(queryValue(request, 'next')), notice: noticeFor(queryValue(request, 'notice')) }));
+  });
+
+  app.post('/sign-in', { config: { portalPublic: true, portalSignIn: true } }, async (request, reply) => {
+    const email = formValue(request, 'email').slice(0, 320);
+    const password = formValue(request, 'password').slice(0, 1024);
+    const next = safeNext(formValue(request, 'next') || undefined);
+    const result = await signIn({ db: deps.db, clock: deps.clock, limiters: deps.signInLimiters }, { email, password, ip: request.ip });
+    if (result.kind === 'throttled') return throttledPage(request, reply, result.retryAfterSeconds);
+    if (result.kind === 'invalid') {
+      return sendPage(reply, 401, signInPage({ email, next, error: 'That email and password do not match a user.' }));
+    }
+    // A session the browser already had ends here: the new sign-in never reuses a token from before it.
+    if (request.portal) await endSession(deps.db, request.portal);
+    reply.setCookie(sessionCookie, result.token, {
+      path: '/developers',
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: cookieIsSecure(request, deps.config.publicUrl),
+      maxAge: Math.floor(sessionMaxMs / 1000),
+    });
+    return seeOther(reply, next ?? '/developers');
+  });
+
+  app.post('/sign-out', async (request, reply) => {
+    await endSession(deps.db, sessionOf(request));
+    reply.clearCookie(sessionCookie, { path: '/developers', httpOnly: true, sameSite: 'lax', secure: cookieIsSecure(request, deps.config.publicUrl) });
+    return seeOther(reply, '/developers/sign-in?notice=signed_out');
+  });
+};

@@ -1,0 +1,61 @@
+/** The account's calls: a filtered, paged list and a page per call with its events and their deliveries. */
+import type { FastifyPluginAsync } from 'fastify';
+import { listAgents } from '../agents/agents.service.js';
+import type { CallRow } from '../../db/schema.js';
+import { listCalls } from '../calls/calls.service.js';
+import { frameUser, isPlainId, queryValue, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { loadCallPage } from './portal.service.js';
+import { callPage, callsPage, callStatuses } from './views/calls.view.js';
+
+const pageSize = 25;
+
+function callsUrl(filters: { status?: string | undefined; agentId?: string | undefined; startingAfter?: string }): string {
+  const params = new URLSearchParams();
+  if (filters.status) params.set('status', filters.status);
+  if (filters.agentId) params.set('agent_id', filters.agentId);
+  if (filters.startingAfter) params.set('starting_after', filters.startingAfter);
+  const query = params.toString();
+  return `/developers/calls${query ? `?${query}` : ''}`;
+}
+
+export const portalCallsRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
+  app.get('/calls', async (request, reply) => {
+    const session = sessionOf(request);
+    const statusParam = queryValue(request, 'status');
+    const status = callStatuses.find((candidate) => candidate === statusParam);
+    const agentParam = queryValue(request, 'agent_id');
+    const agentId = agentParam !== undefined && isPlainId(agentParam) ? agentParam : undefined;
+    const after = queryValue(request, 'starting_after');
+    const startingAfter = after !== undefined && isPlainId(after) ? after : undefined;
+    const filters = { status, agentId } satisfies { status?: CallRow['status'] | undefined; agentId?: string | undefined };
+    const page = await listCalls(deps.db, session.accountId, {
+      limit: pageSize,
+      ...(status ? { status } : {}),
+      ...(agentId ? { agentId } : {}),
+      ...(startingAfter ? { startingAfter } : {}),
+    });
+    const calls = page?.data ?? [];
+    const last = calls.at(-1);
+    return sendPage(
+      reply,
+      200,
+      callsPage({
+        user: frameUser(session),
+        calls,
+        agents: await listAgents(deps.db, session.accountId),
+        status,
+        agentId,
+        paged: startingAfter !== undefined,
+        olderUrl: page?.has_more && last ? callsUrl({ ...filters, startingAfter: last.id }) : undefined,
+        newestUrl: callsUrl(filters),
+      }),
+    );
+  });
+
+  app.get<{ Params: { id: string } }>('/calls/:id', async (request, reply) => {
+    const session = sessionOf(request);
+    const data = isPlainId(request.params.id) ? await loadCallPage(deps.db, session.accountId, request.params.id) : null;
+    if (!data) return sendNotFound(request, reply);
+    return sendPage(reply, 200, callPage({ user: frameUser(session), ...data }));
+  });
+};

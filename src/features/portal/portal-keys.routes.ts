@@ -1,0 +1,48 @@
+/** API keys: list, create (the token is shown once, in the answer to the form), revoke after a confirmation. */
+import type { FastifyPluginAsync } from 'fastify';
+import type { ApiKeyMode } from '../../db/schema.js';
+import { createApiKey, getApiKey, listApiKeys, revokeApiKey } from '../api-keys/api-keys.service.js';
+import { formValue, frameUser, isPlainId, queryValue, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { noticeFor } from './views/layout.view.js';
+import { keysPage, revokePage } from './views/keys.view.js';
+
+const keyNameMaxLength = 100;
+
+export const portalKeysRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
+  app.get('/api-keys', async (request, reply) => {
+    const session = sessionOf(request);
+    const keys = await listApiKeys(deps.db, session.accountId);
+    return sendPage(reply, 200, keysPage({ user: frameUser(session), keys, notice: noticeFor(queryValue(request, 'notice')) }));
+  });
+
+  app.post('/api-keys', async (request, reply) => {
+    const session = sessionOf(request);
+    const name = formValue(request, 'name').trim();
+    const mode: ApiKeyMode = formValue(request, 'mode') === 'live' ? 'live' : 'test';
+    const error =
+      name === '' ? 'Give the key a name.' : name.length > keyNameMaxLength ? `A name has at most ${keyNameMaxLength} characters.` : undefined;
+    if (error) {
+      const keys = await listApiKeys(deps.db, session.accountId);
+      return sendPage(reply, 400, keysPage({ user: frameUser(session), keys, form: { name, mode, error } }));
+    }
+    const created = await createApiKey(deps.db, deps.clock, { accountId: session.accountId, name, mode });
+    const keys = await listApiKeys(deps.db, session.accountId);
+    // Rendered, not redirected: the token exists only in this answer and is stored nowhere.
+    return sendPage(reply, 200, keysPage({ user: frameUser(session), keys, created }));
+  });
+
+  app.get<{ Params: { id: string } }>('/api-keys/:id/revoke', async (request, reply) => {
+    const session = sessionOf(request);
+    const key = isPlainId(request.params.id) ? await getApiKey(deps.db, session.accountId, request.params.id) : null;
+    if (!key) return sendNotFound(request, reply);
+    if (key.status === 'revoked') return seeOther(reply, '/developers/api-keys');
+    return sendPage(reply, 200, revokePage(frameUser(session), key));
+  });
+
+  app.post<{ Params: { id: string } }>('/api-keys/:id/revoke', async (request, reply) => {
+    const session = sessionOf(request);
+    const key = isPlainId(request.params.id) ? await revokeApiKey(deps.db, deps.clock, request.params.id, session.accountId) : null;
+    if (!key) return sendNotFound(request, reply);
+    return seeOther(reply, '/developers/api-keys?notice=key_revoked');
+  });
+};

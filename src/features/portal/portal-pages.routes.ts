@@ -1,0 +1,32 @@
+/** Overview, agents and the request log: read-only pages. */
+import type { FastifyPluginAsync } from 'fastify';
+import { listAgents } from '../agents/agents.service.js';
+import { listRecentRequests } from '../request-log/request-log.service.js';
+import { frameUser, queryValue, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { loadOverview } from './portal.service.js';
+import { agentsPage } from './views/agents.view.js';
+import { overviewPage } from './views/overview.view.js';
+import { requestsPage } from './views/requests.view.js';
+
+export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
+  app.get('/', async (request, reply) => {
+    const session = sessionOf(request);
+    const overview = await loadOverview(deps.db, session.accountId);
+    return sendPage(reply, 200, overviewPage({ user: frameUser(session), baseUrl: deps.config.publicUrl, ...overview }));
+  });
+
+  app.get('/agents', async (request, reply) => {
+    const session = sessionOf(request);
+    return sendPage(reply, 200, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId)));
+  });
+
+  app.get('/requests', async (request, reply) => {
+    const session = sessionOf(request);
+    const search = queryValue(request, 'request_id')?.trim().slice(0, 100) || undefined;
+    // A NUL byte names no request (and PostgreSQL refuses it in a query).
+    const rows = search?.includes('\u0000')
+      ? []
+      : await listRecentRequests(deps.db, deps.clock, session.accountId, { limit: 200, ...(search ? { requestId: search } : {}) });
+    return sendPage(reply, 200, requestsPage(frameUser(session), rows, search));
+  });
+};

@@ -1,0 +1,174 @@
+/** Webhook endpoints: add, edit, delete, reveal and rotate the secret, send a test event, resend a delivery. */
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { WebhookEndpointRow } from '../../db/schema.js';
+import {
+  createEndpoint,
+  deleteEndpoint,
+  getEndpoint,
+  listEndpoints,
+  rotateSecret,
+  sendTestEvent,
+  updateEndpoint,
+  WebhookInputError,
+} from '../webhooks/endpoints.service.js';
+import { callEventTypes } from '../webhooks/events.service.js';
+import { formValue, formValues, frameUser, isPlainId, queryValue, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { loadEndpointPage, resendDelivery } from './portal.service.js';
+import { portalPath } from './views/components.js';
+import { noticeFor } from './views/layout.view.js';
+import { endpointFormPage, endpointPage, webhooksPage, type EndpointFormValues } from './views/webhooks.view.js';
+
+type IdParams = { Params: { id: string } };
+
+function formValuesOf(request: FastifyRequest): EndpointFormValues {
+  const wanted = formValues(request, 'event_types');
+  return {
+    url: formValue(request, 'url').trim().slice(0, 2048),
+    description: formValue(request, 'description').slice(0, 500),
+    eventTypes: callEventTypes.filter((type) => wanted.includes(type)),
+    enabled: formValue(request, 'enabled') === 'on',
+  };
+}
+
+function problemOf(error: unknown): string {
+  if (!(error instanceof WebhookInputError)) throw error;
+  return `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`;
+}
+
+export const portalWebhooksRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
+  const allowPrivate = deps.config.webhookAllowPrivate;
+
+  /** The endpoint of the URL in the signed-in account, or a 404 page already sent. */
+  async function endpointOr404(request: FastifyRequest<IdParams>, reply: FastifyReply): Promise<WebhookEndpointRow | null> {
+    const endpoint = isPlainId(request.params.id) ? await getEndpoint(deps.db, request.params.id, sessionOf(request).accountId) : null;
+    if (!endpoint) await sendNotFound(request, reply);
+    return endpoint;
+  }
+
+  async function renderEndpoint(request: FastifyRequest, reply: FastifyReply, endpointId: string, extra: { secret?: string; notice?: string; error?: string; status?: number }) {
+    const session = sessionOf(request);
+    const data = await loadEndpointPage(deps.db, session.accountId, endpointId);
+    if (!data) return sendNotFound(request, reply);
+    const { status = 200, ...rest } = extra;
+    return sendPage(reply, status, endpointPage({ user: frameUser(session), ...data, ...rest }));
+  }
+
+  app.get('/webhooks', async (request, reply) => {
+    const session = sessionOf(request);
+    const endpoints = await listEndpoints(deps.db, session.accountId);
+    return sendPage(reply, 200, webhooksPage(frameUser(session), endpoints, noticeFor(queryValue(request, 'notice'))));
+  });
+
+  app.get('/webhooks/new', async (request, reply) => {
+    const values = { url: '', description: '', eventTypes: [...callEventTypes], enabled: true };
+    return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { values }));
+  });
+
+  app.post('/webhooks', async (request, reply) => {
+    const session = sessionOf(request);
+    const values = formValuesOf(request);
+    const fail = (error: string) => sendPage(reply, 400, endpointFormPage(frameUser(session), { values, error }));
+    if (values.eventTypes.length === 0) return fail('Choose at least one event type.');
+    let endpoint;
+    try {
+      endpoint = await createEndpoint(deps.db, deps.clock, allowPrivate, {
+        accountId: session.accountId,
+        url: values.url,
+        description: values.description,
+        eventTypes: values.eventTypes,
+      });
+    } catch (error) {
+      return fail(problemOf(error));
+    }
+    if (!values.enabled) {
+      const row = await getEndpoint(deps.db, endpoint.id, session.accountId);
+      if (row) await updateEndpoint(deps.db, deps.clock, allowPrivate, row, { enabled: false });
+    }
+    return seeOther(reply, `${portalPath('webhooks', endpoint.id)}?notice=endpoint_created`);
+  });
+
+  app.get<IdParams>('/webhooks/:id', async (request, reply) => {
+    if (!isPlainId(request.params.id)) return sendNotFound(request, reply);
+    return renderEndpoint(request, reply, request.params.id, { notice: noticeFor(queryValue(request, 'notice')) });
+  });
+
+  app.get<IdParams>('/webhooks/:id/edit', async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply);
+    if (!endpoint) return reply;
+    const values = {
+      url: endpoint.url,
+      description: endpoint.description,
+      eventTypes: (JSON.parse(endpoint.event_types) as string[]).includes('*') ? [...callEventTypes] : (JSON.parse(endpoint.event_types) as string[]),
+      enabled: endpoint.enabled === 1,
+    };
+    return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values }));
+  });
+
+  app.post<IdParams>('/webhooks/:id', async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply);
+    if (!endpoint) return reply;
+    const values = formValuesOf(request);
+    const fail = (error: string) => sendPage(reply, 400, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values, error }));
+    if (values.eventTypes.length === 0) return fail('Choose at least one event type.');
+    try {
+      // Unchanged fields are left alone: re-saving must not reset the failure clock or re-resolve the host.
+      await updateEndpoint(deps.db, deps.clock, allowPrivate, endpoint, {
+        description: values.description,
+        eventTypes: values.eventTypes,
+        ...(values.url === endpoint.url ? {} : { url: values.url }),
+        ...(values.enabled === (endpoint.enabled === 1) ? {} : { enabled: values.enabled }),
+      });
+    } catch (error) {
+      return fail(problemOf(error));
+    }
+    return seeOther(reply, `${portalPath('webhooks', endpoint.id)}?notice=endpoint_updated`);
+  });
+
+  app.post<IdParams>('/webhooks/:id/delete', async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply);
+    if (!endpoint) return reply;
+    await deleteEndpoint(deps.db, deps.clock, endpoint);
+    return seeOther(reply, '/developers/webhooks?notice=endpoint_deleted');
+  });
+
+  // Secrets are shown only on request, to a signed-in user of the account, and never cached.
+  app.post<IdParams>('/webhooks/:id/secret', async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply);
+    if (!endpoint) return reply;
+    return renderEndpoint(request, reply, endpoint.id, { secret: endpoint.secret });
+  });
+
+  app.post<IdParams>('/webhooks/:id/rotate', async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply);
+    if (!endpoint) return reply;
+    const rotated = await rotateSecret(deps.db, deps.clock, endpoint);
+    return renderEndpoint(request, reply, endpoint.id, { secret: rotated.secret, notice: noticeFor('secret_rotated') });
+  });
+
+  app.post<IdParams>('/webhooks/:id/test', async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply);
+    if (!endpoint) return reply;
+    try {
+      await sendTestEvent(deps.db, deps.clock, endpoint);
+    } catch (error) {
+      return renderEndpoint(request, reply, endpoint.id, { error: problemOf(error), status: 409 });
+    }
+    deps.notifier.notify();
+    return seeOther(reply, `${portalPath('webhooks', endpoint.id)}?notice=test_sent`);
+  });
+
+  app.post<{ Params: { id: string; deliveryId: string } }>('/webhooks/:id/deliveries/:deliveryId/resend', async (request, reply) => {
+    const session = sessionOf(request);
+    const { id, deliveryId } = request.params;
+    if (!isPlainId(id) || !isPlainId(deliveryId)) return sendNotFound(request, reply);
+    const result = await resendDelivery(deps.db, deps.clock, session.accountId, id, deliveryId);
+    if (result === 'not_found') return sendNotFound(request, reply);
+    if (result === 'endpoint_disabled') {
+      return renderEndpoint(request, reply, id, { error: 'The endpoint is disabled or deleted: enable it to resend.', status: 409 });
+    }
+    deps.notifier.notify();
+    const back = formValue(request, 'back');
+    const target = /^\/developers\/(webhooks|calls)\/[A-Za-z0-9_-]{1,200}$/.test(back) ? back : portalPath('webhooks', id);
+    return seeOther(reply, `${target}?notice=resent`);
+  });
+};

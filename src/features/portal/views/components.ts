@@ -1,0 +1,68 @@
+/** Small pieces every portal page uses: times, badges, copy buttons, the CSRF field, tables. */
+import { html, type SafeHtml } from './html.js';
+
+/** A timestamp as `2026-11-22 07:32:01 UTC`, machine-readable in `datetime`. */
+export function time(iso: string | null | undefined): SafeHtml {
+  if (!iso) return html`<span class="muted">—</span>`;
+  const text = iso.replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
+  return html`<time datetime="${iso}">${text}</time>`;
+}
+
+const badgeTones: Record<string, string> = {
+  active: 'ok',
+  enabled: 'ok',
+  completed: 'ok',
+  succeeded: 'ok',
+  live: 'live',
+  test: 'neutral',
+  initiated: 'info',
+  pending: 'info',
+  failed: 'bad',
+  revoked: 'bad',
+  disabled: 'bad',
+};
+
+export function badge(label: string, tone: string = badgeTones[label] ?? 'neutral'): SafeHtml {
+  return html`<span class="badge badge-${tone}">${label}</span>`;
+}
+
+/** An HTTP status code, green for 2xx, red otherwise; `—` when there was no answer. */
+export function statusCode(code: number | null | undefined): SafeHtml {
+  if (code === null || code === undefined) return html`<span class="muted">—</span>`;
+  return badge(String(code), code >= 200 && code < 300 ? 'ok' : code === 429 || code < 500 ? 'warn' : 'bad');
+}
+
+/** A button that copies the text of element `targetId`; hidden until portal.js shows it (it needs JS). */
+export function copyButton(targetId: string, label = 'Copy'): SafeHtml {
+  return html`<button type="button" class="button button-small copy" data-copy="${targetId}" hidden aria-label="${label} to clipboard">${label}</button>`;
+}
+
+/** A value in monospace with a copy button beside it. */
+export function copyable(id: string, value: string): SafeHtml {
+  return html`<span class="copyable"><code id="${id}">${value}</code>${copyButton(id)}</span>`;
+}
+
+export function csrfField(token: string): SafeHtml {
+  return html`<input type="hidden" name="_csrf" value="${token}">`;
+}
+
+/** A table that scrolls sideways on a narrow screen instead of squeezing its columns. */
+export function table(caption: string, headers: readonly string[], rows: readonly SafeHtml[], empty: SafeHtml | string): SafeHtml {
+  if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
+  return html`<div class="table-wrap" tabindex="0" role="region" aria-label="${caption}">
+<table>
+<caption class="visually-hidden">${caption}</caption>
+<thead><tr>${headers.map((header) => html`<th scope="col">${header}</th>`)}</tr></thead>
+<tbody>${rows}</tbody>
+</table>
+</div>`;
+}
+
+/** `/developers/...` with each path segment encoded. */
+export function portalPath(...segments: string[]): string {
+  return ['/developers', ...segments.map((segment) => encodeURIComponent(segment))].join('/');
+}
+
+export function pretty(json: unknown): string {
+  return JSON.stringify(json, null, 2);
+}

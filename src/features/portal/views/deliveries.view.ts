@@ -1,0 +1,62 @@
+/** Deliveries with their attempts: what was sent where, when, and what the receiver answered. */
+import type { DeliveryWithAttempts } from '../portal.service.js';
+import { badge, csrfField, portalPath, statusCode, table, time } from './components.js';
+import { html, type SafeHtml } from './html.js';
+
+export interface DeliveryListOptions {
+  /** Show the endpoint URL of each delivery (the call page; the endpoint page knows it already). */
+  readonly showEndpoint: boolean;
+  readonly csrfToken: string;
+  /** Where the resend button comes back to. */
+  readonly back: string;
+}
+
+function attemptsTable(delivery: DeliveryWithAttempts): SafeHtml {
+  const rows = delivery.attempts.map(
+    (attempt) => html`<tr>
+  <td class="num">${attempt.attempt_number}</td>
+  <td>${time(attempt.attempted_at)}</td>
+  <td>${statusCode(attempt.status_code)}</td>
+  <td class="num">${attempt.duration_ms} ms</td>
+  <td>${attempt.error ? html`<span class="text-bad">${attempt.error}</span> ` : ''}${
+    attempt.response_excerpt ? html`<pre class="excerpt">${attempt.response_excerpt}</pre>` : attempt.error ? '' : html`<span class="muted">empty</span>`
+  }</td>
+</tr>`,
+  );
+  const pending =
+    delivery.status === 'pending'
+      ? delivery.next_attempt_at
+        ? html`Next attempt ${time(delivery.next_attempt_at)}.`
+        : 'Attempt under way.'
+      : '';
+  return html`${table(`Attempts of ${delivery.id}`, ['#', 'Time', 'Status', 'Duration', 'Response'], rows, 'No attempt yet.')}
+  ${pending ? html`<p class="muted small">${pending}</p>` : ''}`;
+}
+
+export function deliveryList(deliveries: readonly DeliveryWithAttempts[], options: DeliveryListOptions): SafeHtml {
+  if (deliveries.length === 0) return html`<p class="empty">No deliveries yet.</p>`;
+  return html`<ul class="deliveries">${deliveries.map(
+    (delivery, index) => html`<li>
+<details class="delivery"${index === 0 ? html` open` : ''}>
+  <summary>
+    <span class="delivery-main">${badge(delivery.status)} <code>${delivery.event_type}</code> ${statusCode(delivery.last_status_code)}</span>
+    <span class="delivery-meta">${time(delivery.created_at)} · ${delivery.attempt_count} attempt${delivery.attempt_count === 1 ? '' : 's'}${delivery.trigger === 'event' ? '' : html` · ${delivery.trigger}`}</span>
+  </summary>
+  <div class="delivery-body">
+    <dl class="facts compact">
+      <dt>Event</dt><dd><code>${delivery.event_id}</code></dd>
+      <dt>Delivery</dt><dd><code>${delivery.id}</code></dd>
+      ${options.showEndpoint ? html`<dt>Endpoint</dt><dd><a href="${portalPath('webhooks', delivery.endpoint_id)}" class="break">${delivery.endpoint_url}</a></dd>` : ''}
+      ${delivery.call_id ? html`<dt>Call</dt><dd><a href="${portalPath('calls', delivery.call_id)}"><code>${delivery.call_id}</code></a></dd>` : ''}
+      ${delivery.last_error ? html`<dt>Last error</dt><dd class="text-bad">${delivery.last_error}</dd>` : ''}
+    </dl>
+    ${attemptsTable(delivery)}
+    <form method="post" action="${portalPath('webhooks', delivery.endpoint_id, 'deliveries', delivery.id, 'resend')}" class="inline">
+      ${csrfField(options.csrfToken)}<input type="hidden" name="back" value="${options.back}">
+      <button type="submit" class="button button-small">Resend event</button>
+    </form>
+  </div>
+</details>
+</li>`,
+  )}</ul>`;
+}

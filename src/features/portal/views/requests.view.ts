@@ -1,0 +1,39 @@
+import type { RequestLogRow } from '../../../db/schema.js';
+import { statusCode, table, time } from './components.js';
+import { html } from './html.js';
+import { layout, type PageFrame } from './layout.view.js';
+
+export function requestsPage(user: NonNullable<PageFrame['user']>, rows: readonly RequestLogRow[], search: string | undefined): string {
+  const lines = rows.map(
+    (row) => html`<tr>
+  <td>${time(row.created_at)}</td>
+  <td><code>${row.key_prefix}…</code></td>
+  <td><code>${row.method} ${row.path}</code></td>
+  <td>${statusCode(row.status)}</td>
+  <td>${row.error_code ? html`<code>${row.error_code}</code>` : html`<span class="muted">—</span>`}</td>
+  <td><a href="/developers/requests?request_id=${encodeURIComponent(row.id)}"><code>${row.id}</code></a></td>
+  <td class="num">${row.duration_ms} ms</td>
+</tr>`,
+  );
+  const empty = search
+    ? html`No request <code>${search}</code> in this account in the last 7 days.`
+    : 'No API requests in the last 7 days.';
+  return layout(
+    { title: 'Request log', user, active: 'requests' },
+    html`<div class="page-head">
+  <h1>Request log</h1>
+  <p class="lead">The API requests of the last 7 days. Every error answer carries a <code>request_id</code>: paste it here to find its story.</p>
+</div>
+<section class="card">
+  <form method="get" action="/developers/requests" class="toolbar" role="search">
+    <div class="field grow">
+      <label for="request_id">Request id</label>
+      <input id="request_id" name="request_id" type="search" placeholder="req_…" value="${search ?? ''}" autocomplete="off" spellcheck="false">
+    </div>
+    <button type="submit" class="button">Search</button>
+    ${search ? html`<a class="button button-quiet" href="/developers/requests">Show all</a>` : ''}
+  </form>
+  ${table('API requests', ['Time', 'Key', 'Request', 'Status', 'Error', 'Request id', 'Duration'], lines, empty)}
+</section>`,
+  );
+}
