@@ -2,9 +2,9 @@
 // The operator CLI. dist/ is compiled from src/ by `npm install` (the prepare script) or `npm run build`.
 import { existsSync } from 'node:fs';
 
-const main = new URL('../dist/cli/main.js', import.meta.url);
-if (existsSync(main)) {
-  await import(main.href);
+const entry = new URL('../dist/cli/bin.js', import.meta.url);
+if (existsSync(entry)) {
+  await import(entry.href);
 } else {
   process.stderr.write('callgate: the CLI is not built yet; run "npm install" or "npm run build" first\n');
   process.exitCode = 1;

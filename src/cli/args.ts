@@ -96,11 +96,36 @@ export function optionalOption(args: CommandArgs, name: string): string | undefi
   return args.options[name];
 }
 
-/** One of a closed list of values (a mode, a provider), or the fallback when the option is absent. */
-export function choiceOption<T extends string>(args: CommandArgs, name: string, allowed: readonly T[], fallback: T): T {
+/** One of a closed list of values (a mode, a provider), or undefined when the option is absent. */
+export function optionalChoiceOption<T extends string>(args: CommandArgs, name: string, allowed: readonly T[]): T | undefined {
   const value = args.options[name];
-  if (value === undefined) return fallback;
+  if (value === undefined) return undefined;
   const match = allowed.find((candidate) => candidate === value);
   if (match === undefined) throw new UsageError(`option --${name} must be one of ${allowed.join(', ')}, got "${value}"`);
   return match;
+}
+
+/** One of a closed list of values (a mode, a provider), or the fallback when the option is absent. */
+export function choiceOption<T extends string>(args: CommandArgs, name: string, allowed: readonly T[], fallback: T): T {
+  return optionalChoiceOption(args, name, allowed) ?? fallback;
+}
+
+/** A whole number within [min, max], or the fallback when the option is absent. */
+export function integerOption(args: CommandArgs, name: string, range: { min: number; max: number; fallback: number }): number {
+  const value = args.options[name];
+  if (value === undefined) return range.fallback;
+  const number = /^\d+$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!(number >= range.min && number <= range.max)) {
+    throw new UsageError(`option --${name} must be a whole number from ${range.min} to ${range.max}, got "${value}"`);
+  }
+  return number;
+}
+
+/** A comma-separated list (`a,b`), without blanks; undefined when the option is absent. */
+export function listOption(args: CommandArgs, name: string): string[] | undefined {
+  const value = args.options[name];
+  if (value === undefined) return undefined;
+  const items = value.split(',').map((item) => item.trim()).filter(Boolean);
+  if (items.length === 0) throw new UsageError(`option --${name} needs at least one value`);
+  return items;
 }

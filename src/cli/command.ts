@@ -15,6 +15,13 @@ export interface CommandContext {
   readonly config: Config;
   readonly db: Db;
   readonly clock: Clock;
+  /**
+   * Wakes the delivery workers of other processes after this command queued deliveries: NOTIFY on
+   * PostgreSQL; nothing on SQLite, where the server's periodic sweep finds them within a second.
+   */
+  wakeDeliveryWorkers(): Promise<void>;
+  /** A line of progress for people, on stderr while the command runs; dropped with --json. */
+  progress(line: string): void;
 }
 
 export interface CommandResult {

@@ -1,8 +1,9 @@
 /**
- * The `callgate` operator CLI (bin/callgate.js runs the compiled copy). It reads the server's config, opens
- * only the database (no rate limiters, no call monitor, no logger, so nothing is logged and no secret
- * leaves except a new key's token in the output), runs the migrations and calls the same service functions
- * as the HTTP server. This module owns the process side: argv, stdout/stderr, the exit code.
+ * The `callgate` operator CLI. It reads the server's config, opens only the database (no rate limiters, no
+ * call monitor, no logger, so nothing is logged and no secret leaves except a new key's token or an
+ * endpoint's signing secret in the output), runs the migrations and calls the same service functions as
+ * the HTTP server. `runCli` turns a command line into output and an exit code without touching the
+ * process, so tests run it in-process; bin.ts (run by bin/callgate.js) binds it to argv and the streams.
  */
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { systemClock } from '../lib/clock.js';
@@ -10,12 +11,24 @@ import { parseCommandArgs, UsageError } from './args.js';
 import type { Command, CommandGroup, CommandResult, CommandRunner } from './command.js';
 import { accountsGroup } from './commands/accounts/root.js';
 import { agentsGroup } from './commands/agents/root.js';
+import { deliveriesGroup } from './commands/deliveries/root.js';
+import { eventsGroup } from './commands/events/root.js';
 import { keysGroup } from './commands/keys/root.js';
+import { usersGroup } from './commands/users/root.js';
+import { webhooksGroup } from './commands/webhooks/root.js';
 import { commandUsage, groupUsage, rootUsage } from './usage.js';
 
-const commandGroups: readonly CommandGroup[] = [accountsGroup, agentsGroup, keysGroup];
+const commandGroups: readonly CommandGroup[] = [
+  accountsGroup,
+  agentsGroup,
+  keysGroup,
+  usersGroup,
+  webhooksGroup,
+  deliveriesGroup,
+  eventsGroup,
+];
 
-interface CliIo {
+export interface CliIo {
   /** Writes one block of text followed by a newline. */
   stdout(text: string): void;
   stderr(text: string): void;
@@ -47,13 +60,19 @@ function splitCommand(argv: readonly string[]): { noun: string | undefined; verb
   return { noun: words[0], verb: words[1], rest };
 }
 
-async function withDatabase(config: Config, run: CommandRunner): Promise<CommandResult> {
+async function withDatabase(config: Config, progress: (line: string) => void, run: CommandRunner): Promise<CommandResult> {
   // Loaded only here: --help and usage errors need no database driver, and start in a third of the time.
   const { migrateToLatest, openDatabase } = await import('../db/database.js');
+  const { notifyDeliveryWorkers } = await import('../features/webhooks/delivery-notifier.js');
   const database = openDatabase(config.database);
+  const wakeDeliveryWorkers = async () => {
+    if (database.dialect !== 'postgres') return;
+    // Only a shortcut: the deliveries are committed and every worker's sweep finds them within a second.
+    await notifyDeliveryWorkers(database.pool).catch(() => undefined);
+  };
   try {
     await migrateToLatest(database.db);
-    return await run({ config, db: database.db, clock: systemClock });
+    return await run({ config, db: database.db, clock: systemClock, wakeDeliveryWorkers, progress });
   } finally {
     await database.destroy();
   }
@@ -61,7 +80,8 @@ async function withDatabase(config: Config, run: CommandRunner): Promise<Command
 
 function errorMessage(error: unknown): string {
   if (error instanceof ConfigError) return `configuration error: ${error.message}`;
-  // Service validation errors (AccountInputError, AgentInputError) and CliError carry operator-ready text.
+  // Service errors (AccountInputError, AgentInputError, WebhookInputError, EventNotFoundError,
+  // AgentSyncError) and CliError carry operator-ready text.
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -88,8 +108,8 @@ function resolveCommand(argv: readonly string[]): Resolved {
   return { group, command, rest };
 }
 
-/** Runs one command line and returns the exit code. */
-async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<number> {
+/** Runs one command line and returns the exit code; reads `env`, never `process.env`. */
+export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<number> {
   let commandLine = 'callgate';
   try {
     const resolved = resolveCommand(argv);
@@ -101,7 +121,8 @@ async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io: CliIo
     commandLine = `callgate ${group.name} ${command.name}`;
     const args = parseCommandArgs(rest, command.options, command.positionals ?? []);
     const run = command.prepare(args);
-    const result = await withDatabase(loadConfig(env), run);
+    const progress = args.json ? () => undefined : (line: string) => io.stderr(line);
+    const result = await withDatabase(loadConfig(env), progress, run);
     io.stdout(args.json ? JSON.stringify(result.json) : result.text);
     return exitOk;
   } catch (error) {
@@ -113,8 +134,3 @@ async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io: CliIo
     return exitFailure;
   }
 }
-
-process.exitCode = await runCli(process.argv.slice(2), process.env, {
-  stdout: (text) => process.stdout.write(`${text}\n`),
-  stderr: (text) => process.stderr.write(`${text}\n`),
-});

@@ -1,14 +1,13 @@
 /**
- * The operator CLI as operators run it: a child process per command, on a database of its own per dialect.
- * A key it makes is then used against the real app on the same database.
+ * The operator CLI on a database of its own per dialect: the commands run in-process through runCli (see
+ * cli-run.ts), a key they make is then used against the real app on the same database, and a few real
+ * processes check the entry itself (bin/callgate.js, exit codes, the streams).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
@@ -16,56 +15,7 @@ import { sha256Hex } from '../../src/lib/json.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { testEnvDefaults } from '../helpers/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
-
-const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-const cliMain = path.join(repoRoot, 'src/cli/main.ts');
-/** Generous: a cold tsx start on a busy two-core machine takes a few seconds. */
-const cliTimeoutMs = 60_000;
-
-interface CliRun {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** The environment of the test process without its own database settings, plus the given ones. */
-function cliEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, CALLGATE_LOG_LEVEL: 'silent', ...extra };
-  if (!('DATABASE_URL' in extra)) delete env.DATABASE_URL;
-  if (!('CALLGATE_DATA_DIR' in extra)) delete env.CALLGATE_DATA_DIR;
-  return env;
-}
-
-function runCli(env: NodeJS.ProcessEnv, args: readonly string[]): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', cliMain, ...args], { cwd: repoRoot, env, timeout: cliTimeoutMs });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** Runs a command with --json and checks the contract: exit 0, silence on stderr, one JSON object on one line. */
-async function runJson(env: NodeJS.ProcessEnv, args: readonly string[]): Promise<Record<string, any>> {
-  const run = await runCli(env, [...args, '--json']);
-  assert.equal(run.stderr, '', `stderr of ${args.join(' ')}`);
-  assert.equal(run.code, 0);
-  assert.match(run.stdout, /^[^\n]+\n$/, 'one line');
-  const value: unknown = JSON.parse(run.stdout);
-  assert.ok(value !== null && typeof value === 'object' && !Array.isArray(value), 'a JSON object');
-  return value as Record<string, any>;
-}
-
-/** Runs a command that must fail: a non-zero exit, a message on stderr, nothing on stdout. */
-async function runFailing(env: NodeJS.ProcessEnv, args: readonly string[], code: number, message: RegExp): Promise<void> {
-  const run = await runCli(env, args);
-  assert.equal(run.code, code, `exit code of ${args.join(' ')} (stderr: ${run.stderr})`);
-  assert.match(run.stderr, message);
-  assert.equal(run.stdout, '');
-}
+import { cliEnv, isBuilt, runCli, runFailing, runJson, spawnCli } from './cli-run.js';
 
 const tokenPattern = /^cg_(live|test)_[0-9a-f]{64}$/;
 
@@ -85,7 +35,12 @@ describe('callgate CLI usage (no database needed)', () => {
       runCli(env, ['agents', 'add', '-h']),
     ]);
     assert.equal(root.code, 0);
-    for (const command of ['accounts create', 'agents add', 'agents list', 'keys create', 'keys list', 'keys revoke']) {
+    const commands = [
+      'accounts create', 'agents add', 'agents list', 'agents sync', 'keys create', 'keys list', 'keys revoke',
+      'webhooks create', 'webhooks list', 'webhooks delete', 'webhooks rotate-secret', 'webhooks test',
+      'deliveries list', 'events resend',
+    ];
+    for (const command of commands) {
       assert.ok(root.stdout.includes(command), command);
     }
     assert.equal(group.code, 0);
@@ -109,14 +64,61 @@ describe('callgate CLI usage (no database needed)', () => {
       [['agents', 'add', '--account', 'a', '--agent-id', 'agent_a', '--name', 'n', '--provider', 'x'], /--provider must be one of simulator, elevenlabs/],
       [['keys', 'revoke'], /missing argument KEY_ID/],
       [['keys', 'revoke', 'key_a', 'key_b'], /unexpected argument "key_b"/],
+      [['webhooks', 'create', '--account', 'acct_x'], /missing option --url URL/],
+      [['webhooks', 'delete'], /missing argument ENDPOINT_ID/],
+      [['webhooks', 'rotate-secret', '--account', 'acct_x'], /unknown option --account/],
+      [['webhooks', 'test', 'we_a', 'we_b'], /unexpected argument "we_b"/],
+      [['webhooks', 'create', '--account', 'acct_x', '--url', 'https://example.com', '--events', ' , '], /--events needs at least one value/],
+      [['deliveries', 'list', '--account', 'acct_x', '--status', 'done'], /--status must be one of pending, succeeded, failed, got "done"/],
+      [['deliveries', 'list', '--account', 'acct_x', '--limit', '0'], /--limit must be a whole number from 1 to 100/],
+      [['deliveries', 'list', '--account', 'acct_x', '--limit', '2.5'], /--limit must be a whole number/],
+      [['events', 'resend'], /missing argument EVENT_ID/],
+      [['agents', 'sync'], /missing option --account/],
     ];
-    // Independent processes: run them side by side to keep the suite short.
     await Promise.all(cases.map(([args, message]) => runFailing(env, args, 2, message)));
     assert.deepEqual(fs.readdirSync(dataDir), []);
   });
 
   it('a bad configuration exits 1 and names the variable', async () => {
     await runFailing(cliEnv({ DATABASE_URL: 'mysql://localhost/x' }), ['keys', 'list', '--account', 'acct_x'], 1, /configuration error: DATABASE_URL/);
+  });
+});
+
+describe('callgate CLI as a process', () => {
+  let dataDir: string;
+  before(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-cli-process-'));
+  });
+  after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it('bin/callgate.js runs the built CLI, and says how to build it when dist/ is missing', async () => {
+    const run = await spawnCli('bin', cliEnv({ CALLGATE_DATA_DIR: dataDir }), ['--help']);
+    if (isBuilt()) {
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, /^callgate: operator commands/);
+      assert.match(run.stdout, /keys create/);
+      assert.equal(run.stderr, '');
+    } else {
+      assert.equal(run.code, 1);
+      assert.match(run.stderr, /the CLI is not built yet; run "npm install" or "npm run build" first/);
+    }
+  });
+
+  it('the entry writes stdout and stderr and exits 0, 1 or 2', async () => {
+    const env = cliEnv({ CALLGATE_DATA_DIR: dataDir });
+    // The first command migrates the new SQLite file; two processes migrating it at once could collide.
+    const created = await spawnCli('source', env, ['accounts', 'create', '--name', 'Process', '--json']);
+    const [failed, usage] = await Promise.all([
+      spawnCli('source', env, ['keys', 'revoke', 'key_missing']),
+      spawnCli('source', env, ['keys', 'revoke']),
+    ]);
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(created.stderr, '');
+    assert.match(created.stdout, /^\{"id":"acct_[0-9a-z]{26}".*\}\n$/);
+    assert.deepEqual([failed.code, failed.stdout, failed.stderr], [1, '', 'callgate: no API key with id "key_missing"\n']);
+    assert.equal(usage.code, 2);
+    assert.equal(usage.stdout, '');
+    assert.match(usage.stderr, /^callgate: missing argument KEY_ID\n\nRun "callgate keys revoke --help" for usage\.\n$/);
   });
 });
 
@@ -289,6 +291,14 @@ await forEachDialect('callgate CLI', (dialect) => {
       [['accounts', 'create', '--name', 'X', '--email', 'a@example.com'], /give both an email and a password, or neither/],
       [['accounts', 'create', '--name', 'X', '--email', 'a@example.com', '--password', 'short', '--json'], /at least 10 characters/],
       [['accounts', 'create', '--name', 'X', '--email', 'ops@example.com', '--password', 'long enough password'], /exists already/],
+      [['webhooks', 'create', '--account', 'acct_missing', '--url', 'https://example.com/hooks'], /no account with id "acct_missing"/],
+      [['webhooks', 'list', '--account', 'acct_missing', '--json'], /no account with id "acct_missing"/],
+      [['webhooks', 'delete', 'we_missing'], /^callgate: no webhook endpoint with id "we_missing"\n$/],
+      [['webhooks', 'rotate-secret', 'we_missing'], /no webhook endpoint with id "we_missing"/],
+      [['webhooks', 'test', 'we_missing', '--json'], /no webhook endpoint with id "we_missing"/],
+      [['deliveries', 'list', '--account', 'acct_missing'], /no account with id "acct_missing"/],
+      [['events', 'resend', 'evt_missing'], /^callgate: no event evt_missing\n$/],
+      [['agents', 'sync', '--account', accountId], /agents sync needs ELEVENLABS_API_KEY/],
     ];
     await Promise.all(cases.map(([args, message]) => runFailing(env, args, 1, message)));
     const agents = await runJson(env, ['agents', 'list', '--account', accountId]);

@@ -15,6 +15,14 @@ export interface DeliveryNotifier {
 
 const channel = 'callgate_deliveries';
 
+/**
+ * Sends one wake-up to the workers of every process LISTENing on this database. For short-lived processes
+ * (the CLI) that add deliveries but run no dispatcher: awaitable, so it is sent before the pool closes.
+ */
+export async function notifyDeliveryWorkers(pool: Pick<pg.Pool, 'query'>): Promise<void> {
+  await pool.query(`NOTIFY ${channel}`);
+}
+
 export function createLocalNotifier(): DeliveryNotifier {
   const emitter = new EventEmitter();
   emitter.setMaxListeners(0);
@@ -36,7 +44,7 @@ export function createPostgresNotifier(pool: pg.Pool, connectionString: string, 
   let notifyTimer: NodeJS.Timeout | undefined;
   const sendNotify = () => {
     notifyTimer = undefined;
-    pool.query(`NOTIFY ${channel}`).catch((error: unknown) => logger.warn({ err: error }, 'NOTIFY failed'));
+    notifyDeliveryWorkers(pool).catch((error: unknown) => logger.warn({ err: error }, 'NOTIFY failed'));
   };
 
   const listen = async () => {

@@ -1,0 +1,50 @@
+import { callEventTypes } from '../../../features/webhooks/events.service.js';
+import { createEndpoint } from '../../../features/webhooks/endpoints.service.js';
+import { listOption, optionalOption, requiredOption } from '../../args.js';
+import { requireAccount, type Command } from '../../command.js';
+import { formatFields } from '../../output.js';
+
+export const createWebhookCommand: Command = {
+  name: 'create',
+  summary: 'Add a webhook endpoint to an account and print its signing secret',
+  options: {
+    account: { value: 'ACCOUNT_ID', description: 'Account whose events the endpoint receives (acct_...)', required: true },
+    url: {
+      value: 'URL',
+      description: 'Where events are POSTed: a public https URL (http and private addresses only with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true)',
+      required: true,
+    },
+    events: { value: callEventTypes.join(','), description: 'Event types to send, comma-separated (default all)' },
+    description: { value: 'TEXT', description: 'What the endpoint is for, shown to people' },
+  },
+  prepare(args) {
+    const input = {
+      accountId: requiredOption(args, 'account'),
+      url: requiredOption(args, 'url'),
+      eventTypes: listOption(args, 'events'),
+      description: optionalOption(args, 'description'),
+    };
+    return async ({ config, db, clock }) => {
+      await requireAccount(db, input.accountId);
+      // The same URL rules as the API: https and public addresses unless the server allows private ones.
+      const endpoint = await createEndpoint(db, clock, config.webhookAllowPrivate, input);
+      const text = [
+        `Created webhook endpoint ${endpoint.id} for account ${endpoint.account_id}.`,
+        formatFields([
+          ['url', endpoint.url],
+          ['events', endpoint.event_types.join(', ')],
+          ['description', endpoint.description || null],
+        ]),
+        '',
+        'Signing secret (receivers verify the webhook-signature header with it):',
+        '',
+        `  ${endpoint.secret}`,
+        '',
+        `Give it to the receiver now; it is not shown again. A lost secret is replaced with`,
+        `"callgate webhooks rotate-secret ${endpoint.id}".`,
+        `Next: callgate webhooks test ${endpoint.id}`,
+      ].join('\n');
+      return { json: endpoint, text };
+    };
+  },
+};
