@@ -1,0 +1,250 @@
+/**
+ * A local fake of the ElevenLabs Agents API, built from the documented shapes
+ * (/work/shared/reference/elevenlabs-api.md): outbound calls over Twilio and SIP trunk, GET conversation,
+ * the paged agent list and the phone-number list. It records every request and answers by default as the
+ * real API would; a test programs other answers per route (status, body, headers, delay, a dropped
+ * connection) or stops the server to make it unreachable.
+ */
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export type FakeRoute = 'outbound' | 'conversation' | 'agents' | 'phoneNumbers';
+
+export interface FakeRequest {
+  readonly method: string;
+  /** Path without the query string. */
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly headers: http.IncomingHttpHeaders;
+  /** The JSON body, parsed; null when there was none, the raw text when it was not JSON. */
+  readonly body: unknown;
+  readonly route: FakeRoute | 'other';
+}
+
+export interface FakeReply {
+  status: number;
+  /** Sent as JSON; a string is sent as is. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Wait this long before answering (to provoke timeouts). */
+  delayMs?: number;
+  /** Drop the connection instead of answering. */
+  destroy?: boolean;
+}
+
+/** The conversation as `GET /v1/convai/conversations/{id}` answers it (`status` and all). */
+export type FakeConversation = Record<string, unknown> & { status: string };
+
+export interface FakeAgent {
+  agent_id: string;
+  name: string;
+}
+
+export interface FakePhoneNumber {
+  provider: 'twilio' | 'sip_trunk' | 'exotel';
+  phone_number_id: string;
+  phone_number: string;
+  label: string;
+  assigned_agent: { agent_id: string; agent_name: string } | null;
+}
+
+export interface FakeElevenLabs {
+  /** Base URL for ELEVENLABS_BASE_URL. */
+  readonly url: string;
+  readonly apiKey: string;
+  readonly requests: FakeRequest[];
+  /** Conversation id → state, answered by GET conversation. Outbound calls add theirs as `initiated`. */
+  readonly conversations: Map<string, FakeConversation>;
+  /** The workspace's agents, listed in pages of at most `agentsPageSize` (and of the page_size asked). */
+  agents: FakeAgent[];
+  agentsPageSize: number;
+  phoneNumbers: FakePhoneNumber[];
+  /** Answers for the next requests of a route, in order; when used up, the default behaviour answers. */
+  queue(route: FakeRoute, ...replies: FakeReply[]): void;
+  /** When set, decides an answer from the request before the queue; undefined leaves it to the queue. */
+  respond: ((request: FakeRequest) => FakeReply | undefined) | undefined;
+  /** Requests of one route (or every request when omitted). */
+  requestsTo(route?: FakeRoute): FakeRequest[];
+  /** The conversation id the next successful outbound call will return. */
+  nextConversationId(id: string): void;
+  /** Forgets requests, queued replies and conversations (agents and phone numbers stay). */
+  reset(): void;
+  /** Stops listening (connections are refused) and starts again on the same port. */
+  stop(): Promise<void>;
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const outboundPaths: Record<string, 'twilio' | 'sip_trunk'> = {
+  '/v1/convai/twilio/outbound-call': 'twilio',
+  '/v1/convai/sip-trunk/outbound-call': 'sip_trunk',
+};
+
+function routeOf(method: string, path: string): FakeRoute | 'other' {
+  if (method === 'POST' && outboundPaths[path]) return 'outbound';
+  if (method === 'GET' && /^\/v1\/convai\/conversations\/[^/]+$/.test(path)) return 'conversation';
+  if (method === 'GET' && path === '/v1/convai/agents') return 'agents';
+  if (method === 'GET' && path === '/v1/convai/phone-numbers') return 'phoneNumbers';
+  return 'other';
+}
+
+function parseBody(text: string): unknown {
+  if (text === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+export async function startFakeElevenLabs(options: { apiKey: string }): Promise<FakeElevenLabs> {
+  const requests: FakeRequest[] = [];
+  const replies = new Map<FakeRoute, FakeReply[]>();
+  const conversations = new Map<string, FakeConversation>();
+  const sockets = new Set<Socket>();
+  const pendingConversationIds: string[] = [];
+  let conversationCounter = 0;
+
+  function defaultReply(request: FakeRequest): FakeReply {
+    // Their general error envelope; the only header parameter of the whole API is xi-api-key.
+    if (request.headers['xi-api-key'] !== fake.apiKey) {
+      return { status: 401, body: { detail: { type: 'authentication_error', code: 'invalid_api_key', message: 'Invalid API key', status: 'invalid_api_key' } } };
+    }
+    switch (request.route) {
+      case 'outbound': {
+        const body = (request.body ?? {}) as Record<string, unknown>;
+        const missing = ['agent_id', 'agent_phone_number_id', 'to_number'].filter((field) => typeof body[field] !== 'string');
+        if (missing.length > 0) {
+          return {
+            status: 422,
+            body: { detail: missing.map((field) => ({ loc: ['body', field], msg: 'Field required', type: 'missing' })) },
+          };
+        }
+        conversationCounter += 1;
+        const conversationId = pendingConversationIds.shift() ?? `conv_fake${String(conversationCounter).padStart(6, '0')}`;
+        conversations.set(conversationId, {
+          agent_id: body.agent_id,
+          conversation_id: conversationId,
+          status: 'initiated',
+          transcript: [],
+          metadata: { start_time_unix_secs: Math.floor(Date.now() / 1000), call_duration_secs: 0 },
+          analysis: null,
+          has_audio: false,
+          has_user_audio: false,
+          has_response_audio: false,
+        });
+        const kind = outboundPaths[request.path];
+        const answer: Record<string, unknown> = { success: true, message: 'Success', conversation_id: conversationId };
+        if (kind === 'twilio') answer.callSid = `CA${String(conversationCounter).padStart(32, '0')}`;
+        else answer.sip_call_id = `sip-${conversationCounter}`;
+        return { status: 200, body: answer };
+      }
+      case 'conversation': {
+        const id = decodeURIComponent(request.path.slice('/v1/convai/conversations/'.length));
+        const conversation = conversations.get(id);
+        if (!conversation) return { status: 404, body: { detail: { status: 'conversation_not_found', message: 'Conversation not found' } } };
+        return { status: 200, body: conversation };
+      }
+      case 'agents': {
+        const asked = Number(request.query.get('page_size') ?? '30');
+        const size = Math.max(1, Math.min(fake.agentsPageSize, Number.isInteger(asked) && asked > 0 ? asked : 30));
+        const cursor = request.query.get('cursor');
+        const start = cursor === null ? 0 : Number(cursor.replace(/^cursor_/, ''));
+        if (!Number.isInteger(start) || start < 0) return { status: 422, body: { detail: [{ loc: ['query', 'cursor'], msg: 'Invalid cursor', type: 'value_error' }] } };
+        const page = fake.agents.slice(start, start + size).map((agent) => ({
+          ...agent,
+          tags: [],
+          created_at_unix_secs: 1_750_000_000,
+          access_info: { is_creator: true, creator_name: 'Test', creator_email: 'test@example.com', role: 'admin' },
+          last_call_time_unix_secs: null,
+          archived: false,
+        }));
+        const hasMore = start + size < fake.agents.length;
+        return { status: 200, body: { agents: page, next_cursor: hasMore ? `cursor_${start + size}` : null, has_more: hasMore } };
+      }
+      case 'phoneNumbers':
+        return { status: 200, body: fake.phoneNumbers };
+      default:
+        return { status: 404, body: { detail: 'Not Found' } };
+    }
+  }
+
+  const handler: http.RequestListener = (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://fake.local');
+      const method = req.method ?? 'GET';
+      const request: FakeRequest = {
+        method,
+        path: url.pathname,
+        query: url.searchParams,
+        headers: req.headers,
+        body: parseBody(Buffer.concat(chunks).toString('utf8')),
+        route: routeOf(method, url.pathname),
+      };
+      requests.push(request);
+      const reply =
+        fake.respond?.(request) ?? (request.route === 'other' ? undefined : replies.get(request.route)?.shift()) ?? defaultReply(request);
+      const answer = () => {
+        if (res.destroyed) return;
+        if (reply.destroy) {
+          req.socket.destroy();
+          return;
+        }
+        const text = reply.body === undefined ? '' : typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
+        res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+        res.end(text);
+      };
+      if (reply.delayMs) setTimeout(answer, reply.delayMs);
+      else answer();
+    });
+  };
+
+  let server = http.createServer(handler);
+  const listen = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      server.on('connection', (socket) => {
+        sockets.add(socket);
+        socket.on('close', () => sockets.delete(socket));
+      });
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
+    });
+  const port = await listen(0);
+  const closeServer = () =>
+    new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    });
+
+  const fake: FakeElevenLabs = {
+    url: `http://127.0.0.1:${port}`,
+    apiKey: options.apiKey,
+    requests,
+    conversations,
+    agents: [],
+    agentsPageSize: 100,
+    phoneNumbers: [],
+    respond: undefined,
+    queue(route, ...next) {
+      replies.set(route, [...(replies.get(route) ?? []), ...next]);
+    },
+    requestsTo: (route) => (route === undefined ? requests.slice() : requests.filter((request) => request.route === route)),
+    nextConversationId: (id) => void pendingConversationIds.push(id),
+    reset() {
+      requests.length = 0;
+      replies.clear();
+      conversations.clear();
+      fake.respond = undefined;
+      pendingConversationIds.length = 0;
+    },
+    stop: closeServer,
+    async restart() {
+      server = http.createServer(handler);
+      await listen(port);
+    },
+    close: closeServer,
+  };
+  return fake;
+}

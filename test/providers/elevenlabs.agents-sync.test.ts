@@ -1,0 +1,166 @@
+/**
+ * Agent sync through the service (syncElevenLabsAgents) against the fake ElevenLabs: the agent list is
+ * followed over its cursors, phone numbers are matched to their agents with their kind, re-running
+ * updates rather than duplicates, a bad cursor never loops, and a failing page gives a clear error.
+ */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, it } from 'node:test';
+import { AgentSyncError, syncElevenLabsAgents, type SyncProgress } from '../../src/features/agents/agents-sync.service.js';
+import { listAgents } from '../../src/features/agents/agents.service.js';
+import { createElevenLabsClient, type ElevenLabsClient } from '../../src/features/providers/elevenlabs/elevenlabs.client.js';
+import { forEachDialect } from '../helpers/dialects.js';
+import { startFakeElevenLabs, type FakeAgent, type FakeElevenLabs, type FakePhoneNumber } from '../helpers/fake-elevenlabs.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { apiKey, providerInternals } from './elevenlabs.helpers.js';
+
+const remoteAgents: FakeAgent[] = Array.from({ length: 7 }, (_, i) => ({ agent_id: `agent_remote_${i + 1}`, name: `Remote ${i + 1}` }));
+
+const numbers = (): FakePhoneNumber[] => [
+  { provider: 'twilio', phone_number_id: 'phnum_tw', phone_number: '+14155550100', label: 'Main', assigned_agent: { agent_id: 'agent_remote_1', agent_name: 'Remote 1' } },
+  { provider: 'sip_trunk', phone_number_id: 'phnum_sip', phone_number: '+493012345670', label: 'PBX', assigned_agent: { agent_id: 'agent_remote_5', agent_name: 'Remote 5' } },
+  { provider: 'twilio', phone_number_id: 'phnum_free', phone_number: '+14155550101', label: 'Spare', assigned_agent: null },
+  { provider: 'sip_trunk', phone_number_id: 'phnum_ghost', phone_number: '+493012345679', label: 'Other', assigned_agent: { agent_id: 'agent_not_listed', agent_name: 'Gone' } },
+];
+
+await forEachDialect('ElevenLabs agent sync', (dialect) => {
+  let fake: FakeElevenLabs;
+  let t: TestApp;
+  let client: ElevenLabsClient;
+  let accountId: string;
+
+  before(async () => {
+    fake = await startFakeElevenLabs({ apiKey });
+    t = await startTestApp(dialect);
+    client = createElevenLabsClient({ apiKey, baseUrl: fake.url, timeoutMs: 5_000 });
+  });
+  after(async () => {
+    await t?.close();
+    await fake?.close();
+  });
+  beforeEach(async () => {
+    fake.reset();
+    fake.agents = structuredClone(remoteAgents);
+    fake.agentsPageSize = 3;
+    fake.phoneNumbers = numbers();
+    accountId = (await t.newAccount()).accountId;
+  });
+
+  const remoteOf = async (account = accountId) => (await listAgents(t.services.db, account)).filter((agent) => agent.provider === 'elevenlabs');
+
+  it('follows the cursors over 3 pages and gives each agent its assigned number and its kind', async () => {
+    const progress: SyncProgress[] = [];
+    const result = await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId, (p) => progress.push(p));
+    assert.equal(result.added, 7);
+    assert.equal(result.updated, 0);
+    assert.deepEqual(result.skipped, []);
+    assert.deepEqual(progress, [{ agentsListed: 3, page: 1 }, { agentsListed: 6, page: 2 }, { agentsListed: 7, page: 3 }]);
+
+    const pages = fake.requestsTo('agents');
+    assert.deepEqual(pages.map((request) => request.query.get('cursor')), [null, 'cursor_3', 'cursor_6']);
+    assert.ok(pages.every((request) => request.method === 'GET' && request.query.get('page_size') === '100'));
+    assert.equal(fake.requestsTo('phoneNumbers').length, 1);
+    assert.ok(fake.requests.every((request) => request.headers['xi-api-key'] === apiKey));
+
+    const stored = await remoteOf();
+    assert.deepEqual(stored.map((agent) => agent.agent_id).sort(), remoteAgents.map((agent) => agent.agent_id).sort());
+    const byId = new Map(stored.map((agent) => [agent.agent_id, agent]));
+    assert.deepEqual([byId.get('agent_remote_1')!.phone_number_id, byId.get('agent_remote_1')!.phone_number_provider], ['phnum_tw', 'twilio']);
+    assert.deepEqual([byId.get('agent_remote_5')!.phone_number_id, byId.get('agent_remote_5')!.phone_number_provider], ['phnum_sip', 'sip_trunk']);
+    assert.equal(byId.get('agent_remote_3')!.name, 'Remote 3');
+    for (const id of ['agent_remote_2', 'agent_remote_3', 'agent_remote_4', 'agent_remote_6', 'agent_remote_7']) {
+      assert.equal(byId.get(id)!.phone_number_id, null, id);
+      assert.equal(byId.get(id)!.phone_number_provider, null, id);
+    }
+  });
+
+  it('running it again updates the agents (names, moved numbers) instead of adding them twice', async () => {
+    await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
+    const before = await remoteOf();
+    fake.agents[1]!.name = 'Renamed 2';
+    fake.agents.push({ agent_id: 'agent_remote_8', name: 'Remote 8' });
+    // The Twilio number moves from agent 1 to agent 2.
+    fake.phoneNumbers[0]!.assigned_agent = { agent_id: 'agent_remote_2', agent_name: 'Renamed 2' };
+
+    const result = await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
+    assert.equal(result.added, 1);
+    assert.equal(result.updated, 7);
+    const after = await remoteOf();
+    assert.equal(after.length, 8);
+    const byId = new Map(after.map((agent) => [agent.agent_id, agent]));
+    assert.equal(byId.get('agent_remote_2')!.name, 'Renamed 2');
+    assert.deepEqual([byId.get('agent_remote_2')!.phone_number_id, byId.get('agent_remote_2')!.phone_number_provider], ['phnum_tw', 'twilio']);
+    assert.equal(byId.get('agent_remote_1')!.phone_number_id, null);
+    // Same rows (same internal ids), not new ones.
+    for (const agent of before) assert.equal(byId.get(agent.agent_id)!.id, agent.id);
+
+    const other = (await t.newAccount()).accountId;
+    await syncElevenLabsAgents(t.services.db, t.services.clock, client, other);
+    assert.equal((await remoteOf(other)).length, 8, 'each account gets its own copy');
+    assert.equal((await remoteOf()).length, 8);
+  });
+
+  it('an agent id that cannot be used here is skipped with its reason', async () => {
+    fake.agents = [{ agent_id: 'agent_ok_1', name: 'Fine' }, { agent_id: 'not an agent id', name: 'Odd' }];
+    const result = await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
+    assert.equal(result.added, 1);
+    assert.equal(result.skipped.length, 1);
+    assert.equal(result.skipped[0]!.agent_id, 'not an agent id');
+    assert.match(result.skipped[0]!.reason, /agent_/);
+  });
+
+  it('a cursor that comes back, or has_more without a cursor, ends the listing instead of looping', async () => {
+    const page = (ids: string[], next: string | null) => ({ status: 200, body: { agents: ids.map((id) => ({ agent_id: id, name: id })), next_cursor: next, has_more: true } });
+    fake.queue('agents', page(['agent_loop_1'], 'c1'), page(['agent_loop_2'], 'c2'), page(['agent_loop_3'], 'c1'));
+    const looped = await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
+    assert.equal(fake.requestsTo('agents').length, 3);
+    assert.deepEqual(looped.agents.map((agent) => agent.agent_id), ['agent_loop_1', 'agent_loop_2', 'agent_loop_3']);
+
+    fake.reset();
+    fake.queue('agents', page(['agent_loop_4'], null));
+    await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
+    assert.equal(fake.requestsTo('agents').length, 1);
+  });
+
+  it('a cursor that never ends stops with an AgentSyncError after a bounded number of pages', { timeout: 20_000 }, async () => {
+    let served = 0;
+    fake.respond = (request) =>
+      request.route === 'agents' ? { status: 200, body: { agents: [], next_cursor: `endless_${++served}`, has_more: true } } : undefined;
+    await assert.rejects(syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId), (error: unknown) => {
+      assert.ok(error instanceof AgentSyncError);
+      assert.match(error.message, /more than \d+ pages/);
+      return true;
+    });
+    assert.ok(served >= 2 && served <= 1_000, `${served} pages were asked for`);
+  });
+
+  const failures: { name: string; arrange: (fake: FakeElevenLabs) => void; message: RegExp; timeoutMs?: number }[] = [
+    {
+      name: 'a 500 on page 2',
+      arrange: (f) => (f.respond = (request) => (request.route === 'agents' && request.query.has('cursor') ? { status: 500, body: { detail: { message: providerInternals } } } : undefined)),
+      message: /^could not list agents: .*problem/,
+    },
+    { name: 'a 401 on page 1', arrange: (f) => f.queue('agents', { status: 401, body: { detail: { status: 'invalid_api_key', message: providerInternals } } }), message: /^could not list agents: .*credentials/ },
+    { name: 'a page that is not an agent list', arrange: (f) => f.queue('agents', { status: 200, body: { items: [] } }), message: /^could not list agents: unexpected answer/ },
+    {
+      name: 'a page slower than the timeout',
+      arrange: (f) => f.queue('agents', { status: 200, delayMs: 1_500, body: { agents: [] } }),
+      message: /^could not list agents: .*in time/,
+      timeoutMs: 300,
+    },
+    { name: 'a failing phone-number list', arrange: (f) => f.queue('phoneNumbers', { status: 503, body: { detail: { message: providerInternals } } }), message: /^could not list phone numbers: / },
+    { name: 'a phone-number list that is not an array', arrange: (f) => f.queue('phoneNumbers', { status: 200, body: { phone_numbers: [] } }), message: /^could not list phone numbers: / },
+  ];
+  for (const failure of failures) {
+    it(`${failure.name} gives a clear AgentSyncError and writes nothing`, async () => {
+      failure.arrange(fake);
+      const using = failure.timeoutMs === undefined ? client : createElevenLabsClient({ apiKey, baseUrl: fake.url, timeoutMs: failure.timeoutMs });
+      await assert.rejects(syncElevenLabsAgents(t.services.db, t.services.clock, using, accountId), (error: unknown) => {
+        assert.ok(error instanceof AgentSyncError, String(error));
+        assert.match(error.message, failure.message);
+        assert.ok(!error.message.includes(providerInternals) && !error.message.includes(apiKey), error.message);
+        return true;
+      });
+      assert.deepEqual(await remoteOf(), []);
+    });
+  }
+});
