@@ -52,12 +52,21 @@ const migrations: Record<string, Migration> = {
   '0005-portal': portal,
 };
 
-/** Applies every pending migration; safe to run from several processes at once (Kysely takes a lock). */
-export async function migrateToLatest(db: Db): Promise<void> {
+/**
+ * Applies every pending migration; safe to run from several processes at once. On PostgreSQL Kysely takes
+ * a lock. On SQLite its lock is per connection only, so two processes opening a new file together can race:
+ * each migration runs in a transaction, the loser's fails, and trying again finds the work done.
+ */
+export async function migrateToLatest(db: Db, attempts = 5): Promise<void> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
-  const { error, results } = await migrator.migrateToLatest();
-  const failed = results?.find((result) => result.status === 'Error');
-  if (error || failed) {
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    const failed = results?.find((result) => result.status === 'Error');
+    if (!error && !failed) return;
+    if (attempt < attempts) {
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      continue;
+    }
     const reason = error instanceof Error ? error.message : String(error ?? failed?.migrationName);
     throw new Error(`database migration failed: ${reason}`, { cause: error });
   }

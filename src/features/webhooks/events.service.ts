@@ -156,8 +156,17 @@ export async function resendEvent(
   if (!event || (options.accountId !== undefined && event.account_id !== options.accountId)) {
     throw new EventNotFoundError(`no event ${eventId}`);
   }
+  // A test event belongs to the endpoint it tested: resent without --endpoint, it goes there only.
+  const testedEndpoints =
+    event.type === 'webhook.test' && options.endpointId === undefined
+      ? new Set((await repo.listDeliveryEndpointsOfEvent(db, event.id)).map((row) => row.endpoint_id))
+      : null;
   const endpoints = (await repo.listEnabledEndpoints(db, event.account_id)).filter((endpoint) =>
-    options.endpointId === undefined ? endpointWants(endpoint, event.type as EventType) : endpoint.id === options.endpointId,
+    options.endpointId !== undefined
+      ? endpoint.id === options.endpointId
+      : testedEndpoints
+        ? testedEndpoints.has(endpoint.id)
+        : endpointWants(endpoint, event.type as EventType),
   );
   if (options.endpointId !== undefined && endpoints.length === 0) {
     throw new EventNotFoundError(`no enabled endpoint ${options.endpointId} in the event's account`);

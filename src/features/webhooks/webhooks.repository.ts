@@ -141,3 +141,7 @@ export async function insertAttempt(db: Db, row: Insertable<WebhookAttemptsTable
 export async function findDelivery(db: Db, id: string): Promise<WebhookDeliveryRow | undefined> {
   return db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
 }
+
+export async function listDeliveryEndpointsOfEvent(db: Db, eventId: string): Promise<{ endpoint_id: string }[]> {
+  return db.selectFrom('webhook_deliveries').select('endpoint_id').distinct().where('event_id', '=', eventId).execute();
+}
