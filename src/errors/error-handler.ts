@@ -148,8 +148,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.decorateReply('errorCode', null);
   app.setErrorHandler((error, request, reply) => {
     const apiError = toApiError(error);
-    if (apiError.status >= 500) {
+    if (apiError.code === 'internal_error') {
       request.log.error({ err: apiError.cause ?? apiError, code: apiError.code }, 'request failed');
+    } else if (apiError.status >= 500) {
+      // A provider's refusal or outage is expected and already explained by the message: no stack trace.
+      request.log.warn({ code: apiError.code, reason: apiError.message }, 'request failed at the provider');
     } else {
       request.log.debug({ code: apiError.code }, 'request rejected');
     }
