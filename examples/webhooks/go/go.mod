@@ -1,0 +1,3 @@
+module example.com/callgate-webhook-receiver
+
+go 1.18
