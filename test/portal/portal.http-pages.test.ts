@@ -1,0 +1,279 @@
+/**
+ * The developer portal's pages over HTTP, on SQLite and PostgreSQL, with the worker delivering to a local
+ * receiver: the token shown once, webhooks, calls, the request log, escaping of hostile values, and 404
+ * for every id of another account.
+ */
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, it } from 'node:test';
+import { upsertAgent } from '../../src/features/agents/agents.service.js';
+import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
+import { forEachDialect } from '../helpers/dialects.js';
+import { callBody, startTestApp, type TestApp } from '../helpers/test-app.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { signedInClient, type PortalClient } from './portal-client.js';
+
+const hostile = `<script>alert("x")</script>`;
+const hostileAttr = `"><img src=x onerror=alert(1)>`;
+
+function assertEscaped(page: string, where: string): void {
+  assert.ok(!page.includes('<script>alert'), `${where}: a raw <script> from user data`);
+  assert.ok(!page.includes('<img src=x'), `${where}: a raw <img> from user data`);
+}
+
+async function until<T>(probe: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+await forEachDialect('Portal pages', (dialect) => {
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+  let client: PortalClient;
+
+  before(async () => {
+    t = await startTestApp(dialect, { startWorker: true, overrides: { dispatcherSweepIntervalMs: 50, monitorSweepIntervalMs: 20 } });
+    receiver = await startWebhookReceiver();
+    client = await signedInClient(t);
+  });
+  after(async () => {
+    await receiver.close();
+    await t.close();
+  });
+
+  it('shows a new key token once; the list then shows only its prefix; the key works until revoked', async () => {
+    const created = await client.post('/developers/api-keys', { name: 'CRM staging', mode: 'test' });
+    assert.equal(created.statusCode, 200);
+    assert.equal(created.headers['cache-control'], 'no-store');
+    const token = /cg_test_[0-9a-f]{64}/.exec(created.body)?.[0];
+    assert.ok(token, 'the full token is on the answer to the form');
+    assert.match(created.body, /shown only this once/);
+    assert.match(created.body, /data-replace-url="\/developers\/api-keys"/);
+    const list = await client.get('/developers/api-keys');
+    assert.ok(!list.body.includes(token), 'never shown again');
+    assert.ok(list.body.includes(`${token.slice(0, 12)}…`), 'the prefix is listed');
+    assert.equal((await t.createCall(callBody(t), { token })).statusCode, 201);
+
+    const keyId = new RegExp(`/developers/api-keys/(key_[a-z0-9]+)/revoke`).exec(list.body)?.[1];
+    assert.ok(keyId);
+    const confirm = await client.get(`/developers/api-keys/${keyId}/revoke`);
+    assert.equal(confirm.statusCode, 200);
+    assert.match(confirm.body, /immediate and irreversible/);
+    const revoked = await client.post(`/developers/api-keys/${keyId}/revoke`, {});
+    assert.equal(revoked.statusCode, 303);
+    assert.equal(revoked.headers.location, '/developers/api-keys?notice=key_revoked');
+    assert.equal((await t.createCall(callBody(t), { token })).statusCode, 401);
+    assert.match((await client.get('/developers/api-keys?notice=key_revoked')).body, /The key is revoked/);
+  });
+
+  it('refuses a key without a name and keeps the form', async () => {
+    const response = await client.post('/developers/api-keys', { name: '   ', mode: 'live' });
+    assert.equal(response.statusCode, 400);
+    assert.match(response.body, /Give the key a name\./);
+    assert.match(response.body, /value="live" checked/);
+  });
+
+  it('adds an endpoint, reveals and rotates its secret, sends a test event and resends it; the attempts show', async () => {
+    // A receiver of its own: calls of other tests may still end and be delivered to the shared one.
+    const receiver = await startWebhookReceiver();
+    try {
+      await endpointFlow(receiver);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  async function endpointFlow(receiver: WebhookReceiver): Promise<void> {
+    const bad = await client.post('/developers/webhooks', { url: 'ftp://example.com/x', event_types: 'call.completed', enabled: 'on' });
+    assert.equal(bad.statusCode, 400);
+    assert.match(bad.body, /The URL/);
+    const none = await client.post('/developers/webhooks', { url: receiver.url, enabled: 'on' });
+    assert.equal(none.statusCode, 400);
+    assert.match(none.body, /Choose at least one event type\./);
+
+    const created = await client.post('/developers/webhooks', { url: receiver.url, description: 'Local receiver', event_types: ['call.completed', 'call.failed'], enabled: 'on' });
+    assert.equal(created.statusCode, 303);
+    const page = String(created.headers.location).split('?')[0]!;
+    const shown = await client.get(page);
+    assert.equal(shown.statusCode, 200);
+    assert.doesNotMatch(shown.body, /whsec_[A-Za-z0-9+/=]{20,}/, 'the secret is hidden until asked for');
+    const revealed = await client.post(`${page}/secret`, {});
+    const secret = /whsec_[A-Za-z0-9+/=]{20,}/.exec(revealed.body)?.[0];
+    assert.ok(secret);
+    const rotated = await client.post(`${page}/rotate`, {});
+    const newSecret = /whsec_[A-Za-z0-9+/=]{20,}/.exec(rotated.body)?.[0];
+    assert.ok(newSecret && newSecret !== secret);
+    assert.match(rotated.body, /old and the new secret/);
+
+    receiver.respond = (hook) => (hook.body.includes('"type":"webhook.test"') ? { status: 200, body: 'thanks' } : undefined);
+    const test = await client.post(`${page}/test`, {});
+    assert.equal(test.headers.location, `${page}?notice=test_sent`);
+    const testHooks = () => receiver.received.filter((hook) => hook.body.includes('"type":"webhook.test"'));
+    const [hook] = await until(async () => testHooks().length >= 1 && testHooks(), 'the test event');
+    const withAttempt = await until(async () => {
+      const response = await client.get(page);
+      return response.body.includes('thanks') && response.body;
+    }, 'the attempt on the endpoint page');
+    assert.match(withAttempt, /badge-ok">200</);
+    assert.match(withAttempt, /<code>webhook\.test<\/code>/);
+
+    const endpointId = page.split('/').at(-1)!;
+    const { id: deliveryId } = await t.services.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpointId).where('trigger', '=', 'test').executeTakeFirstOrThrow();
+    assert.ok(withAttempt.includes(`/deliveries/${deliveryId}/resend`), 'a resend button for the delivery');
+    const resent = await client.post(`${page}/deliveries/${deliveryId}/resend`, { back: page });
+    assert.equal(resent.headers.location, `${page}?notice=resent`);
+    const [, again] = await until(async () => testHooks().length >= 2 && testHooks(), 'the resent test event');
+    assert.equal(again!.headers['webhook-id'], hook!.headers['webhook-id'], 'the same event again');
+
+    const edit = await client.get(`${page}/edit`);
+    assert.match(edit.body, /value="Local receiver"/);
+    const saved = await client.post(page, { url: receiver.url, description: 'Renamed', event_types: 'call.completed' });
+    assert.equal(saved.headers.location, `${page}?notice=endpoint_updated`);
+    const disabledPage = await client.get(page);
+    assert.match(disabledPage.body, /badge-bad">disabled</);
+    assert.equal((await client.post(`${page}/test`, {})).statusCode, 409);
+  }
+
+  it('lists calls newest first with filters, and shows a call with its outcome, events and deliveries', async () => {
+    receiver.fallback = { status: 200, body: 'ok' };
+    await createEndpoint(t.services.db, t.services.clock, true, { accountId: t.seed.accountId, url: receiver.url });
+    const completed = (await t.createCall(callBody(t, { metadata: { customer: 'Ada' } }))).json();
+    const failed = (await t.createCall(callBody(t, { to: '+15005550001' }))).json();
+    await until(async () => (await client.get(`/developers/calls/${failed.id}`)).body.includes('<code>busy</code>'), 'the failed outcome');
+    const list = await client.get('/developers/calls');
+    assert.ok(list.body.indexOf(failed.id) < list.body.indexOf(completed.id), 'newest first');
+    const onlyFailed = await client.get('/developers/calls?status=failed');
+    assert.ok(onlyFailed.body.includes(failed.id) && !onlyFailed.body.includes(completed.id));
+    const byOtherAgent = await client.get('/developers/calls?agent_id=agent_nobody');
+    assert.match(byOtherAgent.body, /No calls match these filters\./);
+
+    const page = await until(async () => {
+      const response = await client.get(`/developers/calls/${completed.id}`);
+      return /call\.completed/.test(response.body) && /badge-ok">200</.test(response.body) && response.body;
+    }, 'the completed call with its delivered event');
+    assert.match(page, /Duration<\/dt><dd>\d+ s/);
+    assert.match(page, /&quot;customer&quot;: &quot;Ada&quot;/);
+    assert.ok(page.includes(receiver.url));
+  });
+
+  it('finds a request by the request_id of its error', async () => {
+    const response = await t.createCall(callBody(t, { agent_id: 'agent_unknown' }));
+    const requestId = response.json().request_id as string;
+    await t.services.requestLog.flush();
+    const found = await client.get(`/developers/requests?request_id=${requestId}`);
+    assert.ok(found.body.includes(requestId));
+    assert.match(found.body, /<code>agent_not_found<\/code>/);
+    assert.match(found.body, /badge-warn">403</);
+    const missing = await client.get('/developers/requests?request_id=req_nothing');
+    assert.match(missing.body, /No request <code>req_nothing<\/code>/);
+  });
+
+  it('escapes hostile names, descriptions, metadata, paths and response excerpts on every page', async () => {
+    const evil = await t.newAccount({ agentId: 'agent_evil', mode: 'test' });
+    await t.services.db.updateTable('accounts').set({ name: hostile }).where('id', '=', evil.accountId).execute();
+    await upsertAgent(t.services.db, t.services.clock, { accountId: evil.accountId, agentId: 'agent_evil', name: hostile, provider: 'simulator', phoneNumberId: hostileAttr });
+    const evilClient = await signedInClient(t, evil);
+    await evilClient.post('/developers/api-keys', { name: hostile + hostileAttr, mode: 'test' });
+    receiver.fallback = { status: 200, body: `<script>alert("r")</script>${hostileAttr}` };
+    const created = await evilClient.post('/developers/webhooks', { url: receiver.url, description: hostile + hostileAttr, event_types: ['call.completed', 'call.failed'], enabled: 'on' });
+    const endpointPage = String(created.headers.location).split('?')[0]!;
+    const call = await t.createCall({ agent_id: 'agent_evil', to: '+14155550123', metadata: { note: hostile, [hostileAttr.slice(0, 30)]: hostileAttr } }, { token: evil.token });
+    assert.equal(call.statusCode, 201);
+    const callId = call.json().id as string;
+    // A raw HTTP client can put these bytes in a path (inject would percent-encode them), so log one directly.
+    t.services.requestLog.add({
+      id: 'req_hostile_path', account_id: evil.accountId, api_key_id: evil.keyId, key_prefix: 'cg_test_0000', method: 'GET',
+      path: `/v1/calls?x=<script>alert("p")</script>`, status: 400, error_code: 'invalid_request', idempotency_key: hostile,
+      duration_ms: 1, created_at: new Date().toISOString(),
+    });
+    await t.services.requestLog.flush();
+    await until(async () => (await evilClient.get(endpointPage)).body.includes('&lt;script&gt;alert(&quot;r&quot;)'), 'the hostile excerpt');
+    await until(async () => (await evilClient.get(`/developers/calls/${callId}`)).body.includes('call.completed'), 'the call event');
+
+    for (const url of ['/developers', '/developers/api-keys', '/developers/webhooks', endpointPage, `${endpointPage}/edit`, '/developers/agents', '/developers/calls', `/developers/calls/${callId}`, '/developers/requests']) {
+      const response = await evilClient.get(url);
+      assert.equal(response.statusCode, 200, url);
+      assertEscaped(response.body, url);
+      assert.ok(response.body.includes('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;') || url.endsWith('/requests'), `${url} shows the hostile text as text`);
+    }
+    const requests = await evilClient.get('/developers/requests');
+    assert.ok(requests.body.includes('&lt;script&gt;alert(&quot;p&quot;)'), 'the hostile path as text');
+    const search = await evilClient.get(`/developers/requests?request_id=${encodeURIComponent(hostile)}`);
+    assertEscaped(search.body, 'request search');
+    const signIn = await evilClient.get(`/developers/sign-in?next=${encodeURIComponent(`/developers/${hostile}`)}`);
+    assertEscaped(signIn.body, 'sign-in next');
+  });
+
+  it("answers 404 for every id of another account, by page and by form, and changes nothing there", async () => {
+    const other = await t.newAccount({ agentId: 'agent_other' });
+    const otherEndpoint = await createEndpoint(t.services.db, t.services.clock, true, { accountId: other.accountId, url: receiver.url });
+    const otherCall = (await t.createCall({ agent_id: 'agent_other', to: '+14155550123' }, { token: other.token })).json();
+    const otherDelivery = await until(
+      () => t.services.db.selectFrom('webhook_deliveries').select(['id', 'endpoint_id']).where('account_id', '=', other.accountId).executeTakeFirst(),
+      "the other account's delivery",
+    );
+    const ownEndpoint = await createEndpoint(t.services.db, t.services.clock, true, { accountId: t.seed.accountId, url: receiver.url });
+    const before = {
+      key: await t.services.db.selectFrom('api_keys').selectAll().where('id', '=', other.keyId).executeTakeFirstOrThrow(),
+      endpoint: await t.services.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', otherEndpoint.id).executeTakeFirstOrThrow(),
+      deliveries: (await t.services.db.selectFrom('webhook_deliveries').select('id').where('account_id', '=', other.accountId).execute()).length,
+    };
+
+    const pages = [
+      `/developers/api-keys/${other.keyId}/revoke`,
+      `/developers/webhooks/${otherEndpoint.id}`,
+      `/developers/webhooks/${otherEndpoint.id}/edit`,
+      `/developers/calls/${otherCall.id}`,
+    ];
+    for (const url of pages) {
+      const response = await client.get(url);
+      assert.equal(response.statusCode, 404, url);
+      assert.match(response.body, /There is no such page in this account\./);
+    }
+    const forms: [string, Record<string, string>][] = [
+      [`/developers/api-keys/${other.keyId}/revoke`, {}],
+      [`/developers/webhooks/${otherEndpoint.id}`, { url: receiver.url, description: 'taken', event_types: 'call.completed' }],
+      [`/developers/webhooks/${otherEndpoint.id}/delete`, {}],
+      [`/developers/webhooks/${otherEndpoint.id}/secret`, {}],
+      [`/developers/webhooks/${otherEndpoint.id}/rotate`, {}],
+      [`/developers/webhooks/${otherEndpoint.id}/test`, {}],
+      [`/developers/webhooks/${otherDelivery.endpoint_id}/deliveries/${otherDelivery.id}/resend`, {}],
+      [`/developers/webhooks/${ownEndpoint.id}/deliveries/${otherDelivery.id}/resend`, {}],
+    ];
+    for (const [url, form] of forms) {
+      const response = await client.post(url, form);
+      assert.equal(response.statusCode, 404, url);
+      assert.ok(!response.body.includes(otherEndpoint.secret), `${url} shows no secret`);
+    }
+    assert.deepEqual(await t.services.db.selectFrom('api_keys').selectAll().where('id', '=', other.keyId).executeTakeFirstOrThrow(), before.key);
+    assert.deepEqual(await t.services.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', otherEndpoint.id).executeTakeFirstOrThrow(), before.endpoint);
+    assert.equal((await t.services.db.selectFrom('webhook_deliveries').select('id').where('account_id', '=', other.accountId).execute()).length, before.deliveries);
+
+    const lists = ['/developers', '/developers/api-keys', '/developers/webhooks', '/developers/agents', '/developers/calls', `/developers/calls?agent_id=agent_other`, '/developers/requests'];
+    for (const url of lists) {
+      const body = (await client.get(url)).body;
+      for (const foreign of [other.keyId, otherEndpoint.id, otherCall.id, 'agent_other']) {
+        assert.ok(!body.includes(foreign) || (url.includes('agent_id=') && foreign === 'agent_other'), `${url} shows ${foreign}`);
+      }
+    }
+  });
+
+  it('answers unknown portal paths and odd ids with an HTML 404, while /v1 stays JSON-only', async () => {
+    for (const url of ['/developers/nothing-here', '/developers/calls/%00', '/developers/webhooks/a%2Fb', `/developers/calls/${'x'.repeat(90)}`]) {
+      const response = await client.get(url);
+      assert.equal(response.statusCode, 404, url);
+      assert.match(String(response.headers['content-type']), /^text\/html/);
+    }
+    const form = await t.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${t.seed.token}`, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'agent_id=x' });
+    assert.equal(form.statusCode, 415);
+    assert.equal(form.json().error, 'unsupported_media_type');
+    const css = await client.get('/developers/assets/portal.css');
+    assert.equal(css.statusCode, 200);
+    assert.match(String(css.headers['content-type']), /^text\/css/);
+  });
+});
