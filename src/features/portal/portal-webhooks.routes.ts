@@ -61,13 +61,13 @@ export const portalWebhooksRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = as
 
   app.get('/webhooks/new', async (request, reply) => {
     const values = { url: '', description: '', eventTypes: [...callEventTypes], enabled: true };
-    return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { values }));
+    return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { values, allowPrivate }));
   });
 
   app.post('/webhooks', async (request, reply) => {
     const session = sessionOf(request);
     const values = formValuesOf(request);
-    const fail = (error: string) => sendPage(reply, 400, endpointFormPage(frameUser(session), { values, error }));
+    const fail = (error: string) => sendPage(reply, 400, endpointFormPage(frameUser(session), { values, error, allowPrivate }));
     if (values.eventTypes.length === 0) return fail('Choose at least one event type.');
     let endpoint;
     try {
@@ -101,14 +101,14 @@ export const portalWebhooksRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = as
       eventTypes: (JSON.parse(endpoint.event_types) as string[]).includes('*') ? [...callEventTypes] : (JSON.parse(endpoint.event_types) as string[]),
       enabled: endpoint.enabled === 1,
     };
-    return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values }));
+    return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values, allowPrivate }));
   });
 
   app.post<IdParams>('/webhooks/:id', async (request, reply) => {
     const endpoint = await endpointOr404(request, reply);
     if (!endpoint) return reply;
     const values = formValuesOf(request);
-    const fail = (error: string) => sendPage(reply, 400, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values, error }));
+    const fail = (error: string) => sendPage(reply, 400, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values, error, allowPrivate }));
     if (values.eventTypes.length === 0) return fail('Choose at least one event type.');
     try {
       // Unchanged fields are left alone: re-saving must not reset the failure clock or re-resolve the host.

@@ -4,15 +4,15 @@ import { html } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
 export function agentsPage(user: NonNullable<PageFrame['user']>, agents: readonly AgentView[]): string {
-  const rows = agents.map(
-    (agent, index) => html`<tr>
-  <td>${agent.name}</td>
-  <td>${copyable(`agent-${index}`, agent.agent_id)}</td>
-  <td>${agent.provider}</td>
-  <td>${agent.phone_number_id ? html`<code>${agent.phone_number_id}</code>${agent.phone_number_provider ? html` <span class="muted small">${agent.phone_number_provider}</span>` : ''}` : html`<span class="muted">—</span>`}</td>
-  <td>${time(agent.created_at)}</td>
-</tr>`,
-  );
+  const rows = agents.map((agent, index) => [
+    agent.name,
+    copyable(`agent-${index}`, agent.agent_id),
+    agent.provider,
+    agent.phone_number_id
+      ? html`<code>${agent.phone_number_id}</code>${agent.phone_number_provider ? html` <span class="muted small">${agent.phone_number_provider}</span>` : ''}`
+      : html`<span class="muted">—</span>`,
+    time(agent.created_at),
+  ]);
   return layout(
     { title: 'Agents', user, active: 'agents' },
     html`<div class="page-head">
@@ -20,7 +20,7 @@ export function agentsPage(user: NonNullable<PageFrame['user']>, agents: readonl
   <p class="lead">The voice agents of your account. Use an agent's id as <code>agent_id</code> in <code>POST /v1/calls</code>.</p>
 </div>
 <section class="card">
-  ${table('Agents', ['Name', 'Agent id', 'Provider', 'Phone number', 'Added'], rows, 'No agents yet.')}
+  ${table('Agents', [{ label: 'Name' }, { label: 'Agent id' }, { label: 'Provider' }, { label: 'Phone number' }, { label: 'Added' }], rows, 'No agents yet.')}
   <p class="muted small">Agents are defined at the voice provider and added by your callgate operator (<code>npx callgate agents add</code> or <code>agents sync</code>).</p>
 </section>`,
   );

@@ -10,10 +10,11 @@ export interface SignInPageInput {
 
 export function signInPage(input: SignInPageInput): string {
   return layout(
-    { title: 'Sign in', notice: input.notice, error: input.error },
+    { title: 'Sign in', notice: input.notice },
     html`<section class="card narrow signin">
   <h1>Sign in</h1>
   <p class="muted">to manage the API keys, webhooks and calls of your account.</p>
+  ${input.error ? html`<div class="notice notice-bad" role="alert">${input.error}</div>` : ''}
   <form method="post" action="/developers/sign-in" class="stack">
     ${input.next ? html`<input type="hidden" name="next" value="${input.next}">` : ''}
     <div class="field">

@@ -10,17 +10,16 @@ import { layout, type PageFrame } from './layout.view.js';
 export const callStatuses: readonly CallRow['status'][] = ['initiated', 'completed', 'failed'];
 
 export function callsTable(calls: readonly Call[], empty: string): SafeHtml {
-  const rows = calls.map(
-    (call) => html`<tr>
-  <td>${time(call.created_at)}</td>
-  <td><a href="${portalPath('calls', call.id)}"><code>${call.id}</code></a></td>
-  <td><code>${call.agent_id}</code></td>
-  <td>${call.to}</td>
-  <td>${badge(call.status)}</td>
-  <td class="num">${call.duration_seconds === undefined ? html`<span class="muted">—</span>` : `${call.duration_seconds} s`}</td>
-</tr>`,
-  );
-  return table('Calls', ['Created', 'Call', 'Agent', 'To', 'Status', 'Duration'], rows, empty);
+  const rows = calls.map((call) => [
+    time(call.created_at),
+    html`<a href="${portalPath('calls', call.id)}"><code>${call.id}</code></a>`,
+    html`<code>${call.agent_id}</code>`,
+    call.to,
+    badge(call.status),
+    call.duration_seconds === undefined ? html`<span class="muted">—</span>` : `${call.duration_seconds} s`,
+  ]);
+  const columns = [{ label: 'Created' }, { label: 'Call' }, { label: 'Agent' }, { label: 'To' }, { label: 'Status' }, { label: 'Duration', numeric: true }];
+  return table('Calls', columns, rows, empty);
 }
 
 export interface CallsPageInput {

@@ -46,14 +46,28 @@ export function csrfField(token: string): SafeHtml {
   return html`<input type="hidden" name="_csrf" value="${token}">`;
 }
 
-/** A table that scrolls sideways on a narrow screen instead of squeezing its columns. */
-export function table(caption: string, headers: readonly string[], rows: readonly SafeHtml[], empty: SafeHtml | string): SafeHtml {
+export interface Column {
+  readonly label: string;
+  /** Right-aligned, tabular figures (durations, counts). */
+  readonly numeric?: boolean;
+}
+
+/**
+ * A table of cells. On a wide screen it scrolls sideways rather than squeeze its columns; on a phone each
+ * row becomes a small card of label/value lines (the labels come from `data-label`).
+ */
+export function table(caption: string, columns: readonly Column[], rows: readonly (readonly unknown[])[], empty: SafeHtml | string): SafeHtml {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<div class="table-wrap" tabindex="0" role="region" aria-label="${caption}">
-<table>
+<table class="cards-on-phone">
 <caption class="visually-hidden">${caption}</caption>
-<thead><tr>${headers.map((header) => html`<th scope="col">${header}</th>`)}</tr></thead>
-<tbody>${rows}</tbody>
+<thead><tr>${columns.map((column) => html`<th scope="col"${column.numeric ? html` class="num"` : ''}>${column.label}</th>`)}</tr></thead>
+<tbody>${rows.map(
+    (cells) => html`<tr>${cells.map((cell, index) => {
+      const column = columns[index];
+      return html`<td data-label="${column?.label ?? ''}"${column?.numeric ? html` class="num"` : ''}><div class="cell">${cell}</div></td>`;
+    })}</tr>`,
+  )}</tbody>
 </table>
 </div>`;
 }

@@ -12,24 +12,23 @@ export interface DeliveryListOptions {
 }
 
 function attemptsTable(delivery: DeliveryWithAttempts): SafeHtml {
-  const rows = delivery.attempts.map(
-    (attempt) => html`<tr>
-  <td class="num">${attempt.attempt_number}</td>
-  <td>${time(attempt.attempted_at)}</td>
-  <td>${statusCode(attempt.status_code)}</td>
-  <td class="num">${attempt.duration_ms} ms</td>
-  <td>${attempt.error ? html`<span class="text-bad">${attempt.error}</span> ` : ''}${
-    attempt.response_excerpt ? html`<pre class="excerpt">${attempt.response_excerpt}</pre>` : attempt.error ? '' : html`<span class="muted">empty</span>`
-  }</td>
-</tr>`,
-  );
+  const rows = delivery.attempts.map((attempt) => [
+    String(attempt.attempt_number),
+    time(attempt.attempted_at),
+    statusCode(attempt.status_code),
+    `${attempt.duration_ms} ms`,
+    html`${attempt.error ? html`<span class="text-bad">${attempt.error}</span> ` : ''}${
+      attempt.response_excerpt ? html`<pre class="excerpt">${attempt.response_excerpt}</pre>` : attempt.error ? '' : html`<span class="muted">empty</span>`
+    }`,
+  ]);
+  const columns = [{ label: '#', numeric: true }, { label: 'Time' }, { label: 'Status' }, { label: 'Duration', numeric: true }, { label: 'Response' }];
   const pending =
     delivery.status === 'pending'
       ? delivery.next_attempt_at
         ? html`Next attempt ${time(delivery.next_attempt_at)}.`
         : 'Attempt under way.'
       : '';
-  return html`${table(`Attempts of ${delivery.id}`, ['#', 'Time', 'Status', 'Duration', 'Response'], rows, 'No attempt yet.')}
+  return html`${table(`Attempts of ${delivery.id}`, columns, rows, 'No attempt yet.')}
   ${pending ? html`<p class="muted small">${pending}</p>` : ''}`;
 }
 

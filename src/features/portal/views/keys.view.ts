@@ -45,17 +45,18 @@ function createForm(user: NonNullable<PageFrame['user']>, form: KeysPageInput['f
 }
 
 export function keysPage(input: KeysPageInput): string {
-  const rows = input.keys.map(
-    (key) => html`<tr>
-  <td>${key.name}</td>
-  <td><code>${key.prefix}…</code></td>
-  <td>${badge(key.mode)}</td>
-  <td>${time(key.created_at)}</td>
-  <td>${key.last_used_at ? time(key.last_used_at) : html`<span class="muted">never</span>`}</td>
-  <td>${badge(key.status)}${key.revoked_at ? html` <span class="muted small">${time(key.revoked_at)}</span>` : ''}</td>
-  <td>${key.status === 'active' ? html`<a class="button button-small button-danger-quiet" href="${portalPath('api-keys', key.id, 'revoke')}">Revoke…</a>` : ''}</td>
-</tr>`,
-  );
+  const rows = input.keys.map((key) => [
+    key.name,
+    html`<code>${key.prefix}…</code>`,
+    badge(key.mode),
+    time(key.created_at),
+    key.last_used_at ? time(key.last_used_at) : html`<span class="muted">never</span>`,
+    html`${badge(key.status)}${key.revoked_at ? html` <span class="muted small">${time(key.revoked_at)}</span>` : ''}`,
+    key.status === 'active'
+      ? html`<a class="button button-small button-danger-quiet" href="${portalPath('api-keys', key.id, 'revoke')}" aria-label="Revoke key ${key.name}">Revoke…</a>`
+      : '',
+  ]);
+  const columns = [{ label: 'Name' }, { label: 'Prefix' }, { label: 'Mode' }, { label: 'Created' }, { label: 'Last used' }, { label: 'Status' }, { label: '' }];
   return layout(
     {
       title: 'API keys',
@@ -69,7 +70,7 @@ export function keysPage(input: KeysPageInput): string {
 ${input.created ? createdPanel(input.created) : ''}
 <section class="card" aria-labelledby="keys">
   <h2 id="keys">Keys</h2>
-  ${table('API keys', ['Name', 'Prefix', 'Mode', 'Created', 'Last used', 'Status', ''], rows, 'No keys yet. Create one below.')}
+  ${table('API keys', columns, rows, 'No keys yet. Create one below.')}
 </section>
 ${createForm(input.user, input.form)}`,
   );

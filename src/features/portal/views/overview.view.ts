@@ -62,7 +62,7 @@ export function overviewPage(input: OverviewInput): string {
       'Start a call',
       input.recentCalls.length > 0,
       html`<p>Paste this in a terminal, with your token in place of <code>cg_test_…</code>.</p>
-      <div class="code-block"><pre id="curl">${curlCommand(input.baseUrl, agentId)}</pre>${copyButton('curl')}</div>
+      <div class="code-block"><div class="code-head"><span>Terminal</span>${copyButton('curl')}</div><pre id="curl" tabindex="0">${curlCommand(input.baseUrl, agentId)}</pre></div>
       ${agent ? '' : html`<p class="muted small">Your account has no agent yet: ask your callgate operator to add one.</p>`}`,
     )}
     ${step(

@@ -4,17 +4,24 @@ import { html } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
 export function requestsPage(user: NonNullable<PageFrame['user']>, rows: readonly RequestLogRow[], search: string | undefined): string {
-  const lines = rows.map(
-    (row) => html`<tr>
-  <td>${time(row.created_at)}</td>
-  <td><code>${row.key_prefix}…</code></td>
-  <td><code>${row.method} ${row.path}</code></td>
-  <td>${statusCode(row.status)}</td>
-  <td>${row.error_code ? html`<code>${row.error_code}</code>` : html`<span class="muted">—</span>`}</td>
-  <td><a href="/developers/requests?request_id=${encodeURIComponent(row.id)}"><code>${row.id}</code></a></td>
-  <td class="num">${row.duration_ms} ms</td>
-</tr>`,
-  );
+  const lines = rows.map((row) => [
+    time(row.created_at),
+    html`<code>${row.key_prefix}…</code>`,
+    html`<code>${row.method} ${row.path}</code>`,
+    statusCode(row.status),
+    row.error_code ? html`<code>${row.error_code}</code>` : html`<span class="muted">—</span>`,
+    html`<a href="/developers/requests?request_id=${encodeURIComponent(row.id)}"><code>${row.id}</code></a>`,
+    `${row.duration_ms} ms`,
+  ]);
+  const columns = [
+    { label: 'Time' },
+    { label: 'Key' },
+    { label: 'Request' },
+    { label: 'Status' },
+    { label: 'Error' },
+    { label: 'Request id' },
+    { label: 'Duration', numeric: true },
+  ];
   const empty = search
     ? html`No request <code>${search}</code> in this account in the last 7 days.`
     : 'No API requests in the last 7 days.';
@@ -33,7 +40,7 @@ export function requestsPage(user: NonNullable<PageFrame['user']>, rows: readonl
     <button type="submit" class="button">Search</button>
     ${search ? html`<a class="button button-quiet" href="/developers/requests">Show all</a>` : ''}
   </form>
-  ${table('API requests', ['Time', 'Key', 'Request', 'Status', 'Error', 'Request id', 'Duration'], lines, empty)}
+  ${table('API requests', columns, lines, empty)}
 </section>`,
   );
 }

@@ -15,14 +15,12 @@ function endpointStatus(endpoint: EndpointView): SafeHtml {
 }
 
 export function webhooksPage(user: User, endpoints: readonly EndpointView[], notice: string | undefined): string {
-  const rows = endpoints.map(
-    (endpoint) => html`<tr>
-  <td><a href="${portalPath('webhooks', endpoint.id)}" class="break">${endpoint.url}</a>${endpoint.description ? html`<div class="muted small">${endpoint.description}</div>` : ''}</td>
-  <td>${endpoint.event_types.map((type) => html`<code class="tag">${type}</code> `)}</td>
-  <td>${endpointStatus(endpoint)}</td>
-  <td>${time(endpoint.created_at)}</td>
-</tr>`,
-  );
+  const rows = endpoints.map((endpoint) => [
+    html`<a href="${portalPath('webhooks', endpoint.id)}" class="break">${endpoint.url}</a>${endpoint.description ? html`<div class="muted small">${endpoint.description}</div>` : ''}`,
+    endpoint.event_types.map((type) => html`<code class="tag">${type}</code> `),
+    endpointStatus(endpoint),
+    time(endpoint.created_at),
+  ]);
   return layout(
     { title: 'Webhooks', user, active: 'webhooks', notice },
     html`<div class="page-head page-head-actions">
@@ -30,7 +28,7 @@ export function webhooksPage(user: User, endpoints: readonly EndpointView[], not
   <a class="button button-primary" href="/developers/webhooks/new">Add endpoint</a>
 </div>
 <section class="card">
-  ${table('Webhook endpoints', ['URL', 'Events', 'Status', 'Created'], rows, html`No endpoints yet. <a href="/developers/webhooks/new">Add one</a> to learn how your calls end.`)}
+  ${table('Webhook endpoints', [{ label: 'URL' }, { label: 'Events' }, { label: 'Status' }, { label: 'Created' }], rows, html`No endpoints yet. <a href="/developers/webhooks/new">Add one</a> to learn how your calls end.`)}
 </section>`,
   );
 }
@@ -42,7 +40,10 @@ export interface EndpointFormValues {
   readonly enabled: boolean;
 }
 
-export function endpointFormPage(user: User, input: { endpoint?: WebhookEndpointRow; values: EndpointFormValues; error?: string }): string {
+export function endpointFormPage(
+  user: User,
+  input: { endpoint?: WebhookEndpointRow; values: EndpointFormValues; error?: string; allowPrivate: boolean },
+): string {
   const { endpoint, values } = input;
   const action = endpoint ? portalPath('webhooks', endpoint.id) : '/developers/webhooks';
   const title = endpoint ? 'Edit endpoint' : 'Add an endpoint';
@@ -56,7 +57,7 @@ export function endpointFormPage(user: User, input: { endpoint?: WebhookEndpoint
     <div class="field">
       <label for="url">Endpoint URL</label>
       <input id="url" name="url" type="url" required maxlength="2000" value="${values.url}" placeholder="https://example.com/webhooks/callgate" aria-describedby="url-hint" spellcheck="false">
-      <p class="hint" id="url-hint">Where events are POSTed. A public https URL.</p>
+      <p class="hint" id="url-hint">Where events are POSTed. ${input.allowPrivate ? 'This server also accepts http and local addresses (development).' : 'A public https URL.'}</p>
     </div>
     <div class="field">
       <label for="description">Description <span class="muted">(optional)</span></label>
@@ -109,7 +110,7 @@ function secretSection(user: User, endpoint: WebhookEndpointRow, secret: string 
   <p>Deliveries are signed per Standard Webhooks (<code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>). Verify them with this secret.</p>
   ${secret ? html`<div class="secret-box"><code id="endpoint-secret" class="token">${secret}</code>${copyButton('endpoint-secret', 'Copy secret')}</div>` : html`<p class="secret-hidden"><code>whsec_••••••••••••••••</code> ${revealForm}</p>`}
   <details class="rotate">
-    <summary class="button button-quiet">Rotate secret…</summary>
+    <summary class="button">Rotate secret…</summary>
     <p>A new secret is made now. For 24 hours each delivery is signed with the old and the new secret, so you can switch your receiver without losing events.</p>
     <form method="post" action="${portalPath('webhooks', endpoint.id, 'rotate')}" class="inline">${csrfField(user.csrfToken)}<button type="submit" class="button">Rotate secret now</button></form>
   </details>
