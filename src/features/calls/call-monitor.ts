@@ -6,6 +6,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
+import type { CallRow } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import * as repo from './calls.repository.js';
@@ -90,15 +91,15 @@ export class CallMonitor {
     for (const call of due) {
       if (this.stopped) return;
       if (call.next_check_at === null) continue;
+      // The claim is conditional on the row as read, so the row is still current when it succeeds.
       if (!(await repo.claimCheck(db, call.id, call.next_check_at, lease))) continue;
-      await this.check(call.id);
+      await this.check(call);
     }
   }
 
-  private async check(callId: string): Promise<void> {
+  private async check(call: CallRow): Promise<void> {
     const { db, clock, providers, logger } = this.options;
-    const call = await repo.findCallById(db, callId);
-    if (!call || call.status !== 'initiated') return;
+    const callId = call.id;
     const provider = providers.byName(call.provider);
     const result = await provider.checkCall({
       conversationId: call.provider_conversation_id,

@@ -14,22 +14,22 @@ export async function findCallById(db: Db, id: string): Promise<CallRow | undefi
   return db.selectFrom('calls').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** Records an outcome only while the call is still `initiated`: true when this update ended the call. */
-export async function finishCall(db: Db, id: string, changes: CallUpdate): Promise<boolean> {
-  const result = await db
+/** Records an outcome only while the call is still `initiated`: the ended call, or undefined when it had ended. */
+export async function finishCall(db: Db, id: string, changes: CallUpdate): Promise<CallRow | undefined> {
+  return db
     .updateTable('calls')
     .set(changes)
     .where('id', '=', id)
     .where('status', '=', 'initiated')
+    .returningAll()
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
 }
 
 /** Calls whose next look is due. */
-export async function findDueCalls(db: Db, now: string, limit: number): Promise<Pick<CallRow, 'id' | 'next_check_at'>[]> {
+export async function findDueCalls(db: Db, now: string, limit: number): Promise<CallRow[]> {
   return db
     .selectFrom('calls')
-    .select(['id', 'next_check_at'])
+    .selectAll()
     .where('status', '=', 'initiated')
     .where('next_check_at', '<=', now)
     .orderBy('next_check_at')

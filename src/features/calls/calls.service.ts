@@ -221,10 +221,10 @@ export async function recordOutcome(db: Db, clock: Clock, callId: string, outcom
           failed_at: isoTimestamp(outcome.failedAt),
         };
   return db.transaction().execute(async (trx) => {
-    if (!(await repo.finishCall(trx, callId, changes))) return false;
-    const call = await repo.findCallById(trx, callId);
-    const event = call ? callOutcomeEvent(call) : null;
-    if (call && event) {
+    const call = await repo.finishCall(trx, callId, changes);
+    if (!call) return false;
+    const event = callOutcomeEvent(call);
+    if (event) {
       await enqueueEvent(trx, clock, { accountId: call.account_id, type: event.type, callId, data: event.data });
     }
     return true;
