@@ -5,7 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { buildApp } from '../../src/app.js';
+import { findUserByEmail } from '../../src/features/accounts/accounts.repository.js';
+import { createSession, resolveSession, sessionIdleMs, sessionMaxMs } from '../../src/features/portal/portal-sessions.service.js';
 import { resetPassword } from '../../src/features/users/users.service.js';
+import { ManualClock } from '../../src/lib/clock.js';
 import { sha256Hex } from '../../src/lib/json.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
@@ -141,6 +144,27 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     assert.match(String(after.headers.location), /^\/developers\/sign-in/);
     const notice = await old.get('/developers/sign-in?notice=signed_out');
     assert.match(notice.body, /You are signed out\./);
+  });
+
+  it('ends a session after 12 hours unused, and after 7 days however active', async () => {
+    const { email } = await signedInClient(t, await t.newAccount());
+    const user = (await findUserByEmail(t.services.db, email))!;
+    const clock = new ManualClock(Date.parse('2026-03-01T08:00:00.000Z'));
+    const idle = await createSession(t.services.db, clock, user);
+    clock.advance(sessionIdleMs - 60_000);
+    assert.ok(await resolveSession(t.services.db, clock, idle.token), 'still alive just before the idle limit');
+    clock.advance(sessionIdleMs + 1);
+    assert.equal(await resolveSession(t.services.db, clock, idle.token), null, 'ended after 12 idle hours');
+
+    const busy = await createSession(t.services.db, clock, user);
+    const end = clock.now().getTime() + sessionMaxMs;
+    while (clock.now().getTime() + 60 * 60_000 < end) {
+      clock.advance(60 * 60_000);
+      assert.ok(await resolveSession(t.services.db, clock, busy.token), 'used every hour: alive');
+    }
+    clock.set(end);
+    assert.equal(await resolveSession(t.services.db, clock, busy.token), null, 'ended at 7 days');
+    assert.equal(await resolveSession(t.services.db, clock, 'not a token'), null);
   });
 
   it('ends every session of a user whose password is reset', async () => {

@@ -81,7 +81,3 @@ export async function authenticateUser(db: Db, email: string, password: string):
   }
   return (await verifyPassword(password, user.password_hash)) ? user : null;
 }
-
-export async function getUser(db: Db, id: string): Promise<UserRow | undefined> {
-  return repo.findUserById(db, id);
-}

@@ -1,0 +1,81 @@
+/**
+ * `callgate users add` and `users reset-password`, in-process, on a database of their own per dialect; the
+ * user they make then signs in to the portal of the real app on the same database.
+ */
+import assert from 'node:assert/strict';
+import { after, before, it } from 'node:test';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { createServices, type Services } from '../../src/container.js';
+import { forEachDialect } from '../helpers/dialects.js';
+import { testEnvDefaults } from '../helpers/test-app.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
+import { cliEnv, runCli, runFailing, runJson } from './cli-run.js';
+
+await forEachDialect('callgate CLI users', (dialect) => {
+  let database: TestDatabase;
+  let env: NodeJS.ProcessEnv;
+  let accountId: string;
+
+  before(async () => {
+    database = await createTestDatabase(dialect);
+    env = cliEnv(database.env);
+    accountId = (await runJson(env, ['accounts', 'create', '--name', 'Acme'])).id;
+  });
+  after(async () => database.drop());
+
+  async function signIn(services: Services, email: string, password: string) {
+    const app = buildApp(services);
+    try {
+      const response = await app.inject({
+        method: 'POST',
+        url: '/developers/sign-in',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost:80' },
+        payload: new URLSearchParams({ email, password }).toString(),
+      });
+      return { status: response.statusCode, cookie: String(response.headers['set-cookie'] ?? '').split(';')[0] ?? '' };
+    } finally {
+      await app.close();
+    }
+  }
+
+  it('adds a user who signs in to the portal; a new password ends their sessions', async () => {
+    const user = await runJson(env, ['users', 'add', '--account', accountId, '--email', 'Ada@Acme.test', '--password', 'first password']);
+    assert.match(user.id, /^usr_/);
+    assert.equal(user.email, 'ada@acme.test');
+    assert.equal(user.account_id, accountId);
+    assert.equal('password_hash' in user, false, 'no hash in the output');
+
+    const services = await createServices(loadConfig({ ...testEnvDefaults, ...database.env }));
+    try {
+      const first = await signIn(services, 'ada@acme.test', 'first password');
+      assert.equal(first.status, 303);
+      const reset = await runJson(env, ['users', 'reset-password', '--email', 'ADA@acme.test', '--password', 'second password']);
+      assert.equal(reset.sessions_ended, 1);
+      const app = buildApp(services);
+      const old = await app.inject({ method: 'GET', url: '/developers', headers: { cookie: first.cookie } });
+      await app.close();
+      assert.equal(old.statusCode, 303, 'the old session is over');
+      assert.equal((await signIn(services, 'ada@acme.test', 'first password')).status, 401);
+      assert.equal((await signIn(services, 'ada@acme.test', 'second password')).status, 303);
+    } finally {
+      await services.close();
+    }
+  });
+
+  it('prints a sign-in pointer for people', async () => {
+    const run = await runCli(env, ['users', 'add', '--account', accountId, '--email', 'grace@acme.test', '--password', 'long enough!']);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /^Added user grace@acme\.test to account acct_/);
+    assert.match(run.stdout, /Sign in at https?:\/\/\S+\/developers$/m);
+  });
+
+  it('refuses what it cannot do, naming why', async () => {
+    await runFailing(env, ['users', 'add', '--account', 'acct_nope', '--email', 'x@acme.test', '--password', 'long enough!'], 1, /no account with id "acct_nope"/);
+    await runFailing(env, ['users', 'add', '--account', accountId, '--email', 'ada@acme.test', '--password', 'long enough!'], 1, /exists already/);
+    await runFailing(env, ['users', 'add', '--account', accountId, '--email', 'not-an-email', '--password', 'long enough!'], 1, /not an email address/);
+    await runFailing(env, ['users', 'add', '--account', accountId, '--email', 'short@acme.test', '--password', 'short'], 1, /at least 10 characters/);
+    await runFailing(env, ['users', 'reset-password', '--email', 'nobody@acme.test', '--password', 'long enough!'], 1, /no user with email nobody@acme\.test/);
+    await runFailing(env, ['users', 'add', '--email', 'x@acme.test', '--password', 'long enough!'], 2, /missing option --account/);
+  });
+});
