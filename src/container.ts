@@ -41,8 +41,11 @@ export interface Services {
   readonly elevenlabsClient: ElevenLabsClient | undefined;
   /** Starts the worker role: the call monitor and the webhook dispatcher. */
   startWorker(): void;
-  /** Stops the worker (in-flight deliveries finish or are released) and closes every connection. */
-  close(): Promise<void>;
+  /**
+   * Stops the worker and closes every connection. In-flight deliveries get up to `graceMs` in all (default
+   * 10 s) to finish; those still under way then are released for another worker.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 export interface ServiceOverrides {
@@ -167,9 +170,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
         callMonitor.start();
         dispatcher.start();
       },
-      async close() {
+      async close(graceMs) {
+        const closingAt = Date.now();
         await callMonitor.stop();
-        await dispatcher.stop();
+        await dispatcher.stop(graceMs === undefined ? undefined : Math.max(0, graceMs - (Date.now() - closingAt)));
         await requestLog.flush();
         await notifier.close();
         sender.close();

@@ -13,6 +13,8 @@ import { purgeOldRequests } from './features/request-log/request-log.service.js'
 const purgeIntervalMs = 10 * 60 * 1000;
 /** Shutdown gives in-flight requests this long before the process exits anyway. */
 const shutdownGraceMs = 10_000;
+/** The worker's grace ends this long before the forced exit, so that it can still release its claims. */
+const releaseMarginMs = 1_500;
 
 async function main(): Promise<void> {
   let config: Config;
@@ -59,12 +61,14 @@ async function main(): Promise<void> {
     if (closing) return;
     closing = true;
     logger.info({ signal }, 'shutting down');
+    const forceAt = Date.now() + shutdownGraceMs;
     const force = setTimeout(() => process.exit(1), shutdownGraceMs);
     force.unref();
     clearInterval(purge);
-    // Stop taking requests first, then let the worker finish or release its deliveries.
+    // Stop taking requests first, then let the worker finish or release its deliveries. A delivery that
+    // outlasts the grace is released before the forced exit, or it would stay claimed until its lease ends.
     (app ? app.close() : Promise.resolve())
-      .then(() => services.close())
+      .then(() => services.close(Math.max(0, forceAt - releaseMarginMs - Date.now())))
       .then(() => process.exit(0))
       .catch((error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');

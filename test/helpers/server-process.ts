@@ -2,7 +2,8 @@
  * Starts the real server (`node --import tsx src/server.ts`) as a child process on a free port, for tests
  * that need what only a process has: several processes sharing one database, or a kill -9 mid-flight.
  * The child gets a clean environment (no CALLGATE_* or DATABASE_URL of the test run leaks in), the
- * database env of a TestDatabase, and generous rate limits.
+ * database env of a TestDatabase, and generous rate limits. A process without the api role serves no HTTP:
+ * it counts as started once it logs "callgate is running".
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
@@ -10,14 +11,22 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/** How a process ended: its exit code, or the signal that ended it. */
+export interface ProcessExit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
 export interface ServerProcess {
-  /** Base URL, e.g. http://127.0.0.1:43121 (no trailing slash). */
+  /** Base URL, e.g. http://127.0.0.1:43121 (no trailing slash); nothing listens there without the api role. */
   readonly url: string;
   readonly pid: number;
+  /** Resolves when the process has ended, however it ended. */
+  readonly exited: Promise<ProcessExit>;
   /** SIGTERM, then wait for the exit (SIGKILL after `graceMs`). */
-  stop(graceMs?: number): Promise<void>;
+  stop(graceMs?: number): Promise<ProcessExit>;
   /** SIGKILL, as a crash would, and wait for the exit. */
-  kill(): Promise<void>;
+  kill(): Promise<ProcessExit>;
   /** Everything the process wrote to stdout and stderr so far (for failure messages). */
   output(): string;
 }
@@ -25,8 +34,14 @@ export interface ServerProcess {
 export interface ServerProcessOptions {
   /** Usually `TestDatabase.env` plus any setting under test. */
   readonly env: Record<string, string>;
-  /** How long to wait for GET /healthz to answer. */
+  /** How long to wait for the process to be ready. */
   readonly startTimeoutMs?: number;
+  /**
+   * What counts as ready: GET /healthz answering 200, or the "callgate is running" log line (logged at
+   * info, so the level is lowered to info unless `env` sets one). Default: `log` when CALLGATE_ROLES in
+   * `env` leaves out api, else `healthz`.
+   */
+  readonly readyWhen?: 'healthz' | 'log';
 }
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -44,6 +59,7 @@ export const serverProcessEnvDefaults: Record<string, string> = {
 };
 
 const outputLimitChars = 20_000;
+const readyLogLine = 'callgate is running';
 const running = new Set<ChildProcess>();
 
 // A test run that dies must not leave servers holding ports and databases.
@@ -69,9 +85,22 @@ function childEnv(env: Record<string, string>, port: number): NodeJS.ProcessEnv 
   return { ...inherited, ...serverProcessEnvDefaults, ...env, PORT: String(port) };
 }
 
-function waitForExit(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
+function waitForExit(child: ChildProcess): Promise<ProcessExit> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  }
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
+function readiness(options: ServerProcessOptions): { readyWhen: 'healthz' | 'log'; env: Record<string, string> } {
+  const roles = (options.env.CALLGATE_ROLES ?? 'api,worker').split(',').map((role) => role.trim());
+  const readyWhen = options.readyWhen ?? (roles.includes('api') ? 'healthz' : 'log');
+  if (readyWhen === 'healthz') return { readyWhen, env: options.env };
+  const level = options.env.CALLGATE_LOG_LEVEL ?? 'info';
+  if (!['info', 'debug', 'trace'].includes(level)) {
+    throw new Error(`readyWhen 'log' needs CALLGATE_LOG_LEVEL info or lower, got ${level}`);
+  }
+  return { readyWhen, env: { ...options.env, CALLGATE_LOG_LEVEL: level } };
 }
 
 async function healthy(url: string): Promise<boolean> {
@@ -85,16 +114,20 @@ async function healthy(url: string): Promise<boolean> {
 }
 
 async function startOnce(options: ServerProcessOptions, port: number): Promise<ServerProcess> {
+  const { readyWhen, env } = readiness(options);
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: repoRoot,
-    env: childEnv(options.env, port),
+    env: childEnv(env, port),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
   child.once('exit', () => running.delete(child));
   let output = '';
+  let loggedReady = false;
   const collect = (chunk: Buffer) => {
     output = (output + chunk.toString('utf8')).slice(-outputLimitChars);
+    // Noted at once: the line may later scroll out of the kept output.
+    loggedReady ||= output.includes(readyLogLine);
   };
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
@@ -103,17 +136,18 @@ async function startOnce(options: ServerProcessOptions, port: number): Promise<S
   const exited = waitForExit(child);
   const kill = async () => {
     child.kill('SIGKILL');
-    await exited;
+    return exited;
   };
   const deadline = Date.now() + (options.startTimeoutMs ?? 20_000);
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`server process exited (${child.exitCode ?? child.signalCode}) before it was healthy:\n${output}`);
     }
-    if (await healthy(url)) break;
+    if (readyWhen === 'log' ? loggedReady : await healthy(url)) break;
     if (Date.now() > deadline) {
       await kill();
-      throw new Error(`server process did not answer GET /healthz within the start timeout:\n${output}`);
+      const awaited = readyWhen === 'log' ? `log "${readyLogLine}"` : 'answer GET /healthz';
+      throw new Error(`server process did not ${awaited} within the start timeout:\n${output}`);
     }
     await sleep(50);
   }
@@ -121,19 +155,21 @@ async function startOnce(options: ServerProcessOptions, port: number): Promise<S
   return {
     url,
     pid: child.pid ?? -1,
+    exited,
     output: () => output,
     kill,
     async stop(graceMs = 12_000) {
-      if (child.exitCode !== null || child.signalCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return exited;
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-      await exited;
+      const exit = await exited;
       clearTimeout(timer);
+      return exit;
     },
   };
 }
 
-/** Starts a server process and resolves once GET /healthz answers 200. */
+/** Starts a server process and resolves once it is ready (GET /healthz answers 200, or it logged so). */
 export async function startServerProcess(options: ServerProcessOptions): Promise<ServerProcess> {
   for (let attempt = 1; ; attempt++) {
     try {

@@ -9,6 +9,8 @@ export interface ReceivedWebhook {
   readonly headers: http.IncomingHttpHeaders;
   readonly body: string;
   readonly receivedAt: number;
+  /** When the answer was sent (Date.now()); undefined until then, or when the connection went first. */
+  answeredAt: number | undefined;
 }
 
 export interface ReceiverReply {
@@ -25,6 +27,8 @@ export interface WebhookReceiver {
   /** Answers for the next requests, in order; when used up, `fallback` answers. */
   queue(...replies: ReceiverReply[]): void;
   fallback: ReceiverReply;
+  /** When set, decides each answer from the request (before the queue); undefined leaves it to the queue. */
+  respond: ((hook: ReceivedWebhook) => ReceiverReply | undefined) | undefined;
   /** Resolves once `count` requests were received. */
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedWebhook[]>;
   /** Stops listening (the port is then refused) and starts again on the same port. */
@@ -43,18 +47,26 @@ export async function startWebhookReceiver(path = '/hooks'): Promise<WebhookRece
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() });
+      const hook: ReceivedWebhook = {
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        receivedAt: Date.now(),
+        answeredAt: undefined,
+      };
+      received.push(hook);
       for (const waiter of waiters.filter((w) => received.length >= w.count)) {
         waiters.splice(waiters.indexOf(waiter), 1);
         waiter.resolve();
       }
-      const reply = replies.shift() ?? receiver.fallback;
+      const reply = receiver.respond?.(hook) ?? replies.shift() ?? receiver.fallback;
       const answer = () => {
         if (res.destroyed) return;
+        hook.answeredAt = Date.now();
         res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
         res.end(reply.body ?? 'ok');
       };
-      if (reply.delayMs) setTimeout(answer, reply.delayMs);
+      // Unref'd: an answer that never comes (the client gave up) must not keep a test run alive.
+      if (reply.delayMs) setTimeout(answer, reply.delayMs).unref();
       else answer();
     });
   };
@@ -79,6 +91,7 @@ export async function startWebhookReceiver(path = '/hooks'): Promise<WebhookRece
     url: `http://127.0.0.1:${port}${path}`,
     received,
     fallback: { status: 200, body: 'ok' },
+    respond: undefined,
     queue: (...next) => void replies.push(...next),
     waitFor(count, timeoutMs = 10_000) {
       if (received.length >= count) return Promise.resolve(received.slice());

@@ -86,22 +86,33 @@ export interface AttemptRecord {
   endpoint: Partial<WebhookEndpointsTable> | null;
 }
 
-/** Writes the results of several attempts in one transaction (one fsync for many deliveries). */
+/**
+ * Writes the results of several attempts in one transaction (one fsync for many deliveries). Rows are
+ * locked in one fixed order, endpoints then deliveries, each by id: two workers recording batches that
+ * touch the same endpoints would otherwise deadlock on PostgreSQL, and the losing batch would stay
+ * claimed until its lease ended and then be sent again.
+ */
 export async function recordAttempts(db: Db, records: readonly AttemptRecord[]): Promise<void> {
+  // Several results for one endpoint become one update, applied in the order the results came.
+  const endpointChanges = new Map<string, Partial<WebhookEndpointsTable>>();
+  for (const record of records) {
+    if (record.endpoint) endpointChanges.set(record.endpointId, { ...endpointChanges.get(record.endpointId), ...record.endpoint });
+  }
+  const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   await db.transaction().execute(async (trx) => {
-    const attempts = records.flatMap((record) => (record.attempt ? [record.attempt] : []));
-    if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
-    for (const record of records) {
+    for (const id of [...endpointChanges.keys()].sort(byId)) {
+      await trx.updateTable('webhook_endpoints').set(endpointChanges.get(id)!).where('id', '=', id).execute();
+    }
+    for (const record of [...records].sort((a, b) => byId(a.deliveryId, b.deliveryId))) {
       await trx
         .updateTable('webhook_deliveries')
         .set({ ...record.delivery, locked_by: null, locked_until: null })
         .where('id', '=', record.deliveryId)
         .where('locked_by', '=', record.workerId)
         .execute();
-      if (record.endpoint) {
-        await trx.updateTable('webhook_endpoints').set(record.endpoint).where('id', '=', record.endpointId).execute();
-      }
     }
+    const attempts = records.flatMap((record) => (record.attempt ? [record.attempt] : []));
+    if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
   });
 }
 

@@ -53,10 +53,11 @@ export function isPublicAddress(address: string): boolean {
     // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible forms are judged by their IPv4 address.
     const mapped = /^::(ffff:)?(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
     if (mapped?.[2]) return isPublicAddress(mapped[2]);
-    const mappedHex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-    if (mappedHex?.[1] && mappedHex[2]) {
-      const hi = parseInt(mappedHex[1], 16);
-      const lo = parseInt(mappedHex[2], 16);
+    // The URL parser writes both forms in hex (`[::127.0.0.1]` becomes `[::7f00:1]`).
+    const mappedHex = /^::(ffff:)?([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
+    if (mappedHex?.[2] && mappedHex[3]) {
+      const hi = parseInt(mappedHex[2], 16);
+      const lo = parseInt(mappedHex[3], 16);
       return isPublicAddress(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
     }
     return !blockedV6.check(address, 'ipv6');
@@ -80,7 +81,8 @@ export function checkWebhookUrl(raw: string, allowPrivate: boolean): UrlCheck {
   if (url.username || url.password) return { ok: false, reason: 'must not contain credentials' };
   if (!url.hostname) return { ok: false, reason: 'must have a host' };
   if (raw.length > 2048) return { ok: false, reason: 'is longer than 2048 characters' };
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  // `localhost.` (fully qualified) is the same name as `localhost`.
+  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (!allowPrivate && net.isIP(host) && !isPublicAddress(host)) {
     return { ok: false, reason: 'must not point to a loopback, private, link-local or reserved address' };
   }
@@ -112,6 +114,17 @@ export class BlockedAddressError extends Error {
   readonly code = 'ERR_WEBHOOK_BLOCKED_ADDRESS';
 }
 
+/**
+ * Why a URL whose host is an IP literal may not be connected to, or null. Node connects to a literal
+ * without calling `lookup`, so `guardedLookup` never sees these: the sender asks here first.
+ */
+export function blockedLiteralHost(url: URL, allowPrivate: boolean): string | null {
+  if (allowPrivate) return null;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!net.isIP(host) || isPublicAddress(host)) return null;
+  return `${host} is not a public address`;
+}
+
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
 
 /** A `lookup` for http(s).request that refuses non-public addresses at connect time. */
@@ -122,7 +135,8 @@ export function guardedLookup(allowPrivate: boolean) {
       const list = addresses as dns.LookupAddress[];
       const usable = allowPrivate ? list : list.filter((entry) => isPublicAddress(entry.address));
       if (usable.length === 0) {
-        return callback(new BlockedAddressError(`${hostname} resolves to no public address`) as NodeJS.ErrnoException, '');
+        const addresses = list.map((entry) => entry.address).join(', ');
+        return callback(new BlockedAddressError(`${hostname} resolves to no public address (${addresses})`) as NodeJS.ErrnoException, '');
       }
       if (options.all) return callback(null, usable);
       const first = usable[0]!;

@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { guardedLookup } from './ssrf-guard.js';
+import { blockedLiteralHost, guardedLookup } from './ssrf-guard.js';
 
 export interface WebhookRequest {
   readonly url: string;
@@ -38,6 +38,8 @@ export function createHttpSender(options: { timeoutMs: number; allowPrivate: boo
       const elapsed = () => Math.round(performance.now() - started);
       return new Promise<WebhookResponse>((resolve) => {
         let settled = false;
+        // Declared before `finish`, which the early exits below call before the timer is set.
+        let timer: NodeJS.Timeout | undefined;
         const finish = (response: WebhookResponse) => {
           if (settled) return;
           settled = true;
@@ -51,6 +53,11 @@ export function createHttpSender(options: { timeoutMs: number; allowPrivate: boo
           finish({ kind: 'error', error: 'invalid URL', durationMs: 0 });
           return;
         }
+        const blocked = blockedLiteralHost(url, options.allowPrivate);
+        if (blocked) {
+          finish({ kind: 'error', error: blocked, durationMs: 0 });
+          return;
+        }
         const isHttps = url.protocol === 'https:';
         const req = (isHttps ? https : http).request(url, {
           method: 'POST',
@@ -62,7 +69,7 @@ export function createHttpSender(options: { timeoutMs: number; allowPrivate: boo
             ...request.headers,
           },
         });
-        const timer = setTimeout(() => {
+        timer = setTimeout(() => {
           req.destroy(new Error(`timed out after ${options.timeoutMs} ms`));
         }, options.timeoutMs);
         req.on('response', (res) => {
