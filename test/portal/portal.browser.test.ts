@@ -73,6 +73,8 @@ else describe('Portal in a browser [sqlite]', () => {
     await page.waitForURL(`${baseUrl}/developers/api-keys`);
     await page.goto(`${baseUrl}/developers`);
     await page.getByRole('heading', { name: 'Get your first call working' }).waitFor();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate<string>('document.activeElement.textContent'), 'Skip to content', 'the first Tab reaches the skip link');
     assert.ok((await page.locator('#curl').textContent())?.includes(`${baseUrl}/v1/calls`));
     assert.ok((await page.locator('#curl').textContent())?.includes(t.seed.agentId));
     await screenshot(page, '03-overview');
@@ -183,11 +185,17 @@ else describe('Portal in a browser [sqlite]', () => {
       ['call', `/developers/calls/${callId}`],
       ['agents', '/developers/agents'],
       ['requests', '/developers/requests'],
+      ['endpoint-edit', `/developers/webhooks/${endpointId}/edit`],
+      ['endpoint-new', '/developers/webhooks/new'],
     ];
     const failures: string[] = [];
     for (const [name, path] of pages) {
       await small.goto(`${baseUrl}${path}`);
       await screenshot(small, `phone-${name}`);
+      const unlabelled = await small.evaluate<string[]>(
+        "[...document.querySelectorAll('input:not([type=hidden]), select, textarea')].filter((field) => field.labels.length === 0).map((field) => field.name)",
+      );
+      if (unlabelled.length > 0) failures.push(`${name} has fields without a label: ${unlabelled.join(', ')}`);
       const overflow = await small.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
       if (overflow > 1) failures.push(`${name} is ${overflow}px wider than the phone`);
     }
