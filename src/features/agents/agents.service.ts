@@ -4,16 +4,8 @@ import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import * as repo from './agents.repository.js';
 
-export interface AgentView {
-  id: string;
-  account_id: string;
-  agent_id: string;
-  name: string;
-  provider: AgentProvider;
-  phone_number_id: string | null;
-  phone_number_provider: string | null;
-  created_at: string;
-}
+/** An agent as shown to people: every stored field is public within its account. */
+export type AgentView = AgentRow;
 
 export const agentProviders: readonly AgentProvider[] = ['simulator', 'elevenlabs'];
 
