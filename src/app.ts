@@ -3,7 +3,7 @@
  * build the very same app and drive it with `inject` or a real port.
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Services } from './container.js';
 import { registerErrorHandling, sendFrameworkError } from './errors/error-handler.js';
 import { apiAuthHook } from './features/api-keys/api-auth.hook.js';
@@ -25,7 +25,7 @@ export function buildApp(services: Services): FastifyInstance {
     requestIdHeader: false,
     genReqId: () => newId('request'),
     // One access-log line per request (below) instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     ajv: {
       // Validate exactly what was sent: no type coercion, no silent removal of unknown fields.
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, allowUnionTypes: true },
