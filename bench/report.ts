@@ -1,0 +1,205 @@
+/** Renders BENCHMARKS.md from one run's measurements. Every figure in it comes from that run. */
+import type { Dialect } from '../test/helpers/test-db.js';
+import type { Machine } from './machine.js';
+import { ms, type LoadSettings, type Measurement } from './measure.js';
+import { limits, statementTable } from './analysis.js';
+import { cell, dialectName, int, one, p99MaxMs, pct, postgresMinShare, sqliteMinShare, two } from './format.js';
+import type { ProfileSummary, Share } from './profile-summary.js';
+
+export interface ProfileRun {
+  readonly dialect: Dialect;
+  readonly file: string;
+  readonly durationS: number;
+  readonly measurement: Measurement;
+  readonly summary: ProfileSummary;
+}
+
+export interface ReportInput {
+  readonly date: Date;
+  readonly machine: Machine;
+  readonly load: LoadSettings;
+  readonly keyCount: number;
+  readonly logLevel: string;
+  readonly simulatorDelayMs: number;
+  readonly measurements: readonly Measurement[];
+  readonly postgresSkip: string | null;
+  readonly profiles: readonly ProfileRun[];
+  readonly totalS: number;
+}
+
+/** Other processes busier than this during a window make its throughput and latency unrepresentative. */
+const noisyOtherCores = 0.25;
+
+function failures(m: Measurement): number {
+  return m.non2xx + m.errors;
+}
+
+function errorsOf(m: Measurement): string {
+  if (failures(m) === 0) return '0';
+  const parts = Object.entries(m.statusCounts)
+    .filter(([status]) => !status.startsWith('2'))
+    .map(([status, count]) => `${int(count)}× ${status}`);
+  if (m.errors > 0) parts.push(`${int(m.errors)} errors/timeouts`);
+  return `**${int(failures(m))}** (${parts.join(', ')})`;
+}
+
+function verdict(ok: boolean, m: Measurement): string {
+  if (failures(m) > 0) return `**not met** (the run had ${int(failures(m))} failed requests)`;
+  return ok ? 'met' : '**not met**';
+}
+
+function shares(list: readonly Share[]): string {
+  return list.map((s) => `| ${cell(s.name)} | ${pct(s.share)} |`).join('\n');
+}
+
+function profileSection(p: ProfileRun): string {
+  const m = p.measurement;
+  return `### CPU profile, ${dialectName(p.dialect)}
+
+${p.durationS} s of the same load with the V8 sampling profiler (the one behind \`node --cpu-prof\`) running in the
+server process, started after the warm-up through \`node:inspector\` (${int(m.requestsPerSecond)} req/s while profiling, non-2xx ${errorsOf(m)}).
+The main thread was busy ${pct(1 - p.summary.idleShare)} of the profiled time. Self time as a share of busy time.
+Node's own functions and native code are charged to the nearest caller from a package or from our code (a socket
+write to Fastify's reply or to pg's query, a log write to pino, hashing to callgate); SQLite's native calls are split
+into preparing (\`Statement\`: parsing and planning SQL text) and running (\`run\`/\`all\`/\`get\`). Samples are
+wall-clock time on the thread, so time spent waiting for a CPU shows up in whatever the thread was doing.
+
+| component | share |
+|---|---|
+${shares(p.summary.components)}
+
+| function (self time) | share |
+|---|---|
+${shares(p.summary.functions)}
+`;
+}
+
+export function renderReport(input: ReportInput): string {
+  const { machine, load } = input;
+  const ceiling = input.measurements.find((m) => m.dialect === null);
+  const sqlite = input.measurements.find((m) => m.dialect === 'sqlite');
+  const postgres = input.measurements.find((m) => m.dialect === 'postgres');
+  const ratio = (m: Measurement) => (ceiling ? m.requestsPerSecond / ceiling.requestsPerSecond : null);
+
+  const rows = input.measurements.map((m) => {
+    const r = ratio(m);
+    return `| ${m.label} | ${int(m.requestsPerSecond)} | ${ms(m.p50Ms)} | ${ms(m.p99Ms)} | ${int(m.peakRssMb)} | ${r === null ? '–' : pct(r)} | ${errorsOf(m)} |`;
+  });
+  if (input.postgresSkip) rows.push(`| POST /v1/calls, PostgreSQL | not run: ${cell(input.postgresSkip)} | | | | | |`);
+
+  const targets: string[] = [];
+  if (sqlite) {
+    const r = ratio(sqlite);
+    targets.push(`| SQLite throughput ≥ ${pct(sqliteMinShare)} of the ceiling | ${r === null ? 'no ceiling measured' : pct(r)} | ${r === null ? 'not known' : verdict(r >= sqliteMinShare, sqlite)} |`);
+  }
+  if (postgres) {
+    const r = ratio(postgres);
+    targets.push(`| PostgreSQL throughput ≥ ${pct(postgresMinShare)} of the ceiling | ${r === null ? 'no ceiling measured' : pct(r)} | ${r === null ? 'not known' : verdict(r >= postgresMinShare, postgres)} |`);
+  } else {
+    targets.push(`| PostgreSQL throughput ≥ ${pct(postgresMinShare)} of the ceiling | not measured | not known |`);
+  }
+  for (const m of [sqlite, postgres]) {
+    if (m) targets.push(`| p99 < ${p99MaxMs} ms, ${dialectName(m.dialect)} | ${ms(m.p99Ms)} ms | ${verdict(m.p99Ms < p99MaxMs, m)} |`);
+  }
+
+  const noisiest = Math.max(0, ...input.measurements.map((m) => m.otherCpuCores ?? 0));
+  const contention =
+    noisiest > noisyOtherCores
+      ? `\n> **The machine was shared during this run.** Other processes used up to ${two(noisiest)} of the ${machine.cores} cores ` +
+        `while targets were measured (column "other processes"; load averages at the start of each window beside it). ` +
+        `Throughput and latency are therefore lower and noisier than on an idle machine, the ceiling included; ` +
+        `CPU time per request is the figure least affected by it.\n`
+      : '';
+
+  const monitor = input.measurements
+    .filter((m) => m.calls)
+    .map(
+      (m) =>
+        `${dialectName(m.dialect)}: ${int(m.calls!.total)} calls stored, ${int(m.calls!.ended)} ended by the monitor, ` +
+        `${int(m.calls!.overdue)} overdue when the server stopped`,
+    )
+    .join('; ');
+  const logs = input.measurements
+    .filter((m) => m.logProblems.count > 0)
+    .map((m) => `${m.label}: ${int(m.logProblems.count)} lines at warn or above, the first: \`${cell(m.logProblems.first ?? '')}\``);
+  const mixes = input.profiles.map((p) => p.measurement).filter((m) => m.statementMix.length > 0);
+
+  return `# Benchmarks
+
+Generated by \`npm run bench\` (bench/run.ts) on ${input.date.toISOString()}; the whole run took ${Math.round(input.totalS)} s.
+Every figure below comes from that one run; run it again to refresh this file.
+
+## Machine
+
+| | |
+|---|---|
+| CPU | ${machine.cpuModel} |
+| Cores | ${machine.cores} |
+| RAM | ${machine.ramGb} GB |
+| OS | ${machine.os} |
+| Node.js | ${machine.node} |
+| SQLite | ${machine.sqlite} |
+| PostgreSQL | ${machine.postgres} (same machine, over 127.0.0.1) |
+
+## Method
+
+- Each server runs in a process of its own (bench/serve-target.ts, forked with \`node --import tsx\`); autocannon 8
+  runs in the parent process, so the two share the machine's ${machine.cores} cores but never an event loop.
+- **Ceiling:** a bare Fastify 5 app with one POST route (no logger, hooks or schemas) answering 201 with a JSON
+  body of the same shape and size as a created call (${ceiling ? `${ceiling.responseBytes} bytes` : 'n/a'}); it gets the same request bytes.
+- **POST /v1/calls:** the service as built in dist/ (\`createServices\` + \`buildApp\`, configured from the
+  environment as \`src/server.ts\` is, worker started: call monitor and webhook dispatcher), log level
+  \`${input.logLevel}\` (to a file), one account with one simulator agent and ${int(input.keyCount)} API keys made with
+  \`createApiKey\`. Each request carries the next key (round robin), a fresh Idempotency-Key and a body with a small
+  metadata object, so it goes through authentication (a database lookup), the per-key rate limiter (limit raised
+  to 10⁹ a minute: nothing is refused, every request is counted; in memory with SQLite, in PostgreSQL's
+  \`rate_limits\` table with PostgreSQL), schema validation, the idempotency record, the agent lookup, the simulator
+  and the transaction that stores the call. Simulated calls end ${input.simulatorDelayMs} ms after they start, so the
+  monitor ends calls during the measurement as it would in production. SQLite: a new file in a temporary folder;
+  PostgreSQL: a new database, dropped afterwards.
+- **Load:** ${load.connections} connections, no pipelining, one autocannon run: ${load.warmupS} s of warm-up, then ${load.durationS} s
+  measured over the same connections (a fresh set of ${load.connections} connections opened on a loaded server waits
+  seconds for its first answers, a start-up effect kept out of the window). The warm-up also makes each key's
+  once-a-minute \`last_used_at\` write. req/s counts the 2xx answers that arrived in the window; the latency
+  percentiles are computed from each of those answers' response times as autocannon measured them. Peak RSS is the
+  server process's VmHWM at the end of the window. Server CPU and event-loop use and delay are read from the server
+  process at both ends of the window; PostgreSQL CPU from /proc for the backends of the target's database;
+  "other processes" is the machine's busy time (/proc/stat) minus all of those.
+- **Diagnostic runs** (after the measured ones, ${input.profiles[0]?.durationS ?? 0} s each, not in the results table): the same
+  load on a fresh database with the V8 CPU profiler running and every SQL statement counted where better-sqlite3
+  runs it and where pg sends it. Both cost a few per cent of the throughput, which is why the measured runs do
+  neither.
+${contention}
+## Results
+
+| target | req/s | p50 ms | p99 ms | peak RSS MB | ratio to ceiling | non-2xx |
+|---|---|---|---|---|---|---|
+${rows.join('\n')}
+
+| target | server CPU, ms / request | server CPU, cores | event loop busy | event-loop delay p99 / max ms | autocannon, cores | PostgreSQL, cores | other processes, cores (load avg) | p99.9 ms |
+|---|---|---|---|---|---|---|---|---|
+${input.measurements
+  .map(
+    (m) =>
+      `| ${m.label} | ${m.serverCpuMsPerRequest.toFixed(3)} | ${two(m.serverCpuCores)} | ${pct(m.serverEventLoopBusy)} | ` +
+      `${int(m.loopDelayP99Ms)} / ${int(m.loopDelayMaxMs)} | ` +
+      `${two(m.loadGeneratorCpuCores)} | ` +
+      `${m.postgresCpuCores === null ? '–' : two(m.postgresCpuCores)} | ${m.otherCpuCores === null ? '–' : two(m.otherCpuCores)} (${m.loadAverageAtStart}) | ${ms(m.p999Ms)} |`,
+  )
+  .join('\n')}
+
+Call monitor: ${monitor || 'not measured'}.
+${logs.length > 0 ? `\nLog lines at warn or above: ${logs.join('; ')}\n` : '\nNo log line at warn or above in any run.\n'}
+## Targets (from the issue)
+
+| target | measured | |
+|---|---|---|
+${targets.join('\n')}
+
+## What limits it
+
+${limits(input, ceiling)}
+
+${mixes.map((m) => `### SQL statements per created call, ${dialectName(m.dialect)} (diagnostic run)\n\n${statementTable(m)}\n`).join('\n')}
+${input.profiles.map(profileSection).join('\n')}`;
+}

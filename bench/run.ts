@@ -1,0 +1,124 @@
+/**
+ * `npm run bench`: the ceiling (bare Fastify) and POST /v1/calls through the real service on SQLite and on
+ * PostgreSQL, each server in a process of its own with autocannon here; then, as separate diagnostic runs, the
+ * service under the same load with a CPU profile and its SQL statements counted; writes BENCHMARKS.md. Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3),
+ * BENCH_CONNECTIONS (50), BENCH_KEYS (1000), BENCH_PROFILE_S (5, 0 skips the profiles), BENCH_LOG_LEVEL
+ * (info, the service's default), BENCH_SIMULATOR_DELAY_MS (3000, the service's default), BENCH_TARGETS
+ * (ceiling,sqlite,postgres), BENCH_OUTPUT (BENCHMARKS.md), CALLGATE_TEST_POSTGRES_URL (the PostgreSQL server's
+ * admin URL). Exits 1 when any request of any run failed; the report says which.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createTestDatabase, postgresAdminUrl, postgresUnavailableReason, type Dialect } from '../test/helpers/test-db.js';
+import { describeMachine } from './machine.js';
+import { measure, type LoadSettings, type Measurement, type TargetSpec } from './measure.js';
+import { summariseProfile } from './profile-summary.js';
+import { renderReport, type ProfileRun } from './report.js';
+
+function setting(name: string, fallback: number, min = 0): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number of at least ${min}, got "${raw}"`);
+  return value;
+}
+
+const load: LoadSettings = {
+  durationS: setting('BENCH_DURATION_S', 10, 1),
+  warmupS: setting('BENCH_WARMUP_S', 3, 0),
+  connections: setting('BENCH_CONNECTIONS', 50, 1),
+};
+const keyCount = setting('BENCH_KEYS', 1000, 1);
+const profileS = setting('BENCH_PROFILE_S', 5, 0);
+const logLevel = process.env.BENCH_LOG_LEVEL?.trim() || 'info';
+const simulatorDelayMs = setting('BENCH_SIMULATOR_DELAY_MS', 3000, 0);
+const targets = new Set((process.env.BENCH_TARGETS ?? 'ceiling,sqlite,postgres').split(',').map((t) => t.trim()));
+const output = path.resolve(fileURLToPath(new URL('..', import.meta.url)), process.env.BENCH_OUTPUT ?? 'BENCHMARKS.md');
+
+const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-bench-'));
+
+function appEnv(extra: Record<string, string>): Record<string, string> {
+  return {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: '',
+    REDIS_URL: '',
+    CALLGATE_DEMO_SEED: 'false',
+    CALLGATE_ROLES: 'api,worker',
+    CALLGATE_LOG_LEVEL: logLevel,
+    // Nothing is refused, but every request is still counted by the limiter.
+    CALLGATE_RATE_LIMIT_PER_MINUTE: '1000000000',
+    CALLGATE_SIMULATOR_DELAY_MS: String(simulatorDelayMs),
+    BENCH_KEYS: String(keyCount),
+    ...extra,
+  };
+}
+
+/** Runs one target on a database of its own, dropped afterwards. */
+async function measureOnDatabase(
+  dialect: Dialect,
+  label: string,
+  options: { profileFile?: string; durationS?: number } = {},
+): Promise<Measurement> {
+  const database = await createTestDatabase(dialect);
+  try {
+    const diagnostics: Record<string, string> = options.profileFile ? { BENCH_COUNT_STATEMENTS: '1' } : {};
+    const spec: TargetSpec = { label, kind: 'app', env: appEnv({ ...database.env, ...diagnostics }), dialect };
+    return await measure(spec, { ...load, durationS: options.durationS ?? load.durationS }, workDir, options.profileFile);
+  } finally {
+    await database.drop();
+  }
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const machine = await describeMachine(postgresAdminUrl);
+  const postgresSkip = await postgresUnavailableReason();
+  process.stderr.write(`bench: ${load.connections} connections, ${load.warmupS} s warm-up, ${load.durationS} s measured per target\n`);
+
+  const measurements: Measurement[] = [];
+  if (targets.has('ceiling')) {
+    measurements.push(await measure({ label: 'ceiling: bare Fastify 5, one POST route', kind: 'ceiling', env: {} }, load, workDir));
+  }
+  const dialects = (['sqlite', 'postgres'] as const).filter((d) => targets.has(d) && !(d === 'postgres' && postgresSkip));
+  for (const dialect of dialects) {
+    measurements.push(await measureOnDatabase(dialect, `POST /v1/calls, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`));
+  }
+
+  const profiles: ProfileRun[] = [];
+  if (profileS > 0) {
+    for (const dialect of dialects) {
+      const file = path.join(workDir, `${dialect}.cpuprofile`);
+      const run = await measureOnDatabase(dialect, `profile, ${dialect}`, { profileFile: file, durationS: profileS });
+      profiles.push({ dialect, file, durationS: profileS, measurement: run, summary: summariseProfile(file) });
+    }
+  }
+
+  const markdown = renderReport({
+    date: new Date(),
+    machine,
+    load,
+    keyCount,
+    logLevel,
+    simulatorDelayMs,
+    measurements,
+    postgresSkip,
+    profiles,
+    totalS: (Date.now() - started) / 1000,
+  });
+  fs.writeFileSync(output, markdown);
+  for (const file of fs.readdirSync(workDir)) if (!file.endsWith('.cpuprofile')) fs.rmSync(path.join(workDir, file), { force: true });
+  process.stderr.write(`bench: wrote ${output} in ${Math.round((Date.now() - started) / 1000)} s; CPU profiles in ${workDir}\n`);
+  const failed = [...measurements, ...profiles.map((p) => p.measurement)].filter((m) => m.non2xx + m.errors > 0);
+  if (failed.length > 0) {
+    process.stderr.write(`bench: ${failed.map((m) => m.label).join('; ')} had non-2xx answers or errors (see the report)\n`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.exit(1);
+});
