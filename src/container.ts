@@ -133,6 +133,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
 
     const callMonitor = new CallMonitor({
       db: database.db,
+      dialect: database.dialect,
       clock,
       providers,
       logger,

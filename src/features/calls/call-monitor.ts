@@ -14,6 +14,7 @@ import { recordOutcome } from './calls.service.js';
 
 export interface CallMonitorOptions {
   readonly db: Db;
+  readonly dialect: 'sqlite' | 'postgres';
   readonly clock: Clock;
   readonly providers: ProviderRegistry;
   readonly logger: FastifyBaseLogger;
@@ -21,7 +22,7 @@ export interface CallMonitorOptions {
   readonly sweepIntervalMs?: number;
   /** How long a claimed check holds a call before another process may try it (after a crash). */
   readonly claimLeaseMs?: number;
-  /** Called after a call's outcome was recorded. */
+  /** Called after a call's outcome was recorded with webhook deliveries to make. */
   readonly onCallEnded?: (callId: string) => void;
 }
 
@@ -30,6 +31,8 @@ const defaultClaimLeaseMs = 30_000;
 /** Wait before asking a provider again after it failed to answer. */
 const providerRetryMs = 30_000;
 const sweepBatchSize = 100;
+/** Calls checked at once: provider look-ups and PostgreSQL round trips overlap; SQLite serialises anyway. */
+const checkConcurrency = 8;
 const maxTimerDelayMs = 60_000;
 
 export class CallMonitor {
@@ -84,16 +87,22 @@ export class CallMonitor {
   }
 
   private async sweepOnce(): Promise<void> {
-    const { db, clock } = this.options;
-    const now = clock.now();
-    const due = await repo.findDueCalls(db, isoTimestamp(now), sweepBatchSize);
-    const lease = isoTimestamp(addMs(now, this.options.claimLeaseMs ?? defaultClaimLeaseMs));
-    for (const call of due) {
-      if (this.stopped) return;
-      if (call.next_check_at === null) continue;
-      // The claim is conditional on the row as read, so the row is still current when it succeeds.
-      if (!(await repo.claimCheck(db, call.id, call.next_check_at, lease))) continue;
-      await this.check(call);
+    const { db, clock, dialect } = this.options;
+    for (;;) {
+      const now = clock.now();
+      const lease = isoTimestamp(addMs(now, this.options.claimLeaseMs ?? defaultClaimLeaseMs));
+      const due = await repo.claimDueCalls(db, dialect, isoTimestamp(now), lease, sweepBatchSize);
+      let next = 0;
+      const lane = async () => {
+        while (!this.stopped && next < due.length) {
+          const call = due[next++]!;
+          await this.check(call).catch((error: unknown) =>
+            this.options.logger.error({ err: error, callId: call.id }, 'call check failed; it is looked at again after its lease'),
+          );
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(checkConcurrency, due.length) }, lane));
+      if (this.stopped || due.length < sweepBatchSize) return;
     }
   }
 
@@ -116,9 +125,9 @@ export class CallMonitor {
       this.schedule(callId, result.value.checkAgainAt);
       return;
     }
-    if (await recordOutcome(db, clock, callId, result.value.outcome)) {
-      logger.info({ callId, status: result.value.outcome.status }, 'call ended');
-      this.options.onCallEnded?.(callId);
-    }
+    const recorded = await recordOutcome(db, clock, callId, result.value.outcome);
+    if (recorded.ended) logger.info({ callId, status: result.value.outcome.status }, 'call ended');
+    // Only an event with deliveries gives the dispatcher something to do.
+    if (recorded.deliveries > 0) this.options.onCallEnded?.(callId);
   }
 }

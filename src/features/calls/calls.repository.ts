@@ -25,28 +25,37 @@ export async function finishCall(db: Db, id: string, changes: CallUpdate): Promi
     .executeTakeFirst();
 }
 
-/** Calls whose next look is due. */
-export async function findDueCalls(db: Db, now: string, limit: number): Promise<CallRow[]> {
+/**
+ * Claims up to `limit` calls whose next look is due, pushing their next look to `leaseUntil` so that no
+ * other process looks at them meanwhile, and returns them. One statement: on PostgreSQL the rows are
+ * picked with FOR UPDATE SKIP LOCKED, so monitors in several processes never wait for each other; SQLite
+ * runs one writer at a time, so the same conditional UPDATE is atomic there.
+ */
+export async function claimDueCalls(
+  db: Db,
+  dialect: 'sqlite' | 'postgres',
+  now: string,
+  leaseUntil: string,
+  limit: number,
+): Promise<CallRow[]> {
   return db
-    .selectFrom('calls')
-    .selectAll()
+    .updateTable('calls')
+    .set({ next_check_at: leaseUntil })
+    .where('id', 'in', (eb) => {
+      let due = eb
+        .selectFrom('calls')
+        .select('id')
+        .where('status', '=', 'initiated')
+        .where('next_check_at', '<=', now)
+        .orderBy('next_check_at')
+        .limit(limit);
+      if (dialect === 'postgres') due = due.forUpdate().skipLocked();
+      return due;
+    })
     .where('status', '=', 'initiated')
     .where('next_check_at', '<=', now)
-    .orderBy('next_check_at')
-    .limit(limit)
+    .returningAll()
     .execute();
-}
-
-/** Moves a due call's next look to `next`, only if nobody else did: true when this process claimed it. */
-export async function claimCheck(db: Db, id: string, expected: string, next: string): Promise<boolean> {
-  const result = await db
-    .updateTable('calls')
-    .set({ next_check_at: next })
-    .where('id', '=', id)
-    .where('status', '=', 'initiated')
-    .where('next_check_at', '=', expected)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
 }
 
 export async function setNextCheck(db: Db, id: string, next: string): Promise<void> {

@@ -197,9 +197,14 @@ export async function getCall(db: Db, accountId: string, id: string): Promise<Ca
 /**
  * Records how a call ended, once, and in the same transaction writes its `call.completed` / `call.failed`
  * event with a delivery per subscribed endpoint (the outbox). A second report for the same call changes
- * nothing and returns false. Callers wake the webhook dispatcher when this returns true.
+ * nothing (`ended` false). Callers wake the webhook dispatcher when `deliveries` is more than zero.
  */
-export async function recordOutcome(db: Db, clock: Clock, callId: string, outcome: CallOutcome): Promise<boolean> {
+export async function recordOutcome(
+  db: Db,
+  clock: Clock,
+  callId: string,
+  outcome: CallOutcome,
+): Promise<{ ended: boolean; deliveries: number }> {
   const updatedAt = isoTimestamp(clock.now());
   const changes: CallUpdate =
     outcome.status === 'completed'
@@ -222,11 +227,10 @@ export async function recordOutcome(db: Db, clock: Clock, callId: string, outcom
         };
   return db.transaction().execute(async (trx) => {
     const call = await repo.finishCall(trx, callId, changes);
-    if (!call) return false;
+    if (!call) return { ended: false, deliveries: 0 };
     const event = callOutcomeEvent(call);
-    if (event) {
-      await enqueueEvent(trx, clock, { accountId: call.account_id, type: event.type, callId, data: event.data });
-    }
-    return true;
+    if (!event) return { ended: true, deliveries: 0 };
+    const { deliveryIds } = await enqueueEvent(trx, clock, { accountId: call.account_id, type: event.type, callId, data: event.data });
+    return { ended: true, deliveries: deliveryIds.length };
   });
 }

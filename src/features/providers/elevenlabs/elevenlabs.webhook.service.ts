@@ -38,6 +38,6 @@ export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, paylo
   const at = eventSeconds === null ? deps.clock.now() : new Date(eventSeconds * 1000);
   const outcome = event.type === 'post_call_transcription' ? completedOutcome(event.data, at) : initiationFailureOutcome(event.data, at);
   const recorded = await recordOutcome(deps.db, deps.clock, callId, outcome);
-  if (recorded) deps.onOutcome();
-  return recorded ? 'recorded' : 'duplicate';
+  if (recorded.deliveries > 0) deps.onOutcome();
+  return recorded.ended ? 'recorded' : 'duplicate';
 }
