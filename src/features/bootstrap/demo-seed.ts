@@ -47,5 +47,8 @@ export function demoBanner(seed: DemoSeed, baseUrl: string): string {
     '    -H "Idempotency-Key: $(uuidgen || date +%s%N)" \\',
     `    -d '{"agent_id": "${seed.agentId}", "to": "+14155550123", "metadata": {"customer_name": "Ada"}}'`,
     '',
+    `Developer portal: ${baseUrl}/developers`,
+    `  sign-in user: npx callgate users add --account ${seed.accountId} --email you@example.com --password '…'`,
+    '',
   ].join('\n');
 }
