@@ -1,7 +1,7 @@
 /** The dispatcher's queries: claim due deliveries under a lease, record attempts, release claims. */
 import type { Db } from '../../db/database.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/schema.js';
-import type { Insertable } from 'kysely';
+import { sql, type Insertable } from 'kysely';
 
 export interface ClaimedDelivery {
   id: string;
@@ -20,8 +20,11 @@ export interface ClaimedDelivery {
 
 /**
  * Claims up to `limit` due deliveries for `workerId` until `leaseUntil`. One statement: on PostgreSQL the
- * rows are picked with FOR UPDATE SKIP LOCKED, so workers never wait for or take each other's rows; SQLite
- * runs one writer at a time, so the same conditional UPDATE is atomic there.
+ * rows are picked with FOR UPDATE SKIP LOCKED, so workers never wait for or take each other's rows (and a row
+ * changed since the snapshot is tested again once locked); SQLite runs one writer at a time, so the same
+ * UPDATE is atomic there. The subquery alone picks the rows: a second `status` test on the UPDATE made
+ * SQLite's planner walk every pending row through the due index instead of looking up the ids it got, so
+ * each claim cost time in proportion to the backlog (0.7 ms a claim at 20,000 pending).
  */
 export async function claimDueDeliveries(
   db: Db,
@@ -46,7 +49,6 @@ export async function claimDueDeliveries(
       if (dialect === 'postgres') due = due.forUpdate().skipLocked();
       return due;
     })
-    .where('status', '=', 'pending')
     .returning(['id'])
     .execute();
   if (claimed.length === 0) return [];
@@ -77,14 +79,32 @@ export async function claimDueDeliveries(
     .execute();
 }
 
+/** What an attempt's result changes on its delivery. */
+export type DeliveryResult = Partial<
+  Pick<WebhookDeliveriesTable, 'status' | 'next_attempt_at' | 'attempt_count' | 'last_attempt_at' | 'last_status_code' | 'last_error' | 'updated_at'>
+>;
+
+/** Each column of a DeliveryResult with its PostgreSQL type, for reading it back out of JSON. */
+const resultColumnTypes: Readonly<Record<keyof DeliveryResult, 'text' | 'integer'>> = {
+  status: 'text',
+  next_attempt_at: 'text',
+  attempt_count: 'integer',
+  last_attempt_at: 'text',
+  last_status_code: 'integer',
+  last_error: 'text',
+  updated_at: 'text',
+};
+
 export interface AttemptRecord {
   attempt: Insertable<WebhookAttemptsTable> | null;
   deliveryId: string;
   workerId: string;
-  delivery: Partial<WebhookDeliveriesTable>;
+  delivery: DeliveryResult;
   endpointId: string;
   endpoint: Partial<WebhookEndpointsTable> | null;
 }
+
+const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * Writes the results of several attempts in one transaction (one fsync for many deliveries). Rows are
@@ -92,28 +112,83 @@ export interface AttemptRecord {
  * touch the same endpoints would otherwise deadlock on PostgreSQL, and the losing batch would stay
  * claimed until its lease ended and then be sent again.
  */
-export async function recordAttempts(db: Db, records: readonly AttemptRecord[]): Promise<void> {
+export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', records: readonly AttemptRecord[]): Promise<void> {
   // Several results for one endpoint become one update, applied in the order the results came.
   const endpointChanges = new Map<string, Partial<WebhookEndpointsTable>>();
   for (const record of records) {
     if (record.endpoint) endpointChanges.set(record.endpointId, { ...endpointChanges.get(record.endpointId), ...record.endpoint });
   }
-  const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   await db.transaction().execute(async (trx) => {
     for (const id of [...endpointChanges.keys()].sort(byId)) {
       await trx.updateTable('webhook_endpoints').set(endpointChanges.get(id)!).where('id', '=', id).execute();
     }
-    for (const record of [...records].sort((a, b) => byId(a.deliveryId, b.deliveryId))) {
+    const sorted = [...records].sort((a, b) => byId(a.deliveryId, b.deliveryId));
+    if (dialect === 'postgres' && sorted.length > 1) {
+      // The update below locks rows in whatever order its plan visits them; take the locks in id order first.
       await trx
-        .updateTable('webhook_deliveries')
-        .set({ ...record.delivery, locked_by: null, locked_until: null })
-        .where('id', '=', record.deliveryId)
-        .where('locked_by', '=', record.workerId)
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('id', 'in', sorted.map((record) => record.deliveryId))
+        .orderBy('id')
+        .forUpdate()
         .execute();
     }
+    await updateDeliveries(trx, dialect, sorted);
     const attempts = records.flatMap((record) => (record.attempt ? [record.attempt] : []));
     if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
   });
+}
+
+/**
+ * Applies each result to its delivery, if `workerId` still holds the claim, and releases the claim. One
+ * statement per set of changed columns (a response sets seven, a disabled endpoint four), whatever the
+ * number of deliveries: the rows travel as one JSON parameter and are read back by the database
+ * (jsonb_to_recordset on PostgreSQL, json_each on SQLite). A statement per delivery cost PostgreSQL a round
+ * trip each inside the transaction, which limited a worker to about 3,000 deliveries a second.
+ */
+async function updateDeliveries(db: Db, dialect: 'sqlite' | 'postgres', records: readonly AttemptRecord[]): Promise<void> {
+  const groups = new Map<string, AttemptRecord[]>();
+  for (const record of records) {
+    // As in Kysely's set(), a column given as undefined is left alone.
+    const key = (Object.keys(record.delivery) as (keyof DeliveryResult)[])
+      .filter((column) => record.delivery[column] !== undefined)
+      .sort()
+      .join(',');
+    const group = groups.get(key);
+    if (group) group.push(record);
+    else groups.set(key, [record]);
+  }
+  for (const [key, group] of groups) {
+    const columns = (key === '' ? [] : key.split(',')) as (keyof DeliveryResult)[];
+    const rows = group.map((record) => {
+      const row: Record<string, unknown> = { id: record.deliveryId, worker_id: record.workerId };
+      for (const column of columns) row[column] = record.delivery[column] ?? null;
+      return row;
+    });
+    const changes = sql.join([
+      ...columns.map((column) => sql`${sql.ref(column)} = v.${sql.ref(column)}`),
+      sql`locked_by = null`,
+      sql`locked_until = null`,
+    ]);
+    const json = JSON.stringify(rows);
+    if (dialect === 'postgres') {
+      const fields = sql.join([
+        sql`id text`,
+        sql`worker_id text`,
+        ...columns.map((column) => sql`${sql.ref(column)} ${sql.raw(resultColumnTypes[column])}`),
+      ]);
+      await sql`update webhook_deliveries as d set ${changes}
+        from jsonb_to_recordset(${json}::jsonb) as v(${fields})
+        where d.id = v.id and d.locked_by = v.worker_id`.execute(db);
+    } else {
+      const fields = sql.join(
+        ['id', 'worker_id', ...columns].map((column) => sql`value ->> ${sql.lit(`$.${column}`)} as ${sql.ref(column)}`),
+      );
+      await sql`update webhook_deliveries set ${changes}
+        from (select ${fields} from json_each(${json})) as v
+        where webhook_deliveries.id = v.id and webhook_deliveries.locked_by = v.worker_id`.execute(db);
+    }
+  }
 }
 
 /** Gives claimed deliveries back (shutdown), so another worker may take them at once. */

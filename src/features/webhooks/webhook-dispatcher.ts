@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
-import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/schema.js';
+import type { WebhookEndpointsTable } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { DeliveryNotifier } from './delivery-notifier.js';
@@ -51,6 +51,7 @@ export class WebhookDispatcher {
   private flushScheduled = false;
   private pumping = false;
   private pumpAgain = false;
+  private wakeScheduled = false;
   private stopped = true;
   private sweepTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
@@ -109,6 +110,19 @@ export class WebhookDispatcher {
     }
   }
 
+  /**
+   * Looks for more work once the attempts ending now have all ended: the attempts of one recorded batch end
+   * together, and waking at the first of them claimed a single delivery before claiming the rest.
+   */
+  private wakeAfterAttempts(): void {
+    if (this.wakeScheduled) return;
+    this.wakeScheduled = true;
+    setImmediate(() => {
+      this.wakeScheduled = false;
+      this.wake();
+    });
+  }
+
   private async pump(): Promise<void> {
     const concurrency = this.options.concurrency ?? defaultConcurrency;
     while (!this.stopped) {
@@ -128,7 +142,7 @@ export class WebhookDispatcher {
       for (const delivery of batch) {
         const attempt = this.attempt(delivery).finally(() => {
           this.inFlight.delete(delivery.id);
-          this.wake();
+          this.wakeAfterAttempts();
         });
         this.inFlight.set(delivery.id, attempt);
       }
@@ -180,7 +194,7 @@ export class WebhookDispatcher {
       response_excerpt: response.kind === 'response' ? response.excerpt : null,
       error,
     };
-    const common: Partial<WebhookDeliveriesTable> = {
+    const common: repo.DeliveryResult = {
       attempt_count: attemptNumber,
       last_attempt_at: isoTimestamp(attemptedAt),
       last_status_code: status,
@@ -252,7 +266,7 @@ export class WebhookDispatcher {
     this.pendingRecords = [];
     const records = batch.map((entry) => entry.record);
     this.flushing = repo
-      .recordAttempts(this.options.db, records)
+      .recordAttempts(this.options.db, this.options.dialect, records)
       .catch((error: unknown) => {
         // The claims stay until their lease ends; the sweep then retries these deliveries.
         this.options.logger.error({ err: error, count: records.length }, 'could not record webhook attempts');
