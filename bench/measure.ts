@@ -120,7 +120,7 @@ async function probe(target: Target, token: string): Promise<number> {
 }
 
 /** CPU ticks of every backend connected to the target's database, by pid. */
-async function postgresBackendTicks(client: pg.Client): Promise<Map<number, number>> {
+export async function postgresBackendTicks(client: pg.Client): Promise<Map<number, number>> {
   const { rows } = await client.query<{ pid: number }>(
     'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
   );
@@ -132,7 +132,7 @@ async function postgresBackendTicks(client: pg.Client): Promise<Map<number, numb
   return ticks;
 }
 
-function logProblems(file: string): Measurement['logProblems'] {
+export function logProblems(file: string): Measurement['logProblems'] {
   let count = 0;
   let first: string | null = null;
   const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
@@ -167,7 +167,7 @@ async function read(target: Target, postgres: pg.Client | null): Promise<Reading
 }
 
 /** The value below which `share` of the sorted values lie. */
-function percentile(sorted: Float64Array, share: number): number {
+export function percentile(sorted: Float64Array, share: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(share * sorted.length) - 1))]!;
 }

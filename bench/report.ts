@@ -5,6 +5,7 @@ import { ms, type LoadSettings, type Measurement } from './measure.js';
 import { limits, statementTable } from './analysis.js';
 import { cell, dialectName, int, one, p99MaxMs, pct, postgresMinShare, sqliteMinShare, two } from './format.js';
 import type { ProfileSummary, Share } from './profile-summary.js';
+import { renderDispatcherSection, type DispatcherReportInput } from './dispatcher-report.js';
 
 export interface ProfileRun {
   readonly dialect: Dialect;
@@ -24,6 +25,8 @@ export interface ReportInput {
   readonly measurements: readonly Measurement[];
   readonly postgresSkip: string | null;
   readonly profiles: readonly ProfileRun[];
+  /** The webhook dispatcher runs, when any were asked for. */
+  readonly dispatcher: DispatcherReportInput | null;
   readonly totalS: number;
 }
 
@@ -201,5 +204,5 @@ ${targets.join('\n')}
 ${limits(input, ceiling)}
 
 ${mixes.map((m) => `### SQL statements per created call, ${dialectName(m.dialect)} (diagnostic run)\n\n${statementTable(m)}\n`).join('\n')}
-${input.profiles.map(profileSection).join('\n')}`;
+${input.profiles.map(profileSection).join('\n')}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}`;
 }

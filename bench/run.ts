@@ -1,17 +1,24 @@
 /**
  * `npm run bench`: the ceiling (bare Fastify) and POST /v1/calls through the real service on SQLite and on
  * PostgreSQL, each server in a process of its own with autocannon here; then, as separate diagnostic runs, the
- * service under the same load with a CPU profile and its SQL statements counted; writes BENCHMARKS.md. Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3),
+ * service under the same load with a CPU profile and its SQL statements counted; then the webhook dispatcher
+ * (deliveries/s from a backlog, time from an outcome to its first attempt) against a local receiver on both
+ * databases; writes BENCHMARKS.md. Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3),
  * BENCH_CONNECTIONS (50), BENCH_KEYS (1000), BENCH_PROFILE_S (5, 0 skips the profiles), BENCH_LOG_LEVEL
- * (info, the service's default), BENCH_SIMULATOR_DELAY_MS (3000, the service's default), BENCH_TARGETS
- * (ceiling,sqlite,postgres), BENCH_OUTPUT (BENCHMARKS.md), CALLGATE_TEST_POSTGRES_URL (the PostgreSQL server's
- * admin URL). Exits 1 when any request of any run failed; the report says which.
+ * (info, the service's default), BENCH_SIMULATOR_DELAY_MS (3000, the service's default), BENCH_WEBHOOK_EVENTS
+ * (20000, the dispatcher's backlog), BENCH_WEBHOOK_RATE (200 outcomes a second) for BENCH_WEBHOOK_LATENCY_S (10),
+ * BENCH_WEBHOOK_VERIFY_EVERY (50: every 50th signature is checked), BENCH_TARGETS
+ * (ceiling,sqlite,postgres,dispatcher-sqlite,dispatcher-postgres), BENCH_OUTPUT (BENCHMARKS.md),
+ * CALLGATE_TEST_POSTGRES_URL (the PostgreSQL server's admin URL). Exits 1 when any request of any run failed,
+ * or any webhook was lost, sent twice or badly signed; the report says which.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, postgresAdminUrl, postgresUnavailableReason, type Dialect } from '../test/helpers/test-db.js';
+import { measureDispatcher, type DispatcherMeasurement, type DispatcherSettings } from './dispatcher-bench.js';
+import { dispatcherProblems } from './dispatcher-report.js';
 import { describeMachine } from './machine.js';
 import { measure, type LoadSettings, type Measurement, type TargetSpec } from './measure.js';
 import { summariseProfile } from './profile-summary.js';
@@ -34,7 +41,16 @@ const keyCount = setting('BENCH_KEYS', 1000, 1);
 const profileS = setting('BENCH_PROFILE_S', 5, 0);
 const logLevel = process.env.BENCH_LOG_LEVEL?.trim() || 'info';
 const simulatorDelayMs = setting('BENCH_SIMULATOR_DELAY_MS', 3000, 0);
-const targets = new Set((process.env.BENCH_TARGETS ?? 'ceiling,sqlite,postgres').split(',').map((t) => t.trim()));
+const dispatcherSettings: DispatcherSettings = {
+  events: setting('BENCH_WEBHOOK_EVENTS', 20_000, 2),
+  outcomesPerSecond: setting('BENCH_WEBHOOK_RATE', 200, 1),
+  latencyS: setting('BENCH_WEBHOOK_LATENCY_S', 10, 1),
+  verifyEvery: setting('BENCH_WEBHOOK_VERIFY_EVERY', 50, 0),
+  logLevel,
+};
+const targets = new Set(
+  (process.env.BENCH_TARGETS ?? 'ceiling,sqlite,postgres,dispatcher-sqlite,dispatcher-postgres').split(',').map((t) => t.trim()),
+);
 const output = path.resolve(fileURLToPath(new URL('..', import.meta.url)), process.env.BENCH_OUTPUT ?? 'BENCHMARKS.md');
 
 const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-bench-'));
@@ -96,6 +112,17 @@ async function main(): Promise<void> {
     }
   }
 
+  const dispatchers: DispatcherMeasurement[] = [];
+  const dispatcherDialects = (['sqlite', 'postgres'] as const).filter((d) => targets.has(`dispatcher-${d}`));
+  for (const dialect of dispatcherDialects.filter((d) => !(d === 'postgres' && postgresSkip))) {
+    const database = await createTestDatabase(dialect);
+    try {
+      dispatchers.push(await measureDispatcher(database, dispatcherSettings, workDir));
+    } finally {
+      await database.drop();
+    }
+  }
+
   const markdown = renderReport({
     date: new Date(),
     machine,
@@ -106,6 +133,15 @@ async function main(): Promise<void> {
     measurements,
     postgresSkip,
     profiles,
+    dispatcher:
+      dispatcherDialects.length > 0
+        ? {
+            settings: dispatcherSettings,
+            measurements: dispatchers,
+            postgresSkip: dispatcherDialects.includes('postgres') ? postgresSkip : null,
+            cores: machine.cores,
+          }
+        : null,
     totalS: (Date.now() - started) / 1000,
   });
   fs.writeFileSync(output, markdown);
@@ -114,6 +150,12 @@ async function main(): Promise<void> {
   const failed = [...measurements, ...profiles.map((p) => p.measurement)].filter((m) => m.non2xx + m.errors > 0);
   if (failed.length > 0) {
     process.stderr.write(`bench: ${failed.map((m) => m.label).join('; ')} had non-2xx answers or errors (see the report)\n`);
+    process.exitCode = 1;
+  }
+  for (const m of dispatchers) {
+    const problems = dispatcherProblems(m);
+    if (problems.length === 0) continue;
+    process.stderr.write(`bench: ${m.label}: ${problems.join('; ')}\n`);
     process.exitCode = 1;
   }
 }

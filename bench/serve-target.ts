@@ -9,26 +9,16 @@
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import BetterSqlite3 from 'better-sqlite3';
 import Fastify, { type FastifyInstance } from 'fastify';
 import pg from 'pg';
+import { processStats, watchEventLoop, type ProcessStats } from './process-stats.js';
 
 export type TargetKind = 'ceiling' | 'app';
 
-export interface TargetSample {
+export interface TargetSample extends ProcessStats {
   /** SQL statements sent to the database since start, by text (the call monitor's included). */
   readonly statements: Readonly<Record<string, number>>;
-  /** process.cpuUsage(): every thread of the process, in microseconds. */
-  readonly cpuUs: number;
-  /** Event-loop busy and idle time since start, ms (performance.eventLoopUtilization). */
-  readonly eluActiveMs: number;
-  readonly eluIdleMs: number;
-  /** Peak resident set size of the process so far (VmHWM). */
-  readonly peakRssBytes: number;
-  /** Event-loop delay since the previous sample (how long a ready callback waited for the loop). */
-  readonly loopDelayP99Ms: number;
-  readonly loopDelayMaxMs: number;
 }
 
 export interface CallCounts {
@@ -93,34 +83,11 @@ function send(message: TargetMessage): void {
   process.send?.(message);
 }
 
-function peakRssBytes(): number {
-  try {
-    const match = /^VmHWM:\s+(\d+) kB$/m.exec(fs.readFileSync('/proc/self/status', 'utf8'));
-    if (match?.[1]) return Number(match[1]) * 1024;
-  } catch {
-    // Not Linux: getrusage's maxrss is the same figure.
-  }
-  return process.resourceUsage().maxRSS * 1024;
-}
-
-const loopDelay = monitorEventLoopDelay({ resolution: 5 });
-loopDelay.enable();
+watchEventLoop();
 
 function sample(): TargetSample {
-  const cpu = process.cpuUsage();
-  const elu = performance.eventLoopUtilization();
   foldSqliteRuns();
-  const result: TargetSample = {
-    statements: Object.fromEntries(statements),
-    cpuUs: cpu.user + cpu.system,
-    eluActiveMs: elu.active,
-    eluIdleMs: elu.idle,
-    peakRssBytes: peakRssBytes(),
-    loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
-    loopDelayMaxMs: loopDelay.max / 1e6,
-  };
-  loopDelay.reset();
-  return result;
+  return { statements: Object.fromEntries(statements), ...processStats() };
 }
 
 interface Running {

@@ -1,6 +1,5 @@
 /** The parent's side of bench/serve-target.ts: fork it, wait until it listens, ask it questions, stop it. */
-import { fork, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
+import { forkBenchScript } from './child-process.js';
 import type { CallCounts, ParentMessage, TargetKind, TargetMessage, TargetSample } from './serve-target.js';
 
 export interface Target {
@@ -26,23 +25,11 @@ export interface StartOptions {
 }
 
 export async function startTarget(kind: TargetKind, options: StartOptions): Promise<Target> {
-  const log = fs.openSync(options.logFile, 'w');
-  const child = fork(new URL('./serve-target.ts', import.meta.url), [kind], {
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env, ...options.env },
-    stdio: ['ignore', log, 'inherit', 'ipc'],
-  });
-  fs.closeSync(log);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-
-  const ready = await next(child, 'ready', startTimeoutMs);
-  const ask = async <T extends TargetMessage['type']>(message: ParentMessage, answer: T) => {
-    const reply = next(child, answer, answerTimeoutMs);
-    child.send(message);
-    return reply;
-  };
+  const child = forkBenchScript<TargetMessage, ParentMessage>(new URL('./serve-target.ts', import.meta.url), [kind], options);
+  const ready = await child.next('ready', startTimeoutMs);
+  const ask = <T extends TargetMessage['type']>(message: ParentMessage, answer: T) => child.ask(message, answer, answerTimeoutMs);
   return {
-    pid: child.pid ?? 0,
+    pid: child.pid,
     url: `http://127.0.0.1:${ready.port}`,
     tokens: ready.tokens,
     agentId: ready.agentId,
@@ -57,38 +44,11 @@ export async function startTarget(kind: TargetKind, options: StartOptions): Prom
     },
     async stop() {
       const { calls } = await ask({ type: 'stop' }, 'stopped');
-      const timer = setTimeout(() => child.kill('SIGKILL'), answerTimeoutMs);
-      await exited;
+      const timer = setTimeout(() => child.kill(), answerTimeoutMs);
+      await child.exited;
       clearTimeout(timer);
       return calls;
     },
-    kill() {
-      if (child.exitCode === null) child.kill('SIGKILL');
-    },
+    kill: () => child.kill(),
   };
-}
-
-/** The next message of a type, or an error when the target fails, exits or stays silent. */
-function next<T extends TargetMessage['type']>(
-  child: ChildProcess,
-  type: T,
-  timeoutMs: number,
-): Promise<Extract<TargetMessage, { type: T }>> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => done(new Error(`target did not answer "${type}" within ${timeoutMs} ms`)), timeoutMs);
-    const onMessage = (message: TargetMessage) => {
-      if (message.type === 'failed') done(new Error(`target failed: ${message.message}`));
-      else if (message.type === type) done(undefined, message as Extract<TargetMessage, { type: T }>);
-    };
-    const onExit = (code: number | null) => done(new Error(`target exited (code ${code}) while waiting for "${type}"`));
-    function done(error: Error | undefined, message?: Extract<TargetMessage, { type: T }>) {
-      clearTimeout(timer);
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      if (error) reject(error);
-      else resolve(message!);
-    }
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-  });
 }
