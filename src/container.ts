@@ -74,7 +74,10 @@ export function createLogger(config: Config): Logger {
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   const logger = overrides.logger ?? createLogger(config);
   const clock = overrides.clock ?? systemClock;
-  const database = openDatabase(config.database);
+  const database = openDatabase(config.database, {
+    backgroundCheckpoints: true,
+    onCheckpointerError: (error) => logger.warn({ err: error }, 'SQLite checkpoints run inside commits again'),
+  });
   let redis: Redis | undefined;
   try {
     await migrateToLatest(database.db);

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, type Migration, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.js';
 import * as initial from './migrations/0001-initial.js';
@@ -13,13 +13,24 @@ import * as webhooks from './migrations/0002-webhooks.js';
 import * as agentPhoneProvider from './migrations/0003-agent-phone-provider.js';
 import * as requestLogs from './migrations/0004-request-logs.js';
 import * as portal from './migrations/0005-portal.js';
+import * as portalFormTokens from './migrations/0006-portal-form-tokens.js';
+import * as callsByCreation from './migrations/0007-calls-by-creation.js';
 import type { Database } from './schema.js';
+import { startCheckpointer } from './sqlite-checkpointer.js';
 
 export type Db = Kysely<Database>;
 
 export type DatabaseHandle =
   | { readonly dialect: 'sqlite'; readonly db: Db; readonly sqlite: BetterSqlite3.Database; destroy(): Promise<void> }
   | { readonly dialect: 'postgres'; readonly db: Db; readonly pool: pg.Pool; destroy(): Promise<void> };
+
+/**
+ * The dialect behind a Kysely instance or transaction, for the few statements written per dialect (a
+ * repository given only `db` asks here rather than having it threaded through every caller).
+ */
+export function dialectOf(db: Db): 'sqlite' | 'postgres' {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+}
 
 /** Pool size per process; several processes share one PostgreSQL server, so keep it modest. */
 const postgresPoolSize = 10;
@@ -57,7 +68,17 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
   };
 }
 
-export function openDatabase(config: DatabaseConfig): DatabaseHandle {
+export interface OpenOptions {
+  /**
+   * SQLite only: checkpoint the WAL from a worker thread instead of inside commits (sqlite-checkpointer.ts).
+   * For the long-running server; a short CLI command keeps SQLite's default.
+   */
+  readonly backgroundCheckpoints?: boolean;
+  /** Told when the checkpoint thread failed and the connection went back to checkpointing by itself. */
+  readonly onCheckpointerError?: (error: Error) => void;
+}
+
+export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): DatabaseHandle {
   if (config.dialect === 'sqlite') {
     fs.mkdirSync(path.dirname(config.file), { recursive: true });
     const sqlite = new BetterSqlite3(config.file);
@@ -68,7 +89,18 @@ export function openDatabase(config: DatabaseConfig): DatabaseHandle {
     // The CLI and the server may write at the same moment; wait for the lock instead of failing.
     sqlite.pragma('busy_timeout = 5000');
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-    return { dialect: 'sqlite', db, sqlite, destroy: () => db.destroy() };
+    const checkpointer = options.backgroundCheckpoints
+      ? startCheckpointer(sqlite, options.onCheckpointerError ? { onError: options.onCheckpointerError } : {})
+      : undefined;
+    return {
+      dialect: 'sqlite',
+      db,
+      sqlite,
+      async destroy() {
+        await checkpointer?.stop();
+        await db.destroy();
+      },
+    };
   }
   const pool = new pg.Pool({ connectionString: config.url, max: postgresPoolSize });
   // An idle client losing its connection must not crash the process; the pool replaces it.
@@ -83,6 +115,8 @@ const migrations: Record<string, Migration> = {
   '0003-agent-phone-provider': agentPhoneProvider,
   '0004-request-logs': requestLogs,
   '0005-portal': portal,
+  '0006-portal-form-tokens': portalFormTokens,
+  '0007-calls-by-creation': callsByCreation,
 };
 
 /**

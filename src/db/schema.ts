@@ -192,6 +192,15 @@ export interface PortalSessionsTable {
   expires_at: string;
 }
 
+export interface PortalFormTokensTable {
+  /** The random token of one key-creation form, used once. */
+  token: string;
+  account_id: string;
+  /** The key the form made; null only while that transaction is under way. */
+  api_key_id: string | null;
+  created_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   users: UsersTable;
@@ -205,6 +214,7 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   request_logs: RequestLogsTable;
   portal_sessions: PortalSessionsTable;
+  portal_form_tokens: PortalFormTokensTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -213,8 +223,6 @@ export type AgentRow = Selectable<AgentsTable>;
 export type NewAgentRow = Insertable<AgentsTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type CallRow = Selectable<CallsTable>;
-export type NewCallRow = Insertable<CallsTable>;
-export type CallUpdate = Updateable<CallsTable>;
 export type IdempotencyRow = Selectable<IdempotencyKeysTable>;
 export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type WebhookEventRow = Selectable<WebhookEventsTable>;

@@ -3,7 +3,7 @@
  * Ids are time-sortable (48-bit millisecond timestamp, then 80 random bits, Crockford base32, lowercase):
  * sorting by id is sorting by creation time, which cursor pagination relies on.
  */
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 export const idPrefixes = {
   account: 'acct',
@@ -24,19 +24,36 @@ export type IdKind = keyof typeof idPrefixes;
 
 const alphabet = '0123456789abcdefghjkmnpqrstvwxyz';
 
-function encodeBase32(value: bigint, length: number): string {
+// Random bytes are drawn from the OS a pool at a time: one call per id cost more than the rest of making it
+// (the webhook dispatcher makes an id per attempt, the API one per request). Every byte is used once.
+const pool = Buffer.alloc(10 * 256);
+let poolOffset = pool.length;
+
+function randomTenBytes(): number {
+  if (poolOffset + 10 > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const at = poolOffset;
+  poolOffset += 10;
+  return at;
+}
+
+/** `length` base32 digits of a non-negative integer below 2^53, most significant first. */
+function encodeBase32(value: number, length: number): string {
   let out = '';
   for (let i = 0; i < length; i++) {
-    out = alphabet[Number(value & 31n)] + out;
-    value >>= 5n;
+    out = alphabet[value % 32]! + out;
+    value = Math.floor(value / 32);
   }
   return out;
 }
 
 /** A new sortable id body (26 characters) without prefix. */
 export function newIdBody(nowMs: number = Date.now()): string {
-  const random = BigInt('0x' + randomBytes(10).toString('hex'));
-  return encodeBase32(BigInt(nowMs), 10) + encodeBase32(random, 16);
+  const at = randomTenBytes();
+  // 80 random bits as two 40-bit halves (exact in a double), 8 digits each.
+  return encodeBase32(nowMs, 10) + encodeBase32(pool.readUIntBE(at, 5), 8) + encodeBase32(pool.readUIntBE(at + 5, 5), 8);
 }
 
 /** A new id such as `call_01j9…`. */

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { AgentRow, NewAgentRow } from '../../db/schema.js';
 
 export async function insertAgent(db: Db, row: NewAgentRow): Promise<void> {
@@ -7,13 +8,14 @@ export async function insertAgent(db: Db, row: NewAgentRow): Promise<void> {
 
 /** The agent with this provider id in this account only: agents of other accounts are invisible. */
 export async function findAgentInAccount(db: Db, accountId: string, agentId: string): Promise<AgentRow | undefined> {
-  return db
-    .selectFrom('agents')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('agent_id', '=', agentId)
-    .executeTakeFirst();
+  const { rows } = await selectAgentInAccount(db, { accountId, agentId });
+  return rows[0];
 }
+
+// Prepared: every POST /v1/calls looks up its agent.
+const selectAgentInAccount = preparedQuery('agent in account', (db, p: { accountId: string; agentId: string }) =>
+  db.selectFrom('agents').selectAll().where('account_id', '=', p.accountId).where('agent_id', '=', p.agentId),
+);
 
 export async function listAgentsByAccount(db: Db, accountId: string): Promise<AgentRow[]> {
   return db.selectFrom('agents').selectAll().where('account_id', '=', accountId).orderBy('name').orderBy('id').execute();
@@ -25,9 +27,4 @@ export async function updateAgent(
   changes: Pick<AgentRow, 'name' | 'provider' | 'phone_number_id' | 'phone_number_provider'>,
 ): Promise<void> {
   await db.updateTable('agents').set(changes).where('id', '=', id).execute();
-}
-
-/** Remembers the kind of an agent's phone number once the provider told us. */
-export async function setPhoneNumberProvider(db: Db, id: string, phoneNumberProvider: string): Promise<void> {
-  await db.updateTable('agents').set({ phone_number_provider: phoneNumberProvider }).where('id', '=', id).execute();
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { ApiKeyRow, ApiKeysTable } from '../../db/schema.js';
 import type { Insertable } from 'kysely';
 
@@ -7,8 +8,14 @@ export async function insertApiKey(db: Db, row: Insertable<ApiKeysTable>): Promi
 }
 
 export async function findApiKeyByHash(db: Db, tokenHash: string): Promise<ApiKeyRow | undefined> {
-  return db.selectFrom('api_keys').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+  const { rows } = await selectApiKeyByHash(db, { tokenHash });
+  return rows[0];
 }
+
+// Prepared: every authenticated request runs it.
+const selectApiKeyByHash = preparedQuery('api key by hash', (db, p: { tokenHash: string }) =>
+  db.selectFrom('api_keys').selectAll().where('token_hash', '=', p.tokenHash),
+);
 
 export async function findApiKeyById(db: Db, id: string): Promise<ApiKeyRow | undefined> {
   return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();

@@ -10,7 +10,8 @@ import type { CallRow } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import * as repo from './calls.repository.js';
-import { recordOutcome } from './calls.service.js';
+import type { CallOutcome } from '../providers/provider.interface.js';
+import { recordOutcome, recordOutcomes } from './calls.service.js';
 
 export interface CallMonitorOptions {
   readonly db: Db;
@@ -28,15 +29,31 @@ export interface CallMonitorOptions {
 
 const defaultSweepIntervalMs = 1_000;
 const defaultClaimLeaseMs = 30_000;
-/** Wait before asking a provider again after it failed to answer. */
-const providerRetryMs = 30_000;
+/**
+ * Wait before asking a provider again after it failed to answer: a tenth of the call's age, from 30 s to
+ * 30 min, so a provider outage of hours is not asked about every 30 s for each open call.
+ */
+export function providerRetryDelayMs(callAgeMs: number): number {
+  return Math.min(30 * 60_000, Math.max(30_000, Math.round(callAgeMs / 10)));
+}
 const sweepBatchSize = 100;
 /** Calls checked at once: provider look-ups and PostgreSQL round trips overlap; SQLite serialises anyway. */
 const checkConcurrency = 8;
 const maxTimerDelayMs = 60_000;
+/**
+ * Prompt looks that fall due within this many milliseconds share one timer and so one sweep: at a thousand
+ * calls a second, a timer per call would claim one or two calls per statement and commit each ending alone.
+ */
+const wakeGranularityMs = 50;
+
+interface Ended {
+  readonly callId: string;
+  readonly outcome: CallOutcome;
+}
 
 export class CallMonitor {
-  private readonly timers = new Set<NodeJS.Timeout>();
+  /** One timer per `wakeGranularityMs` slot, keyed by the slot's end (ms since the epoch). */
+  private readonly timers = new Map<number, NodeJS.Timeout>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private stopped = true;
@@ -54,7 +71,7 @@ export class CallMonitor {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
-    for (const timer of this.timers) clearTimeout(timer);
+    for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     await this.sweeping;
   }
@@ -62,15 +79,17 @@ export class CallMonitor {
   /** Asks for a look at `at`, sooner than the next sweep would (the simulator's end of call). */
   schedule(_callId: string, at: Date): void {
     if (this.stopped) return;
-    const delay = Math.max(0, at.getTime() - this.options.clock.now().getTime());
+    const now = this.options.clock.now().getTime();
     // Far-off looks (reconciliation) are left to the sweep; timers are for prompt ends only.
-    if (delay > maxTimerDelayMs) return;
+    if (at.getTime() - now > maxTimerDelayMs) return;
+    const slot = Math.ceil(at.getTime() / wakeGranularityMs) * wakeGranularityMs;
+    if (this.timers.has(slot)) return;
     const timer = setTimeout(() => {
-      this.timers.delete(timer);
+      this.timers.delete(slot);
       void this.sweep();
-    }, delay);
+    }, Math.max(0, slot - now));
     timer.unref();
-    this.timers.add(timer);
+    this.timers.set(slot, timer);
   }
 
   /** One pass over the due calls; concurrent calls share the pass under way. */
@@ -92,21 +111,52 @@ export class CallMonitor {
       const now = clock.now();
       const lease = isoTimestamp(addMs(now, this.options.claimLeaseMs ?? defaultClaimLeaseMs));
       const due = await repo.claimDueCalls(db, dialect, isoTimestamp(now), lease, sweepBatchSize);
+      const ended: Ended[] = [];
       let next = 0;
       const lane = async () => {
         while (!this.stopped && next < due.length) {
           const call = due[next++]!;
-          await this.check(call).catch((error: unknown) =>
-            this.options.logger.error({ err: error, callId: call.id }, 'call check failed; it is looked at again after its lease'),
-          );
+          await this.check(call)
+            .then((outcome) => outcome && ended.push(outcome))
+            .catch((error: unknown) =>
+              this.options.logger.error({ err: error, callId: call.id }, 'call check failed; it is looked at again after its lease'),
+            );
         }
       };
       await Promise.all(Array.from({ length: Math.min(checkConcurrency, due.length) }, lane));
+      await this.record(ended);
       if (this.stopped || due.length < sweepBatchSize) return;
     }
   }
 
-  private async check(call: CallRow): Promise<void> {
+  /** Records the outcomes of one batch in one transaction; if that fails, each on its own. */
+  private async record(ended: readonly Ended[]): Promise<void> {
+    const { db, clock, logger } = this.options;
+    let results: { ended: boolean; deliveries: number }[];
+    try {
+      results = await recordOutcomes(db, clock, ended);
+    } catch (error) {
+      logger.warn({ err: error, calls: ended.length }, 'recording a batch of call outcomes failed; recording them one by one');
+      results = [];
+      for (const item of ended) {
+        results.push(
+          await recordOutcome(db, clock, item.callId, item.outcome).catch((err: unknown) => {
+            logger.error({ err, callId: item.callId }, 'recording a call outcome failed; it is looked at again after its lease');
+            return { ended: false, deliveries: 0 };
+          }),
+        );
+      }
+    }
+    ended.forEach((item, index) => {
+      if (results[index]!.ended) logger.info({ callId: item.callId, status: item.outcome.status }, 'call ended');
+    });
+    // Only events with deliveries give the dispatcher something to do; one wake-up serves the batch.
+    const withDeliveries = ended.find((_, index) => results[index]!.deliveries > 0);
+    if (withDeliveries) this.options.onCallEnded?.(withDeliveries.callId);
+  }
+
+  /** Asks the provider how a call stands: its outcome when it has ended, otherwise its next look is set. */
+  private async check(call: CallRow): Promise<Ended | undefined> {
     const { db, clock, providers, logger } = this.options;
     const callId = call.id;
     const provider = providers.byName(call.provider);
@@ -117,17 +167,16 @@ export class CallMonitor {
     });
     if (!result.ok) {
       logger.warn({ callId, failure: result.error.kind }, 'provider could not tell how a call stands; will ask again');
-      await repo.setNextCheck(db, callId, isoTimestamp(addMs(clock.now(), providerRetryMs)));
-      return;
+      const now = clock.now();
+      const delay = providerRetryDelayMs(now.getTime() - Date.parse(call.created_at));
+      await repo.setNextCheck(db, callId, isoTimestamp(addMs(now, delay)));
+      return undefined;
     }
     if (result.value.state === 'running') {
       await repo.setNextCheck(db, callId, isoTimestamp(result.value.checkAgainAt));
       this.schedule(callId, result.value.checkAgainAt);
-      return;
+      return undefined;
     }
-    const recorded = await recordOutcome(db, clock, callId, result.value.outcome);
-    if (recorded.ended) logger.info({ callId, status: result.value.outcome.status }, 'call ended');
-    // Only an event with deliveries gives the dispatcher something to do.
-    if (recorded.deliveries > 0) this.options.onCallEnded?.(callId);
+    return { callId, outcome: result.value.outcome };
   }
 }

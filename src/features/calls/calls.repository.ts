@@ -1,9 +1,60 @@
-import type { Db } from '../../db/database.js';
-import type { CallRow, CallUpdate, NewCallRow } from '../../db/schema.js';
+import { sql } from 'kysely';
+import { dialectOf, type Db } from '../../db/database.js';
+import { preparedQuery } from '../../db/prepared.js';
+import type { CallRow } from '../../db/schema.js';
+import { completedColumns, heldBy, type CompletionParams } from '../idempotency/idempotency.repository.js';
 
-export async function insertCall(db: Db, row: NewCallRow): Promise<void> {
-  await db.insertInto('calls').values(row).execute();
+/** Every column given, none left to a default: the row is the whole call. */
+export async function insertCall(db: Db, row: CallRow): Promise<void> {
+  await insertCallQuery(db, row);
 }
+
+/** The columns of a new call, each from its field (a prepared query's parameters are read one by one). */
+function callColumns(p: CallRow): CallRow {
+  return {
+    id: p.id,
+    account_id: p.account_id,
+    api_key_id: p.api_key_id,
+    agent_id: p.agent_id,
+    agent_ref: p.agent_ref,
+    mode: p.mode,
+    provider: p.provider,
+    provider_conversation_id: p.provider_conversation_id,
+    to_number: p.to_number,
+    metadata: p.metadata,
+    status: p.status,
+    created_at: p.created_at,
+    updated_at: p.updated_at,
+    next_check_at: p.next_check_at,
+    started_at: p.started_at,
+    ended_at: p.ended_at,
+    duration_seconds: p.duration_seconds,
+    transcript_summary: p.transcript_summary,
+    failure_reason: p.failure_reason,
+    failure_message: p.failure_message,
+    failed_at: p.failed_at,
+  };
+}
+
+// Prepared: every POST /v1/calls runs it.
+const insertCallQuery = preparedQuery('insert call', (db, p: CallRow) => db.insertInto('calls').values(callColumns(p)));
+
+/**
+ * PostgreSQL only: stores a new call and completes the idempotency key its request holds, in one statement
+ * (a data-modifying CTE, atomic as a transaction). BEGIN, two statements and COMMIT cost four round trips
+ * on the path of every created call; this costs one. The key is completed only if the call was inserted.
+ */
+export async function insertCallCompletingKey(db: Db, row: CallRow, completion: CompletionParams): Promise<void> {
+  await insertCallCompletingKeyQuery(db, { ...row, ...completion });
+}
+
+const insertCallCompletingKeyQuery = preparedQuery('insert call, complete its idempotency key', (db, p: CallRow & CompletionParams) =>
+  db
+    .with('inserted', (cte) => cte.insertInto('calls').values(callColumns(p)).returning('id'))
+    .updateTable('idempotency_keys')
+    .set(completedColumns(p))
+    .where((eb) => eb.and([heldBy(eb, p), eb.exists(eb.selectFrom('inserted').select('id'))])),
+);
 
 /** A call of this account only; another account's call is as absent as an unknown one. */
 export async function findCallInAccount(db: Db, accountId: string, id: string): Promise<CallRow | undefined> {
@@ -14,15 +65,61 @@ export async function findCallById(db: Db, id: string): Promise<CallRow | undefi
   return db.selectFrom('calls').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** Records an outcome only while the call is still `initiated`: the ended call, or undefined when it had ended. */
-export async function finishCall(db: Db, id: string, changes: CallUpdate): Promise<CallRow | undefined> {
-  return db
-    .updateTable('calls')
-    .set(changes)
-    .where('id', '=', id)
-    .where('status', '=', 'initiated')
-    .returningAll()
-    .executeTakeFirst();
+/** What ending a call sets: the status and the fields of its outcome (null where the kind has none). */
+export type CallEnding = Pick<
+  CallRow,
+  | 'id'
+  | 'updated_at'
+  | 'started_at'
+  | 'ended_at'
+  | 'duration_seconds'
+  | 'transcript_summary'
+  | 'failure_reason'
+  | 'failure_message'
+  | 'failed_at'
+> & { status: 'completed' | 'failed' };
+
+const endingColumns = [
+  ['status', 'text'],
+  ['updated_at', 'text'],
+  ['started_at', 'text'],
+  ['ended_at', 'text'],
+  ['duration_seconds', 'integer'],
+  ['transcript_summary', 'text'],
+  ['failure_reason', 'text'],
+  ['failure_message', 'text'],
+  ['failed_at', 'text'],
+] as const;
+
+/**
+ * Ends calls, each only while it is still `initiated`, in one statement whatever their number (the rows
+ * travel as one JSON parameter, read by jsonb_to_recordset on PostgreSQL and json_each on SQLite): the
+ * call monitor ends calls in batches, and a statement per call cost PostgreSQL a round trip each. Returns
+ * the calls this ended; one that had ended already is not among them.
+ */
+export async function finishCalls(db: Db, endings: readonly CallEnding[]): Promise<CallRow[]> {
+  if (endings.length === 0) return [];
+  const dialect = dialectOf(db);
+  const json = JSON.stringify(endings);
+  const changes = sql.join([...endingColumns.map(([column]) => sql`${sql.ref(column)} = v.${sql.ref(column)}`), sql`next_check_at = null`]);
+  if (dialect === 'postgres') {
+    const fields = sql.join([sql`id text`, ...endingColumns.map(([column, type]) => sql`${sql.ref(column)} ${sql.raw(type)}`)]);
+    const { rows } = await sql<CallRow>`update calls as c set ${changes}
+      from jsonb_to_recordset(${json}::jsonb) as v(${fields})
+      where c.id = v.id and c.status = 'initiated'
+      returning c.*`.execute(db);
+    return rows;
+  }
+  // The unary + keeps SQLite from reading every initiated call through the status index and joining each
+  // to the list; the list drives the join and each call is found by its id.
+  const fields = sql.join(
+    ['id', ...endingColumns.map(([column]) => column)].map((column) => sql`value ->> ${sql.lit(`$.${column}`)} as ${sql.ref(column)}`),
+  );
+  const { rows } = await sql<CallRow>`update calls set ${changes}
+    from (select ${fields} from json_each(${json})) as v
+    where calls.id = v.id and +calls.status = 'initiated'
+    returning *`.execute(db);
+  return rows;
 }
 
 /**
@@ -65,16 +162,25 @@ export async function setNextCheck(db: Db, id: string, next: string): Promise<vo
 export interface CallListFilter {
   accountId: string;
   limit: number;
-  startingAfter?: string;
+  /** The call the page starts after (the cursor), by its place in the order. */
+  startingAfter?: { readonly createdAt: string; readonly id: string };
   status?: CallRow['status'];
   agentId?: string;
 }
 
-/** Newest first; ids are time-sortable, so "after" a cursor means an older id. */
+/**
+ * Newest first, by creation time and then id (calls made in the same millisecond). Ids alone are not
+ * enough: a provider's conversation ids, which ours are made of, need not sort by time.
+ */
 export async function listCalls(db: Db, filter: CallListFilter): Promise<CallRow[]> {
   let query = db.selectFrom('calls').selectAll().where('account_id', '=', filter.accountId);
-  if (filter.startingAfter) query = query.where('id', '<', filter.startingAfter);
+  const after = filter.startingAfter;
+  if (after) {
+    query = query.where((eb) =>
+      eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
+    );
+  }
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.agentId) query = query.where('agent_id', '=', filter.agentId);
-  return query.orderBy('id', 'desc').limit(filter.limit).execute();
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }

@@ -2,8 +2,8 @@
  * Placing calls and recording how they ended. The HTTP layer hands in a parsed request and gets back an
  * outcome value; it never sees the database or the provider.
  */
-import type { Db } from '../../db/database.js';
-import type { ApiKeyRow, CallRow, CallUpdate } from '../../db/schema.js';
+import { dialectOf, type Db } from '../../db/database.js';
+import type { ApiKeyRow, CallRow } from '../../db/schema.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { bodyFingerprint } from '../../lib/json.js';
 import { findAgent } from '../agents/agents.service.js';
@@ -11,7 +11,7 @@ import * as idempotency from '../idempotency/idempotency.service.js';
 import type { IdempotencySettings, StoredResponse } from '../idempotency/idempotency.service.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
-import { callOutcomeEvent, enqueueEvent } from '../webhooks/events.service.js';
+import { callOutcomeEvent, enqueueEvents } from '../webhooks/events.service.js';
 import * as repo from './calls.repository.js';
 import { metadataMaxBytes, type Call, type CallCreated, type CreateCallBody } from './calls.schemas.js';
 
@@ -149,10 +149,17 @@ async function placeAndStore(
     body: toCallCreated(row),
     headers: { location: `/v1/calls/${row.id}` },
   };
-  await deps.db.transaction().execute(async (trx) => {
-    await repo.insertCall(trx, row);
-    if (held) await idempotency.complete(trx, deps.clock, held.scope, held.owner, response);
-  });
+  if (!held) {
+    await repo.insertCall(deps.db, row);
+  } else if (dialectOf(deps.db) === 'postgres') {
+    await repo.insertCallCompletingKey(deps.db, row, idempotency.completion(deps.clock, held.scope, held.owner, response));
+  } else {
+    // SQLite has no INSERT inside a WITH; its transaction costs no round trips.
+    await deps.db.transaction().execute(async (trx) => {
+      await repo.insertCall(trx, row);
+      await idempotency.complete(trx, deps.clock, held.scope, held.owner, response);
+    });
+  }
   deps.onCallPlaced?.(row.id, firstCheckAt);
   return { kind: 'created', response };
 }
@@ -174,14 +181,16 @@ export async function listCalls(
   accountId: string,
   query: { limit: number; startingAfter?: string; status?: CallRow['status']; agentId?: string },
 ): Promise<{ data: Call[]; has_more: boolean } | null> {
+  let cursor: CallRow | undefined;
   if (query.startingAfter !== undefined) {
-    if (hasNul(query.startingAfter) || !(await repo.findCallInAccount(db, accountId, query.startingAfter))) return null;
+    cursor = hasNul(query.startingAfter) ? undefined : await repo.findCallInAccount(db, accountId, query.startingAfter);
+    if (!cursor) return null;
   }
   if (query.agentId !== undefined && hasNul(query.agentId)) return { data: [], has_more: false };
   const rows = await repo.listCalls(db, {
     accountId,
     limit: query.limit + 1,
-    ...(query.startingAfter === undefined ? {} : { startingAfter: query.startingAfter }),
+    ...(cursor === undefined ? {} : { startingAfter: { createdAt: cursor.created_at, id: cursor.id } }),
     ...(query.status === undefined ? {} : { status: query.status }),
     ...(query.agentId === undefined ? {} : { agentId: query.agentId }),
   });
@@ -205,32 +214,68 @@ export async function recordOutcome(
   callId: string,
   outcome: CallOutcome,
 ): Promise<{ ended: boolean; deliveries: number }> {
+  const [result] = await recordOutcomes(db, clock, [{ callId, outcome }]);
+  return result!;
+}
+
+/**
+ * `recordOutcome` for several calls in one transaction and a fixed number of statements (the calls, their
+ * events, the endpoints, the deliveries): the call monitor ends calls in batches, and a commit or a round
+ * trip per call cost more than the work. All or nothing: if it throws, none is recorded. Results are in
+ * the order of `outcomes`.
+ */
+export async function recordOutcomes(
+  db: Db,
+  clock: Clock,
+  outcomes: readonly { readonly callId: string; readonly outcome: CallOutcome }[],
+): Promise<{ ended: boolean; deliveries: number }[]> {
+  if (outcomes.length === 0) return [];
   const updatedAt = isoTimestamp(clock.now());
-  const changes: CallUpdate =
-    outcome.status === 'completed'
-      ? {
-          status: 'completed',
-          updated_at: updatedAt,
-          next_check_at: null,
-          started_at: isoTimestamp(outcome.startedAt),
-          ended_at: isoTimestamp(outcome.endedAt),
-          duration_seconds: outcome.durationSeconds,
-          transcript_summary: outcome.transcriptSummary,
-        }
-      : {
-          status: 'failed',
-          updated_at: updatedAt,
-          next_check_at: null,
-          failure_reason: outcome.reason,
-          failure_message: outcome.message,
-          failed_at: isoTimestamp(outcome.failedAt),
-        };
+  // A call listed twice ends with its first outcome: the statement below would pick one at random.
+  const first = new Map<string, CallOutcome>();
+  for (const { callId, outcome } of outcomes) if (!first.has(callId)) first.set(callId, outcome);
+  const endings = [...first].map(([callId, outcome]) => callEnding(callId, outcome, updatedAt));
   return db.transaction().execute(async (trx) => {
-    const call = await repo.finishCall(trx, callId, changes);
-    if (!call) return { ended: false, deliveries: 0 };
-    const event = callOutcomeEvent(call);
-    if (!event) return { ended: true, deliveries: 0 };
-    const { deliveryIds } = await enqueueEvent(trx, clock, { accountId: call.account_id, type: event.type, callId, data: event.data });
-    return { ended: true, deliveries: deliveryIds.length };
+    const ended = new Map((await repo.finishCalls(trx, endings)).map((call) => [call.id, call]));
+    const withEvents = [...ended.values()].flatMap((call) => {
+      const event = callOutcomeEvent(call);
+      return event ? [{ call, event }] : [];
+    });
+    const written = await enqueueEvents(
+      trx,
+      clock,
+      withEvents.map(({ call, event }) => ({ accountId: call.account_id, type: event.type, callId: call.id, data: event.data })),
+    );
+    const deliveries = new Map(withEvents.map(({ call }, index) => [call.id, written[index]!.deliveryIds.length]));
+    const reported = new Set<string>();
+    return outcomes.map(({ callId }) => {
+      if (!ended.has(callId) || reported.has(callId)) return { ended: false, deliveries: 0 };
+      reported.add(callId);
+      return { ended: true, deliveries: deliveries.get(callId) ?? 0 };
+    });
   });
+}
+
+function callEnding(callId: string, outcome: CallOutcome, updatedAt: string): repo.CallEnding {
+  const none = { started_at: null, ended_at: null, duration_seconds: null, transcript_summary: null, failure_reason: null, failure_message: null, failed_at: null };
+  return outcome.status === 'completed'
+    ? {
+        ...none,
+        id: callId,
+        status: 'completed',
+        updated_at: updatedAt,
+        started_at: isoTimestamp(outcome.startedAt),
+        ended_at: isoTimestamp(outcome.endedAt),
+        duration_seconds: outcome.durationSeconds,
+        transcript_summary: outcome.transcriptSummary,
+      }
+    : {
+        ...none,
+        id: callId,
+        status: 'failed',
+        updated_at: updatedAt,
+        failure_reason: outcome.reason,
+        failure_message: outcome.message,
+        failed_at: isoTimestamp(outcome.failedAt),
+      };
 }

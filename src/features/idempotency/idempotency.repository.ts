@@ -1,5 +1,7 @@
 import type { Db } from '../../db/database.js';
-import type { IdempotencyKeysTable, IdempotencyRow } from '../../db/schema.js';
+import { preparedQuery } from '../../db/prepared.js';
+import type { ExpressionBuilder } from 'kysely';
+import type { Database, IdempotencyKeysTable, IdempotencyRow } from '../../db/schema.js';
 
 export interface IdempotencyScope {
   readonly apiKeyId: string;
@@ -9,13 +11,30 @@ export interface IdempotencyScope {
 
 /** Inserts an in-flight record unless one exists; true when this request now holds the key. */
 export async function insertInFlight(db: Db, row: IdempotencyKeysTable): Promise<boolean> {
-  const result = await db
-    .insertInto('idempotency_keys')
-    .values(row)
-    .onConflict((oc) => oc.columns(['api_key_id', 'route', 'idempotency_key']).doNothing())
-    .executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+  const result = await insertInFlightQuery(db, row);
+  return Number(result.numAffectedRows ?? 0n) > 0;
 }
+
+// Prepared, like markCompleted below: every POST with an Idempotency-Key runs both.
+const insertInFlightQuery = preparedQuery('idempotency claim', (db, p: IdempotencyKeysTable) =>
+  db
+    .insertInto('idempotency_keys')
+    .values({
+      api_key_id: p.api_key_id,
+      route: p.route,
+      idempotency_key: p.idempotency_key,
+      request_hash: p.request_hash,
+      state: p.state,
+      owner: p.owner,
+      response_status: p.response_status,
+      response_body: p.response_body,
+      response_headers: p.response_headers,
+      locked_until: p.locked_until,
+      expires_at: p.expires_at,
+      created_at: p.created_at,
+    })
+    .onConflict((oc) => oc.columns(['api_key_id', 'route', 'idempotency_key']).doNothing()),
+);
 
 export async function findRecord(db: Db, scope: IdempotencyScope): Promise<IdempotencyRow | undefined> {
   return db
@@ -46,29 +65,64 @@ export async function takeOver(
   return Number(result.numUpdatedRows) > 0;
 }
 
-export async function markCompleted(
-  db: Db,
+export function completionParams(
   scope: IdempotencyScope,
   owner: string,
   response: { status: number; body: string; headers: string; expiresAt: string },
-): Promise<boolean> {
-  const result = await db
-    .updateTable('idempotency_keys')
-    .set({
-      state: 'completed',
-      response_status: response.status,
-      response_body: response.body,
-      response_headers: response.headers,
-      expires_at: response.expiresAt,
-    })
-    .where('api_key_id', '=', scope.apiKeyId)
-    .where('route', '=', scope.route)
-    .where('idempotency_key', '=', scope.key)
-    .where('owner', '=', owner)
-    .where('state', '=', 'in_progress')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+): CompletionParams {
+  return {
+    apiKeyId: scope.apiKeyId,
+    route: scope.route,
+    key: scope.key,
+    owner,
+    responseStatus: response.status,
+    responseBody: response.body,
+    responseHeaders: response.headers,
+    expiresAt: response.expiresAt,
+  };
 }
+
+export async function markCompleted(db: Db, completion: CompletionParams): Promise<boolean> {
+  const result = await markCompletedQuery(db, completion);
+  return Number(result.numAffectedRows ?? 0n) > 0;
+}
+
+export interface CompletionParams extends IdempotencyScope {
+  readonly owner: string;
+  readonly responseStatus: number;
+  readonly responseBody: string;
+  readonly responseHeaders: string;
+  readonly expiresAt: string;
+}
+
+/** What completing a record sets: the stored response and the end of its 24 hours. */
+export function completedColumns(p: CompletionParams) {
+  return {
+    state: 'completed' as const,
+    response_status: p.responseStatus,
+    response_body: p.responseBody,
+    response_headers: p.responseHeaders,
+    expires_at: p.expiresAt,
+  };
+}
+
+/** The in-flight record of this scope that `owner` holds. */
+export function heldBy(eb: ExpressionBuilder<Database, 'idempotency_keys'>, p: CompletionParams) {
+  return eb.and([
+    eb('api_key_id', '=', p.apiKeyId),
+    eb('route', '=', p.route),
+    eb('idempotency_key', '=', p.key),
+    eb('owner', '=', p.owner),
+    eb('state', '=', 'in_progress'),
+  ]);
+}
+
+const markCompletedQuery = preparedQuery('idempotency complete', (db, p: CompletionParams) =>
+  db
+    .updateTable('idempotency_keys')
+    .set(completedColumns(p))
+    .where((eb) => heldBy(eb, p)),
+);
 
 /** Deletes a record: an in-flight one held by `owner`, or a completed one that expired. */
 export async function deleteRecord(

@@ -126,19 +126,18 @@ export async function claim(
 }
 
 /** Stores the successful response, in the caller's transaction so it commits with the resource it created. */
-export async function complete(
-  db: Db,
-  clock: Clock,
-  scope: IdempotencyScope,
-  owner: string,
-  response: StoredResponse,
-): Promise<void> {
-  await repo.markCompleted(db, scope, owner, {
+/** The completion of a held key with the response of its first success, kept for 24 hours from now. */
+export function completion(clock: Clock, scope: IdempotencyScope, owner: string, response: StoredResponse): repo.CompletionParams {
+  return repo.completionParams(scope, owner, {
     status: response.status,
     body: JSON.stringify(response.body),
     headers: JSON.stringify(response.headers),
     expiresAt: isoTimestamp(addMs(clock.now(), idempotencyLifetimeMs)),
   });
+}
+
+export async function complete(db: Db, clock: Clock, scope: IdempotencyScope, owner: string, response: StoredResponse): Promise<void> {
+  await repo.markCompleted(db, completion(clock, scope, owner, response));
 }
 
 /** Frees the key after a failure, so a retry with the same key is processed anew. */

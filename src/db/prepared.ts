@@ -1,0 +1,67 @@
+/**
+ * Queries of the hot path (every POST /v1/calls runs them), built and compiled by Kysely once per dialect
+ * instead of on every run: in the benchmark, building and compiling queries was a fifth of the CPU time
+ * of a created call. The query is written with the ordinary, typed Kysely builder; it is compiled with a
+ * placeholder in place of each argument, and each run swaps the arguments into the compiled parameters.
+ * The SQL text stays the same, so SQLite's statement cache (database.ts) and PostgreSQL see the same query.
+ */
+import { CompiledQuery, type Compilable, type QueryResult } from 'kysely';
+import type { Db } from './database.js';
+
+type Slot = { readonly param: string } | { readonly value: unknown };
+
+interface Compiled {
+  readonly sql: string;
+  readonly query: CompiledQuery['query'];
+  readonly slots: readonly Slot[];
+}
+
+const marker = '\u0000callgate-prepared:';
+
+/**
+ * `build` gets the parameters as an object and must hand each field it reads to Kysely as a value (in
+ * where, set, values or limit), never to `sql.raw` or as an identifier: compiling checks that every field
+ * read became a parameter, and throws otherwise.
+ */
+export function preparedQuery<Params extends object, Row>(
+  name: string,
+  build: (db: Db, params: Params) => Compilable<Row>,
+): (db: Db, params: Params) => Promise<QueryResult<Row>> {
+  // Keyed by the dialect's adapter class: the SQL differs by dialect, not by connection or transaction.
+  const cache = new Map<unknown, Compiled>();
+
+  function compile(db: Db): Compiled {
+    const read = new Set<string>();
+    const placeholders = new Proxy({} as Params, {
+      get(_target, key) {
+        if (typeof key !== 'string') return undefined;
+        read.add(key);
+        return marker + key;
+      },
+    });
+    const compiled = build(db, placeholders).compile();
+    const bound = new Set<string>();
+    const slots = compiled.parameters.map((parameter): Slot => {
+      if (typeof parameter !== 'string' || !parameter.startsWith(marker)) return { value: parameter };
+      const param = parameter.slice(marker.length);
+      bound.add(param);
+      return { param };
+    });
+    if (bound.size !== read.size || compiled.sql.includes(marker)) {
+      throw new Error(`prepared query "${name}": every parameter must be passed to Kysely as a value`);
+    }
+    return { sql: compiled.sql, query: compiled.query, slots };
+  }
+
+  return async (db, params) => {
+    const adapter = db.getExecutor().adapter.constructor;
+    let compiled = cache.get(adapter);
+    if (!compiled) {
+      compiled = compile(db);
+      cache.set(adapter, compiled);
+    }
+    const values = params as Record<string, unknown>;
+    const parameters = compiled.slots.map((slot) => ('param' in slot ? values[slot.param] : slot.value));
+    return db.executeQuery<Row>({ ...CompiledQuery.raw(compiled.sql, parameters), query: compiled.query });
+  };
+}
