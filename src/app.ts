@@ -5,12 +5,15 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Services } from './container.js';
-import { registerErrorHandling, sendFrameworkError } from './errors/error-handler.js';
+import { ApiError } from './errors/api-error.js';
+import { registerErrorHandling, sendError, sendFrameworkError } from './errors/error-handler.js';
 import { apiAuthHook } from './features/api-keys/api-auth.hook.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
 import { healthRoutes } from './features/health/health.routes.js';
-import { portalRoutes } from './features/portal/portal.routes.js';
+import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './features/portal/portal.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
+import { answerClientError } from './http/client-errors.js';
+import { registerJsonBodyParser } from './http/json-body.js';
 import { newId } from './lib/ids.js';
 
 /** Spec: bodies over 64 KB are refused with 413 `payload_too_large`. */
@@ -31,25 +34,16 @@ export function buildApp(services: Services): FastifyInstance {
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, allowUnionTypes: true },
     },
     // A request Node's HTTP parser refuses (bad header bytes, broken framing) still gets a JSON answer.
-    clientErrorHandler: (error, socket) => {
-      if (!socket.writable) return;
-      const requestId = newId('request');
-      const body = JSON.stringify({
-        error: 'invalid_request',
-        message: 'The HTTP request is malformed.',
-        request_id: requestId,
-      });
-      socket.end(
-        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-      );
-      void error;
-    },
-    // Errors the router raises before any hook runs (a bad percent-encoding, an over-long path parameter).
-    frameworkErrors: sendFrameworkError,
+    clientErrorHandler: answerClientError,
+    // Errors the router raises before any hook runs (a bad percent-encoding, an over-long path parameter);
+    // the portal's pages answer them in HTML like their other errors.
+    frameworkErrors: (error, request, reply) =>
+      isPortalUrl(request.url) ? void sendPortalFrameworkError(services, error, request, reply) : sendFrameworkError(error, request, reply),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // The API speaks JSON only; Fastify's built-in text/plain parser would let plain text through to validation.
   app.removeContentTypeParser('text/plain');
+  registerJsonBodyParser(app);
   app.decorateRequest('apiKey', null);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -98,6 +92,11 @@ export function buildApp(services: Services): FastifyInstance {
         });
       });
       await v1.register(callsRoutes, { deps: services.calls });
+      // An unknown path under /v1 is still an API request: authenticated, counted against the key's limit and
+      // listed in the request log (where a mistyped URL is found), then answered 404 with the path named.
+      v1.setNotFoundHandler((request, reply) =>
+        sendError(request, reply, new ApiError('not_found', `Unrecognized request URL: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`)),
+      );
     },
     { prefix: '/v1' },
   );

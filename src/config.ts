@@ -149,7 +149,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const elevenlabsBaseUrl = (env.ELEVENLABS_BASE_URL?.trim() || 'https://api.elevenlabs.io').replace(/\/+$/, '');
-  if (!/^https?:\/\//.test(elevenlabsBaseUrl)) throw new ConfigError('ELEVENLABS_BASE_URL must start with https://');
+  if (!/^https?:\/\//.test(elevenlabsBaseUrl)) throw new ConfigError('ELEVENLABS_BASE_URL must start with https:// (or http:// for a local fake)');
 
   const providerTimeoutMs = integer(env, 'CALLGATE_PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000);
   const idempotencyLockMs = integer(env, 'CALLGATE_IDEMPOTENCY_LOCK_MS', 60_000, 1_000, 3_600_000);

@@ -20,6 +20,7 @@ export const errorCatalogue = {
   },
   payload_too_large: { status: 413, message: 'The request body is larger than 64 KB.' },
   unsupported_media_type: { status: 415, message: 'Content-Type must be application/json.' },
+  headers_too_large: { status: 431, message: 'The request headers are larger than the server accepts (16 KB).' },
   rate_limit_exceeded: { status: 429, message: 'Too many requests. Retry after the number of seconds in Retry-After.' },
   internal_error: { status: 500, message: 'Something went wrong on our side. Quote the request_id to support.' },
   provider_error: { status: 502, message: 'The voice provider refused the call.' },

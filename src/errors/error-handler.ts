@@ -12,12 +12,20 @@ interface AjvLikeError {
   instancePath: string;
   message?: string;
   params: Record<string, unknown>;
+  /** Set by Ajv when the error is about an object's key (propertyNames), not its value. */
+  propertyName?: string;
 }
 
 /** Friendlier wording for a pattern failure on a known field. */
 const patternHints: Record<string, string> = {
   to: 'to must be a phone number in E.164 format, such as +14155550123 (pattern ^\\+[1-9]\\d{6,14}$).',
 };
+
+/** AJV's "string,number,boolean,null" as people write it: "a string, a number, a boolean or null". */
+function typeNames(types: string): string {
+  const names = types.split(',').map((type) => (type === 'null' ? 'null' : `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`));
+  return names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names.at(-1)}` : names[0] ?? types;
+}
 
 function fieldPath(instancePath: string, child?: unknown): string {
   const parts = instancePath.split('/').filter(Boolean).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
@@ -35,6 +43,7 @@ export function describeValidationError(error: AjvLikeError, context: string): {
     }
     case 'additionalProperties': {
       const param = fieldPath(error.instancePath, error.params.additionalProperty);
+      if (context === 'querystring') return { param, message: `Unknown query parameter: ${param}.` };
       return { param, message: `Unknown field: ${where}${param}.` };
     }
     case 'propertyNames': {
@@ -43,10 +52,13 @@ export function describeValidationError(error: AjvLikeError, context: string): {
       return { param, message: `${param} has an invalid key "${name.slice(0, 80)}": keys are at most 64 characters.` };
     }
     case 'maxLength':
-      if (error.params.propertyName !== undefined) {
+      if (error.propertyName !== undefined) {
         // Reported by propertyNames: the key, not the value, is too long.
         const param = fieldPath(error.instancePath);
-        return { param, message: `${param} keys must be at most ${String(error.params.limit)} characters.` };
+        return {
+          param,
+          message: `${param} keys must be at most ${String(error.params.limit)} characters; "${error.propertyName.slice(0, 80)}" is longer.`,
+        };
       }
       break;
     case 'pattern': {
@@ -58,7 +70,14 @@ export function describeValidationError(error: AjvLikeError, context: string): {
     case 'type': {
       const param = fieldPath(error.instancePath);
       if (param === '') return { message: `The request body must be a JSON ${String(error.params.type)}.` };
-      return { param, message: `${param} must be of type ${String(error.params.type)}.` };
+      // Query values are all text; only a parameter given twice (?limit=1&limit=2) arrives as a list.
+      if (context === 'querystring') return { param, message: `${param} must be given once.` };
+      return { param, message: `${param} must be ${typeNames(String(error.params.type))}.` };
+    }
+    case 'enum': {
+      const param = fieldPath(error.instancePath);
+      const allowed = Array.isArray(error.params.allowedValues) ? error.params.allowedValues.map(String).join(', ') : '';
+      return { param, message: `${param} must be one of ${allowed}.` };
     }
     case 'anyOf': {
       const param = fieldPath(error.instancePath);
@@ -99,8 +118,6 @@ function fromFastifyError(error: FastifyError): ApiError {
   }
   if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new ApiError('invalid_json');
   const status = error.statusCode ?? 500;
-  // secure-json-parse refuses __proto__ and constructor.prototype keys with a plain 400.
-  if (status === 400) return new ApiError('invalid_json', 'The request body is not acceptable JSON.');
   if (status === 404) return new ApiError('not_found');
   if (status === 405) return new ApiError('method_not_allowed');
   if (status === 413) return new ApiError('payload_too_large');
@@ -164,16 +181,18 @@ export function registerErrorHandling(app: FastifyInstance): void {
 
 /** Answers 405 with an `Allow` header for the methods a path does not have. */
 export function registerMethodNotAllowed(app: FastifyInstance, url: string, allowed: readonly string[]): void {
-  const all = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+  const all = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'] as const;
   const others = all.filter((method) => !allowed.includes(method));
   const allowHeader = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].join(', ');
+  // The path as a client writes it: with the plugin's prefix, and `{id}` for a parameter.
+  const shown = `${app.prefix}${url}`.replace(/:(\w+)/g, '{$1}');
   app.route({
     method: [...others],
     url,
     // The body of a request to the wrong method is never read.
     onRequest: async (request, reply) => {
       reply.header('allow', allowHeader);
-      return sendError(request, reply, new ApiError('method_not_allowed', `Use ${allowed.join(' or ')} on ${url}.`));
+      return sendError(request, reply, new ApiError('method_not_allowed', `Use ${allowed.join(' or ')} on ${shown}.`));
     },
     handler: async () => undefined,
   });

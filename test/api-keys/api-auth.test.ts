@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { createApiKey, revokeApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { forEachDialect } from '../helpers/dialects.js';
@@ -31,6 +32,7 @@ await forEachDialect('API key authentication', (dialect) => {
     assert.deepEqual(Object.keys(body).sort(), ['error', 'message', 'request_id']);
     assert.equal(body.error, 'unauthorized');
     assert.equal(body.request_id, res.headers['x-request-id']);
+    assert.equal(res.headers['www-authenticate'], 'Bearer realm="callgate"');
     return body.message as string;
   };
 
@@ -49,7 +51,7 @@ await forEachDialect('API key authentication', (dialect) => {
           `Basic ${Buffer.from('a:b').toString('base64')}`,
           t.seed.token, // no scheme
           `Bearer  ${t.seed.token}`, // two spaces
-          `Bearer ${t.seed.token} `, // trailing space
+          `Bearer ${t.seed.token} `, // trailing space (through inject; over a socket Node trims header values)
           `Bearer ${t.seed.token}x`,
           `Bearer ${t.seed.token.toUpperCase()}`,
           `Bearer ${t.seed.token.slice(0, -1)}`,
@@ -79,10 +81,36 @@ await forEachDialect('API key authentication', (dialect) => {
     assert.equal(await countCalls(t.services), calls, 'no call placed with a revoked key');
   });
 
-  it('a request with a valid key and an unknown agent answers 403 agent_not_found (spec 5.7)', async () => {
+  it('a request with a valid key and an unknown agent answers 403 agent_not_found (spec 5.7), naming agent_id', async () => {
     const res = await t.createCall(callBody(t, { agent_id: 'agent_does_not_exist' }));
     assert.equal(res.statusCode, 403);
     assert.equal(res.json().error, 'agent_not_found');
+    assert.equal(res.json().param, 'agent_id');
+  });
+
+  it('two Authorization headers are 401, even when both hold valid keys', async () => {
+    const other = await createApiKey(t.services.db, t.services.clock, { accountId: t.seed.accountId, name: 'second', mode: 'live' });
+    const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const calls = await countCalls(t.services);
+    const answer = await new Promise<{ status: number; body: string; challenge: unknown }>((resolve, reject) => {
+      const request = http.request(`${address}/v1/calls`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+      });
+      // An array value goes out as one header line per item: two Authorization headers.
+      request.setHeader('authorization', [`Bearer ${t.seed.token}`, `Bearer ${other.token}`]);
+      request.on('response', (response) => {
+        let body = '';
+        response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body, challenge: response.headers['www-authenticate'] }));
+      });
+      request.on('error', reject);
+      request.end(JSON.stringify(callBody(t)));
+    });
+    assert.equal(answer.status, 401, answer.body);
+    assert.equal(JSON.parse(answer.body).error, 'unauthorized');
+    assert.equal(answer.challenge, 'Bearer realm="callgate"');
+    assert.equal(await countCalls(t.services), calls);
   });
 
   it("an agent of another account is not found, and another account's call is not either", async () => {

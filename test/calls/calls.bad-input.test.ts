@@ -105,10 +105,28 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
       }
     });
 
-    it('invalid UTF-8 bytes are 400, not 500', async () => {
-      const res = await post(Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), 'application/json');
-      assert.equal(res.statusCode, 400, res.body);
-      assertErrorShape(res, 400, String(res.json().error));
+    it('invalid UTF-8 bytes are 400 invalid_json, even where the body is otherwise a valid call', async () => {
+      const agent = t.seed.agentId;
+      for (const bytes of [
+        Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]),
+        // A call that would be created, but for one byte that is not UTF-8 (0xff; then a lone continuation byte;
+        // then an overlong encoding of "/").
+        ...[[0xff], [0x80], [0xc0, 0xaf]].map((bad) =>
+          Buffer.concat([
+            Buffer.from(`{"agent_id":"${agent}","to":"+14155550123","metadata":{"a":"`),
+            Buffer.from(bad),
+            Buffer.from('"}}'),
+          ]),
+        ),
+      ]) {
+        const callsBefore = await countCalls(t.services);
+        const error = assertErrorShape(await post(bytes, 'application/json'), 400, 'invalid_json');
+        assert.match(String(error.message), /UTF-8/);
+        assert.equal(await countCalls(t.services), callsBefore);
+      }
+      // Multi-byte UTF-8 is of course fine.
+      const res = await post(Buffer.from(JSON.stringify({ ...callBody(t), metadata: { name: 'Zoë 日本 🎉' } })), 'application/json');
+      assert.equal(res.statusCode, 201, res.body);
     });
 
     it('an empty body with a JSON content type is 400 invalid_json', async () => {
@@ -130,7 +148,9 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
         const res = await post(payload, 'application/json');
         assert.ok(res.statusCode >= 400 && res.statusCode < 500, `${res.statusCode} for ${payload}`);
         assertErrorShape(res, res.statusCode, String(res.json().error));
-        assert.ok(['invalid_json', 'invalid_request'].includes(String(res.json().error)));
+        assert.equal(res.json().error, 'invalid_request', payload);
+        // The body is valid JSON: the message says what is refused instead of calling it malformed.
+        assert.match(String(res.json().message), /__proto__/);
         assert.equal(await countCalls(t.services), callsBefore);
       }
       assert.equal(({} as Record<string, unknown>).polluted, undefined);
@@ -158,10 +178,42 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
     });
 
     it('accepts application/json with a charset parameter, and in any case', async () => {
-      for (const contentType of ['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON']) {
+      for (const contentType of [
+        'application/json; charset=utf-8',
+        'application/json;charset=UTF-8',
+        'application/json; charset="utf-8"',
+        'Application/JSON',
+      ]) {
         const res = await post(JSON.stringify(callBody(t)), contentType);
         assert.equal(res.statusCode, 201, `${contentType}: ${res.body}`);
       }
+    });
+
+    it('a charset other than UTF-8 is 415, and so is a compressed body', async () => {
+      const json = JSON.stringify(callBody(t));
+      for (const contentType of ['application/json; charset=iso-8859-1', 'application/json; charset=utf-16', 'application/json; charset="latin1"']) {
+        const callsBefore = await countCalls(t.services);
+        const error = assertErrorShape(await post(json, contentType), 415, 'unsupported_media_type');
+        assert.match(String(error.message), /UTF-8/);
+        assert.equal(await countCalls(t.services), callsBefore, contentType);
+      }
+      for (const encoding of ['gzip', 'br', 'deflate']) {
+        const res = await t.inject({
+          method: 'POST',
+          url: '/v1/calls',
+          headers: { ...auth(), 'content-type': 'application/json', 'content-encoding': encoding },
+          payload: json,
+        });
+        const error = assertErrorShape(res, 415, 'unsupported_media_type');
+        assert.match(String(error.message), new RegExp(`Content-Encoding ${encoding}`));
+      }
+      const identity = await t.inject({
+        method: 'POST',
+        url: '/v1/calls',
+        headers: { ...auth(), 'content-type': 'application/json', 'content-encoding': 'identity' },
+        payload: json,
+      });
+      assert.equal(identity.statusCode, 201, identity.body);
     });
 
     it('a POST without a body or content type is a 4xx JSON error', async () => {
@@ -198,10 +250,10 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
         .filter(Boolean);
     }
 
-    it('PUT, PATCH and DELETE /v1/calls are 405 method_not_allowed with an Allow header naming POST, body unread', async () => {
+    it('PUT, PATCH, DELETE and OPTIONS /v1/calls are 405 method_not_allowed with an Allow header naming POST, body unread', async () => {
       const allowed = await allowedMethods('/v1/calls');
       assert.ok(allowed.includes('POST'), `Allow: ${allowed.join(', ')}`);
-      for (const method of ['PUT', 'PATCH', 'DELETE'] as const) {
+      for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const) {
         assert.equal(allowed.includes(method), false);
         const res = await t.inject({
           method,
@@ -209,9 +261,13 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
           headers: { ...auth(), 'content-type': 'application/json' },
           payload: '{not json',
         });
-        assertErrorShape(res, 405, 'method_not_allowed');
+        const error = assertErrorShape(res, 405, 'method_not_allowed');
+        assert.equal(error.message, 'Use GET or POST on /v1/calls.');
         assert.deepEqual(String(res.headers.allow).split(',').map((m) => m.trim()), allowed, method);
       }
+      const onACall = await t.inject({ method: 'DELETE', url: '/v1/calls/call_x', headers: auth() });
+      assert.equal(assertErrorShape(onACall, 405, 'method_not_allowed').message, 'Use GET on /v1/calls/{id}.');
+      assert.equal(onACall.headers.allow, 'GET, HEAD');
     });
 
     it('GET and HEAD /v1/calls are 405 with the same Allow header exactly when Allow does not name them', async () => {
@@ -231,11 +287,18 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
       }
     });
 
-    it('unknown paths are 404 not_found, with or without a key', async () => {
-      for (const url of ['/v1/nope', '/nope', '/v1', '/v2/calls', '/v1/calls/x/y', '/V1/CALLS/']) {
+    it('unknown paths are 404 not_found; under /v1 only with a valid key, which they count against', async () => {
+      for (const url of ['/nope', '/v2/calls', '/V1/CALLS/']) {
         for (const headers of [auth(), {}]) {
           assertErrorShape(await t.inject({ method: 'GET', url, headers }), 404, 'not_found');
         }
+      }
+      for (const url of ['/v1/nope', '/v1/calls/x/y', '/v1/']) {
+        assertErrorShape(await t.inject({ method: 'GET', url }), 401, 'unauthorized');
+        const res = await t.inject({ method: 'GET', url: `${url}?q=1`, headers: auth() });
+        const error = assertErrorShape(res, 404, 'not_found');
+        assert.equal(error.message, `Unrecognized request URL: GET ${url}.`);
+        assert.ok(res.headers.ratelimit, `${url} is counted against the key's limit`);
       }
       assertErrorShape(
         await t.inject({ method: 'POST', url: '/v1/nope', headers: { ...auth(), 'content-type': 'application/json' }, payload: '{}' }),
@@ -297,10 +360,31 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
       }
     });
 
-    it('headers larger than the parser allows get a JSON 4xx and the server stays up', async () => {
+    it('an Idempotency-Key with a control byte the parser refuses (0x7F, 0x01) is 400 invalid_idempotency_key, like any other bad key', async () => {
+      for (const key of ['order\x7f1', 'order\x011']) {
+        const body = JSON.stringify({ agent_id: t.seed.agentId, to: '+14155550123' });
+        const res = await rawRequest(
+          port,
+          Buffer.from(
+            `POST /v1/calls HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.seed.token}\r\nContent-Type: application/json\r\nIdempotency-Key: ${key}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+            'latin1',
+          ),
+        );
+        assertRawJsonError(res, 400);
+        assert.equal(JSON.parse(res.body).error, 'invalid_idempotency_key', JSON.stringify(key));
+        await assertServerStillUp();
+      }
+      // Another header with such a byte is a malformed request, as before.
+      const other = await rawRequest(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Idempotency-Key-Note: a\x7fb\r\n\r\n');
+      assertRawJsonError(other, 400);
+      assert.equal(JSON.parse(other.body).error, 'invalid_request');
+    });
+
+    it('headers larger than the parser allows get a JSON 431 headers_too_large and the server stays up', async () => {
       const res = await rawRequest(port, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`);
-      assert.ok(res.status >= 400 && res.status < 500, JSON.stringify(res).slice(0, 300));
-      assertRawJsonError(res, res.status);
+      assert.equal(res.status, 431, JSON.stringify(res).slice(0, 300));
+      assertRawJsonError(res, 431);
+      assert.equal(JSON.parse(res.body).error, 'headers_too_large');
       await assertServerStillUp();
     });
 

@@ -26,6 +26,11 @@ export interface ApiAuthDeps {
   readonly perIpLimiter: RateLimiter;
 }
 
+/** RFC 9110 (11.6.1): a 401 names the scheme the client should use. */
+function unauthorized(): ApiError {
+  return new ApiError('unauthorized', undefined, { headers: { 'www-authenticate': 'Bearer realm="callgate"' } });
+}
+
 function tooManyRequests(decision: RateLimitDecision, policy: string): ApiError {
   const seconds = Math.max(1, decision.resetSeconds);
   return new ApiError(
@@ -35,13 +40,24 @@ function tooManyRequests(decision: RateLimitDecision, policy: string): ApiError 
   );
 }
 
+function hasOneAuthorization(rawHeaders: readonly string[]): boolean {
+  let count = 0;
+  for (let index = 0; index < rawHeaders.length; index += 2) {
+    if (rawHeaders[index]!.length === 13 && rawHeaders[index]!.toLowerCase() === 'authorization') count++;
+  }
+  return count <= 1;
+}
+
 export function apiAuthHook(deps: ApiAuthDeps): onRequestAsyncHookHandler {
   return async function apiAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const apiKey = await authenticate(deps.db, deps.clock, request.headers.authorization);
+    // Node keeps the first of several Authorization headers; which key was meant is ambiguous, so none is.
+    const apiKey = hasOneAuthorization(request.raw.rawHeaders)
+      ? await authenticate(deps.db, deps.clock, request.headers.authorization)
+      : null;
     if (!apiKey) {
       const ipDecision = await deps.perIpLimiter.consume(`ip:${request.ip}`);
       if (!ipDecision.allowed) throw tooManyRequests(ipDecision, 'per-ip');
-      throw new ApiError('unauthorized');
+      throw unauthorized();
     }
     // Known before the limit is checked, so a refused request still shows in the account's request log.
     request.apiKey = apiKey;
@@ -53,6 +69,6 @@ export function apiAuthHook(deps: ApiAuthDeps): onRequestAsyncHookHandler {
 
 /** The authenticated key of a request that passed the gate. */
 export function requireApiKey(request: FastifyRequest): ApiKeyRow {
-  if (!request.apiKey) throw new ApiError('unauthorized');
+  if (!request.apiKey) throw unauthorized();
   return request.apiKey;
 }

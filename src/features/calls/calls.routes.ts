@@ -39,7 +39,9 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
         case 'invalid_metadata':
           throw new ApiError('invalid_request', result.message, { param: 'metadata' });
         case 'agent_not_found':
-          throw new ApiError('agent_not_found', `No agent ${JSON.stringify(request.body.agent_id).slice(0, 140)} in this account.`);
+          throw new ApiError('agent_not_found', `No agent ${JSON.stringify(request.body.agent_id).slice(0, 140)} in this account.`, {
+            param: 'agent_id',
+          });
         case 'provider_failed':
           throw providerFailureToApiError(result.failure);
         case 'created':
@@ -58,9 +60,10 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     { schema: { querystring: ListCallsQuery, response: { 200: CallList, ...errorResponses } } },
     async (request) => {
       const apiKey = requireApiKey(request);
-      const limit = request.query.limit === undefined ? listLimitDefault : Number(request.query.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > listLimitMax) {
-        throw new ApiError('invalid_request', `limit must be between 1 and ${listLimitMax}.`, { param: 'limit' });
+      const text = request.query.limit;
+      const limit = text === undefined ? listLimitDefault : /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN;
+      if (!(limit >= 1 && limit <= listLimitMax)) {
+        throw new ApiError('invalid_request', `limit must be an integer from 1 to ${listLimitMax}.`, { param: 'limit' });
       }
       const { starting_after: startingAfter, status, agent_id: agentId } = request.query;
       const page = await listCalls(deps.db, apiKey.account_id, {
@@ -81,7 +84,10 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     async (request) => {
       const apiKey = requireApiKey(request);
       const call = await getCall(deps.db, apiKey.account_id, request.params.id);
-      if (!call) throw new ApiError('not_found', `No call ${request.params.id} in this account.`);
+      if (!call) {
+        const id = request.params.id;
+        throw new ApiError('not_found', id === '' ? 'A call id is needed: GET /v1/calls/{id}.' : `No call ${id} in this account.`);
+      }
       return call;
     },
   );

@@ -38,7 +38,8 @@ export const CallCreated = Type.Object({
 });
 export type CallCreated = Static<typeof CallCreated>;
 
-export const CallStatus = Type.Union([Type.Literal('initiated'), Type.Literal('completed'), Type.Literal('failed')]);
+export const callStatuses = ['initiated', 'completed', 'failed'] as const;
+export const CallStatus = Type.Union(callStatuses.map((status) => Type.Literal(status)));
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -64,9 +65,11 @@ export const CallParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
 
 export const ListCallsQuery = Type.Object(
   {
-    limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: '1 to 100, default 20' })),
+    // Checked by the route, which names the range in its message (a pattern error would show a regex).
+    limit: Type.Optional(Type.String({ description: 'An integer from 1 to 100, default 20' })),
     starting_after: Type.Optional(Type.String({ maxLength: 200, description: 'A call id: the page starts after it' })),
-    status: Type.Optional(CallStatus),
+    // An enum, not a union of literals: its validation error lists the allowed values.
+    status: Type.Optional(Type.Unsafe<(typeof callStatuses)[number]>({ type: 'string', enum: [...callStatuses] })),
     agent_id: Type.Optional(Type.String({ maxLength: 200 })),
   },
   { additionalProperties: false },
