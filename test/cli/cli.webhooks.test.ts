@@ -251,6 +251,46 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     assert.equal(text.stdout.match(/whsec_\S+/g)?.length, 1, 'only the new secret is shown');
   });
 
+  it('an endpoint that answered 410 is disabled and says so; webhooks enable brings it back', async () => {
+    const gone = await startWebhookReceiver();
+    try {
+      const created = await runJson(env, ['webhooks', 'create', '--account', accountId, '--url', gone.url]);
+      gone.queue({ status: 410, body: 'gone' });
+      await runJson(env, ['webhooks', 'test', created.id]);
+      await gone.waitFor(1, 5_000);
+      const disabled = await eventually('the 410 to disable the endpoint', async () => {
+        const { data } = await runJson(env, ['webhooks', 'list', '--account', accountId]);
+        const row = data.find((candidate: { id: string }) => candidate.id === created.id);
+        return row?.enabled === false ? row : undefined;
+      });
+      assert.equal(disabled.disabled_reason, 'The endpoint answered 410 Gone, so it was disabled.');
+      const listed = await runCli(env, ['webhooks', 'list', '--account', accountId]);
+      assert.match(listed.stdout, new RegExp(`${created.id} .* no \\(The endpoint answered 410 Gone, so it was disabled\\.\\)`));
+      await runFailing(
+        env,
+        ['webhooks', 'test', created.id],
+        1,
+        new RegExp(`^callgate: webhook endpoint ${created.id} is disabled \\(The endpoint answered 410 Gone, so it was disabled\\.\\); enable it first with "callgate webhooks enable ${created.id}"\n$`),
+      );
+
+      const text = await runCli(env, ['webhooks', 'enable', created.id]);
+      assert.equal(text.code, 0, text.stderr);
+      assert.match(text.stdout, /^Enabled webhook endpoint we_\S+ \(http:\/\/127\.0\.0\.1:\d+\/hooks\)\.\nIt had been disabled: The endpoint answered 410 Gone/);
+      const enabled = await runJson(env, ['webhooks', 'enable', created.id]);
+      assert.equal(enabled.enabled, true);
+      assert.equal(enabled.disabled_reason, null);
+      assert.equal('secret' in enabled, false);
+
+      // Enabled again, it gets events: the next test event is delivered.
+      await runJson(env, ['webhooks', 'test', created.id]);
+      const [, hook] = await gone.waitFor(2, 5_000);
+      assert.equal(verified(created.secret, hook!).type, 'webhook.test');
+      await runFailing(env, ['webhooks', 'enable', 'we_missing'], 1, /^callgate: no webhook endpoint with id "we_missing"\n$/);
+    } finally {
+      await gone.close();
+    }
+  });
+
   it('webhooks delete removes an endpoint; its pending deliveries end as failed', async () => {
     // With the worker stopped, a test event stays pending until the delete fails it.
     await services.dispatcher.stop();

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../src/db/database.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
 import { enqueueEvent } from '../../src/features/webhooks/events.service.js';
-import { checkWebhookTarget, checkWebhookUrl, isPublicAddress } from '../../src/features/webhooks/ssrf-guard.js';
+import { checkWebhookTarget, checkWebhookUrl, guardedLookup, isPublicAddress } from '../../src/features/webhooks/ssrf-guard.js';
 import { createHttpSender } from '../../src/features/webhooks/webhook-sender.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
@@ -41,8 +41,40 @@ const refusedAddresses = [
   '::ffff:a9fe:a9fe', // 169.254.169.254, mapped
   '::127.0.0.1', // IPv4-compatible
   '::7f00:1', // the same, as the URL parser writes it
+  '::ffff:0:7f00:1', // IPv4-translated 127.0.0.1
+  // IPv6 addresses carrying a private IPv4 address are judged by it: NAT64, 6to4, Teredo.
+  '64:ff9b::7f00:1',
+  '64:ff9b::127.0.0.1',
+  '64:ff9b::a00:1', // 10.0.0.1
+  '64:ff9b::a9fe:a9fe', // 169.254.169.254, the cloud metadata service
+  '64:FF9B::C0A8:101', // 192.168.1.1
+  '2002:7f00:1::1', // 6to4 of 127.0.0.1
+  '2002:a9fe:a9fe::', // 6to4 of 169.254.169.254
+  '2002:c0a8:101:1::1', // 6to4 of 192.168.1.1
+  '2001:0:4136:e378:8000:63bf:80ff:fffe', // Teredo, client 127.0.0.1 (bits inverted)
+  '2001:0:4136:e378:8000:63bf:f5ff:fffe', // Teredo, client 10.0.0.1
+  '64:ff9b:1::808:808', // local-use NAT64
+  'fe80::1%eth0', // with a zone id
+  '2001:db8::1',
+  '3fff::1', // documentation
+  '2001:2::1', // benchmarking
+  '1::1', // outside global unicast (2000::/3)
+  '4000::1',
 ];
-const allowedAddresses = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '::ffff:808:808'];
+const allowedAddresses = [
+  '8.8.8.8',
+  '1.1.1.1',
+  '172.32.0.1',
+  '192.169.0.1',
+  '2606:4700:4700::1111',
+  '2001:4860:4860::8888',
+  '::ffff:8.8.8.8',
+  '::ffff:808:808',
+  '64:ff9b::808:808', // NAT64 of 8.8.8.8, as a DNS64 resolver answers on an IPv6-only network
+  '64:ff9b::8.8.8.8',
+  '2002:808:808::1', // 6to4 of 8.8.8.8
+  '2001:0:4136:e378:8000:63bf:f7f7:f7f7', // Teredo, client 8.8.8.8
+];
 
 describe('isPublicAddress', () => {
   for (const address of refusedAddresses) {
@@ -85,6 +117,10 @@ describe('checkWebhookUrl', () => {
       'https://[fc00::1]/hooks',
       'https://[::ffff:127.0.0.1]/hooks',
       'https://[::127.0.0.1]/hooks',
+      'https://[64:ff9b::127.0.0.1]/hooks',
+      'https://[64:ff9b::a9fe:a9fe]/latest/meta-data/',
+      'https://[2002:c0a8:101::1]/hooks',
+      'https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hooks',
     ]) {
       assert.match(refused(url), /loopback, private/, url);
     }
@@ -108,7 +144,7 @@ describe('checkWebhookUrl', () => {
   });
 
   it('accepts a public IP literal over https, and private targets when allowed', () => {
-    for (const url of ['https://8.8.8.8/hooks', 'https://1.1.1.1:8443/a?b=c', 'https://[2606:4700:4700::1111]/hooks']) {
+    for (const url of ['https://8.8.8.8/hooks', 'https://1.1.1.1:8443/a?b=c', 'https://[2606:4700:4700::1111]/hooks', 'https://[64:ff9b::808:808]/hooks']) {
       assert.equal(checkWebhookUrl(url, false).ok, true, url);
     }
     for (const url of ['http://127.0.0.1:3000/hooks', 'https://localhost/hooks', 'https://[::1]/hooks', 'https://169.254.169.254/']) {
@@ -144,6 +180,20 @@ describe('checkWebhookTarget', () => {
     resolveTo('8.8.8.8', '::1');
     const mixed = await checkWebhookTarget('https://hooks.example.com/in', false);
     assert.deepEqual(mixed, { ok: false, reason: 'resolves to a non-public address (::1)' });
+  });
+
+  it('judges a NAT64 or 6to4 answer by the IPv4 address it carries', async () => {
+    for (const address of ['64:ff9b::a9fe:a9fe', '64:ff9b::a00:1', '2002:7f00:1::1']) {
+      resolveTo(address);
+      assert.deepEqual(
+        await checkWebhookTarget('https://hooks.example.com/in', false),
+        { ok: false, reason: `resolves to a non-public address (${address})` },
+        address,
+      );
+      mock.restoreAll();
+    }
+    resolveTo('64:ff9b::808:808', '2002:808:808::1');
+    assert.equal((await checkWebhookTarget('https://hooks.example.com/in', false)).ok, true);
   });
 
   it('accepts a name whose every address is public', async () => {
@@ -189,6 +239,31 @@ describe('the HTTP sender checks the address it connects to', () => {
     } finally {
       sender.close();
     }
+  });
+
+  it('refuses a NAT64 or 6to4 literal of a private address, and a name resolving to one, without connecting', async () => {
+    const sender = createHttpSender({ timeoutMs: 2_000, allowPrivate: false });
+    try {
+      const nat64 = await sender.send(request(`http://[64:ff9b::127.0.0.1]:${port()}/hooks`));
+      assert.match(nat64.kind === 'error' ? nat64.error : '', /64:ff9b::7f00:1 is not a public address/);
+      const sixToFour = await sender.send(request(`http://[2002:a9fe:a9fe::1]:${port()}/hooks`));
+      assert.match(sixToFour.kind === 'error' ? sixToFour.error : '', /2002:a9fe:a9fe::1 is not a public address/);
+    } finally {
+      sender.close();
+    }
+    // At connect time the name is resolved by guardedLookup: a DNS64 answer for a private address is refused.
+    mock.method(dns, 'lookup', (_host: string, _options: unknown, callback: (e: null, a: dns.LookupAddress[]) => void) =>
+      callback(null, [{ address: '64:ff9b::a9fe:a9fe', family: 6 }]),
+    );
+    try {
+      const refused = await new Promise<Error | null>((resolve) => guardedLookup(false)('hooks.example.com', { all: true }, (error) => resolve(error)));
+      assert.match(refused?.message ?? '', /hooks\.example\.com resolves to no public address \(64:ff9b::a9fe:a9fe\)/);
+      const allowed = await new Promise<unknown>((resolve) => guardedLookup(true)('hooks.example.com', { all: true }, (_e, addresses) => resolve(addresses)));
+      assert.deepEqual(allowed, [{ address: '64:ff9b::a9fe:a9fe', family: 6 }]);
+    } finally {
+      mock.restoreAll();
+    }
+    assert.equal(receiver.received.length, 0);
   });
 
   it('connects when private targets are allowed', async () => {
@@ -267,6 +342,7 @@ await forEachDialect('SSRF guard at delivery time', (dialect) => {
   for (const [host, blocked] of [
     ['127.0.0.1', /127\.0\.0\.1 is not a public address/],
     ['[::ffff:127.0.0.1]', /::ffff:7f00:1 is not a public address/],
+    ['[64:ff9b::127.0.0.1]', /64:ff9b::7f00:1 is not a public address/],
     ['localhost', /localhost resolves to no public address \(.*(127\.0\.0\.1|::1)/],
   ] as const) {
     it(`a delivery to http://${host}:<port> never reaches the receiver; each attempt names the blocked address`, async () => {

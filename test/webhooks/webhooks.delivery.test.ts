@@ -61,6 +61,10 @@ await forEachDialect('Webhook delivery', (dialect) => {
     assert.equal(payload.data.agent_id, t.seed.agentId);
     assert.equal(payload.data.status, 'completed');
     assert.ok(Number.isInteger(payload.data.duration_seconds));
+    // The call's times lie within its life: after its creation, and not after the event that reports them.
+    assert.ok(Date.parse(payload.data.started_at) >= Date.parse(created.created_at), 'started after it was created');
+    assert.ok(Date.parse(payload.data.ended_at) <= Date.parse(payload.created_at), 'ended before the event about it');
+    assert.equal(Date.parse(payload.data.ended_at) - Date.parse(payload.data.started_at), payload.data.duration_seconds * 1000);
     assert.equal(hook.headers['content-type'], 'application/json');
     assert.ok(Math.abs(Number(hook.headers['webhook-timestamp']) - Date.now() / 1000) < 5);
   });

@@ -133,8 +133,23 @@ export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', rec
         .forUpdate()
         .execute();
     }
-    await updateDeliveries(trx, dialect, sorted);
-    const attempts = records.flatMap((record) => (record.attempt ? [record.attempt] : []));
+    const held = await updateDeliveries(trx, dialect, sorted);
+    // An endpoint disabled now (410, or failing for 5 days) keeps no pending deliveries, as when an operator
+    // disables it; one claimed by another worker ends at its next attempt, which finds the endpoint disabled.
+    for (const id of [...endpointChanges.keys()].sort(byId)) {
+      const change = endpointChanges.get(id)!;
+      if (change.enabled !== 0) continue;
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({ status: 'failed', next_attempt_at: null, last_error: change.disabled_reason ?? 'The endpoint was disabled.', updated_at: change.updated_at! })
+        .where('endpoint_id', '=', id)
+        .where('status', '=', 'pending')
+        .where('locked_by', 'is', null)
+        .execute();
+    }
+    // An attempt whose claim was lost (released at shutdown, or its lease taken over) is not this worker's to
+    // record: the delivery went back to pending and its next attempt will carry the same number.
+    const attempts = records.flatMap((record) => (record.attempt && held.has(record.deliveryId) ? [record.attempt] : []));
     if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
   });
 }
@@ -144,9 +159,11 @@ export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', rec
  * statement per set of changed columns (a response sets seven, a disabled endpoint four), whatever the
  * number of deliveries: the rows travel as one JSON parameter and are read back by the database
  * (jsonb_to_recordset on PostgreSQL, json_each on SQLite). A statement per delivery cost PostgreSQL a round
- * trip each inside the transaction, which limited a worker to about 3,000 deliveries a second.
+ * trip each inside the transaction, which limited a worker to about 3,000 deliveries a second. Returns the
+ * ids of the deliveries whose claim was still held.
  */
-async function updateDeliveries(db: Db, dialect: 'sqlite' | 'postgres', records: readonly AttemptRecord[]): Promise<void> {
+async function updateDeliveries(db: Db, dialect: 'sqlite' | 'postgres', records: readonly AttemptRecord[]): Promise<Set<string>> {
+  const held = new Set<string>();
   const groups = new Map<string, AttemptRecord[]>();
   for (const record of records) {
     // As in Kysely's set(), a column given as undefined is left alone.
@@ -177,18 +194,23 @@ async function updateDeliveries(db: Db, dialect: 'sqlite' | 'postgres', records:
         sql`worker_id text`,
         ...columns.map((column) => sql`${sql.ref(column)} ${sql.raw(resultColumnTypes[column])}`),
       ]);
-      await sql`update webhook_deliveries as d set ${changes}
+      const applied = await sql<{ id: string }>`update webhook_deliveries as d set ${changes}
         from jsonb_to_recordset(${json}::jsonb) as v(${fields})
-        where d.id = v.id and d.locked_by = v.worker_id`.execute(db);
+        where d.id = v.id and d.locked_by = v.worker_id
+        returning d.id`.execute(db);
+      for (const row of applied.rows) held.add(row.id);
     } else {
       const fields = sql.join(
         ['id', 'worker_id', ...columns].map((column) => sql`value ->> ${sql.lit(`$.${column}`)} as ${sql.ref(column)}`),
       );
-      await sql`update webhook_deliveries set ${changes}
+      const applied = await sql<{ id: string }>`update webhook_deliveries set ${changes}
         from (select ${fields} from json_each(${json})) as v
-        where webhook_deliveries.id = v.id and webhook_deliveries.locked_by = v.worker_id`.execute(db);
+        where webhook_deliveries.id = v.id and webhook_deliveries.locked_by = v.worker_id
+        returning webhook_deliveries.id`.execute(db);
+      for (const row of applied.rows) held.add(row.id);
     }
   }
+  return held;
 }
 
 /** Gives claimed deliveries back (shutdown), so another worker may take them at once. */

@@ -3,6 +3,7 @@
  * special addresses could make callgate attack its own network (SSRF). The URL is checked when an endpoint
  * is saved, and the address actually connected to is checked again at every delivery, inside the socket's
  * DNS lookup, so a name that re-resolves to a private address between the two checks is still refused.
+ * IPv6 addresses that carry an IPv4 address (mapped, NAT64, 6to4, Teredo) are judged by that address.
  * CALLGATE_WEBHOOK_ALLOW_PRIVATE=true lifts both rules, for local development and tests.
  */
 import dns from 'node:dns';
@@ -35,7 +36,9 @@ for (const [network, prefix] of [
   ['::1', 128], // loopback
   ['64:ff9b:1::', 48], // local-use NAT64
   ['100::', 64], // discard
+  ['2001:2::', 48], // benchmarking
   ['2001:db8::', 32], // documentation
+  ['3fff::', 20], // documentation (RFC 9637)
   ['fc00::', 7], // unique local
   ['fe80::', 10], // link-local
   ['fec0::', 10], // site-local (deprecated)
@@ -43,24 +46,57 @@ for (const [network, prefix] of [
 ] as const) {
   blockedV6.addSubnet(network, prefix, 'ipv6');
 }
+/** Only global unicast is routed on the internet; the rest of IPv6 is local, multicast or unassigned. */
+const globalUnicastV6 = new net.BlockList();
+globalUnicastV6.addSubnet('2000::', 3, 'ipv6');
+
+/** The eight 16-bit groups of an IPv6 address (one that `net.isIP` accepted), zone id dropped. */
+function ipv6Groups(address: string): number[] {
+  let text = address.toLowerCase().replace(/%.*$/, '');
+  // A trailing dotted quad (`::ffff:1.2.3.4`) stands for the last two groups.
+  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const before = head === '' ? [] : head.split(':');
+  const after = tail === undefined || tail === '' ? [] : tail.split(':');
+  const gap = tail === undefined ? [] : Array<string>(8 - before.length - after.length).fill('0');
+  return [...before, ...gap, ...after].map((group) => parseInt(group, 16));
+}
+
+/**
+ * The IPv4 address an IPv6 address carries and is routed by, or null. Such an address reaches that IPv4
+ * host (through the host's own stack, a NAT64 gateway, a 6to4 or a Teredo relay), so it is judged by it:
+ * `64:ff9b::a9fe:a9fe` is the cloud metadata service, `2002:c0a8:101::1` a home router.
+ */
+export function embeddedIpv4(address: string): string | null {
+  const g = ipv6Groups(address);
+  const v4 = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  const zeros = (from: number, to: number) => g.slice(from, to).every((group) => group === 0);
+  // IPv4-mapped ::ffff:a.b.c.d, and IPv4-compatible ::a.b.c.d (deprecated, `::` and `::1` included).
+  if (zeros(0, 5) && (g[5] === 0xffff || g[5] === 0)) return v4(g[6]!, g[7]!);
+  // IPv4-translated ::ffff:0:a.b.c.d (RFC 2765).
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return v4(g[6]!, g[7]!);
+  // NAT64, the well-known prefix 64:ff9b::/96 (RFC 6052).
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return v4(g[6]!, g[7]!);
+  // 6to4, 2002:aabb:ccdd::/48 (RFC 3056).
+  if (g[0] === 0x2002) return v4(g[1]!, g[2]!);
+  // Teredo, 2001:0::/32: the client's address, each bit inverted, in the last 32 bits (RFC 4380).
+  if (g[0] === 0x2001 && g[1] === 0) return v4(~g[6]! & 0xffff, ~g[7]! & 0xffff);
+  return null;
+}
 
 /** True for an address that a webhook may be sent to. */
 export function isPublicAddress(address: string): boolean {
   const family = net.isIP(address);
   if (family === 4) return !blockedV4.check(address, 'ipv4');
   if (family === 6) {
-    const lower = address.toLowerCase();
-    // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible forms are judged by their IPv4 address.
-    const mapped = /^::(ffff:)?(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-    if (mapped?.[2]) return isPublicAddress(mapped[2]);
-    // The URL parser writes both forms in hex (`[::127.0.0.1]` becomes `[::7f00:1]`).
-    const mappedHex = /^::(ffff:)?([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-    if (mappedHex?.[2] && mappedHex[3]) {
-      const hi = parseInt(mappedHex[2], 16);
-      const lo = parseInt(mappedHex[3], 16);
-      return isPublicAddress(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
-    }
-    return !blockedV6.check(address, 'ipv6');
+    const ipv4 = embeddedIpv4(address);
+    if (ipv4 !== null) return isPublicAddress(ipv4);
+    const plain = address.replace(/%.*$/, '');
+    return globalUnicastV6.check(plain, 'ipv6') && !blockedV6.check(plain, 'ipv6');
   }
   return false;
 }

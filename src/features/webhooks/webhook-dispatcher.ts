@@ -223,7 +223,8 @@ export class WebhookDispatcher {
         : null;
     const delay = nextDelayMs(this.options.retryScheduleMs, attemptNumber, retryAfterMs, this.options.random);
     const endpoint = this.failingEndpoint(delivery, finishedAt);
-    if (delay === null) {
+    // An endpoint disabled by this failure gets no more attempts: the delivery ends here, as its others do.
+    if (delay === null || endpoint?.enabled === 0) {
       return { ...base, delivery: { ...common, status: 'failed', next_attempt_at: null }, endpoint };
     }
     return {

@@ -1,7 +1,6 @@
 import type { Insertable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type {
-  WebhookAttemptsTable,
   WebhookDeliveriesTable,
   WebhookDeliveryRow,
   WebhookEndpointRow,
@@ -29,10 +28,16 @@ export async function listEndpointsByAccount(db: Db, accountId: string): Promise
 }
 
 export async function listEnabledEndpoints(db: Db, accountId: string): Promise<WebhookEndpointRow[]> {
+  return listEnabledEndpointsOfAccounts(db, [accountId]);
+}
+
+/** The enabled endpoints of these accounts, in id order. */
+export async function listEnabledEndpointsOfAccounts(db: Db, accountIds: readonly string[]): Promise<WebhookEndpointRow[]> {
+  if (accountIds.length === 0) return [];
   return db
     .selectFrom('webhook_endpoints')
     .selectAll()
-    .where('account_id', '=', accountId)
+    .where('account_id', 'in', [...accountIds])
     .where('deleted_at', 'is', null)
     .where('enabled', '=', 1)
     .orderBy('id')
@@ -43,8 +48,13 @@ export async function updateEndpoint(db: Db, id: string, changes: Partial<Webhoo
   await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
 }
 
-export async function insertEvent(db: Db, row: Insertable<WebhookEventsTable>): Promise<void> {
-  await db.insertInto('webhook_events').values(row).execute();
+/** Rows per multi-row INSERT: far below SQLite's 32,766 parameters, whatever the columns. */
+const insertChunkRows = 500;
+
+export async function insertEvents(db: Db, rows: readonly Insertable<WebhookEventsTable>[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += insertChunkRows) {
+    await db.insertInto('webhook_events').values(rows.slice(start, start + insertChunkRows)).execute();
+  }
 }
 
 export async function findEvent(db: Db, id: string): Promise<WebhookEventRow | undefined> {
@@ -58,8 +68,10 @@ export async function listEventsForCall(db: Db, callId: string, accountId?: stri
   return query.orderBy('id').execute();
 }
 
-export async function insertDeliveries(db: Db, rows: Insertable<WebhookDeliveriesTable>[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('webhook_deliveries').values(rows).execute();
+export async function insertDeliveries(db: Db, rows: readonly Insertable<WebhookDeliveriesTable>[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += insertChunkRows) {
+    await db.insertInto('webhook_deliveries').values(rows.slice(start, start + insertChunkRows)).execute();
+  }
 }
 
 export async function failPendingDeliveriesOfEndpoint(db: Db, endpointId: string, reason: string, at: string): Promise<void> {
@@ -107,15 +119,6 @@ export async function listDeliveries(db: Db, filter: DeliveryFilter) {
   return query.orderBy('d.id', 'desc').limit(filter.limit).execute();
 }
 
-export async function listAttempts(db: Db, deliveryId: string) {
-  return db
-    .selectFrom('webhook_attempts')
-    .selectAll()
-    .where('delivery_id', '=', deliveryId)
-    .orderBy('attempt_number')
-    .execute();
-}
-
 /** The attempts of several deliveries at once (a page of deliveries), in attempt order. */
 export async function listAttemptsOfDeliveries(db: Db, deliveryIds: readonly string[]) {
   if (deliveryIds.length === 0) return [];
@@ -131,15 +134,6 @@ export async function listAttemptsOfDeliveries(db: Db, deliveryIds: readonly str
 /** A delivery of this account only; another account's delivery is as absent as an unknown one. */
 export async function findDeliveryInAccount(db: Db, accountId: string, id: string): Promise<WebhookDeliveryRow | undefined> {
   return db.selectFrom('webhook_deliveries').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
-}
-
-export async function insertAttempt(db: Db, row: Insertable<WebhookAttemptsTable>): Promise<void> {
-  await db.insertInto('webhook_attempts').values(row).execute();
-}
-
-/** The newest delivery per endpoint whose last attempt failed, for the 5-day disable rule. */
-export async function findDelivery(db: Db, id: string): Promise<WebhookDeliveryRow | undefined> {
-  return db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 export async function listDeliveryEndpointsOfEvent(db: Db, eventId: string): Promise<{ endpoint_id: string }[]> {

@@ -1,5 +1,5 @@
 import { sendTestEvent } from '../../../features/webhooks/endpoints.service.js';
-import type { Command } from '../../command.js';
+import { CliError, type Command } from '../../command.js';
 import { formatFields } from '../../output.js';
 import { requireEndpoint } from './endpoint.js';
 
@@ -12,6 +12,11 @@ export const testWebhookCommand: Command = {
     const endpointId = args.positionals[0] ?? '';
     return async ({ db, clock, wakeDeliveryWorkers }) => {
       const endpoint = await requireEndpoint(db, endpointId);
+      if (endpoint.enabled !== 1) {
+        throw new CliError(
+          `webhook endpoint ${endpoint.id} is disabled (${endpoint.disabled_reason ?? 'no reason recorded'}); enable it first with "callgate webhooks enable ${endpoint.id}"`,
+        );
+      }
       const { eventId, deliveryId } = await sendTestEvent(db, clock, endpoint);
       await wakeDeliveryWorkers();
       const text = [
