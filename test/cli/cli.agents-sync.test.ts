@@ -1,57 +1,36 @@
 /**
- * `callgate agents sync` on each database against a small local fake of the two ElevenLabs endpoints it
- * reads: GET /v1/convai/agents (cursor pages) and GET /v1/convai/phone-numbers.
+ * `callgate agents sync` on each database against the shared fake ElevenLabs (test/helpers), which answers
+ * GET /v1/convai/agents in cursor pages and GET /v1/convai/phone-numbers as the documented shapes, and
+ * refuses any request without the right xi-api-key.
  */
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
 import { forEachDialect } from '../helpers/dialects.js';
+import { startFakeElevenLabs, type FakeElevenLabs, type FakePhoneNumber } from '../helpers/fake-elevenlabs.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
 import { cliEnv, runCli, runFailing, runJson } from './cli-run.js';
 
 const apiKey = 'xi-test-key';
 
-interface FakeElevenLabs {
-  readonly url: string;
-  /** Request lines seen (`GET /v1/convai/agents?page_size=100`), with the API key each one carried. */
-  readonly requests: { path: string; apiKey: string | undefined }[];
-  /** When set, every request is answered with this status. */
-  failWith: number | undefined;
-  close(): Promise<void>;
-}
+const agents = [
+  { agent_id: 'agent_alpha', name: 'Alpha' },
+  { agent_id: 'agent_beta', name: 'Beta' },
+  { agent_id: 'agent_gamma', name: 'Gamma' },
+  { agent_id: 'legacy-7', name: 'Old' },
+];
 
-const agentPages: Record<string, unknown> = {
-  first: { agents: [{ agent_id: 'agent_alpha', name: 'Alpha' }, { agent_id: 'agent_beta', name: 'Beta' }], next_cursor: 'cur_2', has_more: true },
-  cur_2: { agents: [{ agent_id: 'agent_gamma', name: 'Gamma' }, { agent_id: 'legacy-7', name: 'Old' }], next_cursor: null, has_more: false },
-};
-
-const phoneNumbers = [
+const phoneNumbers: FakePhoneNumber[] = [
   { phone_number_id: 'phnum_a', provider: 'twilio', phone_number: '+14155550100', label: 'Main', assigned_agent: { agent_id: 'agent_alpha', agent_name: 'Alpha' } },
   { phone_number_id: 'phnum_g', provider: 'sip_trunk', phone_number: '+14155550101', label: 'Trunk', assigned_agent: { agent_id: 'agent_gamma', agent_name: 'Gamma' } },
   { phone_number_id: 'phnum_free', provider: 'twilio', phone_number: '+14155550102', label: 'Spare', assigned_agent: null },
 ];
 
-async function startFakeElevenLabs(): Promise<FakeElevenLabs> {
-  const fake: FakeElevenLabs = { url: '', requests: [], failWith: undefined, close: async () => undefined };
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://fake');
-    fake.requests.push({ path: `${req.method} ${url.pathname}${url.search}`, apiKey: req.headers['xi-api-key'] as string | undefined });
-    const send = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
-    };
-    if (fake.failWith !== undefined) return send(fake.failWith, { detail: { status: 'invalid_api_key', message: 'Invalid API key' } });
-    if (url.pathname === '/v1/convai/agents') return send(200, agentPages[url.searchParams.get('cursor') ?? 'first']);
-    if (url.pathname === '/v1/convai/phone-numbers') return send(200, phoneNumbers);
-    send(404, { detail: 'not found' });
+/** Request lines seen (`GET /v1/convai/agents?page_size=100`), with the API key each one carried. */
+const requestLines = (fake: FakeElevenLabs) =>
+  fake.requests.map((request) => {
+    const query = request.query.toString();
+    return { path: `${request.method} ${request.path}${query ? `?${query}` : ''}`, apiKey: request.headers['xi-api-key'] };
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return Object.assign(fake, {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  });
-}
 
 await forEachDialect('callgate CLI agents sync', (dialect) => {
   let database: TestDatabase;
@@ -61,7 +40,10 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
 
   before(async () => {
     database = await createTestDatabase(dialect);
-    fake = await startFakeElevenLabs();
+    fake = await startFakeElevenLabs({ apiKey });
+    fake.agents = agents;
+    fake.agentsPageSize = 2;
+    fake.phoneNumbers = phoneNumbers;
     env = cliEnv({ ...database.env, ELEVENLABS_API_KEY: apiKey, ELEVENLABS_BASE_URL: fake.url });
     accountId = (await runJson(env, ['accounts', 'create', '--name', 'Sync'])).id;
   });
@@ -73,7 +55,7 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
   it('needs ELEVENLABS_API_KEY and names it when unset', async () => {
     await runFailing(cliEnv({ ...database.env, ELEVENLABS_BASE_URL: fake.url }), ['agents', 'sync', '--account', accountId], 1, /^callgate: agents sync needs ELEVENLABS_API_KEY/);
     await runFailing(env, ['agents', 'sync', '--account', 'acct_missing'], 1, /no account with id "acct_missing"/);
-    assert.deepEqual(fake.requests, [], 'nothing was asked of ElevenLabs');
+    assert.deepEqual(requestLines(fake), [], 'nothing was asked of ElevenLabs');
   });
 
   it('adds every agent of every page with its assigned number, reporting progress on stderr', async () => {
@@ -83,9 +65,9 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
     assert.match(run.stdout, new RegExp(`^Synced account ${accountId} with ElevenLabs: 3 added, 0 updated, 1 skipped\\.\\n`));
     assert.match(run.stdout, /agent_alpha +Alpha +phnum_a +twilio/);
     assert.match(run.stdout, /Skipped:\n  legacy-7: agent ids look like agent_/);
-    assert.deepEqual(fake.requests, [
+    assert.deepEqual(requestLines(fake), [
       { path: 'GET /v1/convai/agents?page_size=100', apiKey },
-      { path: 'GET /v1/convai/agents?page_size=100&cursor=cur_2', apiKey },
+      { path: 'GET /v1/convai/agents?page_size=100&cursor=cursor_2', apiKey },
       { path: 'GET /v1/convai/phone-numbers', apiKey },
     ]);
 
@@ -113,12 +95,8 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
   });
 
   it('a refusal by ElevenLabs fails the command with the reason and changes nothing', async () => {
-    fake.failWith = 401;
-    try {
-      await runFailing(env, ['agents', 'sync', '--account', accountId], 1, /^callgate: could not list agents: .+/);
-    } finally {
-      fake.failWith = undefined;
-    }
+    // The key ElevenLabs no longer accepts: their 401 invalid_api_key.
+    await runFailing({ ...env, ELEVENLABS_API_KEY: 'xi-revoked-key' }, ['agents', 'sync', '--account', accountId], 1, /^callgate: could not list agents: .*credentials/);
     const listed = await runJson(env, ['agents', 'list', '--account', accountId]);
     assert.equal(listed.data.length, 3);
   });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, it } from 'node:test';
 import { AgentSyncError, syncElevenLabsAgents, type SyncProgress } from '../../src/features/agents/agents-sync.service.js';
-import { listAgents } from '../../src/features/agents/agents.service.js';
+import { listAgents, upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createElevenLabsClient, type ElevenLabsClient } from '../../src/features/providers/elevenlabs/elevenlabs.client.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { startFakeElevenLabs, type FakeAgent, type FakeElevenLabs, type FakePhoneNumber } from '../helpers/fake-elevenlabs.js';
@@ -97,6 +97,28 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     await syncElevenLabsAgents(t.services.db, t.services.clock, client, other);
     assert.equal((await remoteOf(other)).length, 8, 'each account gets its own copy');
     assert.equal((await remoteOf()).length, 8);
+  });
+
+  it('a free number set by hand survives a sync (with its kind filled in) until the workspace assigns it elsewhere', async () => {
+    await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
+    const byHand = (agentId: string, phoneNumberId: string) =>
+      upsertAgent(t.services.db, t.services.clock, { accountId, agentId, name: agentId, provider: 'elevenlabs', phoneNumberId });
+    await byHand('agent_remote_3', 'phnum_free');
+    await byHand('agent_remote_4', 'phnum_deleted_in_workspace');
+    await byHand('agent_remote_7', 'phnum_ghost');
+
+    await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
+    let byId = new Map((await remoteOf()).map((agent) => [agent.agent_id, agent]));
+    assert.deepEqual([byId.get('agent_remote_3')!.phone_number_id, byId.get('agent_remote_3')!.phone_number_provider], ['phnum_free', 'twilio']);
+    assert.equal(byId.get('agent_remote_4')!.phone_number_id, null, 'a number the workspace no longer has is dropped');
+    assert.equal(byId.get('agent_remote_7')!.phone_number_id, null, "a number assigned to another agent is dropped");
+    assert.deepEqual([byId.get('agent_remote_1')!.phone_number_id, byId.get('agent_remote_5')!.phone_number_id], ['phnum_tw', 'phnum_sip']);
+
+    fake.phoneNumbers[2]!.assigned_agent = { agent_id: 'agent_remote_6', agent_name: 'Remote 6' };
+    await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
+    byId = new Map((await remoteOf()).map((agent) => [agent.agent_id, agent]));
+    assert.equal(byId.get('agent_remote_3')!.phone_number_id, null);
+    assert.equal(byId.get('agent_remote_6')!.phone_number_id, 'phnum_free');
   });
 
   it('an agent id that cannot be used here is skipped with its reason', async () => {

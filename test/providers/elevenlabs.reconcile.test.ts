@@ -5,6 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
+import { providerRetryDelayMs } from '../../src/features/calls/call-monitor.js';
+import { failedConversationOutcome } from '../../src/features/providers/elevenlabs/elevenlabs.mapping.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { startFakeElevenLabs, type FakeElevenLabs } from '../helpers/fake-elevenlabs.js';
@@ -34,6 +36,8 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
   let fake: FakeElevenLabs;
   let t: TestApp;
   const calls = {} as Record<Name, { id: string; conversationId: string }>;
+  /** How long after the first look-up each running call was to be looked at again. */
+  const firstWaitMs: Partial<Record<Name, number>> = {};
   let startSecs = 0;
 
   before(async () => {
@@ -124,12 +128,16 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
     const now = clock.now().getTime();
     for (const name of ['initiated', 'inProgress', 'processing', 'unknown'] as const) {
       assert.equal((await readCall(t, calls[name].id)).status, 'initiated', name);
-      assert.ok((await nextCheckAt(name)) >= now + minute, `${name} is looked at again at least a minute later`);
+      firstWaitMs[name] = (await nextCheckAt(name)) - now;
+      assert.ok(firstWaitMs[name] >= minute, `${name} is looked at again at least a minute later`);
       assert.equal((await eventsOf(t, calls[name].id)).length, 0);
     }
-    // ElevenLabs failing to answer is not an outcome: the monitor asks again 30 s later.
-    assert.equal((await readCall(t, calls.erroring.id)).status, 'initiated');
-    assert.equal(await nextCheckAt('erroring'), now + 30_000);
+    // ElevenLabs failing to answer is not an outcome: the monitor asks again after a tenth of the call's age.
+    const erroring = await readCall(t, calls.erroring.id);
+    assert.equal(erroring.status, 'initiated');
+    const age = now - Date.parse(String(erroring.created_at));
+    assert.ok(age > 5 * minute, `checked at ${age} ms`);
+    assert.equal(await nextCheckAt('erroring'), now + Math.round(age / 10));
   });
 
   it('a running call is looked at again when due and ends once its conversation is done', async () => {
@@ -150,6 +158,12 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
     assert.equal(processing.transcript_summary, 'Analysed late.');
     for (const name of ['initiated', 'inProgress', 'unknown', 'erroring'] as const) {
       assert.equal((await readCall(t, calls[name].id)).status, 'initiated', name);
+    }
+    // Backoff: each wait is longer than the one before (and never beyond 30 minutes).
+    for (const name of ['initiated', 'inProgress', 'unknown'] as const) {
+      const secondWaitMs = (await nextCheckAt(name)) - clock.now().getTime();
+      assert.ok(secondWaitMs > firstWaitMs[name]!, `${name}: ${secondWaitMs} ms after ${firstWaitMs[name]} ms`);
+      assert.ok(secondWaitMs <= 30 * minute);
     }
     // Ended calls are never looked up again.
     assert.equal(lookups('done').length, 1);
@@ -183,4 +197,29 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
     assert.match(text, /provider could not tell how a call stands/);
     for (const secretText of [apiKey, webhookSecret, t.seed.token]) assert.ok(!text.includes(secretText));
   });
+});
+
+it('a provider that cannot answer is asked again after a tenth of the call’s age, from 30 s to 30 min', () => {
+  assert.equal(providerRetryDelayMs(0), 30_000);
+  assert.equal(providerRetryDelayMs(15 * minute), 90_000);
+  assert.equal(providerRetryDelayMs(2 * 60 * minute), 12 * minute);
+  assert.equal(providerRetryDelayMs(23 * 60 * minute), 30 * minute);
+});
+
+it('a failed conversation ends busy or no_answer when its error or termination reason says so, else provider_error', () => {
+  const at = new Date('2030-01-01T00:00:00.000Z');
+  const failed = (metadata: Record<string, unknown>) => failedConversationOutcome({ status: 'failed', metadata }, at);
+  const cases: [Record<string, unknown>, string, string][] = [
+    [{ error: { code: 486, reason: 'User busy' } }, 'busy', 'User busy'],
+    [{ termination_reason: 'Call failed: busy' }, 'busy', 'Call failed: busy'],
+    [{ termination_reason: 'no-answer' }, 'no_answer', 'no-answer'],
+    [{ error: { reason: 'The callee did not answer (no answer)' } }, 'no_answer', 'The callee did not answer (no answer)'],
+    [{ termination_reason: 'Call was unanswered' }, 'no_answer', 'Call was unanswered'],
+    [{ error: { code: 1002, reason: 'The SIP trunk refused the call.' } }, 'provider_error', 'The SIP trunk refused the call.'],
+    [{ termination_reason: 'Businesses closed' }, 'provider_error', 'Businesses closed'],
+    [{}, 'provider_error', 'The voice provider reports the conversation as failed.'],
+  ];
+  for (const [metadata, reason, message] of cases) {
+    assert.deepEqual(failed(metadata), { status: 'failed', reason, message, failedAt: at }, JSON.stringify(metadata));
+  }
 });

@@ -182,16 +182,17 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
       assert.equal((sent[1]!.body as Record<string, unknown>).agent_phone_number_id, 'phnum_sip_2');
     });
 
-    it('a number that is unknown, missing or of a kind without outbound calls is refused with 502 and no call', async () => {
-      const cases: [string, RegExp][] = [
+    it('a number that is unknown, missing or of a kind without outbound calls, or a reserved system__ metadata key, is refused with 502 and no call', async () => {
+      const cases: [string, RegExp, Record<string, unknown>?][] = [
         ['agent_el_unknown_number', /does not know the agent's phone number/],
         ['agent_el_no_number', /no phone number/],
         ['agent_el_exotel', /exotel/],
+        ['agent_el_twilio', /"system__caller_id" .*reserves the system__ prefix/, { name: 'Ada', system__caller_id: '+1' }],
       ];
-      for (const [agentId, message] of cases) {
+      for (const [agentId, message, metadata] of cases) {
         const calls = await countCalls(t.services);
         const before = fake.requestsTo('outbound').length;
-        const res = await t.createCall({ agent_id: agentId, to: '+14155550123' });
+        const res = await t.createCall({ agent_id: agentId, to: '+14155550123', ...(metadata ? { metadata } : {}) });
         assert.equal(res.statusCode, 502, res.body);
         assert.equal(res.json().error, 'provider_error');
         assert.match(res.json().message, message);
@@ -273,7 +274,7 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
   });
 
   describe('post-call webhooks', () => {
-    it('checks ElevenLabs-Signature: wrong secret, tampered body, stale, missing and malformed are refused with 401', async () => {
+    it('checks ElevenLabs-Signature: wrong secret, tampered body, stale, far-future, missing and malformed are refused with 401', async () => {
       const { id, conversationId } = await placeCall(t, 'agent_el_twilio');
       const now = nowSeconds(t);
       const body = JSON.stringify(transcriptionEvent(conversationId, { startSecs: now - 60, durationSecs: 48, summary: 'Confirmed.' }));
@@ -283,6 +284,7 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
         ['wrong secret', signElevenLabs('wsec_not_the_secret', now, body), body, /invalid/],
         ['tampered body', signElevenLabs(webhookSecret, now, body), tampered, /invalid/],
         ['stale timestamp (31 minutes)', signElevenLabs(webhookSecret, now - 31 * 60, body), body, /too old/],
+        ['timestamp 31 minutes ahead', signElevenLabs(webhookSecret, now + 31 * 60, body), body, /ahead of this server's clock/],
         ['missing header', undefined, body, /missing/],
         ['malformed header', 'v0=deadbeef', body, /invalid/],
         ['signature of another timestamp', signElevenLabs(webhookSecret, now - 1, body).replace(`t=${now - 1}`, `t=${now}`), body, /invalid/],
@@ -382,7 +384,7 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
       }
     });
 
-    it('a webhook for a conversation we do not know (or of a simulator call) is acknowledged with 200', async () => {
+    it('a webhook for a conversation we do not know (or of a simulator call) is acknowledged with 200 and logged with its request id', async () => {
       for (const payload of [
         transcriptionEvent('conv_never_placed_here', { startSecs: nowSeconds(t) - 60, durationSecs: 10, summary: 'x' }),
         initiationFailureEvent('conv_never_placed_here', 'busy', 'sip', nowSeconds(t)),
@@ -391,6 +393,12 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
         const res = await sendSignedWebhook(t, payload);
         assert.equal(res.statusCode, 200, res.body);
         assert.equal(res.json().handling, 'unknown_conversation');
+        // Logged under the request's id, so that an operator can find the request it came with.
+        const requestId = res.headers['x-request-id'];
+        assert.ok(
+          logs.lines.some((line) => line.includes(`"reqId":"${requestId}"`) && /unknown conversation|without a usable conversation_id/.test(line)),
+          `no log line of request ${requestId} about the unknown conversation`,
+        );
       }
       const key = await createApiKey(t.services.db, t.services.clock, { accountId: t.seed.accountId, name: 'test', mode: 'test' });
       const simulated = await t.createCall({ agent_id: t.seed.agentId, to: '+14155550123' }, { token: key.token });

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
+import type { CallOutcome } from '../../src/features/providers/provider.interface.js';
+import { simulatedOutcome } from '../../src/features/providers/simulator.provider.js';
 import { createAgentsAndKeyForMode } from './simulator.helpers.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { callBody, startTestApp, testEnvDefaults, type TestApp } from '../helpers/test-app.js';
@@ -24,6 +26,46 @@ async function waitForEnd(t: TestApp, token: string, id: string, timeoutMs = 5_0
   }
 }
 
+describe('simulatedOutcome', () => {
+  const createdAt = new Date('2030-01-01T00:00:00.000Z');
+  const outcomes = (delayMs: number) =>
+    Array.from({ length: 200 }, (_, i) => {
+      const outcome = simulatedOutcome({ conversationId: `conv_${i}`, to: '+14155550123', createdAt }, delayMs);
+      assert.equal(outcome.status, 'completed');
+      return outcome as Extract<CallOutcome, { status: 'completed' }>;
+    });
+
+  for (const delayMs of [0, 100, 1_000, 3_000, 60_000, 242_000, 3_600_000]) {
+    it(`with a delay of ${delayMs} ms: created <= started <= ended = created + delay, and the duration fits`, () => {
+      for (const outcome of outcomes(delayMs)) {
+        assert.equal(outcome.endedAt.getTime(), createdAt.getTime() + delayMs);
+        assert.ok(outcome.startedAt.getTime() >= createdAt.getTime(), 'answered after it was placed');
+        assert.equal(outcome.endedAt.getTime() - outcome.startedAt.getTime(), outcome.durationSeconds * 1000);
+        assert.ok(Number.isInteger(outcome.durationSeconds) && outcome.durationSeconds <= 240);
+      }
+    });
+  }
+
+  it('the default 3 s delay gives a 2 s call; a long delay spreads durations over 15 to 240 s', () => {
+    assert.deepEqual(new Set(outcomes(3_000).map((o) => o.durationSeconds)), new Set([2]));
+    const minute = outcomes(60_000).map((o) => o.durationSeconds);
+    assert.ok(Math.min(...minute) >= 15 && Math.max(...minute) <= 58, `${Math.min(...minute)}..${Math.max(...minute)}`);
+    const long = outcomes(3_600_000).map((o) => o.durationSeconds);
+    assert.ok(Math.min(...long) < 40 && Math.max(...long) > 215, `${Math.min(...long)}..${Math.max(...long)}`);
+    assert.ok(long.every((d) => d >= 15));
+  });
+
+  it('the same call gives the same outcome again (after a restart)', () => {
+    const call = { conversationId: 'conv_same', to: '+14155550123', createdAt };
+    assert.deepEqual(simulatedOutcome(call, 3_000), simulatedOutcome(call, 3_000));
+  });
+
+  it('busy and unanswered calls fail at the end of the delay', () => {
+    const busy = simulatedOutcome({ conversationId: 'conv_b', to: '+15005550001', createdAt }, 3_000);
+    assert.deepEqual(busy, { status: 'failed', reason: 'busy', message: 'The line was busy.', failedAt: new Date(createdAt.getTime() + 3_000) });
+  });
+});
+
 await forEachDialect('The simulator provider', (dialect) => {
   let t: TestApp;
   before(async () => {
@@ -31,14 +73,17 @@ await forEachDialect('The simulator provider', (dialect) => {
   });
   after(async () => t.close());
 
-  it('ends an ordinary call as completed with a plausible duration and summary', async () => {
+  it('ends an ordinary call as completed, its times within the call\'s life, with a summary', async () => {
     const created = (await t.createCall(callBody(t))).json();
     const call = await waitForEnd(t, t.seed.token, created.id);
+    const seenEndedAt = Date.now();
     assert.equal(call.status, 'completed');
-    assert.ok(Number.isInteger(call.duration_seconds) && call.duration_seconds >= 15 && call.duration_seconds <= 240);
     assert.ok(call.transcript_summary.length > 20);
+    // CALLGATE_SIMULATOR_DELAY_MS is 100 here: the call ends 100 ms after its creation, too soon for a whole second.
+    assert.equal(call.duration_seconds, 0);
+    assert.equal(Date.parse(call.ended_at), Date.parse(call.created_at) + 100);
     assert.equal((Date.parse(call.ended_at) - Date.parse(call.started_at)) / 1000, call.duration_seconds);
-    assert.ok(Date.parse(call.started_at) >= Date.parse(call.created_at));
+    assert.ok(Date.parse(call.ended_at) <= seenEndedAt, 'the end is not in the future');
   });
 
   it('+15005550001 ends busy and +15005550002 unanswered', async () => {

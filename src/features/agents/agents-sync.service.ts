@@ -1,14 +1,15 @@
 /**
  * `callgate agents sync`: brings an account's agents in line with the ElevenLabs workspace. Lists every
  * agent (following cursors) and the phone numbers, then adds or updates each agent with the number
- * assigned to it, so that calls know which number and endpoint to use.
+ * assigned to it (or the free number it was given by hand), so that calls know which number and endpoint
+ * to use.
  */
 import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { ElevenLabsClient } from '../providers/elevenlabs/elevenlabs.client.js';
 import { placeCallFailure } from '../providers/elevenlabs/elevenlabs.mapping.js';
 import { listPhoneNumbers } from '../providers/elevenlabs/elevenlabs.provider.js';
-import { AgentInputError, upsertAgent, type AgentView } from './agents.service.js';
+import { AgentInputError, listAgents, upsertAgent, type AgentView } from './agents.service.js';
 
 export class AgentSyncError extends Error {
   override readonly name = 'AgentSyncError';
@@ -76,9 +77,23 @@ export async function syncElevenLabsAgents(
       numberOfAgent.set(number.assignedAgentId, { id: number.phoneNumberId, provider: number.provider });
     }
   }
+  const unassigned = new Map(numbers.filter((number) => number.assignedAgentId === null).map((number) => [number.phoneNumberId, number]));
+  const local = new Map((await listAgents(db, accountId)).map((agent) => [agent.agent_id, agent]));
+  /**
+   * The agent's number: the one the workspace assigns to it, else the one it has here if that number is
+   * still in the workspace and nobody's. Assignment is for inbound calls; an outbound call may use any
+   * number, so a number set by hand (`agents add --phone-number-id`) must survive a sync.
+   */
+  const numberFor = (agentId: string): { id: string; provider: string } | undefined => {
+    const assigned = numberOfAgent.get(agentId);
+    if (assigned) return assigned;
+    const current = local.get(agentId)?.phone_number_id;
+    const kept = current ? unassigned.get(current) : undefined;
+    return kept ? { id: kept.phoneNumberId, provider: kept.provider } : undefined;
+  };
   const result: SyncResult = { added: 0, updated: 0, agents: [], skipped: [] };
   for (const agent of remote) {
-    const number = numberOfAgent.get(agent.agentId);
+    const number = numberFor(agent.agentId);
     try {
       const { agent: view, created } = await upsertAgent(db, clock, {
         accountId,

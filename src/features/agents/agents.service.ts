@@ -13,7 +13,11 @@ export class AgentInputError extends Error {
   override readonly name = 'AgentInputError';
 }
 
-/** An agent's provider is not configured on this server (the API answers it as 503 provider_unavailable). */
+/**
+ * An agent's provider is not configured on this server. Only the CLI creates agents (no HTTP route does);
+ * it prints the message, which names the missing setting. A call through an agent that was created before
+ * the setting went away is answered 503 provider_unavailable naming it too (provider-registry.ts).
+ */
 export class ProviderNotConfiguredError extends Error {
   override readonly name = 'ProviderNotConfiguredError';
 }

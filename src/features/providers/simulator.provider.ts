@@ -1,7 +1,12 @@
 /**
  * The built-in provider: places no real call. A call "ends" `delayMs` after it was placed, with an outcome
- * that depends only on the destination and the conversation id, so it can be worked out again after a
- * restart. Magic destinations (documented in the README) produce the failure paths.
+ * that depends only on the destination, the conversation id and `delayMs`, so it can be worked out again
+ * after a restart. Magic destinations (documented in the README) produce the failure paths.
+ *
+ * Its timestamps are those of a call that really lasted `delayMs`: it is answered after a short ring and
+ * ends at `createdAt + delayMs`, the moment the monitor learns of the end. So `started_at` and `ended_at`
+ * never lie after the event that reports them, and `duration_seconds` fits in that time (a short delay
+ * makes a short call; 242 s or more gives the whole range of 15 to 240 s).
  */
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../lib/clock.js';
@@ -15,8 +20,10 @@ export const simulatorMagicNumbers = {
   refused: '+15005550003',
 } as const;
 
-/** Seconds between placing a simulated call and its answer. */
-const ringSeconds = 2;
+/** Longest ring between placing a simulated call and its answer; a short delay rings for a third of it. */
+const maxRingMs = 2_000;
+/** Conversation lengths drawn when the delay leaves room for them. */
+const durationRangeSeconds = { min: 15, max: 240 } as const;
 
 const summaries = [
   'The agent reached the contact, confirmed the appointment and answered a question about parking.',
@@ -39,12 +46,16 @@ export function simulatedOutcome(call: CallReference, delayMs: number): CallOutc
     return { status: 'failed', reason: 'no_answer', message: 'Nobody answered before the ringing timeout.', failedAt: endsAt };
   }
   const hash = digest(call.conversationId);
-  const durationSeconds = 15 + (hash.readUInt16BE(0) % 226);
-  const startedAt = new Date(call.createdAt.getTime() + ringSeconds * 1000);
+  const ringMs = Math.min(maxRingMs, Math.floor(delayMs / 3));
+  // Whole seconds of conversation that fit between the answer and the end.
+  const roomSeconds = Math.floor((delayMs - ringMs) / 1000);
+  const shortest = Math.min(durationRangeSeconds.min, roomSeconds);
+  const longest = Math.min(durationRangeSeconds.max, roomSeconds);
+  const durationSeconds = shortest + (hash.readUInt16BE(0) % (longest - shortest + 1));
   return {
     status: 'completed',
-    startedAt,
-    endedAt: new Date(startedAt.getTime() + durationSeconds * 1000),
+    startedAt: new Date(endsAt.getTime() - durationSeconds * 1000),
+    endedAt: endsAt,
     durationSeconds,
     transcriptSummary: summaries[hash.readUInt8(2) % summaries.length] ?? summaries[0]!,
   };

@@ -55,16 +55,26 @@ export function initiationFailureOutcome(data: unknown, at: Date): CallOutcome {
   return { status: 'failed', reason, message: messages[reason], failedAt: at };
 }
 
-/** A conversation that ElevenLabs reports as `failed`. */
+/**
+ * A conversation that ElevenLabs reports as `failed`. Unlike `call_initiation_failure`, it carries no
+ * failure_reason field; its free-text error or termination reason is read for a busy line or a call nobody
+ * answered (the words their telephony uses), and anything else is the provider's failure.
+ */
 export function failedConversationOutcome(conversation: unknown, at: Date): CallOutcome {
   const metadata = record(record(conversation).metadata);
   const error = record(metadata.error);
   const termination = typeof metadata.termination_reason === 'string' ? metadata.termination_reason : null;
-  const reason = typeof error.reason === 'string' ? error.reason : null;
+  const errorReason = typeof error.reason === 'string' ? error.reason : null;
+  const text = `${errorReason ?? ''} ${termination ?? ''}`;
+  const reason: FailureReason = /\bbusy\b/i.test(text)
+    ? 'busy'
+    : /\bno[-_ ]?answer\b|\bunanswered\b|\bnot answered\b/i.test(text)
+      ? 'no_answer'
+      : 'provider_error';
   return {
     status: 'failed',
-    reason: 'provider_error',
-    message: (reason ?? termination ?? 'The voice provider reports the conversation as failed.').slice(0, 500),
+    reason,
+    message: (errorReason ?? termination ?? 'The voice provider reports the conversation as failed.').slice(0, 500),
     failedAt: at,
   };
 }

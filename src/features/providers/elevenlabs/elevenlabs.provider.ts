@@ -84,6 +84,16 @@ export function createElevenLabsProvider(options: {
       if (!path) {
         return err({ kind: 'rejected', message: `The agent's phone number is of a kind (${kind}) that cannot place outbound calls here.`, retryable: false });
       }
+      // ElevenLabs reserves `system__` dynamic variables for its own (caller id, call sid, …); refusing here
+      // names the key, where their refusal would not, and no call is attempted.
+      const reserved = Object.keys(request.metadata ?? {}).find((key) => key.startsWith('system__'));
+      if (reserved !== undefined) {
+        return err({
+          kind: 'rejected',
+          message: `The metadata key "${reserved}" cannot be passed to this agent: ElevenLabs reserves the system__ prefix for its own dynamic variables. Rename the key.`,
+          retryable: false,
+        });
+      }
       const body: Record<string, unknown> = {
         agent_id: request.agentId,
         agent_phone_number_id: request.phoneNumberId,

@@ -4,10 +4,15 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-/** Their SDKs refuse signatures older than 30 minutes; so do we, and as far in the future. */
+/**
+ * Their SDKs refuse signatures older than 30 minutes. We also refuse those more than 30 minutes ahead of
+ * our clock (they never check that): a timestamp from the future would otherwise stay replayable for as
+ * long as it lies ahead.
+ */
 export const signatureToleranceSeconds = 30 * 60;
 
-export type SignatureCheck = { ok: true } | { ok: false; reason: 'missing' | 'malformed' | 'stale' | 'mismatch' };
+export type SignatureFailure = 'missing' | 'malformed' | 'stale' | 'future' | 'mismatch';
+export type SignatureCheck = { ok: true } | { ok: false; reason: SignatureFailure };
 
 export function signElevenLabs(secret: string, timestampSeconds: number, body: string): string {
   const hex = createHmac('sha256', secret).update(`${timestampSeconds}.${body}`).digest('hex');
@@ -26,7 +31,9 @@ export function verifyElevenLabsSignature(secret: string, header: string | undef
   const timestamp = parts.get('t')?.[0];
   const signatures = parts.get('v0') ?? [];
   if (!timestamp || !/^\d{1,12}$/.test(timestamp) || signatures.length === 0) return { ok: false, reason: 'malformed' };
-  if (Math.abs(nowMs / 1000 - Number(timestamp)) > signatureToleranceSeconds) return { ok: false, reason: 'stale' };
+  const ageSeconds = nowMs / 1000 - Number(timestamp);
+  if (ageSeconds > signatureToleranceSeconds) return { ok: false, reason: 'stale' };
+  if (-ageSeconds > signatureToleranceSeconds) return { ok: false, reason: 'future' };
   const expected = Buffer.from(createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex'), 'utf8');
   const matches = signatures.some((candidate) => {
     const given = Buffer.from(candidate.toLowerCase(), 'utf8');

@@ -1,11 +1,19 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ApiError } from '../../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../../errors/error-handler.js';
-import { verifyElevenLabsSignature } from './elevenlabs.signature.js';
+import { verifyElevenLabsSignature, type SignatureFailure } from './elevenlabs.signature.js';
 import { handleElevenLabsWebhook, type ElevenLabsWebhookDeps } from './elevenlabs.webhook.service.js';
 
 /** Their `post_call_audio` carries the whole recording as base64; we acknowledge it, so it must fit. */
 const webhookBodyLimitBytes = 64 * 1024 * 1024;
+
+const refusals: Record<SignatureFailure, string> = {
+  missing: 'The ElevenLabs-Signature header is missing.',
+  malformed: 'The ElevenLabs-Signature header is invalid.',
+  mismatch: 'The ElevenLabs-Signature header is invalid.',
+  stale: 'The ElevenLabs-Signature header is too old (more than 30 minutes).',
+  future: "The ElevenLabs-Signature timestamp is more than 30 minutes ahead of this server's clock.",
+};
 
 /** `POST /providers/elevenlabs/webhook`: verified on the raw body, answered 200 fast. */
 export const elevenLabsWebhookRoutes: FastifyPluginAsync<{ deps: ElevenLabsWebhookDeps; secret: string | undefined }> = async (
@@ -25,7 +33,7 @@ export const elevenLabsWebhookRoutes: FastifyPluginAsync<{ deps: ElevenLabsWebho
     const check = verifyElevenLabsSignature(secret, Array.isArray(header) ? header[0] : header, raw, deps.clock.now().getTime());
     if (!check.ok) {
       request.log.warn({ reason: check.reason }, 'ElevenLabs webhook refused');
-      throw new ApiError('unauthorized', `The ElevenLabs-Signature header is ${check.reason === 'stale' ? 'too old' : check.reason === 'missing' ? 'missing' : 'invalid'}.`);
+      throw new ApiError('unauthorized', refusals[check.reason]);
     }
     let payload: unknown;
     try {
@@ -33,7 +41,8 @@ export const elevenLabsWebhookRoutes: FastifyPluginAsync<{ deps: ElevenLabsWebho
     } catch {
       throw new ApiError('invalid_json');
     }
-    const handling = await handleElevenLabsWebhook(deps, payload);
+    // The request's logger, so that what the service logs (an unknown conversation) carries the request id.
+    const handling = await handleElevenLabsWebhook({ ...deps, logger: request.log }, payload);
     return reply.code(200).send({ received: true, handling });
   });
   registerMethodNotAllowed(app, '/providers/elevenlabs/webhook', ['POST']);
