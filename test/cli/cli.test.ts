@@ -37,7 +37,7 @@ describe('callgate CLI usage (no database needed)', () => {
     assert.equal(root.code, 0);
     const commands = [
       'accounts create', 'agents add', 'agents list', 'agents sync', 'keys create', 'keys list', 'keys revoke',
-      'webhooks create', 'webhooks list', 'webhooks delete', 'webhooks rotate-secret', 'webhooks test',
+      'webhooks create', 'webhooks list', 'webhooks enable', 'webhooks delete', 'webhooks rotate-secret', 'webhooks test',
       'deliveries list', 'events resend',
     ];
     for (const command of commands) {

@@ -19,12 +19,20 @@ export interface PortalClient {
   post(url: string, form: Record<string, string | string[]>, options?: { csrf?: string | null; headers?: Record<string, string> }): Promise<LightMyRequestResponse>;
   signIn(email: string, pass?: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
   csrf(): Promise<string>;
+  /** The one-time `form_token` of a freshly loaded key-creation form. */
+  keyFormToken(): Promise<string>;
 }
 
 export function encodeForm(form: Record<string, string | string[]>): string {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(form)) for (const item of Array.isArray(value) ? value : [value]) params.append(name, item);
   return params.toString();
+}
+
+export function formTokenOf(page: string): string {
+  const match = /name="form_token" value="([^"]+)"/.exec(page);
+  if (!match?.[1]) throw new Error('no form_token field on the page');
+  return match[1];
 }
 
 export function csrfOf(page: string): string {
@@ -81,6 +89,9 @@ export function portalClient(t: TestApp): PortalClient {
       const page = await client.get('/developers/api-keys');
       if (page.statusCode !== 200) throw new Error(`not signed in (GET /developers/api-keys answered ${page.statusCode})`);
       return csrfOf(page.body);
+    },
+    async keyFormToken() {
+      return formTokenOf((await client.get('/developers/api-keys')).body);
     },
   };
   return client;

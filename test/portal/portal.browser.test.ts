@@ -99,6 +99,29 @@ else describe('Portal in a browser [sqlite]', () => {
     await screenshot(page, '05-keys');
   });
 
+  it('without JavaScript, a reload of the answer sends the form again and makes no second key', async () => {
+    const noScript = await browser.newContext({ viewport: { width: 1280, height: 860 }, javaScriptEnabled: false, storageState: await context.storageState() });
+    try {
+      const plain = await noScript.newPage();
+      await plain.goto(`${baseUrl}/developers/api-keys`);
+      await plain.getByLabel('Name').fill('No-script key');
+      await plain.getByRole('button', { name: 'Create key' }).click();
+      const shown = ((await plain.locator('#new-token').textContent()) ?? '').trim();
+      assert.match(shown, /^cg_test_[0-9a-f]{64}$/);
+      assert.equal(new URL(plain.url()).pathname, '/developers/api-keys');
+      const resent = await plain.reload(); // no script to replace the address: the browser posts the form again
+      assert.equal(resent?.request().method(), 'POST');
+      assert.equal(resent?.status(), 409);
+      await plain.getByRole('heading', { name: /This form was already sent/ }).waitFor();
+      assert.ok(!(await plain.content()).includes(shown), 'the token is not shown again');
+      await screenshot(plain, '04b-key-form-sent-again');
+      const named = await t.services.db.selectFrom('api_keys').select('id').where('name', '=', 'No-script key').execute();
+      assert.equal(named.length, 1, 'one key');
+    } finally {
+      await noScript.close();
+    }
+  });
+
   it('uses the key against POST /v1/calls, then revokes it after a confirmation and gets 401', async () => {
     const created = await callApi(token);
     assert.equal(created.status, 201);

@@ -11,7 +11,7 @@ import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js
 import { forEachDialect } from '../helpers/dialects.js';
 import { callBody, startTestApp, type TestApp } from '../helpers/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { signedInClient, type PortalClient } from './portal-client.js';
+import { formTokenOf, signedInClient, type PortalClient } from './portal-client.js';
 
 const hostile = `<script>alert("x")</script>`;
 const hostileAttr = `"><img src=x onerror=alert(1)>`;
@@ -47,7 +47,7 @@ await forEachDialect('Portal pages', (dialect) => {
   });
 
   it('shows a new key token once; the list then shows only its prefix; the key works until revoked', async () => {
-    const created = await client.post('/developers/api-keys', { name: 'CRM staging', mode: 'test' });
+    const created = await client.post('/developers/api-keys', { name: 'CRM staging', mode: 'test', form_token: await client.keyFormToken() });
     assert.equal(created.statusCode, 200);
     assert.equal(created.headers['cache-control'], 'no-store');
     const token = /cg_test_[0-9a-f]{64}/.exec(created.body)?.[0];
@@ -71,8 +71,40 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.match((await client.get('/developers/api-keys?notice=key_revoked')).body, /The key is revoked/);
   });
 
+  it('makes one key per form: the form sent again (a reload without JavaScript, a double click) makes no second key and shows no token', async () => {
+    const namesOf = async (name: string) =>
+      (await t.services.db.selectFrom('api_keys').select('id').where('account_id', '=', t.seed.accountId).where('name', '=', name).execute()).length;
+    const form = { name: 'Resubmitted', mode: 'live', form_token: await client.keyFormToken() };
+    const first = await client.post('/developers/api-keys', form);
+    assert.equal(first.statusCode, 200);
+    const token = /cg_live_[0-9a-f]{64}/.exec(first.body)?.[0];
+    assert.ok(token, 'the first answer shows the token');
+    assert.notEqual(formTokenOf(first.body), form.form_token, 'the answer carries a fresh form for the next key');
+
+    const again = await client.post('/developers/api-keys', form);
+    assert.equal(again.statusCode, 409);
+    assert.match(again.body, /This form was already sent: no new key was made/);
+    assert.ok(again.body.includes(`(<code>${token.slice(0, 12)}…</code>)`), 'names the key the first submission made');
+    assert.doesNotMatch(again.body, /cg_(live|test)_[0-9a-f]{64}/, 'the token is never shown a second time');
+    assert.equal(await namesOf('Resubmitted'), 1);
+
+    // Two copies of one form at the same moment: one key, one token shown.
+    const twice = { name: 'Double click', mode: 'test', form_token: await client.keyFormToken() };
+    const answers = await Promise.all([client.post('/developers/api-keys', twice), client.post('/developers/api-keys', twice)]);
+    assert.deepEqual(answers.map((answer) => answer.statusCode).sort(), [200, 409]);
+    assert.equal(answers.filter((answer) => /cg_test_[0-9a-f]{64}/.test(answer.body)).length, 1);
+    assert.equal(await namesOf('Double click'), 1);
+
+    // A form without its one-time token (a page from before this change, a script) makes nothing.
+    const stale = await client.post('/developers/api-keys', { name: 'No form token', mode: 'test' });
+    assert.equal(stale.statusCode, 400);
+    assert.match(stale.body, /This form is out of date/);
+    assert.equal(await namesOf('No form token'), 0);
+    assert.equal((await client.post('/developers/api-keys', { name: 'No form token', mode: 'test', form_token: formTokenOf(stale.body) })).statusCode, 200);
+  });
+
   it('refuses a key without a name and keeps the form', async () => {
-    const response = await client.post('/developers/api-keys', { name: '   ', mode: 'live' });
+    const response = await client.post('/developers/api-keys', { name: '   ', mode: 'live', form_token: await client.keyFormToken() });
     assert.equal(response.statusCode, 400);
     assert.match(response.body, /Give the key a name\./);
     assert.match(response.body, /value="live" checked/);
@@ -105,10 +137,18 @@ await forEachDialect('Portal pages', (dialect) => {
     const revealed = await client.post(`${page}/secret`, {});
     const secret = /whsec_[A-Za-z0-9+/=]{20,}/.exec(revealed.body)?.[0];
     assert.ok(secret);
+    // Rotation answers with a redirect, so a reload (without JavaScript) cannot rotate a second time and
+    // end the overlap of the secret the receiver still uses.
     const rotated = await client.post(`${page}/rotate`, {});
-    const newSecret = /whsec_[A-Za-z0-9+/=]{20,}/.exec(rotated.body)?.[0];
+    assert.equal(rotated.statusCode, 303);
+    assert.equal(rotated.headers.location, `${page}?notice=secret_rotated`);
+    const afterRotation = await client.get(String(rotated.headers.location));
+    assert.match(afterRotation.body, /old and the new secret/);
+    assert.doesNotMatch(afterRotation.body, /whsec_[A-Za-z0-9+/=]{20,}/, 'still hidden until asked for');
+    const newSecret = /whsec_[A-Za-z0-9+/=]{20,}/.exec((await client.post(`${page}/secret`, {})).body)?.[0];
     assert.ok(newSecret && newSecret !== secret);
-    assert.match(rotated.body, /old and the new secret/);
+    const endpointRow = await t.services.db.selectFrom('webhook_endpoints').select(['secret', 'previous_secret']).where('id', '=', page.split('/').at(-1)!).executeTakeFirstOrThrow();
+    assert.deepEqual(endpointRow, { secret: newSecret, previous_secret: secret }, 'the old secret still signs for the overlap');
 
     receiver.respond = (hook) => (hook.body.includes('"type":"webhook.test"') ? { status: 200, body: 'thanks' } : undefined);
     const test = await client.post(`${page}/test`, {});
@@ -151,6 +191,13 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.ok(onlyFailed.body.includes(failed.id) && !onlyFailed.body.includes(completed.id));
     const byOtherAgent = await client.get('/developers/calls?agent_id=agent_nobody');
     assert.match(byOtherAgent.body, /No calls match these filters\./);
+    await upsertAgent(t.services.db, t.services.clock, { accountId: t.seed.accountId, agentId: 'agent_second', name: 'Second bot', provider: 'simulator' });
+    const second = (await t.createCall(callBody(t, { agent_id: 'agent_second' }))).json();
+    const bySecond = await client.get('/developers/calls?agent_id=agent_second');
+    assert.ok(bySecond.body.includes(second.id) && !bySecond.body.includes(completed.id) && !bySecond.body.includes(failed.id), 'only the agent’s calls');
+    assert.match(bySecond.body, /<option value="agent_second" selected>Second bot \(agent_second\)<\/option>/, 'the filter stays chosen');
+    const bySeed = await client.get(`/developers/calls?agent_id=${t.seed.agentId}&status=failed`);
+    assert.ok(bySeed.body.includes(failed.id) && !bySeed.body.includes(completed.id) && !bySeed.body.includes(second.id), 'agent and status together');
 
     const page = await until(async () => {
       const response = await client.get(`/developers/calls/${completed.id}`);
@@ -178,7 +225,7 @@ await forEachDialect('Portal pages', (dialect) => {
     await t.services.db.updateTable('accounts').set({ name: hostile }).where('id', '=', evil.accountId).execute();
     await upsertAgent(t.services.db, t.services.clock, { accountId: evil.accountId, agentId: 'agent_evil', name: hostile, provider: 'simulator', phoneNumberId: hostileAttr });
     const evilClient = await signedInClient(t, evil);
-    await evilClient.post('/developers/api-keys', { name: hostile + hostileAttr, mode: 'test' });
+    await evilClient.post('/developers/api-keys', { name: hostile + hostileAttr, mode: 'test', form_token: await evilClient.keyFormToken() });
     receiver.fallback = { status: 200, body: `<script>alert("r")</script>${hostileAttr}` };
     const created = await evilClient.post('/developers/webhooks', { url: receiver.url, description: hostile + hostileAttr, event_types: ['call.completed', 'call.failed'], enabled: 'on' });
     const endpointPage = String(created.headers.location).split('?')[0]!;
@@ -264,11 +311,40 @@ await forEachDialect('Portal pages', (dialect) => {
   });
 
   it('answers unknown portal paths and odd ids with an HTML 404, while /v1 stays JSON-only', async () => {
-    for (const url of ['/developers/nothing-here', '/developers/calls/%00', '/developers/webhooks/a%2Fb', `/developers/calls/${'x'.repeat(90)}`]) {
+    const long = 'x'.repeat(101); // over Fastify's maxParamLength: the router refuses it before any hook runs
+    const notFound = [
+      '/developers/nothing-here', '/developers/calls/%00', '/developers/webhooks/a%2Fb', `/developers/calls/${'x'.repeat(90)}`,
+      `/developers/calls/${long}`, `/developers/webhooks/${long}`, `/developers/webhooks/${long}/edit`, `/developers/api-keys/${long}/revoke`,
+      `/developers/webhooks/we_1/deliveries/${long}/resend`,
+    ];
+    const ordinary = await client.get('/developers/nothing-here');
+    for (const url of notFound) {
       const response = await client.get(url);
       assert.equal(response.statusCode, 404, url);
+      assert.match(String(response.headers['content-type']), /^text\/html/, url);
+      assert.match(response.body, /There is no such page in this account\./, url);
+      assert.match(response.body, /aria-label="Portal"/, `${url}: the page keeps the navigation`);
+      assert.equal(response.headers['content-security-policy'], ordinary.headers['content-security-policy'], url);
+      assert.match(String(response.headers['x-request-id']), /^req_/, url);
+    }
+    for (const url of [`/developers/webhooks/${long}/test`, `/developers/api-keys/${long}/revoke`]) {
+      const response = await client.post(url, {});
+      assert.equal(response.statusCode, 404, `POST ${url}`);
       assert.match(String(response.headers['content-type']), /^text\/html/);
     }
+    const badUrl = await client.get('/developers/calls/%zz');
+    assert.equal(badUrl.statusCode, 400);
+    assert.match(String(badUrl.headers['content-type']), /^text\/html/);
+    assert.match(badUrl.body, /This address is malformed/);
+    // Without a session every portal URL, refused by the router or not, leads to the sign-in page.
+    for (const url of ['/developers/nothing-here', `/developers/calls/${long}`]) {
+      const anonymous = await t.inject({ method: 'GET', url });
+      assert.equal(anonymous.statusCode, 303, url);
+      assert.equal(anonymous.headers.location, `/developers/sign-in?next=${encodeURIComponent(url)}`);
+    }
+    const apiLong = await t.inject({ method: 'GET', url: `/v1/calls/${long}`, headers: { authorization: `Bearer ${t.seed.token}` } });
+    assert.equal(apiLong.statusCode, 404);
+    assert.equal(apiLong.json().error, 'not_found');
     const form = await t.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${t.seed.token}`, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'agent_id=x' });
     assert.equal(form.statusCode, 415);
     assert.equal(form.json().error, 'unsupported_media_type');

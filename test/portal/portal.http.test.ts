@@ -91,6 +91,30 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     }
   });
 
+  it('marks the cookie Secure behind a TLS-terminating proxy only when CALLGATE_TRUST_PROXY is on', async () => {
+    const { email } = await signedInClient(t, await t.newAccount());
+    const viaProxy = { 'content-type': 'application/x-www-form-urlencoded', host: 'portal.example.test', 'x-forwarded-proto': 'https', origin: 'https://portal.example.test' };
+    for (const trustProxy of [true, false]) {
+      const app = buildApp({ ...t.services, config: Object.freeze({ ...t.services.config, trustProxy, publicUrl: 'http://localhost:3000' }) });
+      try {
+        const response = await app.inject({ method: 'POST', url: '/developers/sign-in', headers: viaProxy, payload: encodeForm({ email, password }), remoteAddress: '10.201.0.1' });
+        if (trustProxy) {
+          assert.equal(response.statusCode, 303);
+          assert.match(String(response.headers['set-cookie']), /; Secure/, 'https at the proxy: Secure');
+        } else {
+          // The forwarded scheme is not believed, so the https Origin is not this site's either.
+          assert.equal(response.statusCode, 403);
+          assert.equal(sessionCookieOf(response), undefined);
+          const direct = await app.inject({ method: 'POST', url: '/developers/sign-in', headers: { ...viaProxy, origin: 'http://portal.example.test' }, payload: encodeForm({ email, password }), remoteAddress: '10.201.0.2' });
+          assert.equal(direct.statusCode, 303);
+          assert.doesNotMatch(String(direct.headers['set-cookie']), /Secure/, 'an untrusted X-Forwarded-Proto does not count');
+        }
+      } finally {
+        await app.close();
+      }
+    }
+  });
+
   it('refuses a wrong password or an unknown email with the same words, and sets no cookie', async () => {
     const account = await t.newAccount();
     const { email } = await signedInClient(t, account);
@@ -182,7 +206,7 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     const created = await client.post('/developers/webhooks', { url: receiver.url, description: 'd', event_types: ['call.completed', 'call.failed'], enabled: 'on' });
     assert.equal(created.statusCode, 303);
     const endpointId = /\/developers\/webhooks\/(we_[a-z0-9]+)/.exec(String(created.headers.location))![1]!;
-    const keyPage = await client.post('/developers/api-keys', { name: 'k', mode: 'test' });
+    const keyPage = await client.post('/developers/api-keys', { name: 'k', mode: 'test', form_token: await client.keyFormToken() });
     const keyId = /\/developers\/api-keys\/(key_[a-z0-9]+)\/revoke/.exec(keyPage.body)![1]!;
     assert.equal((await client.post(`/developers/webhooks/${endpointId}/test`, {})).statusCode, 303);
     const delivery = await t.services.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpointId).executeTakeFirstOrThrow();
@@ -194,7 +218,7 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     });
     const before = await snapshot();
     const forms: [string, Record<string, string | string[]>][] = [
-      ['/developers/api-keys', { name: 'forged', mode: 'live' }],
+      ['/developers/api-keys', { name: 'forged', mode: 'live', form_token: await client.keyFormToken() }],
       [`/developers/api-keys/${keyId}/revoke`, {}],
       ['/developers/webhooks', { url: receiver.url, event_types: 'call.completed', enabled: 'on' }],
       [`/developers/webhooks/${endpointId}`, { url: receiver.url, description: 'forged', event_types: 'call.failed' }],

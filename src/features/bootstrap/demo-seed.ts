@@ -44,7 +44,7 @@ export function demoBanner(seed: DemoSeed, baseUrl: string): string {
     `  curl -s ${baseUrl}/v1/calls \\`,
     `    -H "Authorization: Bearer ${seed.token}" \\`,
     '    -H "Content-Type: application/json" \\',
-    '    -H "Idempotency-Key: $(uuidgen || date +%s%N)" \\',
+    '    -H "Idempotency-Key: $(uuidgen 2>/dev/null || date +%s)" \\',
     `    -d '{"agent_id": "${seed.agentId}", "to": "+14155550123", "metadata": {"customer_name": "Ada"}}'`,
     '',
     `Developer portal: ${baseUrl}/developers`,

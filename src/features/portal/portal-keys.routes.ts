@@ -1,7 +1,11 @@
-/** API keys: list, create (the token is shown once, in the answer to the form), revoke after a confirmation. */
+/**
+ * API keys: list, create (the token is shown once, in the answer to the form; a form sent again makes no
+ * second key), revoke after a confirmation.
+ */
 import type { FastifyPluginAsync } from 'fastify';
 import type { ApiKeyMode } from '../../db/schema.js';
-import { createApiKey, getApiKey, listApiKeys, revokeApiKey } from '../api-keys/api-keys.service.js';
+import { getApiKey, listApiKeys, revokeApiKey } from '../api-keys/api-keys.service.js';
+import { createKeyOnce, isFormToken, newFormToken } from './portal-keys.service.js';
 import { formValue, frameUser, isPlainId, queryValue, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { noticeFor } from './views/layout.view.js';
 import { keysPage, revokePage } from './views/keys.view.js';
@@ -12,23 +16,35 @@ export const portalKeysRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async 
   app.get('/api-keys', async (request, reply) => {
     const session = sessionOf(request);
     const keys = await listApiKeys(deps.db, session.accountId);
-    return sendPage(reply, 200, keysPage({ user: frameUser(session), keys, notice: noticeFor(queryValue(request, 'notice')) }));
+    const form = { name: '', mode: 'test' as const, formToken: newFormToken() };
+    return sendPage(reply, 200, keysPage({ user: frameUser(session), keys, form, notice: noticeFor(queryValue(request, 'notice')) }));
   });
 
   app.post('/api-keys', async (request, reply) => {
     const session = sessionOf(request);
     const name = formValue(request, 'name').trim();
     const mode: ApiKeyMode = formValue(request, 'mode') === 'live' ? 'live' : 'test';
-    const error =
-      name === '' ? 'Give the key a name.' : name.length > keyNameMaxLength ? `A name has at most ${keyNameMaxLength} characters.` : undefined;
+    const sentToken = formValue(request, 'form_token');
+    const error = !isFormToken(sentToken)
+      ? 'This form is out of date. Check the keys above, then create the key again.'
+      : name === ''
+        ? 'Give the key a name.'
+        : name.length > keyNameMaxLength
+          ? `A name has at most ${keyNameMaxLength} characters.`
+          : undefined;
     if (error) {
       const keys = await listApiKeys(deps.db, session.accountId);
-      return sendPage(reply, 400, keysPage({ user: frameUser(session), keys, form: { name, mode, error } }));
+      const formToken = isFormToken(sentToken) ? sentToken : newFormToken();
+      return sendPage(reply, 400, keysPage({ user: frameUser(session), keys, form: { name, mode, formToken, error } }));
     }
-    const created = await createApiKey(deps.db, deps.clock, { accountId: session.accountId, name, mode });
+    const result = await createKeyOnce(deps.db, deps.clock, { accountId: session.accountId, name, mode, formToken: sentToken });
     const keys = await listApiKeys(deps.db, session.accountId);
+    const form = { name: '', mode: 'test' as const, formToken: newFormToken() };
+    if (result.kind === 'already_sent') {
+      return sendPage(reply, 409, keysPage({ user: frameUser(session), keys, form, alreadySent: { key: result.key } }));
+    }
     // Rendered, not redirected: the token exists only in this answer and is stored nowhere.
-    return sendPage(reply, 200, keysPage({ user: frameUser(session), keys, created }));
+    return sendPage(reply, 200, keysPage({ user: frameUser(session), keys, form, created: result.key }));
   });
 
   app.get<{ Params: { id: string } }>('/api-keys/:id/revoke', async (request, reply) => {

@@ -20,7 +20,8 @@ export const sessionMaxMs = 7 * 24 * 60 * 60 * 1000;
 /** last_seen_at is written at most this often, so most page views add no write. */
 const touchResolutionMs = 60_000;
 
-const tokenPattern = /^[A-Za-z0-9_-]{43}$/;
+/** The shape of a `randomToken()`. */
+export const tokenPattern = /^[A-Za-z0-9_-]{43}$/;
 
 export interface PortalSession {
   readonly id: string;
@@ -38,7 +39,8 @@ export interface SignInLimiters {
   readonly perIp: RateLimiter;
 }
 
-function randomToken(): string {
+/** 32 random bytes as 43 base64url characters: session, CSRF and one-time form tokens. */
+export function randomToken(): string {
   return randomBytes(32).toString('base64url');
 }
 

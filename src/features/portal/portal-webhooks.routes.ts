@@ -138,11 +138,13 @@ export const portalWebhooksRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = as
     return renderEndpoint(request, reply, endpoint.id, { secret: endpoint.secret });
   });
 
+  // Redirected, not rendered: a reload of a rendered answer (without JavaScript) would rotate again, and a
+  // second rotation ends the overlap of the secret the receiver still uses. The new one is a reveal away.
   app.post<IdParams>('/webhooks/:id/rotate', async (request, reply) => {
     const endpoint = await endpointOr404(request, reply);
     if (!endpoint) return reply;
-    const rotated = await rotateSecret(deps.db, deps.clock, endpoint);
-    return renderEndpoint(request, reply, endpoint.id, { secret: rotated.secret, notice: noticeFor('secret_rotated') });
+    await rotateSecret(deps.db, deps.clock, endpoint);
+    return seeOther(reply, `${portalPath('webhooks', endpoint.id)}?notice=secret_rotated`);
   });
 
   app.post<IdParams>('/webhooks/:id/test', async (request, reply) => {

@@ -4,9 +4,9 @@
  * HTML error pages; the /v1 API outside it stays JSON-only.
  */
 import fs from 'node:fs';
-import fastifyCookie from '@fastify/cookie';
+import fastifyCookie, { fastifyCookie as cookies } from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { portalAuthRoutes } from './portal-auth.routes.js';
 import { portalCallsRoutes } from './portal-calls.routes.js';
 import { csrfTokenMatches, isSameOrigin } from './portal-csrf.js';
@@ -37,6 +37,46 @@ const assets = {
   'portal.js': 'text/javascript; charset=utf-8',
 } as const;
 
+const serverFaultMessage = 'This is a fault on our side. Quote the request id below if you contact support.';
+
+/** Where a request without a session goes: the sign-in page, and back to the page it asked for (GET only). */
+function signInRedirect(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const next = request.method === 'GET' ? `?next=${encodeURIComponent(request.url)}` : '';
+  return reply.redirect(`/developers/sign-in${next}`, 303);
+}
+
+/** A URL the portal answers (with HTML pages), as opposed to the JSON API beside it. */
+export function isPortalUrl(url: string): boolean {
+  return url === '/developers' || url.startsWith('/developers/') || url.startsWith('/developers?');
+}
+
+/**
+ * Fastify's router turns some URLs away before any hook or not-found handler runs: a path parameter longer
+ * than its maxParamLength (100) and a malformed percent-encoding. The app passes those of the portal here,
+ * so they get the answers of any other unknown portal page (the sign-in redirect without a session, else
+ * the HTML error page with the navigation) instead of the API's JSON.
+ */
+export async function sendPortalFrameworkError(deps: PortalDeps, error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  reply.headers(securityHeaders);
+  reply.header('x-request-id', request.id);
+  try {
+    request.portal = await resolveSession(deps.db, deps.clock, cookies.parse(request.headers.cookie ?? '')[sessionCookie]);
+  } catch (cause) {
+    request.log.error({ err: cause }, 'portal session lookup failed');
+    await sendPage(reply, 500, errorPage({ status: 500, title: 'Something went wrong', message: serverFaultMessage, requestId: request.id }));
+    return;
+  }
+  if (!request.portal) {
+    await signInRedirect(request, reply);
+    return;
+  }
+  if (error.code === 'FST_ERR_BAD_URL') {
+    await sendPage(reply, 400, errorPage({ status: 400, title: 'Bad request', message: 'This address is malformed. Check the link and try again.', requestId: request.id, user: frameUser(request.portal) }));
+    return;
+  }
+  await sendNotFound(request, reply);
+}
+
 export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
   await app.register(fastifyCookie);
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 });
@@ -46,8 +86,7 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
     reply.headers(securityHeaders);
     request.portal = await resolveSession(deps.db, deps.clock, request.cookies[sessionCookie]);
     if (request.portal || request.routeOptions.config.portalPublic) return;
-    const next = request.method === 'GET' ? `?next=${encodeURIComponent(request.url)}` : '';
-    return reply.redirect(`/developers/sign-in${next}`, 303);
+    return signInRedirect(request, reply);
   });
 
   // After the body is parsed: every POST must prove it comes from a page of ours.
@@ -78,7 +117,7 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
     const user = request.portal ? { user: frameUser(request.portal) } : {};
     const page = clientError
       ? errorPage({ status, title: 'Bad request', message: 'The form could not be read. Go back and try again.', requestId: request.id, ...user })
-      : errorPage({ status: 500, title: 'Something went wrong', message: 'This is a fault on our side. Quote the request id below if you contact support.', requestId: request.id, ...user });
+      : errorPage({ status: 500, title: 'Something went wrong', message: serverFaultMessage, requestId: request.id, ...user });
     return sendPage(reply, clientError ? status : 500, page);
   });
   app.setNotFoundHandler((request, reply) => sendNotFound(request, reply));

@@ -9,7 +9,10 @@ export interface KeysPageInput {
   readonly keys: readonly ApiKeyView[];
   /** The key just created, with its token: only on the answer to the create form. */
   readonly created?: ApiKeyView & { token: string };
-  readonly form?: { name: string; mode: ApiKeyMode; error?: string };
+  /** The create form was sent again; `key` is the key its first submission made. */
+  readonly alreadySent?: { key: ApiKeyView | null };
+  /** `formToken` makes each form good for one key (portal-keys.service.ts). */
+  readonly form: { name: string; mode: ApiKeyMode; formToken: string; error?: string };
   readonly notice?: string | undefined;
 }
 
@@ -22,16 +25,24 @@ function createdPanel(key: ApiKeyView & { token: string }): SafeHtml {
 </section>`;
 }
 
+function alreadySentPanel(key: ApiKeyView | null): SafeHtml {
+  return html`<section class="card card-warn" aria-labelledby="already-sent" role="alert">
+  <h2 id="already-sent">This form was already sent: no new key was made</h2>
+  <p>${key ? html`Its first submission created the ${key.mode} key “${key.name}” (<code>${key.prefix}…</code>) on ${time(key.created_at)}.` : 'Its first submission created a key.'} That key's token was shown once, on the answer to the first submission, and cannot be shown again.</p>
+  <p class="muted small">If you did not copy it, revoke that key and create a new one below.</p>
+</section>`;
+}
+
 function createForm(user: NonNullable<PageFrame['user']>, form: KeysPageInput['form']): SafeHtml {
-  const mode = form?.mode ?? 'test';
+  const mode = form.mode;
   return html`<section class="card" aria-labelledby="create-key">
   <h2 id="create-key">Create a key</h2>
   <form method="post" action="/developers/api-keys" class="stack">
-    ${csrfField(user.csrfToken)}
-    ${form?.error ? html`<p class="field-error" role="alert">${form.error}</p>` : ''}
+    ${csrfField(user.csrfToken)}<input type="hidden" name="form_token" value="${form.formToken}">
+    ${form.error ? html`<p class="field-error" role="alert">${form.error}</p>` : ''}
     <div class="field">
       <label for="key-name">Name</label>
-      <input id="key-name" name="name" type="text" required maxlength="100" value="${form?.name ?? ''}" placeholder="CRM production" aria-describedby="key-name-hint">
+      <input id="key-name" name="name" type="text" required maxlength="100" value="${form.name}" placeholder="CRM production" aria-describedby="key-name-hint">
       <p class="hint" id="key-name-hint">What the key is for. One key per integration or environment.</p>
     </div>
     <fieldset class="field">
@@ -63,11 +74,12 @@ export function keysPage(input: KeysPageInput): string {
       user: input.user,
       active: 'keys',
       notice: input.notice,
-      // The answer to the create form holds the token: a reload must not post the form again.
-      ...(input.created ? { replaceUrl: '/developers/api-keys' } : {}),
+      // The answer to the create form holds the token: with JavaScript a reload shows the list (without,
+      // the browser posts the form again and its used one-time token makes no second key).
+      ...(input.created || input.alreadySent ? { replaceUrl: '/developers/api-keys' } : {}),
     },
     html`<div class="page-head"><h1>API keys</h1><p class="lead">Keys authenticate requests to the API. The full token is shown once, when the key is created.</p></div>
-${input.created ? createdPanel(input.created) : ''}
+${input.created ? createdPanel(input.created) : ''}${input.alreadySent ? alreadySentPanel(input.alreadySent.key) : ''}
 <section class="card" aria-labelledby="keys">
   <h2 id="keys">Keys</h2>
   ${table('API keys', columns, rows, 'No keys yet. Create one below.')}

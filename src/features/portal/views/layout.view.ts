@@ -20,9 +20,9 @@ export const notices = {
   endpoint_created: 'The endpoint is added. Reveal its signing secret below to verify deliveries.',
   endpoint_updated: 'The endpoint is saved.',
   endpoint_deleted: 'The endpoint is deleted. Its delivery history is kept.',
-  secret_rotated: 'The secret is rotated. For 24 hours deliveries are signed with the old and the new secret.',
-  test_sent: 'A webhook.test event is on its way. Reload this page to see the attempt.',
-  resent: 'The event is queued for delivery again. Reload this page to see the attempt.',
+  secret_rotated: 'The secret is rotated. Reveal the new one below and give it to your receiver: for 24 hours deliveries are signed with the old and the new secret.',
+  test_sent: 'A webhook.test event is on its way. Its attempt shows below; reload the page if it is not there yet.',
+  resent: 'The event is queued for delivery again. Its attempt shows below; reload the page if it is not there yet.',
 } as const;
 export type NoticeKey = keyof typeof notices;
 

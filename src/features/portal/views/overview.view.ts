@@ -21,7 +21,7 @@ export function curlCommand(baseUrl: string, agentId: string): string {
     `curl -s ${baseUrl}/v1/calls \\`,
     '  -H "Authorization: Bearer cg_test_…" \\',
     '  -H "Content-Type: application/json" \\',
-    '  -H "Idempotency-Key: $(uuidgen)" \\',
+    '  -H "Idempotency-Key: $(uuidgen 2>/dev/null || date +%s)" \\',
     `  -d '{"agent_id": "${agentId}", "to": "+14155550123", "metadata": {"customer_name": "Ada"}}'`,
   ].join('\n');
 }

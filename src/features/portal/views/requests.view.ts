@@ -41,6 +41,7 @@ export function requestsPage(user: NonNullable<PageFrame['user']>, rows: readonl
     ${search ? html`<a class="button button-quiet" href="/developers/requests">Show all</a>` : ''}
   </form>
   ${table('API requests', columns, lines, empty)}
+  <p class="muted small">Requests without a valid API key (401) belong to no account and are not listed. Neither are requests to a path the API does not have.</p>
 </section>`,
   );
 }

@@ -1,0 +1,24 @@
+import type { Db } from '../../db/database.js';
+import type { PortalFormTokensTable } from '../../db/schema.js';
+
+/** Records a form token as used; false when it was used before (or is being used right now). */
+export async function claimFormToken(db: Db, row: PortalFormTokensTable): Promise<boolean> {
+  const result = await db
+    .insertInto('portal_form_tokens')
+    .values(row)
+    .onConflict((oc) => oc.column('token').doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+}
+
+export async function setFormTokenKey(db: Db, token: string, apiKeyId: string): Promise<void> {
+  await db.updateTable('portal_form_tokens').set({ api_key_id: apiKeyId }).where('token', '=', token).execute();
+}
+
+export async function findFormToken(db: Db, token: string) {
+  return db.selectFrom('portal_form_tokens').selectAll().where('token', '=', token).executeTakeFirst();
+}
+
+export async function deleteFormTokensBefore(db: Db, before: string): Promise<void> {
+  await db.deleteFrom('portal_form_tokens').where('created_at', '<', before).execute();
+}
