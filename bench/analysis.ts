@@ -2,7 +2,7 @@
  * The "what limits it" part of BENCHMARKS.md: reads the measurements (CPU per call, event loop, statements by
  * the part of the service that sent them, the call monitor's backlog, the profile) and says it in sentences.
  */
-import type { Measurement } from './measure.js';
+import { ms, type Measurement } from './measure.js';
 import { cell, dialectName, int, one, p99MaxMs, pct, postgresMinShare, sqliteMinShare, two } from './format.js';
 import type { ProfileRun, ReportInput } from './report.js';
 
@@ -10,8 +10,8 @@ import type { ProfileRun, ReportInput } from './report.js';
 function partOf(sql: string): string {
   if (/rate_limits/i.test(sql)) return 'rate limiter';
   if (/^(begin|commit|rollback)\b/i.test(sql)) return 'transaction control';
-  if (/^insert into "calls"/.test(sql)) return 'request';
-  if (/"calls"/.test(sql)) return 'call monitor';
+  if (/^(with "inserted" as \()?insert into "calls"/.test(sql)) return 'request';
+  if (/\bcalls\b/.test(sql)) return 'call monitor';
   if (/"(webhook|event|deliver)|^(NOTIFY|LISTEN)\b/i.test(sql)) return 'webhooks';
   return 'request';
 }
@@ -43,7 +43,7 @@ export function limits(input: ReportInput, ceiling: Measurement | undefined): st
   const out: string[] = [];
   const connections = input.load.connections;
   for (const m of input.measurements) {
-    if (!m.dialect) continue;
+    if (m.kind !== 'app' || !m.dialect) continue;
     const name = dialectName(m.dialect);
     const profile = input.profiles.find((p) => p.dialect === m.dialect);
     // Statements are counted in the diagnostic (profiled) run only.
@@ -98,8 +98,29 @@ export function limits(input: ReportInput, ceiling: Measurement | undefined): st
     out.push(`- **${name}.** ${text.join(' ')}`);
   }
 
-  const sqlite = input.measurements.find((m) => m.dialect === 'sqlite');
-  const postgres = input.measurements.find((m) => m.dialect === 'postgres');
+  const sqlite = input.measurements.find((m) => m.kind === 'app' && m.dialect === 'sqlite');
+  const postgres = input.measurements.find((m) => m.kind === 'app' && m.dialect === 'postgres');
+  const floors = input.measurements.filter((m) => m.kind === 'floor' && m.dialect);
+  if (ceiling && floors.length > 0) {
+    const described = floors.map((floor) => {
+      const share = floor.requestsPerSecond / ceiling.requestsPerSecond;
+      const target = floor.dialect === 'sqlite' ? sqliteMinShare : postgresMinShare;
+      const service = floor.dialect === 'sqlite' ? sqlite : postgres;
+      return (
+        `${dialectName(floor.dialect)} ${int(floor.requestsPerSecond)} req/s, ${pct(share)} of the ceiling ` +
+        `(target ${pct(target)}: ${share >= target ? 'within reach of the stack' : '**below it before any code of the service runs**'}), ` +
+        `${two(floor.serverCpuMsPerRequest)} ms of CPU and p99 ${ms(floor.p99Ms)} ms` +
+        (service
+          ? `; the service does ${pct(service.requestsPerSecond / Math.max(1, floor.requestsPerSecond))} of the floor's rate, ` +
+            `its own code adding ${two(Math.max(0, service.serverCpuMsPerRequest - floor.serverCpuMsPerRequest))} ms of CPU per call`
+          : '')
+      );
+    });
+    out.push(
+      `- **The floor of this stack.** With the statements a created call needs written by hand on the raw driver behind a bare ` +
+        `Fastify route (no Kysely, logging, hooks, request log or call monitor): ${described.join('; ')}.`,
+    );
+  }
   if (ceiling && sqlite) {
     const needed = sqliteMinShare * ceiling.requestsPerSecond;
     const neededPostgres = postgresMinShare * ceiling.requestsPerSecond;

@@ -224,7 +224,7 @@ export async function measureDispatcher(database: TestDatabase, settings: Dispat
       },
       logFile,
       // To collect the garbage of writing the backlog before the worker's peak memory is measured.
-      nodeOptions: ['--expose-gc'],
+      nodeOptions: ['--expose-gc', ...(process.env.BENCH_DISPATCHER_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_DISPATCHER_CPU_PROF] : [])],
     });
     const { secret, concurrency } = await dispatcher.next('ready', startTimeoutMs);
     await receiver.ask({ type: 'configure', secret, verifyEvery: settings.verifyEvery }, 'configured', answerTimeoutMs);

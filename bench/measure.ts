@@ -31,6 +31,7 @@ export interface TargetSpec {
 
 export interface Measurement {
   readonly label: string;
+  readonly kind: TargetKind;
   readonly dialect: Dialect | null;
   readonly durationS: number;
   readonly requestsPerSecond: number;
@@ -264,6 +265,7 @@ function summarise(spec: TargetSpec, w: Window): Measurement {
   const eluIdle = after.target.eluIdleMs - before.target.eluIdleMs;
   const measurement: Measurement = {
     label: spec.label,
+    kind: spec.kind,
     dialect: spec.dialect ?? null,
     durationS: seconds,
     requestsPerSecond: ok2xx / seconds,

@@ -1,14 +1,15 @@
 /**
- * `npm run bench`: the ceiling (bare Fastify) and POST /v1/calls through the real service on SQLite and on
- * PostgreSQL, each server in a process of its own with autocannon here; then, as separate diagnostic runs, the
+ * `npm run bench`: the ceiling (bare Fastify), the floor (the statements a created call needs, by hand on the
+ * raw drivers) and POST /v1/calls through the real service on SQLite and on PostgreSQL, each server in a process of its own with autocannon here; then, as separate diagnostic runs, the
  * service under the same load with a CPU profile and its SQL statements counted; then the webhook dispatcher
  * (deliveries/s from a backlog, time from an outcome to its first attempt) against a local receiver on both
  * databases; writes BENCHMARKS.md. Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3),
  * BENCH_CONNECTIONS (50), BENCH_KEYS (1000), BENCH_PROFILE_S (5, 0 skips the profiles), BENCH_LOG_LEVEL
  * (info, the service's default), BENCH_SIMULATOR_DELAY_MS (3000, the service's default), BENCH_WEBHOOK_EVENTS
  * (20000, the dispatcher's backlog), BENCH_WEBHOOK_RATE (200 outcomes a second) for BENCH_WEBHOOK_LATENCY_S (10),
- * BENCH_WEBHOOK_VERIFY_EVERY (50: every 50th signature is checked), BENCH_TARGETS
- * (ceiling,sqlite,postgres,dispatcher-sqlite,dispatcher-postgres), BENCH_OUTPUT (BENCHMARKS.md),
+ * BENCH_WEBHOOK_VERIFY_EVERY (50: every 50th signature is checked), BENCH_DISPATCHER_CPU_PROF (a folder: the
+ * dispatcher process writes a V8 CPU profile there), BENCH_TARGETS
+ * (ceiling,floor-sqlite,floor-postgres,sqlite,postgres,dispatcher-sqlite,dispatcher-postgres), BENCH_OUTPUT (BENCHMARKS.md),
  * CALLGATE_TEST_POSTGRES_URL (the PostgreSQL server's admin URL). Exits 1 when any request of any run failed,
  * or any webhook was lost, sent twice or badly signed; the report says which.
  */
@@ -49,7 +50,7 @@ const dispatcherSettings: DispatcherSettings = {
   logLevel,
 };
 const targets = new Set(
-  (process.env.BENCH_TARGETS ?? 'ceiling,sqlite,postgres,dispatcher-sqlite,dispatcher-postgres').split(',').map((t) => t.trim()),
+  (process.env.BENCH_TARGETS ?? 'ceiling,floor-sqlite,floor-postgres,sqlite,postgres,dispatcher-sqlite,dispatcher-postgres').split(',').map((t) => t.trim()),
 );
 const output = path.resolve(fileURLToPath(new URL('..', import.meta.url)), process.env.BENCH_OUTPUT ?? 'BENCHMARKS.md');
 
@@ -76,12 +77,12 @@ function appEnv(extra: Record<string, string>): Record<string, string> {
 async function measureOnDatabase(
   dialect: Dialect,
   label: string,
-  options: { profileFile?: string; durationS?: number } = {},
+  options: { profileFile?: string; durationS?: number; kind?: 'app' | 'floor' } = {},
 ): Promise<Measurement> {
   const database = await createTestDatabase(dialect);
   try {
     const diagnostics: Record<string, string> = options.profileFile ? { BENCH_COUNT_STATEMENTS: '1' } : {};
-    const spec: TargetSpec = { label, kind: 'app', env: appEnv({ ...database.env, ...diagnostics }), dialect };
+    const spec: TargetSpec = { label, kind: options.kind ?? 'app', env: appEnv({ ...database.env, ...diagnostics }), dialect };
     return await measure(spec, { ...load, durationS: options.durationS ?? load.durationS }, workDir, options.profileFile);
   } finally {
     await database.drop();
@@ -97,6 +98,9 @@ async function main(): Promise<void> {
   const measurements: Measurement[] = [];
   if (targets.has('ceiling')) {
     measurements.push(await measure({ label: 'ceiling: bare Fastify 5, one POST route', kind: 'ceiling', env: {} }, load, workDir));
+  }
+  for (const dialect of (['sqlite', 'postgres'] as const).filter((d) => targets.has(`floor-${d}`) && !(d === 'postgres' && postgresSkip))) {
+    measurements.push(await measureOnDatabase(dialect, `floor: the statements by hand, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`, { kind: 'floor' }));
   }
   const dialects = (['sqlite', 'postgres'] as const).filter((d) => targets.has(d) && !(d === 'postgres' && postgresSkip));
   for (const dialect of dialects) {

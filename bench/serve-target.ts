@@ -2,6 +2,8 @@
  * One server under load, in a process of its own (forked by bench/run.ts) so that the load generator never
  * takes turns on its event loop. Two kinds, named by the first argument:
  *   ceiling  bare Fastify 5 with one POST route answering 201 with a JSON body of the same size as a created call;
+ *   floor    the statements a created call needs (those the service runs), written by hand on the raw driver, behind a
+ *            bare Fastify route with the body schema: what this stack costs before any of callgate's own code;
  *   app      the real service from dist/ (createServices + buildApp, configured from the environment the parent
  *            sets, as server.ts does), its worker (call monitor, webhook dispatcher) running as in production,
  *            seeded with one account, one simulator agent and BENCH_KEYS API keys whose tokens go back to the parent.
@@ -9,12 +11,13 @@
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { createHash, randomBytes } from 'node:crypto';
 import BetterSqlite3 from 'better-sqlite3';
 import Fastify, { type FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { processStats, watchEventLoop, type ProcessStats } from './process-stats.js';
 
-export type TargetKind = 'ceiling' | 'app';
+export type TargetKind = 'ceiling' | 'floor' | 'app';
 
 export interface TargetSample extends ProcessStats {
   /** SQL statements sent to the database since start, by text (the call monitor's included). */
@@ -117,10 +120,12 @@ async function fromDist<T>(file: string): Promise<T> {
   return (await import(new URL(file, dist).href)) as T;
 }
 
-async function startApp(keyCount: number): Promise<Running> {
+type Services = import('../src/container.js').Services;
+
+/** The service's database, migrated, with one account, its simulator agent and `keyCount` live keys. */
+async function seededServices(keyCount: number): Promise<{ services: Services; tokens: string[] }> {
   const { loadConfig } = await fromDist<typeof import('../src/config.js')>('config.js');
   const { createServices } = await fromDist<typeof import('../src/container.js')>('container.js');
-  const { buildApp } = await fromDist<typeof import('../src/app.js')>('app.js');
   const { createAccount } = await fromDist<typeof import('../src/features/accounts/accounts.service.js')>(
     'features/accounts/accounts.service.js',
   );
@@ -144,6 +149,31 @@ async function startApp(keyCount: number): Promise<Running> {
     }
     return made;
   });
+  return { services, tokens };
+}
+
+async function countCalls(db: Services['db'], clock: Services['clock']): Promise<CallCounts> {
+  const now = clock.now().toISOString();
+  const rows = await db
+    .selectFrom('calls')
+    .select((eb) => ['status', eb.fn.countAll<string | number>().as('n')])
+    .groupBy('status')
+    .execute();
+  const overdue = await db
+    .selectFrom('calls')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('status', '=', 'initiated')
+    .where('next_check_at', '<=', now)
+    .executeTakeFirst();
+  const by = (status: string) => Number(rows.find((row) => row.status === status)?.n ?? 0);
+  const total = rows.reduce((sum, row) => sum + Number(row.n), 0);
+  return { total, initiated: by('initiated'), ended: total - by('initiated'), overdue: Number(overdue?.n ?? 0) };
+}
+
+async function startApp(keyCount: number): Promise<Running> {
+  const { buildApp } = await fromDist<typeof import('../src/app.js')>('app.js');
+  const { services, tokens } = await seededServices(keyCount);
+  const { config, db, clock } = services;
 
   const app = buildApp(services);
   // As src/server.ts does with the default roles: the worker (call monitor, webhook dispatcher) runs beside the API.
@@ -152,23 +182,119 @@ async function startApp(keyCount: number): Promise<Running> {
   return {
     app,
     tokens,
-    async counts() {
-      const now = clock.now().toISOString();
-      const rows = await db
-        .selectFrom('calls')
-        .select((eb) => ['status', eb.fn.countAll<string | number>().as('n')])
-        .groupBy('status')
-        .execute();
-      const overdue = await db
-        .selectFrom('calls')
-        .select((eb) => eb.fn.countAll<string | number>().as('n'))
-        .where('status', '=', 'initiated')
-        .where('next_check_at', '<=', now)
-        .executeTakeFirst();
-      const by = (status: string) => Number(rows.find((row) => row.status === status)?.n ?? 0);
-      const total = rows.reduce((sum, row) => sum + Number(row.n), 0);
-      return { total, initiated: by('initiated'), ended: total - by('initiated'), overdue: Number(overdue?.n ?? 0) };
+    counts: () => countCalls(db, clock),
+    async close() {
+      await app.close();
+      await services.close();
     },
+  };
+}
+
+/**
+ * The floor: what a created call needs of this stack, with none of callgate's own code on the path. A bare
+ * Fastify route with the request's body schema runs the statements the service runs for it (the key by its
+ * hash, the per-key limiter's count, the idempotency claim, the agent, then the call with the completion of
+ * its key: one transaction on SQLite, one statement on PostgreSQL), written by hand on the raw driver and
+ * prepared once. No Kysely, no logger, hooks, request log, provider or call monitor: whatever the service
+ * costs above this is its own; what this costs, no code of the service can remove.
+ */
+async function startFloor(keyCount: number): Promise<Running> {
+  const { CreateCallBody } = await fromDist<typeof import('../src/features/calls/calls.schemas.js')>('features/calls/calls.schemas.js');
+  const { services, tokens } = await seededServices(keyCount);
+  const { database, clock, perKeyLimiter } = services;
+  const route = 'POST /v1/calls';
+  const dayMs = 24 * 60 * 60 * 1000;
+
+  interface Key {
+    id: string;
+    account_id: string;
+    mode: string;
+    revoked_at: string | null;
+  }
+  interface Agent {
+    id: string;
+    agent_id: string;
+  }
+  interface Statements {
+    key(hash: string): Promise<Key | undefined>;
+    claim(values: unknown[]): Promise<number>;
+    agent(accountId: string, agentId: string): Promise<Agent | undefined>;
+    /** The call's 14 columns, then the completion's 4 values and the key's scope and owner (4). */
+    store(call: unknown[], completion: unknown[]): Promise<void>;
+  }
+  const claimColumns = `(api_key_id, route, idempotency_key, request_hash, state, owner, response_status, response_body, response_headers, locked_until, expires_at, created_at)`;
+  const callInsert = `insert into calls (id, account_id, api_key_id, agent_id, agent_ref, mode, provider, provider_conversation_id, to_number, metadata, status, created_at, updated_at, next_check_at)`;
+  const completion = `update idempotency_keys set state = 'completed', response_status = ?, response_body = ?, response_headers = ?, expires_at = ? where api_key_id = ? and route = ? and idempotency_key = ? and owner = ?`;
+  let statements: Statements;
+  if (database.dialect === 'sqlite') {
+    const sqlite = database.sqlite;
+    const key = sqlite.prepare('select * from api_keys where token_hash = ?');
+    const claim = sqlite.prepare(`insert into idempotency_keys ${claimColumns} values (${Array(12).fill('?').join(', ')}) on conflict do nothing`);
+    const agent = sqlite.prepare('select * from agents where account_id = ? and agent_id = ?');
+    const insert = sqlite.prepare(`${callInsert} values (${Array(14).fill('?').join(', ')})`);
+    const complete = sqlite.prepare(completion);
+    const store = sqlite.transaction((call: unknown[], done: unknown[]) => {
+      insert.run(call);
+      complete.run(done);
+    });
+    statements = {
+      key: async (hash) => key.get(hash) as Key | undefined,
+      claim: async (values) => claim.run(values).changes,
+      agent: async (accountId, agentId) => agent.get(accountId, agentId) as Agent | undefined,
+      store: async (call, done) => store(call, done),
+    };
+  } else {
+    const pool = database.pool;
+    // The same SQL with PostgreSQL's numbered placeholders.
+    const numbered = (sql: string) => {
+      let n = 0;
+      return sql.replace(/\?/g, () => `$${++n}`);
+    };
+    const claimSql = numbered(`insert into idempotency_keys ${claimColumns} values (${Array(12).fill('?').join(', ')}) on conflict do nothing`);
+    const storeSql = numbered(`with inserted as (${callInsert} values (${Array(14).fill('?').join(', ')}) returning id) ${completion} and exists (select id from inserted)`);
+    statements = {
+      key: async (hash) => (await pool.query<Key>({ text: 'select * from api_keys where token_hash = $1', values: [hash] })).rows[0],
+      claim: async (values) => (await pool.query({ text: claimSql, values })).rowCount ?? 0,
+      agent: async (accountId, agentId) =>
+        (await pool.query<Agent>({ text: 'select * from agents where account_id = $1 and agent_id = $2', values: [accountId, agentId] })).rows[0],
+      store: async (call, done) => {
+        await pool.query({ text: storeSql, values: [...call, ...done] });
+      },
+    };
+  }
+
+  const app = Fastify({ ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allowUnionTypes: true } } });
+  app.post('/v1/calls', { schema: { body: CreateCallBody } }, async (request, reply) => {
+    const token = (request.headers.authorization ?? '').slice('Bearer '.length);
+    const key = await statements.key(createHash('sha256').update(token).digest('hex'));
+    if (!key || key.revoked_at) return reply.code(401).send({ error: 'unauthorized' });
+    if (!(await perKeyLimiter.consume(key.id)).allowed) return reply.code(429).send({ error: 'rate_limit_exceeded' });
+    const body = request.body as { agent_id: string; to: string; metadata?: Record<string, unknown> };
+    const idempotencyKey = String(request.headers['idempotency-key']);
+    const now = clock.now();
+    const createdAt = now.toISOString();
+    const expiresAt = new Date(now.getTime() + dayMs).toISOString();
+    const owner = randomBytes(9).toString('base64url');
+    const requestHash = createHash('sha256').update(JSON.stringify(body)).digest('hex');
+    const claimed = await statements.claim([key.id, route, idempotencyKey, requestHash, 'in_flight', owner, null, null, null, new Date(now.getTime() + 60_000).toISOString(), expiresAt, createdAt]);
+    if (claimed === 0) return reply.code(409).send({ error: 'idempotency_conflict' });
+    const agent = await statements.agent(key.account_id, body.agent_id);
+    if (!agent) return reply.code(403).send({ error: 'agent_not_found' });
+    const conversationId = `conv_${randomBytes(13).toString('hex')}`;
+    const created = { id: `call_${conversationId}`, agent_id: agent.agent_id, to: body.to, status: 'initiated', created_at: createdAt };
+    const headers = { location: `/v1/calls/${created.id}` };
+    await statements.store(
+      [created.id, key.account_id, key.id, agent.agent_id, agent.id, key.mode, 'simulator', conversationId, body.to, body.metadata === undefined ? null : JSON.stringify(body.metadata), 'initiated', createdAt, createdAt, new Date(now.getTime() + 3_000).toISOString()],
+      [201, JSON.stringify(created), JSON.stringify(headers), expiresAt, key.id, route, idempotencyKey, owner],
+    );
+    return reply.code(201).headers(headers).send(created);
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    app,
+    tokens,
+    // Nothing ends the floor's calls: it has no call monitor to report on.
+    counts: async () => null,
     async close() {
       await app.close();
       await services.close();
@@ -178,7 +304,8 @@ async function startApp(keyCount: number): Promise<Running> {
 
 async function main(): Promise<void> {
   const kind = process.argv[2] as TargetKind;
-  const running = kind === 'ceiling' ? await startCeiling() : await startApp(Number(process.env.BENCH_KEYS ?? 1000));
+  const keys = Number(process.env.BENCH_KEYS ?? 1000);
+  const running = kind === 'ceiling' ? await startCeiling() : kind === 'floor' ? await startFloor(keys) : await startApp(keys);
   const address = running.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const profiler = new Session();
