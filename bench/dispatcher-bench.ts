@@ -224,7 +224,7 @@ export async function measureDispatcher(database: TestDatabase, settings: Dispat
       },
       logFile,
       // To collect the garbage of writing the backlog before the worker's peak memory is measured.
-      nodeOptions: ['--expose-gc', ...(process.env.BENCH_DISPATCHER_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_DISPATCHER_CPU_PROF] : [])],
+      nodeOptions: ['--expose-gc'],
     });
     const { secret, concurrency } = await dispatcher.next('ready', startTimeoutMs);
     await receiver.ask({ type: 'configure', secret, verifyEvery: settings.verifyEvery }, 'configured', answerTimeoutMs);
@@ -235,7 +235,9 @@ export async function measureDispatcher(database: TestDatabase, settings: Dispat
       'backlog-done',
       300_000,
     );
-    const t = await throughput(dispatcher, receiver, postgres, settings.events, settings.profileFile);
+    const profileDir = process.env.BENCH_DISPATCHER_CPU_PROF;
+    const profileFile = settings.profileFile ?? (profileDir ? path.join(profileDir, `dispatcher-${database.dialect}.cpuprofile`) : undefined);
+    const t = await throughput(dispatcher, receiver, postgres, settings.events, profileFile);
     const l = await latency(dispatcher, receiver, settings);
     const { stats } = await dispatcher.ask({ type: 'stats' }, 'stats', answerTimeoutMs);
     await dispatcher.ask({ type: 'stop' }, 'stopped', answerTimeoutMs);

@@ -7,8 +7,8 @@
  * BENCH_CONNECTIONS (50), BENCH_KEYS (1000), BENCH_PROFILE_S (5, 0 skips the profiles), BENCH_LOG_LEVEL
  * (info, the service's default), BENCH_SIMULATOR_DELAY_MS (3000, the service's default), BENCH_WEBHOOK_EVENTS
  * (20000, the dispatcher's backlog), BENCH_WEBHOOK_RATE (200 outcomes a second) for BENCH_WEBHOOK_LATENCY_S (10),
- * BENCH_WEBHOOK_VERIFY_EVERY (50: every 50th signature is checked), BENCH_DISPATCHER_CPU_PROF (a folder: the
- * dispatcher process writes a V8 CPU profile there), BENCH_TARGETS
+ * BENCH_WEBHOOK_VERIFY_EVERY (50: every 50th signature is checked), BENCH_DISPATCHER_CPU_PROF (a folder: a V8 CPU
+ * profile of the dispatcher process during the throughput phase, dispatcher-<dialect>.cpuprofile), BENCH_TARGETS
  * (ceiling,floor-sqlite,floor-postgres,sqlite,postgres,dispatcher-sqlite,dispatcher-postgres), BENCH_OUTPUT (BENCHMARKS.md),
  * CALLGATE_TEST_POSTGRES_URL (the PostgreSQL server's admin URL). Exits 1 when any request of any run failed,
  * or any webhook was lost, sent twice or badly signed; the report says which.
