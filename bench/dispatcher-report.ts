@@ -125,7 +125,7 @@ export function renderDispatcherSection(input: DispatcherReportInput): string {
 - Three processes: the receiver (bench/receiver-process.ts), the dispatcher (bench/dispatcher-process.ts) and this
   one, which only gives orders over IPC. The dispatcher is the service as built in dist/: \`createServices\` from the
   environment (\`CALLGATE_ROLES=worker\`, \`CALLGATE_WEBHOOK_ALLOW_PRIVATE=true\` for the local receiver, the other
-  webhook settings at their defaults: ${measurements[0]?.concurrency ?? '?'} attempts at once, keep-alive agent), \`startWorker\` when told; one
+  webhook settings at their defaults: ${measurements[0]?.concurrency ?? '?'} attempts at once, undici's kept-alive connection pool), \`startWorker\` when told; one
   account with one endpoint made with \`createEndpoint\`, pointing at the receiver. Dispatcher, receiver and PostgreSQL
   share the machine's ${input.cores} cores.
 - **Receiver:** node:http with keep-alive, answering 200 as soon as a request's body has been read. It notes the
