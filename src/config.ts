@@ -45,8 +45,8 @@ export interface Config {
   readonly demoSeed: boolean;
   /** Trust `X-Forwarded-For` from a reverse proxy for the client IP. `CALLGATE_TRUST_PROXY`, default false. */
   readonly trustProxy: boolean;
-  /** Portal sign-in attempts per 15 minutes for the account of an email (or an unknown email).
-   * `CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT`, default 10. */
+  /** Failed portal sign-ins per 15 minutes for the account of an email (or an unknown email); a success
+   * gives its attempt back. `CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT`, default 10. */
   readonly portalSignInPerAccount: number;
   /** Portal sign-in attempts per 15 minutes per client IP. `CALLGATE_PORTAL_SIGNIN_PER_IP`, default 30. */
   readonly portalSignInPerIp: number;

@@ -262,10 +262,10 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     }
   });
 
-  it(`throttles sign-in per account: attempt ${perAccountLimit + 1} within 15 minutes gets 429, even with the right password`, async () => {
+  it(`throttles sign-in per account: failure ${perAccountLimit + 1} within 15 minutes gets 429, even with the right password`, async () => {
     const account = await t.newAccount();
-    const { email } = await signedInClient(t, account); // 1 attempt
-    for (let attempt = 2; attempt <= perAccountLimit; attempt++) {
+    const { email } = await signedInClient(t, account); // a success: it gives its attempt back
+    for (let attempt = 1; attempt <= perAccountLimit; attempt++) {
       assert.equal((await portalClient(t).signIn(email, 'wrong password!')).statusCode, 401, `attempt ${attempt}`);
     }
     const blocked = await portalClient(t).signIn(email);
@@ -278,6 +278,15 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     // Another account is not affected.
     const other = await signedInClient(t, await t.newAccount());
     assert.equal((await other.get('/developers')).statusCode, 200);
+  });
+
+  it(`successful sign-ins never use up the account's limit: ${perAccountLimit * 2} in a row all succeed`, async () => {
+    const account = await t.newAccount();
+    const { email } = await signedInClient(t, account);
+    for (let attempt = 1; attempt <= perAccountLimit * 2; attempt++) {
+      const response = await portalClient(t).signIn(email);
+      assert.equal(response.statusCode, 303, `sign-in ${attempt}`);
+    }
   });
 
   it(`throttles sign-in per IP across emails: attempt ${perIpLimit + 1} from one address gets 429`, async () => {

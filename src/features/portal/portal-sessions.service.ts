@@ -118,17 +118,22 @@ export interface SignInDeps {
 
 /**
  * Checks an email and password. Every attempt counts against both limits before the password is looked
- * at, successes included: counting failures only would let parallel guesses all pass the check first.
+ * at: counting failures only afterwards would let parallel guesses all pass the check first. A success
+ * then gives its account's attempt back, so that a team signing in through the day never meets that limit;
+ * only failures use it up. The IP's attempt stays counted: refunding it would let someone with an account
+ * of their own sign in between guesses at others and never meet the per-IP limit.
  */
 export async function signIn(deps: SignInDeps, input: { email: string; password: string; ip: string }): Promise<SignInResult> {
   const email = normaliseEmail(input.email);
   const byIp = await deps.limiters.perIp.consume(`ip:${input.ip}`);
   if (!byIp.allowed) return { kind: 'throttled', retryAfterSeconds: byIp.resetSeconds };
   const known = email === '' ? undefined : await findUserByEmail(deps.db, email);
-  const byAccount = await deps.limiters.perAccount.consume(known ? `account:${known.account_id}` : `email:${email.slice(0, 320)}`);
+  const accountKey = known ? `account:${known.account_id}` : `email:${email.slice(0, 320)}`;
+  const byAccount = await deps.limiters.perAccount.consume(accountKey);
   if (!byAccount.allowed) return { kind: 'throttled', retryAfterSeconds: byAccount.resetSeconds };
   const user = await authenticateUser(deps.db, email, input.password);
   if (!user) return { kind: 'invalid' };
+  await deps.limiters.perAccount.refund(accountKey);
   const { token, session } = await createSession(deps.db, deps.clock, user);
   return { kind: 'signed_in', token, session };
 }

@@ -13,10 +13,12 @@ export interface RateLimiter {
   consume(key: string): Promise<RateLimitDecision>;
   /** The state of `key` without counting a request. */
   peek(key: string): Promise<RateLimitDecision>;
+  /** Gives back one request counted against `key` (a sign-in that succeeded was not an attack). */
+  refund(key: string): Promise<void>;
 }
 
 /** Allows everything; for tests of other features and for the benchmark's ceiling. */
 export function noopRateLimiter(limit = Number.MAX_SAFE_INTEGER): RateLimiter {
   const decision: RateLimitDecision = { allowed: true, limit, remaining: limit, resetSeconds: 60, windowSeconds: 60 };
-  return { consume: async () => decision, peek: async () => decision };
+  return { consume: async () => decision, peek: async () => decision, refund: async () => undefined };
 }

@@ -78,6 +78,9 @@ export async function createRateLimiter(options: RateLimiterOptions): Promise<Ra
       if (!res) return { allowed: true, limit, remaining: limit, resetSeconds: windowSeconds, windowSeconds };
       return decisionFrom(res, limit, windowSeconds, res.remainingPoints > 0);
     },
+    async refund(key) {
+      await limiter.reward(key, 1);
+    },
   };
 }
 
