@@ -181,13 +181,14 @@ export function registerErrorHandling(app: FastifyInstance): void {
 
 /** Answers 405 with an `Allow` header for the methods a path does not have. */
 export function registerMethodNotAllowed(app: FastifyInstance, url: string, allowed: readonly string[]): void {
-  const all = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'] as const;
-  const others = all.filter((method) => !allowed.includes(method));
+  // Every method the router knows (QUERY included), HEAD too where GET is not allowed (Fastify answers HEAD
+  // with the GET route's headers otherwise).
+  const others = app.supportedMethods.filter((method) => !allowed.includes(method) && !(method === 'HEAD' && allowed.includes('GET')));
   const allowHeader = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].join(', ');
   // The path as a client writes it: with the plugin's prefix, and `{id}` for a parameter.
   const shown = `${app.prefix}${url}`.replace(/:(\w+)/g, '{$1}');
   app.route({
-    method: [...others],
+    method: others,
     url,
     // The body of a request to the wrong method is never read.
     onRequest: async (request, reply) => {

@@ -287,6 +287,18 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
       }
     });
 
+    it('POST, PUT and DELETE /healthz are 405 naming GET; HEAD on a POST-only path is 405 too', async () => {
+      for (const method of ['POST', 'PUT', 'DELETE'] as const) {
+        const res = await t.inject({ method, url: '/healthz', headers: { 'content-type': 'application/json' }, payload: '{}' });
+        assert.equal(assertErrorShape(res, 405, 'method_not_allowed').message, 'Use GET on /healthz.', method);
+        assert.equal(res.headers.allow, 'GET, HEAD');
+      }
+      assert.equal((await t.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+      const head = await t.inject({ method: 'HEAD', url: '/providers/elevenlabs/webhook' });
+      assert.equal(head.statusCode, 405);
+      assert.equal(head.headers.allow, 'POST');
+    });
+
     it('unknown paths are 404 not_found; under /v1 only with a valid key, which they count against', async () => {
       for (const url of ['/nope', '/v2/calls', '/V1/CALLS/']) {
         for (const headers of [auth(), {}]) {

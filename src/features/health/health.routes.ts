@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
+import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 
 const Health = Type.Object({ status: Type.Literal('ok'), database: Type.String() });
 
@@ -11,4 +12,5 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db; dialect: string }
     await sql`select 1`.execute(db);
     return { status: 'ok' as const, database: dialect };
   });
+  registerMethodNotAllowed(app, '/healthz', ['GET']);
 };
