@@ -12,7 +12,11 @@ export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async
   app.get('/', async (request, reply) => {
     const session = sessionOf(request);
     const overview = await loadOverview(deps.db, session.accountId);
-    return sendPage(reply, 200, overviewPage({ user: frameUser(session), baseUrl: deps.config.publicUrl, ...overview }));
+    // The quick start's agent is one this server can call with: an ElevenLabs agent without ELEVENLABS_API_KEY
+    // would answer a live key's pasted command with 503.
+    const usable = (agent: (typeof overview.agents)[number]) => agent.provider !== 'elevenlabs' || Boolean(deps.config.elevenlabs.apiKey);
+    const agents = [...overview.agents.filter(usable), ...overview.agents.filter((agent) => !usable(agent))];
+    return sendPage(reply, 200, overviewPage({ user: frameUser(session), baseUrl: deps.config.publicUrl, ...overview, agents }));
   });
 
   app.get('/agents', async (request, reply) => {

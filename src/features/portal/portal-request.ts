@@ -11,7 +11,7 @@ import type { PageFrame } from './views/layout.view.js';
 export interface PortalDeps {
   readonly db: Db;
   readonly clock: Clock;
-  readonly config: Pick<Config, 'publicUrl' | 'webhookAllowPrivate'>;
+  readonly config: Pick<Config, 'publicUrl' | 'webhookAllowPrivate' | 'elevenlabs'>;
   /** Woken after a test event or a resend, so the worker delivers at once instead of at its next sweep. */
   readonly notifier: { notify(): void };
   readonly signInLimiters: SignInLimiters;

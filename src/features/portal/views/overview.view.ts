@@ -21,7 +21,8 @@ export function curlCommand(baseUrl: string, agentId: string): string {
     `curl -s ${baseUrl}/v1/calls \\`,
     '  -H "Authorization: Bearer cg_test_…" \\',
     '  -H "Content-Type: application/json" \\',
-    '  -H "Idempotency-Key: $(uuidgen 2>/dev/null || date +%s)" \\',
+    // A fresh key each time it is pasted; od and /dev/urandom where uuidgen is missing (Debian's default).
+    '  -H "Idempotency-Key: $(uuidgen 2>/dev/null || od -An -tx1 -N16 /dev/urandom | tr -d \' \\n\')" \\',
     `  -d '{"agent_id": "${agentId}", "to": "+14155550123", "metadata": {"customer_name": "Ada"}}'`,
   ].join('\n');
 }
