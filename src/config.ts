@@ -129,9 +129,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const rolesText = env.CALLGATE_ROLES?.trim() || 'api,worker';
-  const roleList = rolesText.split(',').map((role) => role.trim()).filter(Boolean);
+  // `both` reads as it is said: both roles, the same as the default.
+  const roleList = (rolesText === 'both' ? 'api,worker' : rolesText).split(',').map((role) => role.trim()).filter(Boolean);
   if (roleList.length === 0 || roleList.some((role) => role !== 'api' && role !== 'worker')) {
-    throw new ConfigError(`CALLGATE_ROLES must be api, worker or api,worker, got "${rolesText}"`);
+    throw new ConfigError(`CALLGATE_ROLES must be api, worker, api,worker or both, got "${rolesText}"`);
   }
 
   let webhookRetryScheduleMs: number[];
