@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
+import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { callBody, startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -98,6 +99,30 @@ await forEachDialect('Reading calls: GET /v1/calls and /v1/calls/{id}', (dialect
     assert.equal((await get(`/v1/calls/${ids[0]}`, other.token)).statusCode, 404);
     assert.equal((await get(`/v1/calls?starting_after=${ids[2]}`, other.token)).statusCode, 400);
     assert.equal((await get('/v1/calls/call_unknown')).json().error, 'not_found');
+  });
+
+  it('shows a test key only the calls made in test mode, and a live key only the live ones', async () => {
+    const live = await t.newAccount({ agentId: 'agent_modes', mode: 'live' });
+    const test = await createApiKey(t.services.db, t.services.clock, { accountId: live.accountId, name: 'test key', mode: 'test' });
+    const liveCall = (await t.createCall({ agent_id: 'agent_modes', to: '+14155550123' }, { token: live.token })).json().id as string;
+    const testCall = (await t.createCall({ agent_id: 'agent_modes', to: '+14155550124' }, { token: test.token })).json().id as string;
+    const idsOf = async (url: string, token: string) => (await get(url, token)).json().data.map((call: { id: string }) => call.id);
+    assert.deepEqual(await idsOf('/v1/calls', live.token), [liveCall]);
+    assert.deepEqual(await idsOf('/v1/calls', test.token), [testCall]);
+    assert.equal((await get(`/v1/calls/${liveCall}`, live.token)).statusCode, 200);
+    assert.equal((await get(`/v1/calls/${testCall}`, test.token)).statusCode, 200);
+    const crossed = await get(`/v1/calls/${liveCall}`, test.token);
+    assert.equal(crossed.statusCode, 404);
+    assert.equal(crossed.json().message, `No test-mode call ${liveCall} in this account.`);
+    assert.equal((await get(`/v1/calls/${testCall}`, live.token)).statusCode, 404);
+    assert.equal((await get(`/v1/calls?starting_after=${liveCall}`, test.token)).statusCode, 400);
+  });
+
+  it('refuses an empty agent_id filter instead of ignoring it', async () => {
+    const res = await get('/v1/calls?agent_id=');
+    assert.equal(res.statusCode, 400);
+    assert.equal(res.json().error, 'invalid_request');
+    assert.equal(res.json().param, 'agent_id');
   });
 
   it('requires a valid key', async () => {

@@ -56,9 +56,14 @@ const insertCallCompletingKeyQuery = preparedQuery('insert call, complete its id
     .where((eb) => eb.and([heldBy(eb, p), eb.exists(eb.selectFrom('inserted').select('id'))])),
 );
 
-/** A call of this account only; another account's call is as absent as an unknown one. */
-export async function findCallInAccount(db: Db, accountId: string, id: string): Promise<CallRow | undefined> {
-  return db.selectFrom('calls').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+/**
+ * A call of this account only; another account's call is as absent as an unknown one. With `mode`, a call
+ * made in the other mode is absent too (test keys never see live calls, nor live keys test calls).
+ */
+export async function findCallInAccount(db: Db, accountId: string, id: string, mode?: CallRow['mode']): Promise<CallRow | undefined> {
+  let query = db.selectFrom('calls').selectAll().where('account_id', '=', accountId).where('id', '=', id);
+  if (mode) query = query.where('mode', '=', mode);
+  return query.executeTakeFirst();
 }
 
 export async function findCallById(db: Db, id: string): Promise<CallRow | undefined> {
@@ -166,6 +171,8 @@ export interface CallListFilter {
   startingAfter?: { readonly createdAt: string; readonly id: string };
   status?: CallRow['status'];
   agentId?: string;
+  /** Only the calls made in this mode (an API key's); all of them when absent (the portal). */
+  mode?: CallRow['mode'];
 }
 
 /**
@@ -182,5 +189,6 @@ export async function listCalls(db: Db, filter: CallListFilter): Promise<CallRow
   }
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.agentId) query = query.where('agent_id', '=', filter.agentId);
+  if (filter.mode) query = query.where('mode', '=', filter.mode);
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }

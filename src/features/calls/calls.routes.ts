@@ -66,7 +66,10 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
         throw new ApiError('invalid_request', `limit must be an integer from 1 to ${listLimitMax}.`, { param: 'limit' });
       }
       const { starting_after: startingAfter, status, agent_id: agentId } = request.query;
+      // An empty filter is a mistake, not "no filter" (Stripe refuses empty strings the same way).
+      if (agentId === '') throw new ApiError('invalid_request', 'agent_id must not be empty; leave it out to list every agent\'s calls.', { param: 'agent_id' });
       const page = await listCalls(deps.db, apiKey.account_id, {
+        mode: apiKey.mode,
         limit,
         ...(startingAfter === undefined ? {} : { startingAfter }),
         ...(status === undefined ? {} : { status }),
@@ -83,10 +86,10 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     { schema: { params: CallParams, response: { 200: Call, ...errorResponses } } },
     async (request) => {
       const apiKey = requireApiKey(request);
-      const call = await getCall(deps.db, apiKey.account_id, request.params.id);
+      const call = await getCall(deps.db, apiKey.account_id, request.params.id, apiKey.mode);
       if (!call) {
         const id = request.params.id;
-        throw new ApiError('not_found', id === '' ? 'A call id is needed: GET /v1/calls/{id}.' : `No call ${id} in this account.`);
+        throw new ApiError('not_found', id === '' ? 'A call id is needed: GET /v1/calls/{id}.' : `No ${apiKey.mode}-mode call ${id} in this account.`);
       }
       return call;
     },

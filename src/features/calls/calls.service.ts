@@ -173,17 +173,18 @@ export const listLimitDefault = 20;
 export const listLimitMax = 100;
 
 /**
- * A page of the account's calls, newest first. `startingAfter` must be a call of this account, so a
+ * A page of the account's calls, newest first; with `mode`, only those made in that mode, as an API key
+ * sees them (Stripe's test and live data never mix). `startingAfter` must be one of those calls, so a
  * cursor can't be used to probe other accounts; returns null when it is not.
  */
 export async function listCalls(
   db: Db,
   accountId: string,
-  query: { limit: number; startingAfter?: string; status?: CallRow['status']; agentId?: string },
+  query: { limit: number; startingAfter?: string; status?: CallRow['status']; agentId?: string; mode?: CallRow['mode'] },
 ): Promise<{ data: Call[]; has_more: boolean } | null> {
   let cursor: CallRow | undefined;
   if (query.startingAfter !== undefined) {
-    cursor = hasNul(query.startingAfter) ? undefined : await repo.findCallInAccount(db, accountId, query.startingAfter);
+    cursor = hasNul(query.startingAfter) ? undefined : await repo.findCallInAccount(db, accountId, query.startingAfter, query.mode);
     if (!cursor) return null;
   }
   if (query.agentId !== undefined && hasNul(query.agentId)) return { data: [], has_more: false };
@@ -193,13 +194,15 @@ export async function listCalls(
     ...(cursor === undefined ? {} : { startingAfter: { createdAt: cursor.created_at, id: cursor.id } }),
     ...(query.status === undefined ? {} : { status: query.status }),
     ...(query.agentId === undefined ? {} : { agentId: query.agentId }),
+    ...(query.mode === undefined ? {} : { mode: query.mode }),
   });
   return { data: rows.slice(0, query.limit).map(toCall), has_more: rows.length > query.limit };
 }
 
-export async function getCall(db: Db, accountId: string, id: string): Promise<Call | null> {
+/** A call of the account; with `mode`, only one made in that mode (an API key's). */
+export async function getCall(db: Db, accountId: string, id: string, mode?: CallRow['mode']): Promise<Call | null> {
   if (hasNul(id)) return null;
-  const row = await repo.findCallInAccount(db, accountId, id);
+  const row = await repo.findCallInAccount(db, accountId, id, mode);
   return row ? toCall(row) : null;
 }
 
