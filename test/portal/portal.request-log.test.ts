@@ -95,6 +95,37 @@ await forEachDialect('Portal request log', (dialect) => {
     assert.deepEqual(left.map((r) => r.id), ['req_six_days_old']);
   });
 
+  it('shows 100 requests a page, newest first, with a link to the older ones until there are none', async () => {
+    const account = await t.newAccount({ agentId: 'agent_pages' });
+    const own = await signedInClient(t, account);
+    const start = t.services.clock.now().getTime() - 60 * 60 * 1000;
+    const ids = Array.from({ length: 230 }, (_, i) => `req_page_${String(i).padStart(3, '0')}`);
+    ids.forEach((id, i) =>
+      t.services.requestLog.add({
+        id, account_id: account.accountId, api_key_id: account.keyId, key_prefix: account.token.slice(0, 12), method: 'GET', path: '/v1/calls',
+        // Two requests in each millisecond: the id orders those.
+        status: 200, error_code: null, idempotency_key: null, duration_ms: 1, created_at: new Date(start + Math.floor(i / 2)).toISOString(),
+      }),
+    );
+    await t.services.requestLog.flush();
+    const shown: string[] = [];
+    let url: string | undefined = '/developers/requests';
+    const pages: string[] = [];
+    while (url) {
+      const body: string = (await own.get(url)).body;
+      pages.push(body);
+      shown.push(...[...body.matchAll(/<code>(req_page_\d+)<\/code>/g)].map((match) => match[1]!));
+      url = /<a href="([^"]+)">Older requests →<\/a>/.exec(body)?.[1]?.replaceAll('&amp;', '&');
+      assert.ok(pages.length <= 3, 'at most three pages');
+    }
+    assert.deepEqual(shown, [...ids].reverse(), 'every request once, newest first');
+    assert.deepEqual(pages.map((page) => (page.match(/<tr>/g) ?? []).length - 1), [100, 100, 30]);
+    assert.ok(!pages[0]!.includes('← Newest') && pages[1]!.includes('← Newest'));
+    // Another account's request id as the cursor shows nothing of either account.
+    const foreign = (await client.get(`/developers/requests?before=${ids[150]}`)).body;
+    assert.ok(!foreign.includes('req_page_'), 'no request of the other account');
+  });
+
   it('finds a request by its request_id, with spaces around it, and links each row to its search', async () => {
     const response = await t.createCall(callBody(t, { agent_id: 'agent_nowhere' }));
     const requestId = response.json().request_id as string;

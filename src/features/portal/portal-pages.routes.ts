@@ -8,6 +8,9 @@ import { agentsPage } from './views/agents.view.js';
 import { overviewPage } from './views/overview.view.js';
 import { requestsPage } from './views/requests.view.js';
 
+/** Requests on one page of the request log; older ones are a link away. */
+const requestLogPageSize = 100;
+
 export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
   app.get('/', async (request, reply) => {
     const session = sessionOf(request);
@@ -27,10 +30,23 @@ export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async
   app.get('/requests', async (request, reply) => {
     const session = sessionOf(request);
     const search = queryValue(request, 'request_id')?.trim().slice(0, 100) || undefined;
+    const before = queryValue(request, 'before')?.trim().slice(0, 100) || undefined;
     // A NUL byte names no request (and PostgreSQL refuses it in a query).
-    const rows = search?.includes('\u0000')
-      ? []
-      : await listRecentRequests(deps.db, deps.clock, session.accountId, { limit: 200, ...(search ? { requestId: search } : {}) });
-    return sendPage(reply, 200, requestsPage(frameUser(session), rows, search));
+    const page = search?.includes('\u0000') || before?.includes('\u0000')
+      ? { rows: [], hasMore: false }
+      : await listRecentRequests(deps.db, deps.clock, session.accountId, {
+          limit: requestLogPageSize,
+          ...(search ? { requestId: search } : {}),
+          ...(before && !search ? { before } : {}),
+        });
+    const last = page.rows.at(-1);
+    return sendPage(
+      reply,
+      200,
+      requestsPage(frameUser(session), page.rows, search, {
+        paged: Boolean(before && !search),
+        olderUrl: page.hasMore && last ? `/developers/requests?before=${encodeURIComponent(last.id)}` : undefined,
+      }),
+    );
   });
 };

@@ -9,6 +9,8 @@ export interface RequestLogFilter {
   accountId: string;
   since: string;
   requestId?: string;
+  /** The request the page starts after (newest first), by its place in the order. */
+  before?: { readonly createdAt: string; readonly id: string };
   limit: number;
 }
 
@@ -19,6 +21,12 @@ export async function listRequestLogs(db: Db, filter: RequestLogFilter): Promise
     .where('account_id', '=', filter.accountId)
     .where('created_at', '>=', filter.since);
   if (filter.requestId) query = query.where('id', '=', filter.requestId);
+  const before = filter.before;
+  if (before) {
+    query = query.where((eb) =>
+      eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]),
+    );
+  }
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }
 

@@ -50,18 +50,33 @@ export class RequestLogWriter {
   }
 }
 
+/**
+ * The account's requests of the last 7 days, newest first, a page at a time: `before` is the id of the last
+ * request of the previous page (one of this account's, else the page is empty). `hasMore` says whether
+ * older requests follow.
+ */
 export async function listRecentRequests(
   db: Db,
   clock: Clock,
   accountId: string,
-  options: { requestId?: string; limit?: number } = {},
-): Promise<RequestLogRow[]> {
-  return repo.listRequestLogs(db, {
+  options: { requestId?: string; before?: string; limit?: number } = {},
+): Promise<{ rows: RequestLogRow[]; hasMore: boolean }> {
+  const since = isoTimestamp(addMs(clock.now(), -requestLogRetentionMs));
+  const limit = Math.min(Math.max(options.limit ?? 100, 1), 500);
+  let before: { createdAt: string; id: string } | undefined;
+  if (options.before) {
+    const [cursor] = await repo.listRequestLogs(db, { accountId, since, requestId: options.before, limit: 1 });
+    if (!cursor) return { rows: [], hasMore: false };
+    before = { createdAt: cursor.created_at, id: cursor.id };
+  }
+  const rows = await repo.listRequestLogs(db, {
     accountId,
-    since: isoTimestamp(addMs(clock.now(), -requestLogRetentionMs)),
-    limit: Math.min(Math.max(options.limit ?? 100, 1), 500),
+    since,
+    limit: limit + 1,
     ...(options.requestId ? { requestId: options.requestId.trim() } : {}),
+    ...(before ? { before } : {}),
   });
+  return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }
 
 export async function purgeOldRequests(db: Db, clock: Clock): Promise<number> {

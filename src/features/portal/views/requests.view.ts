@@ -3,7 +3,12 @@ import { statusCode, table, time } from './components.js';
 import { html } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
-export function requestsPage(user: NonNullable<PageFrame['user']>, rows: readonly RequestLogRow[], search: string | undefined): string {
+export function requestsPage(
+  user: NonNullable<PageFrame['user']>,
+  rows: readonly RequestLogRow[],
+  search: string | undefined,
+  pages: { readonly paged: boolean; readonly olderUrl: string | undefined } = { paged: false, olderUrl: undefined },
+): string {
   const lines = rows.map((row) => [
     time(row.created_at),
     html`<code>${row.key_prefix}…</code>`,
@@ -41,6 +46,12 @@ export function requestsPage(user: NonNullable<PageFrame['user']>, rows: readonl
     ${search ? html`<a class="button button-quiet" href="/developers/requests">Show all</a>` : ''}
   </form>
   ${table('API requests', columns, lines, empty)}
+  ${pages.paged || pages.olderUrl
+    ? html`<nav class="pager" aria-label="Pages of requests">
+    ${pages.paged ? html`<a href="/developers/requests">← Newest</a>` : html`<span></span>`}
+    ${pages.olderUrl ? html`<a href="${pages.olderUrl}">Older requests →</a>` : ''}
+  </nav>`
+    : ''}
   <p class="muted small">Requests without a valid API key (401) belong to no account and are not listed. Neither are requests to a path the API does not have.</p>
 </section>`,
   );

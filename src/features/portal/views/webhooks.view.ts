@@ -2,7 +2,7 @@
 import type { WebhookEndpointRow } from '../../../db/schema.js';
 import { toEndpointView, type EndpointView } from '../../webhooks/endpoints.service.js';
 import { callEventTypes } from '../../webhooks/events.service.js';
-import type { DeliveryWithAttempts } from '../portal.service.js';
+import { endpointDeliveriesShown, type DeliveryWithAttempts } from '../portal.service.js';
 import { badge, copyButton, csrfField, portalPath, table, time } from './components.js';
 import { deliveryList } from './deliveries.view.js';
 import { html, type SafeHtml } from './html.js';
@@ -147,6 +147,9 @@ ${secretSection(user, endpoint, input.secret)}
 <section class="card" aria-labelledby="deliveries">
   <div class="card-head"><h2 id="deliveries">Recent deliveries</h2><a href="${here}">Refresh</a></div>
   ${deliveryList(input.deliveries, { showEndpoint: false, csrfToken: user.csrfToken, back: here })}
+  ${input.deliveries.length >= endpointDeliveriesShown
+    ? html`<p class="muted small">The ${String(endpointDeliveriesShown)} most recent deliveries. An older one is on the page of its call (Calls), with every attempt; <code>callgate deliveries list</code> lists them all.</p>`
+    : ''}
 </section>`,
   );
 }
