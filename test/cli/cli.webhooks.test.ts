@@ -305,6 +305,8 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     assert.equal(data[0].id, queued.delivery_id);
     assert.equal(data[0].status, 'failed');
     assert.equal(data[0].last_error, 'The endpoint was deleted.');
+    const table = await runCli(env, ['deliveries', 'list', '--account', accountId, '--endpoint', endpoint.id, '--limit', '1']);
+    assert.match(table.stdout, new RegExp(`${queued.delivery_id} +webhook\\.test .* failed +0 +The endpoint was deleted\\.`), 'the table says why');
 
     const listed = await runJson(env, ['webhooks', 'list', '--account', accountId]);
     assert.equal(listed.data.some((row: { id: string }) => row.id === endpoint.id), false);

@@ -9,9 +9,13 @@ const defaultLimit = 20;
 const maxLimit = 100;
 
 /** What the last attempt got back: its HTTP status, else its error (timeout, refused connection). */
+/**
+ * The error when there is one (`HTTP 500`, a timeout, or why the delivery ended without an attempt, such as
+ * a deleted endpoint), else the status code of the last answer.
+ */
 function lastResult(delivery: { last_status_code: number | null; last_error: string | null }): string | null {
-  if (delivery.last_status_code !== null) return String(delivery.last_status_code);
-  return delivery.last_error;
+  if (delivery.last_error !== null) return delivery.last_error;
+  return delivery.last_status_code === null ? null : String(delivery.last_status_code);
 }
 
 export const listDeliveriesCommand: Command = {
