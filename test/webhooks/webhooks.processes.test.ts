@@ -1,7 +1,8 @@
 /**
  * Webhook delivery across real server processes (`node --import tsx src/server.ts`): no event is lost when a
  * process is killed with SIGKILL, two worker processes on one PostgreSQL database never attempt one
- * delivery at the same time, and SIGTERM lets an attempt under way finish (or hands it back) before exiting.
+ * delivery at the same time, and SIGTERM lets an attempt under way finish (or records it as interrupted and hands
+ * it back) before exiting.
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, it } from 'node:test';
@@ -146,7 +147,7 @@ await forEachDialect('Webhooks across real server processes', (dialect) => {
     assert.deepEqual(await second.stop(), { code: 0, signal: null });
   });
 
-  it('SIGTERM during deliveries: exit 0 within the grace; a finished attempt is recorded, a hanging one released', async () => {
+  it('SIGTERM during deliveries: exit 0 within the grace; a finished attempt is recorded, a hanging one recorded as interrupted and handed back', async () => {
     const env = { CALLGATE_SIMULATOR_DELAY_MS: '50', CALLGATE_WEBHOOK_TIMEOUT_MS: '30000' };
     const leaseMs = 30_000 + 30_000; // timeout plus the dispatcher's margin
     // The first endpoint answers within the grace; the second hangs past it.
@@ -188,7 +189,15 @@ await forEachDialect('Webhooks across real server processes', (dialect) => {
         const row = await deliveryTo(other.id);
         return row.status === 'succeeded' ? row : undefined;
       }, 5_000);
-      assert.deepEqual(await attemptsOf(released.id), [{ attempt_number: 1, status_code: 200, response_excerpt: 'ok' }]);
+      // Both requests the receiver got are in the log: the first cut off by the shutdown, the second answered.
+      assert.deepEqual(await attemptsOf(released.id), [
+        { attempt_number: 1, status_code: null, response_excerpt: null },
+        { attempt_number: 2, status_code: 200, response_excerpt: 'ok' },
+      ]);
+      const cutOff = await db.selectFrom('webhook_attempts').select(['error', 'duration_ms']).where('delivery_id', '=', released.id).where('attempt_number', '=', 1).executeTakeFirstOrThrow();
+      assert.match(cutOff.error ?? '', /^Interrupted: the worker shut down before the answer came/);
+      assert.ok(cutOff.duration_ms >= 1_000, `the interrupted attempt lasted ${cutOff.duration_ms} ms`);
+      assert.equal(released.attempt_count, 2);
       assert.equal(receiver.received.length, 1, 'the recorded delivery is not sent again');
       verifiedEvents(receiver.received, seeded.endpoints[0]!.secret);
       verifiedEvents(hanging.received, other.secret);

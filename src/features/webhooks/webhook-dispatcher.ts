@@ -46,6 +46,8 @@ const errorExcerptLength = 500;
 export class WebhookDispatcher {
   readonly workerId = `wkr_${randomBytes(6).toString('hex')}`;
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** The deliveries being sent now, with when their attempt began: what a shutdown records as interrupted. */
+  private readonly sending = new Map<string, { readonly delivery: repo.ClaimedDelivery; readonly startedAt: Date }>();
   private pendingRecords: { record: repo.AttemptRecord; done: () => void }[] = [];
   private flushing: Promise<void> | undefined;
   private flushScheduled = false;
@@ -67,8 +69,9 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Stops claiming, lets attempts under way finish for up to `graceMs`, records them, and releases any
-   * claim still held so another worker can take it at once.
+   * Stops claiming, lets attempts under way finish for up to `graceMs`, and records them. An attempt still
+   * waiting for its answer then is recorded as interrupted (the receiver may have had the request) and its
+   * delivery handed back, due at once, so another worker can take it; any other claim is released.
    */
   async stop(graceMs = 10_000): Promise<void> {
     if (this.stopped) return;
@@ -80,7 +83,48 @@ export class WebhookDispatcher {
     await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
     clearTimeout(timer);
     await this.flush();
+    const now = this.options.clock.now();
+    const interrupted = [...this.sending.values()].map(({ delivery, startedAt }) => this.interrupted(delivery, startedAt, now));
+    if (interrupted.length > 0) {
+      await repo.recordAttempts(this.options.db, this.options.dialect, interrupted).catch((error: unknown) => {
+        this.options.logger.warn({ err: error, count: interrupted.length }, 'could not record interrupted webhook attempts');
+      });
+    }
+    // What is still claimed (nothing sent yet, or the record above failed) goes back as it was.
     await repo.releaseClaims(this.options.db, this.workerId, [...this.inFlight.keys()]).catch(() => undefined);
+  }
+
+  /** An attempt cut off by shutdown: counted and shown like any other, and the delivery due again at once. */
+  private interrupted(delivery: repo.ClaimedDelivery, startedAt: Date, now: Date): repo.AttemptRecord {
+    const at = isoTimestamp(now);
+    const error = 'Interrupted: the worker shut down before the answer came; the delivery was handed back for another attempt.';
+    const attemptNumber = delivery.attempt_count + 1;
+    return {
+      attempt: {
+        id: newId('attempt', now.getTime()),
+        delivery_id: delivery.id,
+        attempt_number: attemptNumber,
+        url: delivery.url,
+        attempted_at: isoTimestamp(startedAt),
+        status_code: null,
+        duration_ms: Math.max(0, now.getTime() - startedAt.getTime()),
+        response_excerpt: null,
+        error,
+      },
+      deliveryId: delivery.id,
+      workerId: this.workerId,
+      delivery: {
+        status: 'pending',
+        next_attempt_at: at,
+        attempt_count: attemptNumber,
+        last_attempt_at: isoTimestamp(startedAt),
+        last_status_code: null,
+        last_error: error,
+        updated_at: at,
+      },
+      endpointId: delivery.endpoint_id,
+      endpoint: null,
+    };
   }
 
   /** Looks for due deliveries now. Safe to call often: concurrent wake-ups fold into one pass. */
@@ -170,7 +214,15 @@ export class WebhookDispatcher {
     }
     const timestamp = Math.floor(now.getTime() / 1000);
     const headers = signedHeaders(activeSecrets(delivery, now), delivery.event_id, timestamp, delivery.payload);
-    const response = await this.options.sender.send({ url: delivery.url, headers: { ...headers }, body: delivery.payload });
+    this.sending.set(delivery.id, { delivery, startedAt: now });
+    let response: WebhookResponse;
+    try {
+      response = await this.options.sender.send({ url: delivery.url, headers: { ...headers }, body: delivery.payload });
+    } finally {
+      this.sending.delete(delivery.id);
+    }
+    // Should a shutdown have recorded this attempt as interrupted meanwhile, its claim is gone and
+    // recordAttempts leaves this late answer out.
     return this.record(this.outcome(delivery, now, response));
   }
 
