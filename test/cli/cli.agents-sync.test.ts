@@ -4,6 +4,7 @@
  * refuses any request without the right xi-api-key.
  */
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, it } from 'node:test';
 import { forEachDialect } from '../helpers/dialects.js';
 import { startFakeElevenLabs, type FakeElevenLabs, type FakePhoneNumber } from '../helpers/fake-elevenlabs.js';
@@ -96,8 +97,17 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
 
   it('a refusal by ElevenLabs fails the command with the reason and changes nothing', async () => {
     // The key ElevenLabs no longer accepts: their 401 invalid_api_key.
-    await runFailing({ ...env, ELEVENLABS_API_KEY: 'xi-revoked-key' }, ['agents', 'sync', '--account', accountId], 1, /^callgate: could not list agents: .*credentials/);
+    await runFailing({ ...env, ELEVENLABS_API_KEY: 'xi-revoked-key' }, ['agents', 'sync', '--account', accountId], 1, /^callgate: could not list agents: ElevenLabs refused the API key \(HTTP 401\); check ELEVENLABS_API_KEY/);
     const listed = await runJson(env, ['agents', 'list', '--account', accountId]);
     assert.equal(listed.data.length, 3);
+  });
+
+  it('an ElevenLabs that cannot be reached fails the command naming ELEVENLABS_BASE_URL', async () => {
+    // A port that was free a moment ago: nothing listens there.
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as net.AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    await runFailing({ ...env, ELEVENLABS_BASE_URL: `http://127.0.0.1:${port}` }, ['agents', 'sync', '--account', accountId], 1, /^callgate: could not list agents: ElevenLabs could not be reached \(ECONNREFUSED\); check ELEVENLABS_BASE_URL/);
   });
 });

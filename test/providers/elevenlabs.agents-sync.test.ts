@@ -159,18 +159,19 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     {
       name: 'a 500 on page 2',
       arrange: (f) => (f.respond = (request) => (request.route === 'agents' && request.query.has('cursor') ? { status: 500, body: { detail: { message: providerInternals } } } : undefined)),
-      message: /^could not list agents: .*problem/,
+      message: /^could not list agents: ElevenLabs answered HTTP 500$/,
     },
-    { name: 'a 401 on page 1', arrange: (f) => f.queue('agents', { status: 401, body: { detail: { status: 'invalid_api_key', message: providerInternals } } }), message: /^could not list agents: .*credentials/ },
+    { name: 'a 401 on page 1', arrange: (f) => f.queue('agents', { status: 401, body: { detail: { status: 'invalid_api_key', message: providerInternals } } }), message: /^could not list agents: ElevenLabs refused the API key \(HTTP 401\); check ELEVENLABS_API_KEY$/ },
     { name: 'a page that is not an agent list', arrange: (f) => f.queue('agents', { status: 200, body: { items: [] } }), message: /^could not list agents: unexpected answer/ },
     {
       name: 'a page slower than the timeout',
       arrange: (f) => f.queue('agents', { status: 200, delayMs: 1_500, body: { agents: [] } }),
-      message: /^could not list agents: .*in time/,
+      message: /^could not list agents: ElevenLabs did not answer in time \(CALLGATE_PROVIDER_TIMEOUT_MS\)/,
       timeoutMs: 300,
     },
-    { name: 'a failing phone-number list', arrange: (f) => f.queue('phoneNumbers', { status: 503, body: { detail: { message: providerInternals } } }), message: /^could not list phone numbers: / },
-    { name: 'a phone-number list that is not an array', arrange: (f) => f.queue('phoneNumbers', { status: 200, body: { phone_numbers: [] } }), message: /^could not list phone numbers: / },
+    { name: 'a failing phone-number list', arrange: (f) => f.queue('phoneNumbers', { status: 503, body: { detail: { message: providerInternals } } }), message: /^could not list phone numbers: ElevenLabs answered HTTP 503$/ },
+    { name: 'a 429 on page 1', arrange: (f) => f.queue('agents', { status: 429, body: {} }), message: /^could not list agents: .*HTTP 429.*try again/ },
+    { name: 'a phone-number list that is not an array', arrange: (f) => f.queue('phoneNumbers', { status: 200, body: { phone_numbers: [] } }), message: /^could not list phone numbers: unexpected answer from ElevenLabs$/ },
   ];
   for (const failure of failures) {
     it(`${failure.name} gives a clear AgentSyncError and writes nothing`, async () => {

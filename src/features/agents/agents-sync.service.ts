@@ -7,8 +7,8 @@
 import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { ElevenLabsClient } from '../providers/elevenlabs/elevenlabs.client.js';
-import { placeCallFailure } from '../providers/elevenlabs/elevenlabs.mapping.js';
-import { listPhoneNumbers } from '../providers/elevenlabs/elevenlabs.provider.js';
+import { workspaceFailure } from '../providers/elevenlabs/elevenlabs.mapping.js';
+import { phoneNumbersOf } from '../providers/elevenlabs/elevenlabs.provider.js';
 import { AgentInputError, listAgents, upsertAgent, type AgentView } from './agents.service.js';
 
 export class AgentSyncError extends Error {
@@ -45,7 +45,7 @@ async function listRemoteAgents(client: ElevenLabsClient, onProgress?: (progress
     const query = new URLSearchParams({ page_size: String(pageSize) });
     if (cursor) query.set('cursor', cursor);
     const response = await client.request('GET', `/v1/convai/agents?${query.toString()}`);
-    if (response.kind !== 'ok') throw new AgentSyncError(`could not list agents: ${placeCallFailure(response).message}`);
+    if (response.kind !== 'ok') throw new AgentSyncError(`could not list agents: ${workspaceFailure(response)}`);
     const body = (response.body ?? {}) as { agents?: unknown; next_cursor?: unknown; has_more?: unknown };
     if (!Array.isArray(body.agents)) throw new AgentSyncError('could not list agents: unexpected answer from ElevenLabs');
     for (const item of body.agents as Record<string, unknown>[]) {
@@ -69,8 +69,10 @@ export async function syncElevenLabsAgents(
   onProgress?: (progress: SyncProgress) => void,
 ): Promise<SyncResult> {
   const remote = await listRemoteAgents(client, onProgress);
-  const numbers = await listPhoneNumbers(client);
-  if (!Array.isArray(numbers)) throw new AgentSyncError(`could not list phone numbers: ${numbers.message}`);
+  const numbersResponse = await client.request('GET', '/v1/convai/phone-numbers');
+  if (numbersResponse.kind !== 'ok') throw new AgentSyncError(`could not list phone numbers: ${workspaceFailure(numbersResponse)}`);
+  const numbers = phoneNumbersOf(numbersResponse.body);
+  if (!numbers) throw new AgentSyncError('could not list phone numbers: unexpected answer from ElevenLabs');
   const numberOfAgent = new Map<string, { id: string; provider: string }>();
   for (const number of numbers) {
     if (number.assignedAgentId && !numberOfAgent.has(number.assignedAgentId)) {

@@ -98,6 +98,19 @@ const fieldNames: Record<string, string> = {
   conversation_initiation_client_data: 'metadata',
 };
 
+/**
+ * A failed request about the workspace itself (agents, phone numbers), in words for the operator who runs
+ * `agents sync`: the setting to check, not an integrator's retry advice about a call.
+ */
+export function workspaceFailure(response: Exclude<ElevenLabsResponse, { kind: 'ok' }>): string {
+  if (response.kind === 'timeout') return 'ElevenLabs did not answer in time (CALLGATE_PROVIDER_TIMEOUT_MS); try again, or raise it';
+  if (response.kind === 'unreachable') return `ElevenLabs could not be reached (${response.message}); check ELEVENLABS_BASE_URL and this machine's network`;
+  const { status } = response;
+  if (status === 401 || status === 403) return `ElevenLabs refused the API key (HTTP ${status}); check ELEVENLABS_API_KEY`;
+  if (status === 429) return 'ElevenLabs is limiting this workspace\'s requests (HTTP 429); try again in a minute';
+  return `ElevenLabs answered HTTP ${status}`;
+}
+
 /** The failure of an outbound-call request (issue: 4xx → rejected, 429 and 5xx → unavailable, …). */
 export function placeCallFailure(response: Exclude<ElevenLabsResponse, { kind: 'ok' }>): ProviderFailure {
   if (response.kind === 'timeout') {

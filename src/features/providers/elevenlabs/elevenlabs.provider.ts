@@ -34,8 +34,13 @@ export interface PhoneNumber {
 export async function listPhoneNumbers(client: ElevenLabsClient): Promise<PhoneNumber[] | ProviderFailure> {
   const response = await client.request('GET', '/v1/convai/phone-numbers');
   if (response.kind !== 'ok') return placeCallFailure(response);
-  if (!Array.isArray(response.body)) return { kind: 'unavailable', message: 'Unexpected phone-number list from the voice provider.', retryable: true };
-  return response.body.flatMap((item): PhoneNumber[] => {
+  return phoneNumbersOf(response.body) ?? { kind: 'unavailable', message: 'Unexpected phone-number list from the voice provider.', retryable: true };
+}
+
+/** The workspace's phone numbers in the answer of GET /v1/convai/phone-numbers; null when it is not a list. */
+export function phoneNumbersOf(body: unknown): PhoneNumber[] | null {
+  if (!Array.isArray(body)) return null;
+  return body.flatMap((item): PhoneNumber[] => {
     const entry = item as Record<string, unknown>;
     if (typeof entry.phone_number_id !== 'string') return [];
     const assigned = entry.assigned_agent as Record<string, unknown> | null | undefined;
