@@ -30,6 +30,8 @@ export interface AgentsTable {
   phone_number_id: string | null;
   /** The kind of that number at the provider (ElevenLabs: `twilio` or `sip_trunk`), when known. */
   phone_number_provider: string | null;
+  /** That number itself (E.164), when the provider said (agents sync); null when set by hand. */
+  phone_number: string | null;
   created_at: string;
 }
 

@@ -64,7 +64,7 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.stderr, 'listed 2 agents (page 1)…\nlisted 4 agents (page 2)…\n');
     assert.match(run.stdout, new RegExp(`^Synced account ${accountId} with ElevenLabs: 3 added, 0 updated, 1 skipped\\.\\n`));
-    assert.match(run.stdout, /agent_alpha +Alpha +phnum_a +twilio/);
+    assert.match(run.stdout, /agent_alpha +Alpha +phnum_a +twilio +\+14155550100\n/);
     assert.match(run.stdout, /Skipped:\n  legacy-7: agent ids look like agent_/);
     assert.deepEqual(requestLines(fake), [
       { path: 'GET /v1/convai/agents?page_size=100', apiKey },

@@ -191,7 +191,9 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.ok(onlyFailed.body.includes(failed.id) && !onlyFailed.body.includes(completed.id));
     const byOtherAgent = await client.get('/developers/calls?agent_id=agent_nobody');
     assert.match(byOtherAgent.body, /No calls match these filters\./);
-    await upsertAgent(t.services.db, t.services.clock, { accountId: t.seed.accountId, agentId: 'agent_second', name: 'Second bot', provider: 'simulator' });
+    await upsertAgent(t.services.db, t.services.clock, { accountId: t.seed.accountId, agentId: 'agent_second', name: 'Second bot', provider: 'simulator', phoneNumberId: 'phnum_second', phoneNumber: '+14155550177' });
+    const agentsPage = (await client.get('/developers/agents')).body;
+    assert.match(agentsPage, /\+14155550177<br><code class="small">phnum_second<\/code>/, 'the agent\'s number, then its id at the provider');
     const second = (await t.createCall(callBody(t, { agent_id: 'agent_second' }))).json();
     const bySecond = await client.get('/developers/calls?agent_id=agent_second');
     assert.ok(bySecond.body.includes(second.id) && !bySecond.body.includes(completed.id) && !bySecond.body.includes(failed.id), 'only the agent’s calls');
@@ -223,7 +225,7 @@ await forEachDialect('Portal pages', (dialect) => {
   it('escapes hostile names, descriptions, metadata, paths and response excerpts on every page', async () => {
     const evil = await t.newAccount({ agentId: 'agent_evil', mode: 'test' });
     await t.services.db.updateTable('accounts').set({ name: hostile }).where('id', '=', evil.accountId).execute();
-    await upsertAgent(t.services.db, t.services.clock, { accountId: evil.accountId, agentId: 'agent_evil', name: hostile, provider: 'simulator', phoneNumberId: hostileAttr });
+    await upsertAgent(t.services.db, t.services.clock, { accountId: evil.accountId, agentId: 'agent_evil', name: hostile, provider: 'simulator', phoneNumberId: hostileAttr, phoneNumber: hostile });
     const evilClient = await signedInClient(t, evil);
     await evilClient.post('/developers/api-keys', { name: hostile + hostileAttr, mode: 'test', form_token: await evilClient.keyFormToken() });
     receiver.fallback = { status: 200, body: `<script>alert("r")</script>${hostileAttr}` };

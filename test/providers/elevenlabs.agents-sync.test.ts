@@ -66,10 +66,14 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     const byId = new Map(stored.map((agent) => [agent.agent_id, agent]));
     assert.deepEqual([byId.get('agent_remote_1')!.phone_number_id, byId.get('agent_remote_1')!.phone_number_provider], ['phnum_tw', 'twilio']);
     assert.deepEqual([byId.get('agent_remote_5')!.phone_number_id, byId.get('agent_remote_5')!.phone_number_provider], ['phnum_sip', 'sip_trunk']);
+    // The number itself, as the workspace gives it, for people to recognise.
+    assert.equal(byId.get('agent_remote_1')!.phone_number, '+14155550100');
+    assert.equal(byId.get('agent_remote_5')!.phone_number, '+493012345670');
     assert.equal(byId.get('agent_remote_3')!.name, 'Remote 3');
     for (const id of ['agent_remote_2', 'agent_remote_3', 'agent_remote_4', 'agent_remote_6', 'agent_remote_7']) {
       assert.equal(byId.get(id)!.phone_number_id, null, id);
       assert.equal(byId.get(id)!.phone_number_provider, null, id);
+      assert.equal(byId.get(id)!.phone_number, null, id);
     }
   });
 
@@ -110,6 +114,13 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
     let byId = new Map((await remoteOf()).map((agent) => [agent.agent_id, agent]));
     assert.deepEqual([byId.get('agent_remote_3')!.phone_number_id, byId.get('agent_remote_3')!.phone_number_provider], ['phnum_free', 'twilio']);
+    assert.equal(byId.get('agent_remote_3')!.phone_number, '+14155550101', 'and its number filled in');
+    // Set again by hand with the same id, the agent keeps the number the workspace gave; another id drops it.
+    await byHand('agent_remote_3', 'phnum_free');
+    assert.equal((await remoteOf()).find((agent) => agent.agent_id === 'agent_remote_3')!.phone_number, '+14155550101');
+    await byHand('agent_remote_3', 'phnum_other');
+    assert.equal((await remoteOf()).find((agent) => agent.agent_id === 'agent_remote_3')!.phone_number, null);
+    await byHand('agent_remote_3', 'phnum_free');
     assert.equal(byId.get('agent_remote_4')!.phone_number_id, null, 'a number the workspace no longer has is dropped');
     assert.equal(byId.get('agent_remote_7')!.phone_number_id, null, "a number assigned to another agent is dropped");
     assert.deepEqual([byId.get('agent_remote_1')!.phone_number_id, byId.get('agent_remote_5')!.phone_number_id], ['phnum_tw', 'phnum_sip']);

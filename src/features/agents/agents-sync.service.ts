@@ -8,7 +8,7 @@ import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { ElevenLabsClient } from '../providers/elevenlabs/elevenlabs.client.js';
 import { workspaceFailure } from '../providers/elevenlabs/elevenlabs.mapping.js';
-import { phoneNumbersOf } from '../providers/elevenlabs/elevenlabs.provider.js';
+import { phoneNumbersOf, type PhoneNumber } from '../providers/elevenlabs/elevenlabs.provider.js';
 import { AgentInputError, listAgents, upsertAgent, type AgentView } from './agents.service.js';
 
 export class AgentSyncError extends Error {
@@ -73,11 +73,9 @@ export async function syncElevenLabsAgents(
   if (numbersResponse.kind !== 'ok') throw new AgentSyncError(`could not list phone numbers: ${workspaceFailure(numbersResponse)}`);
   const numbers = phoneNumbersOf(numbersResponse.body);
   if (!numbers) throw new AgentSyncError('could not list phone numbers: unexpected answer from ElevenLabs');
-  const numberOfAgent = new Map<string, { id: string; provider: string }>();
+  const numberOfAgent = new Map<string, PhoneNumber>();
   for (const number of numbers) {
-    if (number.assignedAgentId && !numberOfAgent.has(number.assignedAgentId)) {
-      numberOfAgent.set(number.assignedAgentId, { id: number.phoneNumberId, provider: number.provider });
-    }
+    if (number.assignedAgentId && !numberOfAgent.has(number.assignedAgentId)) numberOfAgent.set(number.assignedAgentId, number);
   }
   const unassigned = new Map(numbers.filter((number) => number.assignedAgentId === null).map((number) => [number.phoneNumberId, number]));
   const local = new Map((await listAgents(db, accountId)).map((agent) => [agent.agent_id, agent]));
@@ -86,12 +84,11 @@ export async function syncElevenLabsAgents(
    * still in the workspace and nobody's. Assignment is for inbound calls; an outbound call may use any
    * number, so a number set by hand (`agents add --phone-number-id`) must survive a sync.
    */
-  const numberFor = (agentId: string): { id: string; provider: string } | undefined => {
+  const numberFor = (agentId: string): PhoneNumber | undefined => {
     const assigned = numberOfAgent.get(agentId);
     if (assigned) return assigned;
     const current = local.get(agentId)?.phone_number_id;
-    const kept = current ? unassigned.get(current) : undefined;
-    return kept ? { id: kept.phoneNumberId, provider: kept.provider } : undefined;
+    return current ? unassigned.get(current) : undefined;
   };
   const result: SyncResult = { added: 0, updated: 0, agents: [], skipped: [] };
   for (const agent of remote) {
@@ -102,8 +99,9 @@ export async function syncElevenLabsAgents(
         agentId: agent.agentId,
         name: agent.name,
         provider: 'elevenlabs',
-        phoneNumberId: number?.id ?? null,
+        phoneNumberId: number?.phoneNumberId ?? null,
         phoneNumberProvider: number?.provider ?? null,
+        phoneNumber: number?.phoneNumber ?? null,
       });
       if (created) result.added++;
       else result.updated++;

@@ -46,6 +46,8 @@ export interface AgentInput {
   phoneNumberId?: string | null;
   /** The phone number's kind at the provider (`twilio`, `sip_trunk`), when known. */
   phoneNumberProvider?: string | null;
+  /** The number itself (E.164), when known; left out, the agent keeps the one it had for the same id. */
+  phoneNumber?: string | null;
 }
 
 /** Adds an agent to an account, or updates the one with the same `agent_id` there. */
@@ -70,13 +72,15 @@ export async function upsertAgent(
   }
   const name = input.name.trim() || agentId;
   const phoneNumberId = input.phoneNumberId?.trim() || null;
+  const existing = await repo.findAgentInAccount(db, input.accountId, agentId);
+  const keptNumber = existing && existing.phone_number_id === phoneNumberId ? existing.phone_number : null;
   const changes = {
     name,
     provider: input.provider,
     phone_number_id: phoneNumberId,
     phone_number_provider: phoneNumberId ? input.phoneNumberProvider?.trim() || null : null,
+    phone_number: phoneNumberId ? (input.phoneNumber === undefined ? keptNumber : input.phoneNumber?.trim() || null) : null,
   };
-  const existing = await repo.findAgentInAccount(db, input.accountId, agentId);
   if (existing) {
     await repo.updateAgent(db, existing.id, changes);
     return { agent: toAgentView({ ...existing, ...changes }), created: false };

@@ -24,11 +24,12 @@ export const syncAgentsCommand: Command = {
       const agents =
         result.agents.length === 0
           ? []
-          : ['', formatTable(['agent id', 'name', 'phone number id', 'number kind'], result.agents.map((agent) => [
+          : ['', formatTable(['agent id', 'name', 'phone number id', 'number kind', 'phone number'], result.agents.map((agent) => [
               agent.agent_id,
               agent.name,
               agent.phone_number_id,
               agent.phone_number_provider,
+              agent.phone_number,
             ]))];
       const skipped =
         result.skipped.length === 0

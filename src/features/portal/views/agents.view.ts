@@ -9,7 +9,7 @@ export function agentsPage(user: NonNullable<PageFrame['user']>, agents: readonl
     copyable(`agent-${index}`, agent.agent_id),
     agent.provider,
     agent.phone_number_id
-      ? html`<code>${agent.phone_number_id}</code>${agent.phone_number_provider ? html` <span class="muted small">${agent.phone_number_provider}</span>` : ''}`
+      ? html`${agent.phone_number ? html`${agent.phone_number}<br>` : ''}<code class="small">${agent.phone_number_id}</code>${agent.phone_number_provider ? html` <span class="muted small">${agent.phone_number_provider}</span>` : ''}`
       : html`<span class="muted">—</span>`,
     time(agent.created_at),
   ]);
