@@ -39,6 +39,28 @@ function parsesAsPlainJson(text: string): boolean {
   }
 }
 
+/**
+ * The first number in `text` that JSON.parse cannot keep as written: out of a double's range (1e400 would
+ * become Infinity, 1e-400 zero) or an integer beyond ±2^53 that no double holds and that would read back
+ * different (12345678901234567890 would become 12345678901234567000). Such a number would reach the agent
+ * changed, so it is refused instead.
+ */
+export function inexactNumber(text: string): string | null {
+  // Most bodies have no long digit run and no exponent: skip the scan.
+  if (!/\d{16}|\d[eE]/.test(text)) return null;
+  const outsideStrings = text.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+  for (const [token] of outsideStrings.matchAll(/-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g)) {
+    const value = Number(token);
+    if (!Number.isFinite(value)) return token;
+    const [mantissa = ''] = token.split(/[eE]/);
+    if (value === 0 && /[1-9]/.test(mantissa)) return token;
+    // A large integer is kept when it reads back the same (43019823882677370 is a double's shortest form) or
+    // is that double's exact value (2^60); 12345678901234567890 is neither.
+    if (/^-?\d+$/.test(token) && !Number.isSafeInteger(value) && String(value) !== token && BigInt(token) !== BigInt(value)) return token;
+  }
+  return null;
+}
+
 export function registerJsonBodyParser(app: FastifyInstance): void {
   // secure-json-parse underneath: keys named __proto__ or constructor.prototype are refused, not parsed.
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -55,7 +77,16 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
         // prototype-pollution vector for every consumer of the data.
         return done(new ApiError('invalid_request', 'Keys named __proto__, or constructor with a prototype key, are not accepted.'), undefined);
       }
-      done(error, value);
+      if (error) return done(error, undefined);
+      const inexact = inexactNumber(text);
+      if (inexact) {
+        const shown = inexact.length > 40 ? `${inexact.slice(0, 40)}…` : inexact;
+        return done(
+          new ApiError('invalid_request', `The number ${shown} cannot be kept exactly (integers go up to ±9007199254740991, and numbers must be within a double's range); send it as a string.`),
+          undefined,
+        );
+      }
+      done(null, value);
     });
   });
 }

@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isValidIdempotencyKey } from '../../src/features/idempotency/idempotency.service.js';
 import { simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
+import { inexactNumber } from '../../src/http/json-body.js';
 import { bodyFingerprint, canonicalJson } from '../../src/lib/json.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -300,6 +301,23 @@ describe('isValidIdempotencyKey', () => {
         assert.equal(isValidIdempotencyKey(key), oracle(key), JSON.stringify(key));
       }),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe('inexactNumber (numbers JSON cannot keep as written)', () => {
+  it('never refuses a number as JSON.stringify writes it: every double and every safe integer reads back the same', () => {
+    const finite = fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.maxSafeInteger(), fc.integer());
+    fc.assert(fc.property(fc.dictionary(fc.string({ maxLength: 8 }), finite), (metadata) => inexactNumber(JSON.stringify({ metadata })) === null));
+  });
+
+  it('refuses an integer literal whose double reads back different, wherever it is among other values', () => {
+    const tooBig = fc.bigInt({ min: 2n ** 53n + 1n, max: 10n ** 30n }).filter((n) => String(Number(n)) !== String(n) && BigInt(Number(n)) !== n);
+    fc.assert(
+      fc.property(tooBig, fc.boolean(), fc.string({ maxLength: 8 }), (n, negative, note) => {
+        const literal = `${negative ? '-' : ''}${n}`;
+        return inexactNumber(`{"metadata":{"note":${JSON.stringify(note)},"n":${literal},"m":1}}`) === literal;
+      }),
     );
   });
 });

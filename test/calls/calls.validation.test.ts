@@ -237,6 +237,19 @@ await forEachDialect('POST /v1/calls validation', (dialect) => {
       assert.equal(agent.message, 'agent_id must be a string.');
     });
 
+    it('refuses a number JSON cannot keep as written (an integer beyond 2^53, out of range), naming it; takes the largest exact ones', async () => {
+      const raw = (value: string) => `{"agent_id":"${t.seed.agentId}","to":"+14155550123","metadata":{"order":${value},"note":"1e400 in a string is text"}}`;
+      for (const value of ['12345678901234567890', '-9007199254740993', '1e400', '-1e999', '1.5e-400']) {
+        const error = await expectRefused(raw(value), { param: undefined });
+        assert.match(String(error.message), new RegExp(`^The number ${value.replace(/[.+-]/g, '\\$&')} cannot be kept exactly .*send it as a string\\.$`), value);
+      }
+      for (const [value, kept] of [['9007199254740991', 9007199254740991], ['-9007199254740991', -9007199254740991], ['1152921504606846976', 2 ** 60], ['1e300', 1e300], ['0e5', 0]] as const) {
+        const res = await expectCreated(raw(value));
+        const row = await t.services.db.selectFrom('calls').select('metadata').where('id', '=', res.json().id).executeTakeFirstOrThrow();
+        assert.equal(JSON.parse(row.metadata ?? '{}').order, kept, value);
+      }
+    });
+
     it('refuses metadata that is not an object: null, an array, a string, a number, a boolean', async () => {
       for (const metadata of [null, [], [{ a: 1 }], 'a=b', '{"a":"b"}', 5, true]) {
         await expectRefused(callBody(t, { metadata }), { param: 'metadata' });
