@@ -108,6 +108,10 @@ else describe('Portal in a browser [sqlite]', () => {
       await plain.getByRole('button', { name: 'Create key' }).click();
       const shown = ((await plain.locator('#new-token').textContent()) ?? '').trim();
       assert.match(shown, /^cg_test_[0-9a-f]{64}$/);
+      // Copy buttons need the script: without it none is shown (the token is there to select by hand).
+      const copies = plain.locator('button.copy');
+      assert.ok((await copies.count()) > 0, 'the page has its copy button');
+      for (const button of await copies.all()) assert.equal(await button.isVisible(), false, 'a copy button shows without JavaScript');
       assert.equal(new URL(plain.url()).pathname, '/developers/api-keys');
       const resent = await plain.reload(); // no script to replace the address: the browser posts the form again
       assert.equal(resent?.request().method(), 'POST');
