@@ -49,6 +49,27 @@ await forEachDialect('Idempotency-Key rules (spec 2.5, 4.1 rule 3)', (dialect) =
     assert.equal(await countCalls(t.services), calls);
   });
 
+  it('a key already used with another body is 409 even when the new body also breaks a rule; an unused key gets the 400', async () => {
+    await t.createCall(callBody(t), { idempotencyKey: 'conflict-invalid' });
+    const broken = [
+      callBody(t, { to: '+1' }), // the pattern
+      { ...callBody(t), extra: true }, // an unknown field
+      callBody(t, { metadata: { pad: 'x'.repeat(6_000) } }), // over 5 KB
+      [], // not an object
+    ];
+    for (const body of broken) {
+      const reused = await t.createCall(body, { idempotencyKey: 'conflict-invalid' });
+      assert.equal(reused.statusCode, 409, JSON.stringify(body).slice(0, 60));
+      assert.equal(reused.json().error, 'idempotency_conflict');
+      const fresh = await t.createCall(body, { idempotencyKey: `unused-${broken.indexOf(body)}` });
+      assert.equal(fresh.statusCode, 400, JSON.stringify(body).slice(0, 60));
+      assert.equal(fresh.json().error, 'invalid_request');
+    }
+    // Past the 24 hours the key is free again: the broken body gets its own 400.
+    clock.advance(hours(24));
+    assert.equal((await t.createCall(broken[0], { idempotencyKey: 'conflict-invalid' })).statusCode, 400);
+  });
+
   it('keys are scoped per API key: another key may use the same value for its own call', async () => {
     const other = await t.newAccount({ agentId: t.seed.agentId });
     const mine = await t.createCall(callBody(t), { idempotencyKey: 'shared-value' });

@@ -5,7 +5,7 @@ import { requireApiKey } from '../api-keys/api-auth.hook.js';
 import { parseIdempotencyKey } from '../idempotency/idempotency.service.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
 import { Call, CallCreated, CallList, CallParams, CreateCallBody, CreateCallHeaders, ListCallsQuery, errorResponses } from './calls.schemas.js';
-import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, type CallsDeps } from './calls.service.js';
+import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, refuseReusedKey, type CallsDeps } from './calls.service.js';
 
 /** The HTTP face of a provider failure (spec 4.1 rule 4: 5xx means "retry with backoff, same key"). */
 export function providerFailureToApiError(failure: ProviderFailure): ApiError {
@@ -30,10 +30,16 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
         body: CreateCallBody,
         response: { 200: CallCreated, 201: CallCreated, ...errorResponses },
       },
+      // A body that breaks the schema still meets the Idempotency-Key rules first (see below).
+      attachValidation: true,
     },
     async (request, reply) => {
       const apiKey = requireApiKey(request);
       const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
+      if (request.validationError) {
+        await refuseReusedKey(deps, apiKey, request.body, idempotencyKey);
+        throw request.validationError;
+      }
       const result = await createCall(deps, apiKey, request.body, idempotencyKey);
       switch (result.kind) {
         case 'invalid_metadata':

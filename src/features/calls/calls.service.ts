@@ -5,6 +5,7 @@
 import { dialectOf, type Db } from '../../db/database.js';
 import type { ApiKeyRow, CallRow } from '../../db/schema.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
+import { ApiError } from '../../errors/api-error.js';
 import { bodyFingerprint } from '../../lib/json.js';
 import { findAgent } from '../agents/agents.service.js';
 import * as idempotency from '../idempotency/idempotency.service.js';
@@ -67,6 +68,16 @@ export function toCall(row: CallRow): Call {
 }
 
 /**
+ * For a body refused by a rule: throws 409 `idempotency_conflict` when its Idempotency-Key is already held
+ * for a different body (spec 4.1 rule 3.3 comes before the body's own faults), else returns.
+ */
+export async function refuseReusedKey(deps: CallsDeps, apiKey: ApiKeyRow, body: unknown, idempotencyKey: string | undefined): Promise<void> {
+  if (idempotencyKey === undefined || body === undefined) return;
+  const scope = { apiKeyId: apiKey.id, route: createCallRoute, key: idempotencyKey };
+  if (await idempotency.heldForAnotherBody(deps.db, deps.clock, scope, bodyFingerprint(body))) throw new ApiError('idempotency_conflict');
+}
+
+/**
  * Starts a call for the key's account. With an idempotency key, one logical request places at most one
  * call: duplicates replay the first success, and any failure releases the key for a clean retry.
  */
@@ -77,7 +88,10 @@ export async function createCall(
   idempotencyKey: string | undefined,
 ): Promise<CreateCallResult> {
   const sizeProblem = metadataSizeProblem(body.metadata);
-  if (sizeProblem) return { kind: 'invalid_metadata', message: sizeProblem };
+  if (sizeProblem) {
+    await refuseReusedKey(deps, apiKey, body, idempotencyKey);
+    return { kind: 'invalid_metadata', message: sizeProblem };
+  }
 
   const scope = idempotencyKey === undefined ? undefined : { apiKeyId: apiKey.id, route: createCallRoute, key: idempotencyKey };
   let owner: string | undefined;

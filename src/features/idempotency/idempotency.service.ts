@@ -125,6 +125,18 @@ export async function claim(
   }
 }
 
+/**
+ * Whether the key is held for a different body: by a success within its 24 hours, or by a request still in
+ * progress. For a request refused before it could claim the key (its body broke a rule): spec 4.1 rule 3.3
+ * answers a known key with a different body 409, whatever else is wrong with that body.
+ */
+export async function heldForAnotherBody(db: Db, clock: Clock, scope: IdempotencyScope, requestHash: string): Promise<boolean> {
+  const row = await repo.findRecord(db, scope);
+  if (!row || row.request_hash === requestHash) return false;
+  const now = isoTimestamp(clock.now());
+  return row.state === 'completed' ? row.expires_at === null || row.expires_at > now : row.locked_until > now;
+}
+
 /** Stores the successful response, in the caller's transaction so it commits with the resource it created. */
 /** The completion of a held key with the response of its first success, kept for 24 hours from now. */
 export function completion(clock: Clock, scope: IdempotencyScope, owner: string, response: StoredResponse): repo.CompletionParams {
