@@ -41,12 +41,23 @@ export function csrfOf(page: string): string {
   return match[1];
 }
 
-/** The value of cg_session in a response's Set-Cookie, or undefined. */
-export function sessionCookieOf(response: LightMyRequestResponse): string | undefined {
+/** The value of a cookie in a response's Set-Cookie, or undefined. */
+export function setCookieOf(response: LightMyRequestResponse, name: string): string | undefined {
   const header = response.headers['set-cookie'];
   const cookies = Array.isArray(header) ? header : header ? [header] : [];
-  const line = cookies.find((cookie) => cookie.startsWith('cg_session='));
-  return line ? line.slice('cg_session='.length).split(';')[0] : undefined;
+  const line = cookies.find((cookie) => cookie.startsWith(`${name}=`));
+  return line ? line.slice(name.length + 1).split(';')[0] : undefined;
+}
+
+/** The value of cg_session in a response's Set-Cookie, or undefined. */
+export function sessionCookieOf(response: LightMyRequestResponse): string | undefined {
+  return setCookieOf(response, 'cg_session');
+}
+
+/** The sign-in form as a browser loads it: the token of its `_csrf` field, which its cg_signin cookie holds too. */
+export async function signInForm(t: Pick<TestApp, 'inject'>, ip = '10.8.0.1'): Promise<{ token: string; cookie: string | undefined }> {
+  const page = await t.inject({ method: 'GET', url: '/developers/sign-in', remoteAddress: ip });
+  return { token: csrfOf(page.body), cookie: setCookieOf(page, 'cg_signin') };
 }
 
 export function portalClient(t: TestApp): PortalClient {
@@ -74,12 +85,15 @@ export function portalClient(t: TestApp): PortalClient {
       });
     },
     async signIn(email, pass = password, headers = { origin: portalOrigin }) {
+      // As a browser does: load the form (its token, and the same in the cg_signin cookie), then send it.
+      const form = await signInForm(t, ip);
+      const cookies = [`cg_signin=${form.token}`, ...(client.cookie ? [`cg_session=${client.cookie}`] : [])];
       const response = await t.inject({
         method: 'POST',
         url: '/developers/sign-in',
         remoteAddress: ip,
-        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(client.cookie ? { cookie: `cg_session=${client.cookie}` } : {}), ...headers },
-        payload: encodeForm({ email, password: pass }),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookies.join('; '), ...headers },
+        payload: encodeForm({ _csrf: form.token, email, password: pass }),
       });
       const cookie = sessionCookieOf(response);
       if (cookie !== undefined) client.cookie = cookie;

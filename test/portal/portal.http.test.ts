@@ -13,7 +13,7 @@ import { sha256Hex } from '../../src/lib/json.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { encodeForm, password, portalClient, portalOrigin, sessionCookieOf, signedInClient } from './portal-client.js';
+import { encodeForm, password, portalClient, portalOrigin, sessionCookieOf, setCookieOf, signedInClient, signInForm } from './portal-client.js';
 
 const perAccountLimit = 6;
 const perIpLimit = 12;
@@ -77,11 +77,12 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     try {
       const account = await t.newAccount();
       const { email } = await signedInClient(t, account);
+      const form = await signInForm(app);
       const response = await app.inject({
         method: 'POST',
         url: '/developers/sign-in',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://portal.example.test' },
-        payload: encodeForm({ email, password }),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://portal.example.test', cookie: `cg_signin=${form.token}` },
+        payload: encodeForm({ _csrf: form.token, email, password }),
         remoteAddress: '10.200.0.1',
       });
       assert.equal(response.statusCode, 303);
@@ -93,11 +94,12 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
 
   it('marks the cookie Secure behind a TLS-terminating proxy only when CALLGATE_TRUST_PROXY is on', async () => {
     const { email } = await signedInClient(t, await t.newAccount());
-    const viaProxy = { 'content-type': 'application/x-www-form-urlencoded', host: 'portal.example.test', 'x-forwarded-proto': 'https', origin: 'https://portal.example.test' };
+    const form = await signInForm(t);
+    const viaProxy = { 'content-type': 'application/x-www-form-urlencoded', host: 'portal.example.test', 'x-forwarded-proto': 'https', origin: 'https://portal.example.test', cookie: `cg_signin=${form.token}` };
     for (const trustProxy of [true, false]) {
       const app = buildApp({ ...t.services, config: Object.freeze({ ...t.services.config, trustProxy, publicUrl: 'http://localhost:3000' }) });
       try {
-        const response = await app.inject({ method: 'POST', url: '/developers/sign-in', headers: viaProxy, payload: encodeForm({ email, password }), remoteAddress: '10.201.0.1' });
+        const response = await app.inject({ method: 'POST', url: '/developers/sign-in', headers: viaProxy, payload: encodeForm({ _csrf: form.token, email, password }), remoteAddress: '10.201.0.1' });
         if (trustProxy) {
           assert.equal(response.statusCode, 303);
           assert.match(String(response.headers['set-cookie']), /; Secure/, 'https at the proxy: Secure');
@@ -105,7 +107,7 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
           // The forwarded scheme is not believed, so the https Origin is not this site's either.
           assert.equal(response.statusCode, 403);
           assert.equal(sessionCookieOf(response), undefined);
-          const direct = await app.inject({ method: 'POST', url: '/developers/sign-in', headers: { ...viaProxy, origin: 'http://portal.example.test' }, payload: encodeForm({ email, password }), remoteAddress: '10.201.0.2' });
+          const direct = await app.inject({ method: 'POST', url: '/developers/sign-in', headers: { ...viaProxy, origin: 'http://portal.example.test' }, payload: encodeForm({ _csrf: form.token, email, password }), remoteAddress: '10.201.0.2' });
           assert.equal(direct.statusCode, 303);
           assert.doesNotMatch(String(direct.headers['set-cookie']), /Secure/, 'an untrusted X-Forwarded-Proto does not count');
         }
@@ -260,6 +262,34 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
       assert.equal(response.statusCode, status, JSON.stringify(headers));
       if (status === 403) assert.equal(sessionCookieOf(response), undefined);
     }
+  });
+
+  it('accepts the sign-in form only with the token of its page, which its cg_signin cookie holds too', async () => {
+    const { email } = await signedInClient(t, await t.newAccount());
+    const form = await signInForm(t);
+    assert.match(form.token, /^[A-Za-z0-9_-]{32}$/);
+    assert.equal(form.cookie, form.token, 'the page sets its token in the cookie');
+    const page = await t.inject({ method: 'GET', url: '/developers/sign-in' });
+    assert.match(String(page.headers['set-cookie']), /^cg_signin=[A-Za-z0-9_-]{32}; Path=\/developers\/sign-in; HttpOnly; SameSite=Lax$/);
+    // A browser that holds a token keeps it: two tabs share one.
+    const again = await t.inject({ method: 'GET', url: '/developers/sign-in', headers: { cookie: `cg_signin=${form.token}` } });
+    assert.equal(setCookieOf(again, 'cg_signin'), form.token);
+    const other = await signInForm(t);
+    const post = (cookie: string | undefined, field: string | undefined) =>
+      t.inject({
+        method: 'POST',
+        url: '/developers/sign-in',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: portalOrigin, ...(cookie ? { cookie: `cg_signin=${cookie}` } : {}) },
+        payload: encodeForm({ ...(field === undefined ? {} : { _csrf: field }), email, password }),
+      });
+    for (const [cookie, field] of [[undefined, undefined], [form.token, undefined], [undefined, form.token], [form.token, other.token], [form.token, '']] as const) {
+      const refused = await post(cookie, field);
+      assert.equal(refused.statusCode, 403, `cookie ${String(cookie)}, field ${String(field)}`);
+      assert.equal(sessionCookieOf(refused), undefined);
+    }
+    const accepted = await post(other.token, other.token);
+    assert.equal(accepted.statusCode, 303);
+    assert.ok(sessionCookieOf(accepted));
   });
 
   it(`throttles sign-in per account: failure ${perAccountLimit + 1} within 15 minutes gets 429, even with the right password`, async () => {

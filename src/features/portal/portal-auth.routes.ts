@@ -1,5 +1,6 @@
 /** Sign-in and sign-out. */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { signInCsrfCookie, signInCsrfToken } from './portal-csrf.js';
 import { formValue, queryValue, seeOther, sendPage, sessionCookie, sessionOf, type PortalDeps } from './portal-request.js';
 import { endSession, sessionMaxMs, signIn } from './portal-sessions.service.js';
 import { signInPage } from './views/auth.view.js';
@@ -15,6 +16,9 @@ function safeNext(next: string | undefined): string | undefined {
 function cookieIsSecure(request: FastifyRequest, publicUrl: string): boolean {
   return request.protocol === 'https' || publicUrl.startsWith('https:');
 }
+
+/** The sign-in token's cookie: for the sign-in path only, gone when the browser closes. */
+const signInCookieOptions = { path: '/developers/sign-in', httpOnly: true, sameSite: 'lax' } as const;
 
 function throttledPage(request: FastifyRequest, reply: FastifyReply, retryAfterSeconds: number): FastifyReply {
   const minutes = Math.ceil(retryAfterSeconds / 60);
@@ -32,9 +36,17 @@ function throttledPage(request: FastifyRequest, reply: FastifyReply, retryAfterS
 }
 
 export const portalAuthRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
+  /** Sets the sign-in form's token in its cookie (again, so it lasts as long as the page) and returns it. */
+  const signInToken = (request: FastifyRequest, reply: FastifyReply): string => {
+    const token = signInCsrfToken(request);
+    reply.setCookie(signInCsrfCookie, token, { ...signInCookieOptions, secure: cookieIsSecure(request, deps.config.publicUrl) });
+    return token;
+  };
+
   app.get('/sign-in', { config: { portalPublic: true } }, async (request, reply) => {
     if (request.portal) return seeOther(reply, '/developers');
-    return sendPage(reply, 200, signInPage({ next: safeNext(queryValue(request, 'next')), notice: noticeFor(queryValue(request, 'notice')) }));
+    const csrfToken = signInToken(request, reply);
+    return sendPage(reply, 200, signInPage({ csrfToken, next: safeNext(queryValue(request, 'next')), notice: noticeFor(queryValue(request, 'notice')) }));
   });
 
   app.post('/sign-in', { config: { portalPublic: true, portalSignIn: true } }, async (request, reply) => {
@@ -44,7 +56,8 @@ export const portalAuthRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async 
     const result = await signIn({ db: deps.db, clock: deps.clock, limiters: deps.signInLimiters }, { email, password, ip: request.ip });
     if (result.kind === 'throttled') return throttledPage(request, reply, result.retryAfterSeconds);
     if (result.kind === 'invalid') {
-      return sendPage(reply, 401, signInPage({ email, next, error: 'That email and password do not match a user.' }));
+      // The form again, with the token its cookie still holds (the check above saw it there).
+      return sendPage(reply, 401, signInPage({ csrfToken: signInCsrfToken(request), email, next, error: 'That email and password do not match a user.' }));
     }
     // A session the browser already had ends here: the new sign-in never reuses a token from before it.
     if (request.portal) await endSession(deps.db, request.portal);

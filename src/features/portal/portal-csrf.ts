@@ -5,14 +5,23 @@
  * neither read it nor guess it, so a forged POST fails the constant-time comparison.
  *
  * The sign-in form has no session yet. Against login CSRF (a page of another site signing the victim into
- * the attacker's account) its POST must carry an Origin header of this site: browsers attach Origin to
- * every form POST and a page cannot forge it, so this needs no pre-session cookie and no server secret,
- * and it holds across several API processes. An older browser that sends no Origin is judged by Referer
- * instead; a request with neither (no browser form sends that) is refused. We chose this over a signed
- * double-submit cookie, which would need a secret shared by every process.
+ * the attacker's account) its POST must pass two checks. It carries an Origin header of this site: browsers
+ * attach Origin to every form POST and a page cannot forge it (an older browser that sends no Origin is
+ * judged by Referer; a request with neither is refused). And its hidden `_csrf` field matches the
+ * `cg_signin` cookie the sign-in page set (a double-submit token): another site can neither read that
+ * cookie nor set it. Neither check needs a server secret, so both hold across several API processes.
  */
-import { timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
+
+/** The cookie holding the sign-in form's token, sent back only to the sign-in path. */
+export const signInCsrfCookie = 'cg_signin';
+
+/** The sign-in token the browser already holds (so two open tabs share one), or a new one. */
+export function signInCsrfToken(request: FastifyRequest): string {
+  const held = request.cookies[signInCsrfCookie];
+  return held !== undefined && /^[A-Za-z0-9_-]{32}$/.test(held) ? held : randomBytes(24).toString('base64url');
+}
 
 function originOf(url: string | undefined): string | undefined {
   if (!url || url === 'null') return undefined;
@@ -33,9 +42,9 @@ export function isSameOrigin(request: FastifyRequest, publicUrl: string): boolea
   return own.has(claimed);
 }
 
-/** Constant-time comparison of the submitted token with the session's. */
+/** Constant-time comparison of the submitted token with the expected one; no token matches nothing. */
 export function csrfTokenMatches(submitted: string, expected: string): boolean {
   const a = Buffer.from(submitted, 'utf8');
   const b = Buffer.from(expected, 'utf8');
-  return a.length === b.length && timingSafeEqual(a, b);
+  return b.length > 0 && a.length === b.length && timingSafeEqual(a, b);
 }

@@ -9,7 +9,7 @@ import fastifyFormbody from '@fastify/formbody';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { portalAuthRoutes } from './portal-auth.routes.js';
 import { portalCallsRoutes } from './portal-calls.routes.js';
-import { csrfTokenMatches, isSameOrigin } from './portal-csrf.js';
+import { csrfTokenMatches, isSameOrigin, signInCsrfCookie } from './portal-csrf.js';
 import { portalKeysRoutes } from './portal-keys.routes.js';
 import { portalPagesRoutes } from './portal-pages.routes.js';
 import { formValue, frameUser, sendNotFound, sendPage, sessionCookie, type PortalDeps } from './portal-request.js';
@@ -94,7 +94,7 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
     if (request.method === 'GET' || request.method === 'HEAD') return;
     const { config } = request.routeOptions;
     const genuine = config.portalSignIn
-      ? isSameOrigin(request, deps.config.publicUrl)
+      ? isSameOrigin(request, deps.config.publicUrl) && csrfTokenMatches(formValue(request, '_csrf'), request.cookies[signInCsrfCookie] ?? '')
       : request.portal !== null && csrfTokenMatches(formValue(request, '_csrf'), request.portal.csrfToken);
     if (genuine) return;
     return sendPage(

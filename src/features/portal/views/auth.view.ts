@@ -1,7 +1,10 @@
+import { csrfField } from './components.js';
 import { html } from './html.js';
 import { layout } from './layout.view.js';
 
 export interface SignInPageInput {
+  /** The sign-in form's CSRF token, the same as in its cookie. */
+  readonly csrfToken: string;
   readonly email?: string;
   readonly next?: string | undefined;
   readonly error?: string | undefined;
@@ -16,6 +19,7 @@ export function signInPage(input: SignInPageInput): string {
   <p class="muted">to manage the API keys, webhooks and calls of your account.</p>
   ${input.error ? html`<div class="notice notice-bad" role="alert">${input.error}</div>` : ''}
   <form method="post" action="/developers/sign-in" class="stack">
+    ${csrfField(input.csrfToken)}
     ${input.next ? html`<input type="hidden" name="next" value="${input.next}">` : ''}
     <div class="field">
       <label for="email">Email</label>
