@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { createServices, type Services } from '../../src/container.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { testEnvDefaults } from '../helpers/test-app.js';
+import { sessionCookieOf, signInForm } from '../portal/portal-client.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
 import { cliEnv, runCli, runFailing, runJson } from './cli-run.js';
 
@@ -27,13 +28,14 @@ await forEachDialect('callgate CLI users', (dialect) => {
   async function signIn(services: Services, email: string, password: string) {
     const app = buildApp(services);
     try {
+      const form = await signInForm(app);
       const response = await app.inject({
         method: 'POST',
         url: '/developers/sign-in',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost:80' },
-        payload: new URLSearchParams({ email, password }).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost:80', cookie: `cg_signin=${form.token}` },
+        payload: new URLSearchParams({ _csrf: form.token, email, password }).toString(),
       });
-      return { status: response.statusCode, cookie: String(response.headers['set-cookie'] ?? '').split(';')[0] ?? '' };
+      return { status: response.statusCode, cookie: `cg_session=${sessionCookieOf(response) ?? ''}` };
     } finally {
       await app.close();
     }
