@@ -8,6 +8,7 @@ import { countAccounts } from '../accounts/accounts.repository.js';
 import { createAccount } from '../accounts/accounts.service.js';
 import { upsertAgent } from '../agents/agents.service.js';
 import { createApiKey } from '../api-keys/api-keys.service.js';
+import { createCallCurl } from '../calls/curl-example.js';
 
 export interface DemoSeed {
   accountId: string;
@@ -41,11 +42,7 @@ export function demoBanner(seed: DemoSeed, baseUrl: string): string {
     '  (the key is shown only this once; it places simulated calls only)',
     '',
     'Place a call:',
-    `  curl -s ${baseUrl}/v1/calls \\`,
-    `    -H "Authorization: Bearer ${seed.token}" \\`,
-    '    -H "Content-Type: application/json" \\',
-    '    -H "Idempotency-Key: $(uuidgen 2>/dev/null || date +%s)" \\',
-    `    -d '{"agent_id": "${seed.agentId}", "to": "+14155550123", "metadata": {"customer_name": "Ada"}}'`,
+    ...createCallCurl(baseUrl, seed.agentId, seed.token).split('\n').map((line) => `  ${line}`),
     '',
     `Developer portal: ${baseUrl}/developers`,
     `  sign-in user: npx callgate users add --account ${seed.accountId} --email you@example.com --password '…'`,

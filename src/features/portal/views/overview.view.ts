@@ -1,6 +1,7 @@
 /** The overview: a quick start with this installation's base URL, an agent of the account and a curl command. */
 import type { Call } from '../../calls/calls.schemas.js';
 import type { AgentView } from '../../agents/agents.service.js';
+import { createCallCurl } from '../../calls/curl-example.js';
 import type { EndpointView } from '../../webhooks/endpoints.service.js';
 import { badge, copyable, copyButton, time } from './components.js';
 import { html } from './html.js';
@@ -14,17 +15,6 @@ export interface OverviewInput {
   readonly activeKeys: number;
   readonly endpoints: readonly EndpointView[];
   readonly recentCalls: readonly Call[];
-}
-
-export function curlCommand(baseUrl: string, agentId: string): string {
-  return [
-    `curl -s ${baseUrl}/v1/calls \\`,
-    '  -H "Authorization: Bearer cg_test_…" \\',
-    '  -H "Content-Type: application/json" \\',
-    // A fresh key each time it is pasted; od and /dev/urandom where uuidgen is missing (Debian's default).
-    '  -H "Idempotency-Key: $(uuidgen 2>/dev/null || od -An -tx1 -N16 /dev/urandom | tr -d \' \\n\')" \\',
-    `  -d '{"agent_id": "${agentId}", "to": "+14155550123", "metadata": {"customer_name": "Ada"}}'`,
-  ].join('\n');
 }
 
 function step(number: number, title: string, done: boolean, body: unknown) {
@@ -63,7 +53,7 @@ export function overviewPage(input: OverviewInput): string {
       'Start a call',
       input.recentCalls.length > 0,
       html`<p>Paste this in a terminal, with your token in place of <code>cg_test_…</code>.</p>
-      <div class="code-block"><div class="code-head"><span>Terminal</span>${copyButton('curl')}</div><pre id="curl" tabindex="0">${curlCommand(input.baseUrl, agentId)}</pre></div>
+      <div class="code-block"><div class="code-head"><span>Terminal</span>${copyButton('curl')}</div><pre id="curl" tabindex="0">${createCallCurl(input.baseUrl, agentId)}</pre></div>
       ${agent ? '' : html`<p class="muted small">Your account has no agent yet: ask your callgate operator to add one.</p>`}`,
     )}
     ${step(
