@@ -39,24 +39,77 @@ function parsesAsPlainJson(text: string): boolean {
   }
 }
 
+/** A JSON number's decimal value as sign, significant digits and exponent, so that 1.50e2 and 150 compare equal. */
+function decimalValue(token: string): string {
+  const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(token);
+  if (!match) return token;
+  const [, sign = '', whole = '', fraction = '', exponent = '0'] = match;
+  const digits = `${whole}${fraction}`.replace(/^0+/, '');
+  if (digits === '') return '0';
+  const significant = digits.replace(/0+$/, '');
+  // The value is 0.<significant> × 10^power; the point sits after the whole part, less the leading zeros.
+  const leadingZeros = whole.length + fraction.length - digits.length;
+  const power = Number(exponent) + whole.length - leadingZeros;
+  return `${sign}${significant}e${power}`;
+}
+
+/** Where a number that cannot be kept was found, and what it would have become. */
+export interface InexactNumber {
+  readonly token: string;
+  /** The field, as `param` names fields: `metadata.n`, `to`; empty at the top level. */
+  readonly path: string;
+  /** What it would read back as (`Infinity` out of range). */
+  readonly readBack: string;
+}
+
 /**
- * The first number in `text` that JSON.parse cannot keep as written: out of a double's range (1e400 would
- * become Infinity, 1e-400 zero) or an integer beyond ±2^53 that no double holds and that would read back
- * different (12345678901234567890 would become 12345678901234567000). Such a number would reach the agent
- * changed, so it is refused instead.
+ * The first number in `text` (valid JSON) that would not read back as sent once stored: one out of a
+ * double's range (1e400 becomes Infinity, 1e-400 zero) or with more precision than a double holds
+ * (12345678901234567890 reads back as 12345678901234567000, 9007199254740993.0 as 9007199254740992).
+ * Such a number would reach the agent changed, so it is refused instead. Every number as JSON.stringify
+ * writes a double is kept (that is its shortest exact form), as are the integers up to ±2^53 and decimals
+ * of up to 15 significant digits.
  */
-export function inexactNumber(text: string): string | null {
+export function inexactNumber(text: string): InexactNumber | null {
   // Most bodies have no long digit run and no exponent: skip the scan.
   if (!/\d{16}|\d[eE]/.test(text)) return null;
-  const outsideStrings = text.replace(/"(?:[^"\\]|\\.)*"/g, '""');
-  for (const [token] of outsideStrings.matchAll(/-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g)) {
-    const value = Number(token);
-    if (!Number.isFinite(value)) return token;
-    const [mantissa = ''] = token.split(/[eE]/);
-    if (value === 0 && /[1-9]/.test(mantissa)) return token;
-    // A large integer is kept when it reads back the same (43019823882677370 is a double's shortest form) or
-    // is that double's exact value (2^60); 12345678901234567890 is neither.
-    if (/^-?\d+$/.test(token) && !Number.isSafeInteger(value) && String(value) !== token && BigInt(token) !== BigInt(value)) return token;
+  const path: (string | number)[] = [];
+  const containers: ('object' | 'array')[] = [];
+  let expectKey = false;
+  const number = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+  for (let i = 0; i < text.length; ) {
+    const c = text[i]!;
+    if (c === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      if (expectKey) {
+        path[path.length - 1] = JSON.parse(text.slice(i, end + 1)) as string;
+        expectKey = false;
+      }
+      i = end + 1;
+    } else if (c === '{' || c === '[') {
+      containers.push(c === '{' ? 'object' : 'array');
+      path.push(c === '{' ? '' : 0);
+      expectKey = c === '{';
+      i++;
+    } else if (c === '}' || c === ']') {
+      containers.pop();
+      path.pop();
+      i++;
+    } else if (c === ',') {
+      if (containers.at(-1) === 'array') path[path.length - 1] = (path.at(-1) as number) + 1;
+      else expectKey = true;
+      i++;
+    } else if (c === '-' || (c >= '0' && c <= '9')) {
+      number.lastIndex = i;
+      const token = number.exec(text)![0];
+      const value = Number(token);
+      const readBack = String(value);
+      if (!Number.isFinite(value) || decimalValue(readBack) !== decimalValue(token)) return { token, path: path.join('.'), readBack };
+      i += token.length;
+    } else {
+      i++; // white space, ':', and the letters of true, false and null
+    }
   }
   return null;
 }
@@ -80,9 +133,14 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
       if (error) return done(error, undefined);
       const inexact = inexactNumber(text);
       if (inexact) {
-        const shown = inexact.length > 40 ? `${inexact.slice(0, 40)}…` : inexact;
+        const shown = inexact.token.length > 40 ? `${inexact.token.slice(0, 40)}…` : inexact.token;
+        const where = inexact.path === '' ? '' : ` in ${inexact.path}`;
         return done(
-          new ApiError('invalid_request', `The number ${shown} cannot be kept exactly (integers go up to ±9007199254740991, and numbers must be within a double's range); send it as a string.`),
+          new ApiError(
+            'invalid_request',
+            `The number ${shown}${where} cannot be kept as written: stored as a double it would read back as ${inexact.readBack}. Send it as a string (integers beyond ±9007199254740991, or more than 15 significant digits).`,
+            inexact.path === '' ? {} : { param: inexact.path },
+          ),
           undefined,
         );
       }

@@ -237,13 +237,38 @@ await forEachDialect('POST /v1/calls validation', (dialect) => {
       assert.equal(agent.message, 'agent_id must be a string.');
     });
 
-    it('refuses a number JSON cannot keep as written (an integer beyond 2^53, out of range), naming it; takes the largest exact ones', async () => {
+    it("refuses a number that would not read back as sent (beyond a double's precision or range), naming it and its field", async () => {
       const raw = (value: string) => `{"agent_id":"${t.seed.agentId}","to":"+14155550123","metadata":{"order":${value},"note":"1e400 in a string is text"}}`;
-      for (const value of ['12345678901234567890', '-9007199254740993', '1e400', '-1e999', '1.5e-400']) {
-        const error = await expectRefused(raw(value), { param: undefined });
-        assert.match(String(error.message), new RegExp(`^The number ${value.replace(/[.+-]/g, '\\$&')} cannot be kept exactly .*send it as a string\\.$`), value);
+      const refused: [string, string][] = [
+        ['12345678901234567890', '12345678901234567000'],
+        ['-9007199254740993', '-9007199254740992'],
+        ['9007199254740993.0', '9007199254740992'],
+        ['9.007199254740993e15', '9007199254740992'],
+        ['1152921504606846976', '1152921504606847000'],
+        ['1e400', 'Infinity'],
+        ['-1e999', '-Infinity'],
+        ['1.5e-400', '0'],
+        ['3.14159265358979323846', '3.141592653589793'],
+      ];
+      for (const [value, readBack] of refused) {
+        const error = await expectRefused(raw(value), { param: 'metadata.order' });
+        assert.equal(
+          error.message,
+          `The number ${value} in metadata.order cannot be kept as written: stored as a double it would read back as ${readBack}. Send it as a string (integers beyond ±9007199254740991, or more than 15 significant digits).`,
+        );
       }
-      for (const [value, kept] of [['9007199254740991', 9007199254740991], ['-9007199254740991', -9007199254740991], ['1152921504606846976', 2 ** 60], ['1e300', 1e300], ['0e5', 0]] as const) {
+      const to = await expectRefused(`{"agent_id":"${t.seed.agentId}","to":1e400}`, { param: 'to' });
+      assert.match(String(to.message), /^The number 1e400 in to cannot be kept as written/);
+      const accepted: [string, number][] = [
+        ['9007199254740991', 9007199254740991],
+        ['-9007199254740991', -9007199254740991],
+        ['43019823882677370', 43019823882677370],
+        ['1e300', 1e300],
+        ['1.50e2', 150],
+        ['0.1', 0.1],
+        ['0e5', 0],
+      ];
+      for (const [value, kept] of accepted) {
         const res = await expectCreated(raw(value));
         const row = await t.services.db.selectFrom('calls').select('metadata').where('id', '=', res.json().id).executeTakeFirstOrThrow();
         assert.equal(JSON.parse(row.metadata ?? '{}').order, kept, value);
