@@ -71,7 +71,7 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
   it('webhooks create refuses a private URL unless CALLGATE_WEBHOOK_ALLOW_PRIVATE is set, and returns the secret', async () => {
     const strict = cliEnv(database.env);
     const create = ['webhooks', 'create', '--account', accountId, '--url'];
-    await runFailing(strict, [...create, receiver.url], 1, /^callgate: the URL must use https\n$/);
+    await runFailing(strict, [...create, receiver.url], 1, /^callgate: the URL must use https \(for a local receiver, run this command with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true too\)\n$/);
     await runFailing(strict, [...create, 'https://127.0.0.1/hooks'], 1, /the URL must not point to a loopback, private, link-local or reserved address/);
     await runFailing(env, [...create, receiver.url, '--events', 'call.completed,call.started'], 1, /unknown event type call\.started/);
 

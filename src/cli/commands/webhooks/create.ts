@@ -1,5 +1,5 @@
 import { callEventTypes } from '../../../features/webhooks/events.service.js';
-import { createEndpoint } from '../../../features/webhooks/endpoints.service.js';
+import { createEndpoint, WebhookInputError } from '../../../features/webhooks/endpoints.service.js';
 import { listOption, optionalOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatFields } from '../../output.js';
@@ -27,7 +27,13 @@ export const createWebhookCommand: Command = {
     return async ({ config, db, clock }) => {
       await requireAccount(db, input.accountId);
       // The same URL rules as the API: https and public addresses unless the server allows private ones.
-      const endpoint = await createEndpoint(db, clock, config.webhookAllowPrivate, input);
+      const endpoint = await createEndpoint(db, clock, config.webhookAllowPrivate, input).catch((error: unknown) => {
+        // The CLI reads its own environment: a server started with the setting does not lend it to the CLI.
+        if (error instanceof WebhookInputError && !config.webhookAllowPrivate && /must use https|must not point to/.test(error.message)) {
+          throw new WebhookInputError(`${error.message} (for a local receiver, run this command with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true too)`);
+        }
+        throw error;
+      });
       const text = [
         `Created webhook endpoint ${endpoint.id} for account ${endpoint.account_id}.`,
         formatFields([
@@ -40,8 +46,8 @@ export const createWebhookCommand: Command = {
         '',
         `  ${endpoint.secret}`,
         '',
-        `Give it to the receiver now; it is not shown again. A lost secret is replaced with`,
-        `"callgate webhooks rotate-secret ${endpoint.id}".`,
+        `Give it to the receiver now: the CLI does not show it again (the portal's endpoint page can).`,
+        `A leaked secret is replaced with "callgate webhooks rotate-secret ${endpoint.id}".`,
         `Next: callgate webhooks test ${endpoint.id}`,
       ].join('\n');
       return { json: endpoint, text };
