@@ -54,7 +54,8 @@ async function main(): Promise<void> {
   purge.unref();
 
   if (app) await app.listen({ port: config.port, host: config.host });
-  logger.info({ database: services.database.dialect, roles: [...config.roles], url: config.publicUrl }, 'callgate is running');
+  // A worker alone listens on nothing, so it names no URL.
+  logger.info({ database: services.database.dialect, roles: [...config.roles], ...(app ? { url: config.publicUrl } : {}) }, 'callgate is running');
 
   let closing = false;
   const shutdown = (signal: string) => {
