@@ -73,8 +73,14 @@ export function toCall(row: CallRow): Call {
  */
 export async function refuseReusedKey(deps: CallsDeps, apiKey: ApiKeyRow, body: unknown, idempotencyKey: string | undefined): Promise<void> {
   if (idempotencyKey === undefined || body === undefined) return;
-  const scope = { apiKeyId: apiKey.id, route: createCallRoute, key: idempotencyKey };
-  if (await idempotency.heldForAnotherBody(deps.db, deps.clock, scope, bodyFingerprint(body))) throw new ApiError('idempotency_conflict');
+  if (await idempotency.heldForAnotherBody(deps.db, deps.clock, keyScope(apiKey, idempotencyKey), bodyFingerprint(body))) {
+    throw new ApiError('idempotency_conflict');
+  }
+}
+
+/** Spec 2.5's scope of an Idempotency-Key on this endpoint: the API key, the route, the key. */
+function keyScope(apiKey: ApiKeyRow, idempotencyKey: string): idempotency.IdempotencyScope {
+  return { apiKeyId: apiKey.id, route: createCallRoute, key: idempotencyKey };
 }
 
 /**
@@ -93,7 +99,7 @@ export async function createCall(
     return { kind: 'invalid_metadata', message: sizeProblem };
   }
 
-  const scope = idempotencyKey === undefined ? undefined : { apiKeyId: apiKey.id, route: createCallRoute, key: idempotencyKey };
+  const scope = idempotencyKey === undefined ? undefined : keyScope(apiKey, idempotencyKey);
   let owner: string | undefined;
   if (scope) {
     const claimed = await idempotency.claim(deps.db, deps.clock, deps.idempotency, scope, bodyFingerprint(body));
