@@ -178,6 +178,7 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
         event_type: 'webhook.test',
         call_id: null,
         endpoint_url: endpoint.url,
+        endpoint_deleted_at: null,
       },
     );
 
@@ -305,6 +306,7 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     assert.equal(data[0].id, queued.delivery_id);
     assert.equal(data[0].status, 'failed');
     assert.equal(data[0].last_error, 'The endpoint was deleted.');
+    assert.match(data[0].endpoint_deleted_at, /^\d{4}-\d\d-\d\dT/, 'the row says its endpoint is gone');
     const table = await runCli(env, ['deliveries', 'list', '--account', accountId, '--endpoint', endpoint.id, '--limit', '1']);
     assert.match(table.stdout, new RegExp(`${queued.delivery_id} +webhook\\.test .* failed +0 +The endpoint was deleted\\.`), 'the table says why');
 

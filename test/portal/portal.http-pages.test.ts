@@ -181,7 +181,7 @@ await forEachDialect('Portal pages', (dialect) => {
 
   it('lists calls newest first with filters, and shows a call with its outcome, events and deliveries', async () => {
     receiver.fallback = { status: 200, body: 'ok' };
-    await createEndpoint(t.services.db, t.services.clock, true, { accountId: t.seed.accountId, url: receiver.url });
+    const endpoint = await createEndpoint(t.services.db, t.services.clock, true, { accountId: t.seed.accountId, url: receiver.url });
     const completed = (await t.createCall(callBody(t, { metadata: { customer: 'Ada' } }))).json();
     const failed = (await t.createCall(callBody(t, { to: '+15005550001' }))).json();
     await until(async () => (await client.get(`/developers/calls/${failed.id}`)).body.includes('<code>busy</code>'), 'the failed outcome');
@@ -208,6 +208,13 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.match(page, /Duration<\/dt><dd>\d+ s/);
     assert.match(page, /&quot;customer&quot;: &quot;Ada&quot;/);
     assert.ok(page.includes(receiver.url));
+    assert.ok(page.includes(`href="/developers/webhooks/${endpoint.id}"`) && page.includes(`/developers/webhooks/${endpoint.id}/deliveries/`));
+
+    // Once the endpoint is deleted, its deliveries stay on the call's page, without a link or a resend.
+    assert.equal((await client.post(`/developers/webhooks/${endpoint.id}/delete`, {})).statusCode, 303);
+    const after = (await client.get(`/developers/calls/${completed.id}`)).body;
+    assert.ok(after.includes(receiver.url) && after.includes('(deleted)'));
+    assert.ok(!after.includes(`href="/developers/webhooks/${endpoint.id}"`) && !after.includes(`/developers/webhooks/${endpoint.id}/deliveries/`));
   });
 
   it('finds a request by the request_id of its error', async () => {

@@ -111,6 +111,7 @@ export async function listDeliveries(db: Db, filter: DeliveryFilter) {
       'e.type as event_type',
       'e.call_id',
       'w.url as endpoint_url',
+      'w.deleted_at as endpoint_deleted_at',
     ])
     .where('d.account_id', '=', filter.accountId);
   if (filter.status) query = query.where('d.status', '=', filter.status);

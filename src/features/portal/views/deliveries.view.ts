@@ -45,15 +45,21 @@ export function deliveryList(deliveries: readonly DeliveryWithAttempts[], option
     <dl class="facts compact">
       <dt>Event</dt><dd><code>${delivery.event_id}</code></dd>
       <dt>Delivery</dt><dd><code>${delivery.id}</code></dd>
-      ${options.showEndpoint ? html`<dt>Endpoint</dt><dd><a href="${portalPath('webhooks', delivery.endpoint_id)}" class="break">${delivery.endpoint_url}</a></dd>` : ''}
+      ${options.showEndpoint
+        ? html`<dt>Endpoint</dt><dd>${delivery.endpoint_deleted_at
+            ? html`<span class="break">${delivery.endpoint_url}</span> <span class="muted small">(deleted)</span>`
+            : html`<a href="${portalPath('webhooks', delivery.endpoint_id)}" class="break">${delivery.endpoint_url}</a>`}</dd>`
+        : ''}
       ${delivery.call_id ? html`<dt>Call</dt><dd><a href="${portalPath('calls', delivery.call_id)}"><code>${delivery.call_id}</code></a></dd>` : ''}
       ${delivery.last_error ? html`<dt>Last error</dt><dd class="text-bad">${delivery.last_error}</dd>` : ''}
     </dl>
     ${attemptsTable(delivery)}
-    <form method="post" action="${portalPath('webhooks', delivery.endpoint_id, 'deliveries', delivery.id, 'resend')}" class="inline">
+    ${delivery.endpoint_deleted_at
+      ? ''
+      : html`<form method="post" action="${portalPath('webhooks', delivery.endpoint_id, 'deliveries', delivery.id, 'resend')}" class="inline">
       ${csrfField(options.csrfToken)}<input type="hidden" name="back" value="${options.back}">
       <button type="submit" class="button button-small">Resend event</button>
-    </form>
+    </form>`}
   </div>
 </details>
 </li>`,
