@@ -6,7 +6,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors/api-error.js';
-import { nulField, nulMessage } from './nul-text.js';
+import { findNul, nulError } from './nul-text.js';
 
 /**
  * How deeply arrays and objects may nest in a JSON body. A call's body is two levels deep (metadata is flat
@@ -180,10 +180,8 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
         );
       }
       // A NUL can only be written as the escape \u0000 (JSON refuses the raw byte in a string).
-      const nul = text.includes('\\u0000') ? nulField(value) : null;
-      if (nul !== null) {
-        return done(new ApiError('invalid_request', nulMessage(nul), nul === '' ? {} : { param: nul }), undefined);
-      }
+      const nul = text.includes('\\u0000') ? findNul(value) : null;
+      if (nul) return done(nulError(nul), undefined);
       done(null, value);
     });
   });

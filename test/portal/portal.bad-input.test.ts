@@ -120,6 +120,11 @@ await forEachDialect('Portal: bodies and text it cannot take', (dialect) => {
     assert.match(key.body, /The field name contains a NUL character/);
     assert.equal((await t.services.db.selectFrom('api_keys').select('id').execute()).length, keysBefore.length);
 
+    const oddName = await client.post('/developers/api-keys', { 'na\u0000me': 'x', name: 'ok', mode: 'test', form_token: await client.keyFormToken() });
+    assert.equal(oddName.statusCode, 400);
+    assert.match(oddName.body, /A field name contains a NUL character/);
+    assert.equal((await t.services.db.selectFrom('api_keys').select('id').execute()).length, keysBefore.length);
+
     const endpointForm = { url: 'https://hooks.example.test/x', event_types: ['call.completed'], enabled: 'on' };
     const created = await client.post('/developers/webhooks', { ...endpointForm, description: 'a\u0000b' });
     assertPortalRefusal(created, 'endpoint description on create');

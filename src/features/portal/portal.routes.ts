@@ -8,7 +8,7 @@ import fastifyCookie, { fastifyCookie as cookies } from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../errors/api-error.js';
-import { nulField } from '../../http/nul-text.js';
+import { findNul } from '../../http/nul-text.js';
 import { portalAuthRoutes } from './portal-auth.routes.js';
 import { portalCallsRoutes } from './portal-calls.routes.js';
 import { csrfTokenMatches, isSameOrigin, signInCsrfCookie } from './portal-csrf.js';
@@ -124,16 +124,17 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
   // After the origin check: a U+0000 in any form field or query parameter is refused here, for every page, on
   // both databases (PostgreSQL cannot store it; see src/http/nul-text.ts), naming the field.
   app.addHook('preHandler', async (request, reply) => {
-    const field = nulField(request.body ?? {}) ?? nulField(request.query ?? {});
-    if (field === null) return;
-    const name = field.split('.')[0]!.slice(0, 64);
+    const place = findNul(request.body ?? {}) ?? findNul(request.query ?? {});
+    if (!place) return;
+    // Form fields are flat: the first part of the path is the field's name ('' when a name holds the NUL).
+    const name = place.inKey ? '' : place.field.split('.')[0]!.slice(0, 64);
     return sendPage(
       reply,
       400,
       errorPage({
         status: 400,
         title: 'Bad request',
-        message: `The field ${name} contains a NUL character (U+0000), which is not accepted. Go back, remove it and try again.`,
+        message: `${name === '' ? 'A field name' : `The field ${name}`} contains a NUL character (U+0000), which is not accepted. Go back, remove it and try again.`,
         requestId: request.id,
         ...(request.portal ? { user: frameUser(request.portal) } : {}),
       }),
