@@ -14,6 +14,7 @@ import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './features/
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
 import { answerClientError } from './http/client-errors.js';
 import { registerJsonBodyParser } from './http/json-body.js';
+import { refuseNulInQuery } from './http/nul-text.js';
 import { newId } from './lib/ids.js';
 
 /** Spec: bodies over 64 KB are refused with 413 `payload_too_large`. */
@@ -73,6 +74,7 @@ export function buildApp(services: Services): FastifyInstance {
           perIpLimiter: services.perIpLimiter,
         }),
       );
+      v1.addHook('preValidation', refuseNulInQuery);
       v1.addHook('onResponse', async (request, reply) => {
         const key = request.apiKey;
         if (!key) return;

@@ -6,6 +6,35 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors/api-error.js';
+import { findNul, nulError } from './nul-text.js';
+
+/**
+ * How deeply arrays and objects may nest in a JSON body. A call's body is two levels deep (metadata is flat
+ * by the spec), so this is far above anything legitimate, and far below what a recursive walk of the value
+ * (the Idempotency-Key's fingerprint, schema validation) can take: 3,000 nested arrays used to exhaust the
+ * stack there and answer 500.
+ */
+export const jsonMaxDepth = 32;
+
+/**
+ * True when `text` nests arrays or objects deeper than `maxDepth`. A single pass with a counter, run before
+ * any parser or walk sees the body; brackets inside strings are skipped. It need not judge validity: a
+ * malformed body that passes is refused by the parser next.
+ */
+export function nestsDeeperThan(text: string, maxDepth: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c /* \ */) i++;
+    } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > maxDepth) return true;
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) {
+      depth--;
+    }
+  }
+  return false;
+}
 
 /** The charset parameter of a Content-Type, lower-cased and unquoted, or undefined when there is none. */
 export function contentTypeCharset(contentType: string | undefined): string | undefined {
@@ -124,6 +153,12 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
     const bytes = body as Buffer;
     if (!isUtf8(bytes)) return done(new ApiError('invalid_json', 'The request body is not valid UTF-8; send JSON as UTF-8.'), undefined);
     const text = bytes.toString('utf8');
+    if (nestsDeeperThan(text, jsonMaxDepth)) {
+      return done(
+        new ApiError('invalid_request', `The request body is nested deeper than ${jsonMaxDepth} levels of arrays and objects; metadata is flat, send a flat object.`),
+        undefined,
+      );
+    }
     parseJson(request, text, (error, value) => {
       if (error && parsesAsPlainJson(text)) {
         // Valid JSON that the parser refused: it has a __proto__ or constructor.prototype key, a
@@ -144,6 +179,9 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
           undefined,
         );
       }
+      // A NUL can only be written as the escape \u0000 (JSON refuses the raw byte in a string).
+      const nul = text.includes('\\u0000') ? findNul(value) : null;
+      if (nul) return done(nulError(nul), undefined);
       done(null, value);
     });
   });

@@ -155,6 +155,72 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
       }
       assert.equal(({} as Record<string, unknown>).polluted, undefined);
     });
+
+    it('nesting of any depth is 400 invalid_request naming the limit, with an Idempotency-Key or without', async () => {
+      const agent = t.seed.agentId;
+      let nestedMetadata = '1';
+      for (let level = 0; level < 10_000; level++) nestedMetadata = `{"a":${nestedMetadata}}`;
+      const bodies = [
+        `${'['.repeat(3000)}${']'.repeat(3000)}`,
+        `{"agent_id":"${agent}","to":"+14155550123","metadata":${nestedMetadata}}`,
+        // Just past the limit, and unbalanced (the pre-scan counts depth; validity is the parser's).
+        `{"agent_id":"${agent}","to":"+14155550123","metadata":{"a":${'['.repeat(32)}`,
+      ];
+      for (const payload of bodies) {
+        for (const key of [undefined, `deep-${Math.random()}`]) {
+          const callsBefore = await countCalls(t.services);
+          const res = await t.inject({
+            method: 'POST',
+            url: '/v1/calls',
+            headers: { ...auth(), 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+            payload,
+          });
+          const error = assertErrorShape(res, 400, 'invalid_request');
+          assert.match(String(error.message), /nested deeper than 32 levels/, `${payload.slice(0, 60)} key=${key}`);
+          assert.equal(await countCalls(t.services), callsBefore);
+        }
+      }
+      // Brackets inside strings are not nesting: a flat body with many of them is a call as usual.
+      const flat = await post(JSON.stringify(callBody(t, { metadata: { note: '['.repeat(5000) } })), 'application/json');
+      assert.equal(flat.statusCode, 201, flat.body);
+    });
+
+    it('a NUL character anywhere in a JSON body is 400 invalid_request naming the field, with an Idempotency-Key or without', async () => {
+      const agent = t.seed.agentId;
+      const cases: [Record<string, unknown>, string][] = [
+        [{ agent_id: `${agent}\u0000`, to: '+14155550123' }, 'agent_id'],
+        [{ agent_id: agent, to: '+14155550123\u0000' }, 'to'],
+        [{ agent_id: agent, to: '+14155550123', metadata: { note: 'a\u0000b' } }, 'metadata.note'],
+        [{ agent_id: agent, to: '+14155550123', metadata: { 'k\u0000': 'v' } }, 'metadata'],
+      ];
+      for (const [body, param] of cases) {
+        for (const key of [undefined, `nul-${Math.random()}`]) {
+          const callsBefore = await countCalls(t.services);
+          const res = await t.inject({
+            method: 'POST',
+            url: '/v1/calls',
+            headers: { ...auth(), 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+            // JSON.stringify writes U+0000 as the escape \u0000, as any client does.
+            payload: JSON.stringify(body),
+          });
+          const error = assertErrorShape(res, 400, 'invalid_request');
+          assert.equal(error.param, param);
+          assert.match(String(error.message), /NUL character \(U\+0000\)/);
+          assert.equal(await countCalls(t.services), callsBefore);
+        }
+      }
+    });
+
+    it('a NUL character in a query parameter is 400 invalid_request naming it', async () => {
+      for (const [url, param] of [
+        ['/v1/calls?agent_id=%00', 'agent_id'],
+        ['/v1/calls?starting_after=call_%00', 'starting_after'],
+        ['/v1/calls?status=completed%00', 'status'],
+      ] as const) {
+        const error = assertErrorShape(await t.inject({ method: 'GET', url, headers: auth() }), 400, 'invalid_request');
+        assert.equal(error.param, param, url);
+      }
+    });
   });
 
   describe('content type', () => {

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
@@ -456,6 +457,102 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
       const res = await postWebhook(t, body, signElevenLabs(webhookSecret, nowSeconds(t), body));
       assert.equal(res.statusCode, 400, res.body);
       assert.equal(res.json().error, 'invalid_json');
+    });
+
+    it('signed values beyond what a call can be are replaced with a warning: the call completes with sane times, duration and summary', async () => {
+      const now = nowSeconds(t);
+      const cases: { name: string; event: (conversationId: string) => Record<string, any>; duration: number; field: string }[] = [
+        {
+          name: 'event_timestamp, start and duration of 1e300',
+          event: (id) => ({ ...transcriptionEvent(id, { startSecs: 1e300, durationSecs: 1e300, summary: 'Far.' }), event_timestamp: 1e300 }),
+          duration: 24 * 60 * 60,
+          field: 'metadata.call_duration_secs',
+        },
+        {
+          name: 'event_timestamp -1e20',
+          event: (id) => ({ ...transcriptionEvent(id, { startSecs: now - 60, durationSecs: 30, summary: 'Past.' }), event_timestamp: -1e20 }),
+          duration: 30,
+          field: 'event_timestamp',
+        },
+        {
+          name: 'call_duration_secs 3e9 (beyond a 32-bit integer)',
+          event: (id) => transcriptionEvent(id, { startSecs: now - 60, durationSecs: 3e9, summary: 'Long.' }),
+          duration: 24 * 60 * 60,
+          field: 'metadata.call_duration_secs',
+        },
+        {
+          name: 'call_duration_secs -5',
+          event: (id) => transcriptionEvent(id, { startSecs: now - 60, durationSecs: -5, summary: 'Negative.' }),
+          duration: 0,
+          field: 'metadata.call_duration_secs',
+        },
+        {
+          name: 'a transcript_summary with U+0000',
+          event: (id) => transcriptionEvent(id, { startSecs: now - 60, durationSecs: 12, summary: 'Con\u0000firmed.' }),
+          duration: 12,
+          field: 'analysis.transcript_summary',
+        },
+      ];
+      for (const testCase of cases) {
+        const { id, conversationId } = await placeCall(t, 'agent_el_twilio');
+        const linesBefore = logs.lines.length;
+        const res = await sendSignedWebhook(t, testCase.event(conversationId));
+        assert.equal(res.statusCode, 200, `${testCase.name}: ${res.body}`);
+        assert.deepEqual(res.json(), { received: true, handling: 'recorded' }, testCase.name);
+        const call = await readCall(t, id);
+        assert.equal(call.status, 'completed', testCase.name);
+        assert.equal(call.duration_seconds, testCase.duration, testCase.name);
+        const started = Date.parse(call.started_at);
+        const ended = Date.parse(call.ended_at);
+        assert.ok(Math.abs(started / 1000 - now) < 2 * 24 * 60 * 60, `${testCase.name}: started_at ${call.started_at}`);
+        assert.equal(ended - started, testCase.duration * 1000, testCase.name);
+        assert.doesNotMatch(call.transcript_summary, /\u0000/, testCase.name);
+        const warnings = logs.lines.slice(linesBefore).filter((line) => line.includes('value out of range'));
+        assert.ok(warnings.some((line) => (JSON.parse(line) as { field: string }).field === testCase.field), `${testCase.name}: ${warnings.join('')}`);
+        assert.ok(warnings.every((line) => (JSON.parse(line) as { level: number }).level === 40), testCase.name);
+        await deliveredFor(id);
+      }
+    });
+
+    it('a body is not read before the signature header is: none or a malformed one is 401, one over 10 MB is 413, before the body is sent', async () => {
+      if (!t.app.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = t.app.server.address() as net.AddressInfo;
+      /** Sends only the request head, announcing `length` bytes of body, and reads the answer that comes anyway. */
+      const headOnly = (headers: Record<string, string>, length: number) =>
+        new Promise<{ status: number; body: string }>((resolve, reject) => {
+          const socket = net.connect(port, '127.0.0.1');
+          let text = '';
+          const timer = setTimeout(() => socket.destroy(new Error('no answer to the request head within 5 s')), 5_000);
+          socket.on('error', (error) => {
+            clearTimeout(timer);
+            reject(error);
+          });
+          socket.on('data', (chunk: Buffer) => {
+            text += chunk.toString('utf8');
+            const split = text.indexOf('\r\n\r\n');
+            const declared = /content-length: (\d+)/i.exec(text.slice(0, split));
+            if (split < 0 || !declared || text.length - split - 4 < Number(declared[1])) return;
+            clearTimeout(timer);
+            socket.destroy();
+            resolve({ status: Number(text.split(' ')[1]), body: text.slice(split + 4) });
+          });
+          const head = Object.entries({ host: 'localhost', 'content-type': 'application/json', 'content-length': String(length), ...headers })
+            .map(([name, value]) => `${name}: ${value}\r\n`)
+            .join('');
+          socket.write(`POST /providers/elevenlabs/webhook HTTP/1.1\r\n${head}\r\n`);
+        });
+      const sixtyMb = 60 * 1024 * 1024;
+      const missing = await headOnly({}, sixtyMb);
+      assert.equal(missing.status, 401, missing.body);
+      assert.match(JSON.parse(missing.body).message, /missing/);
+      const malformed = await headOnly({ 'elevenlabs-signature': 't=abc,v0=zz' }, sixtyMb);
+      assert.equal(malformed.status, 401, malformed.body);
+      assert.equal(JSON.parse(malformed.body).error, 'unauthorized');
+      const wellFormed = signElevenLabs(webhookSecret, nowSeconds(t), 'any body');
+      const tooLarge = await headOnly({ 'elevenlabs-signature': wellFormed }, 10 * 1024 * 1024 + 1);
+      assert.equal(tooLarge.status, 413, tooLarge.body);
+      assert.equal(JSON.parse(tooLarge.body).error, 'payload_too_large');
+      assert.match(JSON.parse(tooLarge.body).message, /larger than 10 MB/);
     });
   });
 

@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import fastifyCookie, { fastifyCookie as cookies } from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../../errors/api-error.js';
+import { findNul } from '../../http/nul-text.js';
 import { portalAuthRoutes } from './portal-auth.routes.js';
 import { portalCallsRoutes } from './portal-calls.routes.js';
 import { csrfTokenMatches, isSameOrigin, signInCsrfCookie } from './portal-csrf.js';
@@ -80,7 +82,16 @@ export async function sendPortalFrameworkError(deps: PortalDeps, error: FastifyE
 export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
   await app.register(fastifyCookie);
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 });
+  // The portal's forms are urlencoded and nothing else: the API's JSON parser, inherited from the app, has
+  // no business here. Any other body is refused by Fastify with 415 before a route runs (the page below).
+  app.removeContentTypeParser('application/json');
   app.decorateRequest('portal', null);
+
+  // A form sent compressed would be read as its compressed bytes: refused as unsupported, before parsing.
+  app.addHook('preParsing', async (request) => {
+    const encoding = request.headers['content-encoding']?.trim().toLowerCase();
+    if (encoding && encoding !== 'identity') throw Object.assign(new Error('compressed form body'), { statusCode: 415 });
+  });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.headers(securityHeaders);
@@ -110,13 +121,41 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
     );
   });
 
+  // After the origin check: a U+0000 in any form field or query parameter is refused here, for every page, on
+  // both databases (PostgreSQL cannot store it; see src/http/nul-text.ts), naming the field.
+  app.addHook('preHandler', async (request, reply) => {
+    const place = findNul(request.body ?? {}) ?? findNul(request.query ?? {});
+    if (!place) return;
+    // Form fields are flat: the first part of the path is the field's name ('' when a name holds the NUL).
+    const name = place.inKey ? '' : place.field.split('.')[0]!.slice(0, 64);
+    return sendPage(
+      reply,
+      400,
+      errorPage({
+        status: 400,
+        title: 'Bad request',
+        message: `${name === '' ? 'A field name' : `The field ${name}`} contains a NUL character (U+0000), which is not accepted. Go back, remove it and try again.`,
+        requestId: request.id,
+        ...(request.portal ? { user: frameUser(request.portal) } : {}),
+      }),
+    );
+  });
+
   app.setErrorHandler((error, request, reply) => {
-    const status = typeof (error as { statusCode?: unknown }).statusCode === 'number' ? (error as { statusCode: number }).statusCode : 500;
+    // Fastify's errors carry statusCode; the ApiError of a parser the app shares carries status.
+    const given = error instanceof ApiError ? error.status : (error as { statusCode?: unknown }).statusCode;
+    const status = typeof given === 'number' ? given : 500;
     const clientError = status >= 400 && status < 500;
     if (!clientError) request.log.error({ err: error }, 'portal request failed');
     const user = request.portal ? { user: frameUser(request.portal) } : {};
+    const message =
+      status === 415
+        ? 'This page takes only forms sent by the portal (application/x-www-form-urlencoded, uncompressed). Go back and submit the form again.'
+        : status === 413
+          ? 'The form is larger than 64 KB. Go back, shorten it and try again.'
+          : 'The form could not be read. Go back and try again.';
     const page = clientError
-      ? errorPage({ status, title: 'Bad request', message: 'The form could not be read. Go back and try again.', requestId: request.id, ...user })
+      ? errorPage({ status, title: 'Bad request', message, requestId: request.id, ...user })
       : errorPage({ status: 500, title: 'Something went wrong', message: serverFaultMessage, requestId: request.id, ...user });
     return sendPage(reply, clientError ? status : 500, page);
   });

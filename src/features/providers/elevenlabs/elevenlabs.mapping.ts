@@ -22,15 +22,56 @@ export function failureReasonOf(value: unknown): FailureReason {
   return 'unknown';
 }
 
-/** A finished conversation (post_call_transcription `data`, or GET conversation) as a completed call. */
-export function completedOutcome(conversation: unknown, fallbackEnd: Date): CallOutcome {
+/**
+ * The longest call we believe. ElevenLabs ends conversations at the agent's max_duration_seconds (600 by
+ * default); a day leaves room for any setting, and keeps the value far inside PostgreSQL's integer column
+ * (a duration of 3e9 overflowed it and answered 500).
+ */
+export const maxCallSeconds = 24 * 60 * 60;
+/** How far from the reference time (the event's, or now) a provider's timestamp may lie and still be believed. */
+const maxAgeMs = 366 * 24 * 60 * 60 * 1000;
+const maxAheadMs = 24 * 60 * 60 * 1000;
+
+/** Told about each provider value that was out of range and replaced (the webhook route logs a warning). */
+export type OnAdjusted = (field: string, sent: unknown, kept: unknown) => void;
+
+/**
+ * A provider's unix-seconds timestamp as a Date, when it lies within a year before `reference` and a day
+ * after; null otherwise (1e300 or -1e20 made an Invalid Date, and `toISOString` threw a 500).
+ */
+export function saneUnixSeconds(value: unknown, reference: Date): Date | null {
+  const seconds = finiteNumber(value);
+  if (seconds === null) return null;
+  const ms = seconds * 1000;
+  return ms >= reference.getTime() - maxAgeMs && ms <= reference.getTime() + maxAheadMs ? new Date(ms) : null;
+}
+
+/** Text from the provider without U+0000, which PostgreSQL cannot store (SQLite could: the same on both). */
+export function withoutNul(text: string, field: string, onAdjusted?: OnAdjusted): string {
+  if (!text.includes('\u0000')) return text;
+  const kept = text.replace(/\u0000/g, '');
+  onAdjusted?.(field, 'text with U+0000', 'the same text without it');
+  return kept;
+}
+
+/**
+ * A finished conversation (post_call_transcription `data`, or GET conversation) as a completed call. The
+ * data is signed, so the call's outcome is kept even when a value is out of range: a duration is clamped to
+ * 0..maxCallSeconds, a start time beyond belief is replaced by the end less the duration, NULs are dropped,
+ * and each such change is reported to `onAdjusted`.
+ */
+export function completedOutcome(conversation: unknown, fallbackEnd: Date, onAdjusted?: OnAdjusted): CallOutcome {
   const data = record(conversation);
   const metadata = record(data.metadata);
   const analysis = record(data.analysis);
-  const duration = Math.max(0, Math.round(finiteNumber(metadata.call_duration_secs) ?? 0));
-  const startSecs = finiteNumber(metadata.start_time_unix_secs);
-  const startedAt = startSecs === null ? new Date(fallbackEnd.getTime() - duration * 1000) : new Date(startSecs * 1000);
-  const summary = typeof analysis.transcript_summary === 'string' ? analysis.transcript_summary : '';
+  const sentDuration = finiteNumber(metadata.call_duration_secs);
+  const duration = Math.min(maxCallSeconds, Math.max(0, Math.round(sentDuration ?? 0)));
+  if (sentDuration !== null && duration !== Math.round(sentDuration)) onAdjusted?.('metadata.call_duration_secs', sentDuration, duration);
+  const sentStart = metadata.start_time_unix_secs;
+  const start = saneUnixSeconds(sentStart, fallbackEnd);
+  const startedAt = start ?? new Date(fallbackEnd.getTime() - duration * 1000);
+  if (start === null && finiteNumber(sentStart) !== null) onAdjusted?.('metadata.start_time_unix_secs', sentStart, startedAt.toISOString());
+  const summary = typeof analysis.transcript_summary === 'string' ? withoutNul(analysis.transcript_summary, 'analysis.transcript_summary', onAdjusted) : '';
   return {
     status: 'completed',
     startedAt,
@@ -74,7 +115,7 @@ export function failedConversationOutcome(conversation: unknown, at: Date): Call
   return {
     status: 'failed',
     reason,
-    message: (errorReason ?? termination ?? 'The voice provider reports the conversation as failed.').slice(0, 500),
+    message: withoutNul(errorReason ?? termination ?? 'The voice provider reports the conversation as failed.', 'metadata.error.reason').slice(0, 500),
     failedAt: at,
   };
 }

@@ -19,8 +19,18 @@ export function signElevenLabs(secret: string, timestampSeconds: number, body: s
   return `t=${timestampSeconds},v0=${hex}`;
 }
 
-export function verifyElevenLabsSignature(secret: string, header: string | undefined, body: string, nowMs: number): SignatureCheck {
-  if (!header) return { ok: false, reason: 'missing' };
+interface ParsedHeader {
+  readonly timestamp: string;
+  readonly signatures: readonly string[];
+}
+
+/**
+ * The header's parts, or why it cannot be right whatever the body: missing, malformed (no `t=` of digits,
+ * no `v0=` of 64 hex digits), or a timestamp out of the tolerance. Needs no body, so the route checks this
+ * before reading one.
+ */
+export function parseSignatureHeader(header: string | undefined, nowMs: number): ParsedHeader | { failure: SignatureFailure } {
+  if (!header) return { failure: 'missing' };
   const parts = new Map<string, string[]>();
   for (const part of header.split(',')) {
     const index = part.indexOf('=');
@@ -29,11 +39,18 @@ export function verifyElevenLabsSignature(secret: string, header: string | undef
     parts.set(key, [...(parts.get(key) ?? []), part.slice(index + 1).trim()]);
   }
   const timestamp = parts.get('t')?.[0];
-  const signatures = parts.get('v0') ?? [];
-  if (!timestamp || !/^\d{1,12}$/.test(timestamp) || signatures.length === 0) return { ok: false, reason: 'malformed' };
+  const signatures = (parts.get('v0') ?? []).filter((candidate) => /^[0-9a-fA-F]{64}$/.test(candidate));
+  if (!timestamp || !/^\d{1,12}$/.test(timestamp) || signatures.length === 0) return { failure: 'malformed' };
   const ageSeconds = nowMs / 1000 - Number(timestamp);
-  if (ageSeconds > signatureToleranceSeconds) return { ok: false, reason: 'stale' };
-  if (-ageSeconds > signatureToleranceSeconds) return { ok: false, reason: 'future' };
+  if (ageSeconds > signatureToleranceSeconds) return { failure: 'stale' };
+  if (-ageSeconds > signatureToleranceSeconds) return { failure: 'future' };
+  return { timestamp, signatures };
+}
+
+export function verifyElevenLabsSignature(secret: string, header: string | undefined, body: string, nowMs: number): SignatureCheck {
+  const parsed = parseSignatureHeader(header, nowMs);
+  if ('failure' in parsed) return { ok: false, reason: parsed.failure };
+  const { timestamp, signatures } = parsed;
   const expected = Buffer.from(createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex'), 'utf8');
   const matches = signatures.some((candidate) => {
     const given = Buffer.from(candidate.toLowerCase(), 'utf8');

@@ -8,7 +8,7 @@ import type { Db } from '../../../db/database.js';
 import type { Clock } from '../../../lib/clock.js';
 import { recordOutcome } from '../../calls/calls.service.js';
 import { findCallById } from '../../calls/calls.repository.js';
-import { completedOutcome, initiationFailureOutcome } from './elevenlabs.mapping.js';
+import { completedOutcome, initiationFailureOutcome, saneUnixSeconds, type OnAdjusted } from './elevenlabs.mapping.js';
 
 export interface ElevenLabsWebhookDeps {
   readonly db: Db;
@@ -34,9 +34,13 @@ export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, paylo
     deps.logger.info({ type: event.type, conversationId: data.conversation_id }, 'ElevenLabs webhook for an unknown conversation; acknowledged');
     return 'unknown_conversation';
   }
-  const eventSeconds = typeof event.event_timestamp === 'number' && Number.isFinite(event.event_timestamp) ? event.event_timestamp : null;
-  const at = eventSeconds === null ? deps.clock.now() : new Date(eventSeconds * 1000);
-  const outcome = event.type === 'post_call_transcription' ? completedOutcome(event.data, at) : initiationFailureOutcome(event.data, at);
+  // Signed, so the outcome is kept; a value out of range is replaced, with a warning that names it.
+  const onAdjusted: OnAdjusted = (field, sent, kept) =>
+    deps.logger.warn({ type: event.type, conversationId: data.conversation_id, field, sent: String(sent).slice(0, 60), kept }, 'ElevenLabs webhook value out of range; replaced');
+  const now = deps.clock.now();
+  const at = saneUnixSeconds(event.event_timestamp, now) ?? now;
+  if (typeof event.event_timestamp === 'number' && at === now) onAdjusted('event_timestamp', event.event_timestamp, now.toISOString());
+  const outcome = event.type === 'post_call_transcription' ? completedOutcome(event.data, at, onAdjusted) : initiationFailureOutcome(event.data, at);
   const recorded = await recordOutcome(deps.db, deps.clock, callId, outcome);
   if (recorded.deliveries > 0) deps.onOutcome();
   return recorded.ended ? 'recorded' : 'duplicate';
