@@ -9,7 +9,9 @@ import { after, before, it } from 'node:test';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
-import { demoBanner, seedDemoIfEmpty, type DemoSeed } from '../../src/features/bootstrap/demo-seed.js';
+import { loadConfig } from '../../src/config.js';
+import { cliSettingsFor, demoBanner, seedDemoIfEmpty, type DemoSeed } from '../../src/features/bootstrap/demo-seed.js';
+import { repoRoot } from '../cli/cli-run.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
@@ -61,6 +63,22 @@ await forEachDialect('Demo seed and its banner', (dialect) => {
       }
     }
     assert.equal(ids.size, 4, 'every paste placed its own call');
+  });
+
+  it("the banner's sign-in hint, pasted into a shell, adds the user on the server's database and names the server's portal", async () => {
+    assert.ok(seed);
+    // A server on another port (and, on SQLite, another data folder) than a CLI given nothing would assume.
+    const config = loadConfig({ ...t.database.env, PORT: '3999' });
+    const banner = demoBanner(seed, config.publicUrl, cliSettingsFor(config));
+    const hint = banner.split('\n').find((line) => line.includes('sign-in user: '))?.split('sign-in user: ')[1];
+    assert.ok(hint);
+    // npx would run bin/callgate.js (the built CLI); here the same CLI runs from source.
+    const script = `npx() { shift; node --import tsx src/cli/bin.ts "$@"; }\n${hint.replace("'…'", "'correct horse battery'")}`;
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(CALLGATE_|DATABASE_URL$|PORT$|HOST$)/.test(name)));
+    const { stdout } = await run('bash', ['-c', script], { cwd: repoRoot, env });
+    assert.ok(stdout.includes(`Sign in at http://127.0.0.1:3999/developers`), stdout);
+    const user = await t.services.db.selectFrom('users').select('account_id').where('email', '=', 'you@example.com').executeTakeFirst();
+    assert.equal(user?.account_id, seed.accountId);
   });
 });
 

@@ -2,7 +2,9 @@
  * On a first start with an empty database, creates a demo account with a simulator agent and a test-mode
  * key, so that a newcomer can place a call with curl within a minute.
  */
+import path from 'node:path';
 import { sql } from 'kysely';
+import { loadConfig, type Config } from '../../config.js';
 import { dialectOf, type Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import { countAccounts } from '../accounts/accounts.repository.js';
@@ -51,7 +53,31 @@ export async function seedDemoIfEmpty(db: Db, clock: Clock): Promise<DemoSeed | 
   });
 }
 
-export function demoBanner(seed: DemoSeed, baseUrl: string): string {
+/** Quotes a value for a POSIX shell, unless it is plain enough to need none. */
+function shellWord(value: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The settings a CLI must be given, in front of `npx callgate …`, to use this server's database and print
+ * its addresses: the CLI reads its own environment, and without them opens ./data and names port 3000.
+ * A database password is not printed: the URL then comes from the shell's own DATABASE_URL.
+ */
+export function cliSettingsFor(config: Pick<Config, 'publicUrl' | 'database'>): string {
+  const settings: string[] = [];
+  const cliDefaults = loadConfig({});
+  if (config.database.dialect === 'postgres') {
+    const hasPassword = new URL(config.database.url).password !== '';
+    settings.push(`DATABASE_URL=${hasPassword ? '"$DATABASE_URL"' : shellWord(config.database.url)}`);
+  } else if (cliDefaults.database.dialect === 'sqlite' && config.database.file !== cliDefaults.database.file) {
+    settings.push(`CALLGATE_DATA_DIR=${shellWord(path.dirname(config.database.file))}`);
+  }
+  if (config.publicUrl !== cliDefaults.publicUrl) settings.push(`CALLGATE_PUBLIC_URL=${shellWord(config.publicUrl)}`);
+  return settings.map((setting) => `${setting} `).join('');
+}
+
+/** `cliSettings`: what `cliSettingsFor` gives for the server's config, so that the hints paste as they are. */
+export function demoBanner(seed: DemoSeed, baseUrl: string, cliSettings = ''): string {
   return [
     '',
     'callgate: created a demo account on this empty database.',
@@ -64,7 +90,7 @@ export function demoBanner(seed: DemoSeed, baseUrl: string): string {
     ...createCallCurl(baseUrl, seed.agentId, seed.token).split('\n').map((line) => `  ${line}`),
     '',
     `Developer portal: ${baseUrl}/developers`,
-    `  sign-in user: npx callgate users add --account ${seed.accountId} --email you@example.com --password '…'`,
+    `  sign-in user: ${cliSettings}npx callgate users add --account ${seed.accountId} --email you@example.com --password '…'`,
     '',
   ].join('\n');
 }
