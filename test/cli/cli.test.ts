@@ -197,7 +197,7 @@ await forEachDialect('callgate CLI', (dialect) => {
   });
 
   it('keys create makes live and test keys, shows each token once, and keys list never shows it', async () => {
-    const live = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'billing-integration']);
+    const live = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'billing-integration', '--mode', 'live']);
     assert.match(live.id, /^key_[0-9a-z]{26}$/);
     assert.equal(live.account_id, accountId);
     assert.equal(live.name, 'billing-integration');
@@ -208,15 +208,18 @@ await forEachDialect('callgate CLI', (dialect) => {
     assert.equal(live.prefix, live.token.slice(0, 12));
     assert.equal(live.token_hash, undefined);
 
-    const test = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'staging', '--mode', 'test']);
+    // Without --mode, a test key, as the portal's form makes by default.
+    const test = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'staging']);
     assert.equal(test.mode, 'test');
     assert.match(test.token, /^cg_test_[0-9a-f]{64}$/);
     assert.equal(test.prefix, test.token.slice(0, 12));
 
     const text = await runCli(env, ['keys', 'create', '--account', accountId, '--name', 'human']);
     assert.equal(text.code, 0);
-    const shown = text.stdout.match(/cg_live_[0-9a-f]{64}/g) ?? [];
+    const shown = text.stdout.match(/cg_test_[0-9a-f]{64}/g) ?? [];
     assert.equal(shown.length, 1, 'the token appears exactly once');
+    assert.match(text.stdout, /^Created test key key_/);
+    assert.match(text.stdout, /mode: +test: simulated calls only \(--mode live for real calls\)/);
     assert.match(text.stdout, /shown only this once/);
 
     const runs = await Promise.all([

@@ -108,6 +108,14 @@ export function isPublicAddress(address: string): boolean {
 export const allowPrivateHint =
   'to deliver to local or private addresses, start the server with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true (and restart it)';
 
+/**
+ * The rule for webhook URLs in words, for the forms' hints; the refusals below say the same. With private
+ * targets allowed any http(s) URL is taken; otherwise only https to public addresses.
+ */
+export function webhookUrlRule(allowPrivate: boolean): string {
+  return allowPrivate ? 'An https or http URL; this server also accepts local and private addresses (development).' : 'A public https URL.';
+}
+
 export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
 
 /** Checks a webhook URL's form: https (unless private targets are allowed), no credentials, a host. */
@@ -119,7 +127,7 @@ export function checkWebhookUrl(raw: string, allowPrivate: boolean): UrlCheck {
     return { ok: false, reason: 'is not a valid URL' };
   }
   if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) {
-    return { ok: false, reason: 'must use https' };
+    return { ok: false, reason: allowPrivate ? 'must use https or http' : 'must use https' };
   }
   if (url.username || url.password) return { ok: false, reason: 'must not contain credentials' };
   if (!url.hostname) return { ok: false, reason: 'must have a host' };
