@@ -72,6 +72,11 @@ export async function createAccount(
   return view;
 }
 
+/** The accounts of this installation, for the operator (`callgate accounts list`). */
+export async function listAccounts(db: Db): Promise<{ id: string; name: string; users: number; created_at: string }[]> {
+  return repo.listAccountsWithUserCounts(db);
+}
+
 export async function getAccount(db: Db, id: string): Promise<AccountRow | undefined> {
   return repo.findAccountById(db, id);
 }
