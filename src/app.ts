@@ -57,7 +57,7 @@ export function buildApp(services: Services): FastifyInstance {
   });
   registerErrorHandling(app);
 
-  app.register(healthRoutes, { db: services.db, dialect: services.database.dialect });
+  app.register(healthRoutes, { db: services.db, dialect: services.database.dialect, publicUrl: services.config.publicUrl });
   app.register(portalRoutes, { prefix: '/developers', deps: services });
   app.register(elevenLabsWebhookRoutes, {
     secret: services.config.elevenlabs.webhookSecret,

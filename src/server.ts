@@ -5,7 +5,7 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createServices } from './container.js';
-import { demoBanner, seedDemoIfEmpty } from './features/bootstrap/demo-seed.js';
+import { cliSettingsFor, demoBanner, seedDemoIfEmpty } from './features/bootstrap/demo-seed.js';
 import { purgeExpired } from './features/idempotency/idempotency.service.js';
 import { purgeOldRequests } from './features/request-log/request-log.service.js';
 
@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   if (config.demoSeed) {
     const seed = await seedDemoIfEmpty(services.db, services.clock);
     // Printed, not logged: the demo token is shown once, like any new key, and kept out of log files.
-    if (seed) process.stdout.write(`${demoBanner(seed, config.publicUrl)}\n`);
+    if (seed) process.stdout.write(`${demoBanner(seed, config.publicUrl, cliSettingsFor(config))}\n`);
   }
 
   if (!config.elevenlabs.apiKey) {

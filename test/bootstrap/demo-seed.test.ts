@@ -7,9 +7,16 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, it } from 'node:test';
 import { promisify } from 'node:util';
-import { demoBanner, seedDemoIfEmpty, type DemoSeed } from '../../src/features/bootstrap/demo-seed.js';
+import { sql } from 'kysely';
+import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
+import { loadConfig } from '../../src/config.js';
+import { cliSettingsFor, demoBanner, seedDemoIfEmpty, type DemoSeed } from '../../src/features/bootstrap/demo-seed.js';
+import { repoRoot } from '../cli/cli-run.js';
+import { systemClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../helpers/dialects.js';
+import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
 import { listenOnFreePort } from '../idempotency/http-client.js';
 
 const run = promisify(execFile);
@@ -56,5 +63,72 @@ await forEachDialect('Demo seed and its banner', (dialect) => {
       }
     }
     assert.equal(ids.size, 4, 'every paste placed its own call');
+  });
+
+  it("the banner's sign-in hint, pasted into a shell, adds the user on the server's database and names the server's portal", async () => {
+    assert.ok(seed);
+    // A server on another port (and, on SQLite, another data folder) than a CLI given nothing would assume.
+    const config = loadConfig({ ...t.database.env, PORT: '3999' });
+    const banner = demoBanner(seed, config.publicUrl, cliSettingsFor(config));
+    const hint = banner.split('\n').find((line) => line.includes('sign-in user: '))?.split('sign-in user: ')[1];
+    assert.ok(hint);
+    // npx would run bin/callgate.js (the built CLI); here the same CLI runs from source.
+    const script = `npx() { shift; node --import tsx src/cli/bin.ts "$@"; }\n${hint.replace("'…'", "'correct horse battery'")}`;
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(CALLGATE_|DATABASE_URL$|PORT$|HOST$)/.test(name)));
+    const { stdout } = await run('bash', ['-c', script], { cwd: repoRoot, env });
+    assert.ok(stdout.includes(`Sign in at http://127.0.0.1:3999/developers`), stdout);
+    const user = await t.services.db.selectFrom('users').select('account_id').where('email', '=', 'you@example.com').executeTakeFirst();
+    assert.equal(user?.account_id, seed.accountId);
+  });
+});
+
+async function seededRows(db: Db): Promise<{ accounts: number; agents: number; keys: number }> {
+  const count = async (table: 'accounts' | 'agents' | 'api_keys') =>
+    Number((await db.selectFrom(table).select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirstOrThrow()).n);
+  return { accounts: await count('accounts'), agents: await count('agents'), keys: await count('api_keys') };
+}
+
+await forEachDialect('Demo seed: once, whatever the number of processes starting', (dialect) => {
+  let database: TestDatabase;
+  after(async () => database?.drop());
+
+  it('three server processes started at once on a fresh database seed one demo account', async () => {
+    database = await createTestDatabase(dialect);
+    // Migrated beforehand, so that the processes do not queue on the migration lock but reach the seed together.
+    const migrated = openDatabase(database.config);
+    await migrateToLatest(migrated.db).finally(() => migrated.destroy());
+    const env = { ...database.env, CALLGATE_DEMO_SEED: 'true' };
+    const started = await Promise.allSettled([1, 2, 3].map(() => startServerProcess({ env })));
+    const servers = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+    try {
+      for (const result of started) if (result.status === 'rejected') throw result.reason;
+      const banners = servers.filter((server: ServerProcess) => server.output().includes('created a demo account'));
+      assert.equal(banners.length, 1, servers.map((server) => server.output()).join('\n----\n'));
+    } finally {
+      await Promise.all(servers.map((server) => server.stop()));
+    }
+    const handle = openDatabase(database.config);
+    try {
+      assert.deepEqual(await seededRows(handle.db), { accounts: 1, agents: 1, keys: 1 });
+    } finally {
+      await handle.destroy();
+    }
+  });
+
+  it('many seeds racing in one process seed one demo account', async () => {
+    const fresh = await createTestDatabase(dialect);
+    const handle = openDatabase(fresh.config);
+    try {
+      await migrateToLatest(handle.db);
+      // Connections opened beforehand (PostgreSQL's pool opens them on demand): the seeds then check at the
+      // same moment, instead of the first one seeding while the others still connect.
+      await Promise.all(Array.from({ length: 6 }, () => sql`select 1`.execute(handle.db)));
+      const seeds = await Promise.all(Array.from({ length: 6 }, () => seedDemoIfEmpty(handle.db, systemClock)));
+      assert.equal(seeds.filter((seed) => seed !== null).length, 1);
+      assert.deepEqual(await seededRows(handle.db), { accounts: 1, agents: 1, keys: 1 });
+    } finally {
+      await handle.destroy();
+      await fresh.drop();
+    }
   });
 });

@@ -62,4 +62,24 @@ await forEachDialect('POST /v1/calls succeeds', (dialect) => {
     assert.equal(res.statusCode, 200);
     assert.deepEqual(res.json(), { status: 'ok', database: dialect });
   });
+
+  it('GET / points the way: a browser to the portal, anything else to the portal, the API and /healthz as JSON', async () => {
+    const browser = await t.inject({ method: 'GET', url: '/', headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+    assert.equal(browser.statusCode, 302);
+    assert.equal(browser.headers.location, '/developers');
+    const curl = await t.inject({ method: 'GET', url: '/', headers: { accept: '*/*' } });
+    assert.equal(curl.statusCode, 200);
+    assert.match(String(curl.headers['content-type']), /^application\/json/);
+    const base = t.services.config.publicUrl;
+    assert.deepEqual(curl.json(), {
+      name: 'callgate',
+      message: 'This is the callgate API: start a call with POST /v1/calls and a Bearer API key. API keys, webhooks and a quick start are in the developer portal.',
+      portal_url: `${base}/developers`,
+      api_url: `${base}/v1/calls`,
+      health_url: `${base}/healthz`,
+    });
+    const posted = await t.inject({ method: 'POST', url: '/', headers: { 'content-type': 'application/json' }, payload: '{}' });
+    assert.equal(posted.statusCode, 405);
+    assert.equal(posted.json().error, 'method_not_allowed');
+  });
 });

@@ -74,7 +74,8 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
 
     const listed = await runJson(env, ['agents', 'list', '--account', accountId]);
     const byId = Object.fromEntries(listed.data.map((agent: Record<string, unknown>) => [agent.agent_id, agent]));
-    assert.deepEqual(Object.keys(byId).sort(), ['agent_alpha', 'agent_beta', 'agent_gamma']);
+    // The account's own simulator agent (made with the account) stays beside the synced ones.
+    assert.deepEqual(Object.keys(byId).sort(), ['agent_alpha', 'agent_beta', 'agent_gamma', 'agent_test_simulator']);
     assert.deepEqual(
       [byId.agent_alpha.provider, byId.agent_alpha.phone_number_id, byId.agent_alpha.phone_number_provider],
       ['elevenlabs', 'phnum_a', 'twilio'],
@@ -99,7 +100,7 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
     // The key ElevenLabs no longer accepts: their 401 invalid_api_key.
     await runFailing({ ...env, ELEVENLABS_API_KEY: 'xi-revoked-key' }, ['agents', 'sync', '--account', accountId], 1, /^callgate: could not list agents: ElevenLabs refused the API key \(HTTP 401\); check ELEVENLABS_API_KEY/);
     const listed = await runJson(env, ['agents', 'list', '--account', accountId]);
-    assert.equal(listed.data.length, 3);
+    assert.equal(listed.data.length, 4);
   });
 
   it('an ElevenLabs that cannot be reached fails the command naming ELEVENLABS_BASE_URL', async () => {

@@ -36,7 +36,7 @@ describe('callgate CLI usage (no database needed)', () => {
     ]);
     assert.equal(root.code, 0);
     const commands = [
-      'accounts create', 'agents add', 'agents list', 'agents sync', 'keys create', 'keys list', 'keys revoke',
+      'accounts create', 'accounts list', 'agents add', 'agents list', 'agents sync', 'keys create', 'keys list', 'keys revoke',
       'webhooks create', 'webhooks list', 'webhooks enable', 'webhooks delete', 'webhooks rotate-secret', 'webhooks test',
       'deliveries list', 'events resend',
     ];
@@ -138,10 +138,12 @@ await forEachDialect('callgate CLI', (dialect) => {
     assert.equal(account.name, 'Acme Health');
     assert.match(account.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     assert.equal(account.users, undefined);
+    // A simulator agent comes with it, so that a test key of the account can place a call at once.
+    assert.deepEqual(account.agents, [{ agent_id: 'agent_test_simulator', name: 'Test agent (simulator)', provider: 'simulator' }]);
     accountId = account.id;
 
     const withUser = await runJson(env, ['accounts', 'create', '--name', 'Beta', '--email', 'Ops@Example.com', '--password', 'correct horse battery']);
-    assert.deepEqual(Object.keys(withUser).sort(), ['created_at', 'id', 'name', 'users']);
+    assert.deepEqual(Object.keys(withUser).sort(), ['agents', 'created_at', 'id', 'name', 'users']);
     assert.equal(withUser.users.length, 1);
     assert.match(withUser.users[0].id, /^usr_/);
     assert.equal(withUser.users[0].email, 'ops@example.com');
@@ -150,6 +152,20 @@ await forEachDialect('callgate CLI', (dialect) => {
     assert.equal(text.code, 0);
     assert.match(text.stdout, /^Created account acct_[0-9a-z]{26}\./);
     assert.match(text.stdout, /name: +Gamma/);
+    assert.match(text.stdout, /agent: +agent_test_simulator \(simulator: test calls work at once\)/);
+  });
+
+  it('accounts list shows every account with its id, oldest first', async () => {
+    const listed = await runJson(env, ['accounts', 'list']);
+    assert.deepEqual(Object.keys(listed), ['data']);
+    assert.deepEqual(listed.data.map((account: { name: string }) => account.name), ['Acme Health', 'Beta', 'Gamma']);
+    assert.deepEqual(listed.data[0], { id: accountId, name: 'Acme Health', users: 0, created_at: listed.data[0].created_at });
+    assert.equal(listed.data[1].users, 1);
+
+    const text = await runCli(env, ['accounts', 'list']);
+    assert.equal(text.code, 0);
+    assert.match(text.stdout, /^ID +NAME +USERS +CREATED\n/);
+    assert.match(text.stdout, new RegExp(`${accountId} +Acme Health +0 +\\d{4}-`));
   });
 
   it('agents add creates an agent (simulator by default), then updates the one with the same id', async () => {
@@ -184,7 +200,7 @@ await forEachDialect('callgate CLI', (dialect) => {
 
     const listed = await runJson(env, ['agents', 'list', '--account', accountId]);
     assert.deepEqual(Object.keys(listed), ['data']);
-    assert.deepEqual(listed.data.map((agent: { agent_id: string }) => agent.agent_id).sort(), ['agent_reminders', 'agent_sim']);
+    assert.deepEqual(listed.data.map((agent: { agent_id: string }) => agent.agent_id).sort(), ['agent_reminders', 'agent_sim', 'agent_test_simulator']);
     const reminders = listed.data.find((agent: { agent_id: string }) => agent.agent_id === 'agent_reminders');
     assert.equal(reminders.name, 'Reminders v2');
     assert.equal(reminders.provider, 'elevenlabs');
@@ -197,7 +213,7 @@ await forEachDialect('callgate CLI', (dialect) => {
   });
 
   it('keys create makes live and test keys, shows each token once, and keys list never shows it', async () => {
-    const live = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'billing-integration']);
+    const live = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'billing-integration', '--mode', 'live']);
     assert.match(live.id, /^key_[0-9a-z]{26}$/);
     assert.equal(live.account_id, accountId);
     assert.equal(live.name, 'billing-integration');
@@ -208,15 +224,18 @@ await forEachDialect('callgate CLI', (dialect) => {
     assert.equal(live.prefix, live.token.slice(0, 12));
     assert.equal(live.token_hash, undefined);
 
-    const test = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'staging', '--mode', 'test']);
+    // Without --mode, a test key, as the portal's form makes by default.
+    const test = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'staging']);
     assert.equal(test.mode, 'test');
     assert.match(test.token, /^cg_test_[0-9a-f]{64}$/);
     assert.equal(test.prefix, test.token.slice(0, 12));
 
     const text = await runCli(env, ['keys', 'create', '--account', accountId, '--name', 'human']);
     assert.equal(text.code, 0);
-    const shown = text.stdout.match(/cg_live_[0-9a-f]{64}/g) ?? [];
+    const shown = text.stdout.match(/cg_test_[0-9a-f]{64}/g) ?? [];
     assert.equal(shown.length, 1, 'the token appears exactly once');
+    assert.match(text.stdout, /^Created test key key_/);
+    assert.match(text.stdout, /mode: +test: simulated calls only \(--mode live for real calls\)/);
     assert.match(text.stdout, /shown only this once/);
 
     const runs = await Promise.all([
@@ -256,6 +275,14 @@ await forEachDialect('callgate CLI', (dialect) => {
         });
       const placed = await placeCall();
       assert.equal(placed.statusCode, 201, placed.body);
+      // The account's own simulator agent takes calls from the first minute, with no agent added by hand.
+      const fromNewAccount = await app.inject({
+        method: 'POST',
+        url: '/v1/calls',
+        headers: { authorization: `Bearer ${key.token}`, 'content-type': 'application/json' },
+        payload: { agent_id: 'agent_test_simulator', to: '+14155550123' },
+      });
+      assert.equal(fromNewAccount.statusCode, 201, fromNewAccount.body);
 
       const revoked = await runJson(env, ['keys', 'revoke', key.id]);
       assert.equal(revoked.id, key.id);
@@ -302,6 +329,6 @@ await forEachDialect('callgate CLI', (dialect) => {
     ];
     await Promise.all(cases.map(([args, message]) => runFailing(env, args, 1, message)));
     const agents = await runJson(env, ['agents', 'list', '--account', accountId]);
-    assert.equal(agents.data.length, 2, 'nothing was added by the failed commands');
+    assert.equal(agents.data.length, 3, 'nothing was added by the failed commands');
   });
 });

@@ -46,7 +46,8 @@ export async function seedAccount(
   options: { mode?: ApiKeyMode; agentId?: string; name?: string } = {},
 ): Promise<SeededAccount> {
   const { db, clock } = services;
-  const account = await createAccount(db, clock, { name: options.name ?? 'Test account' });
+  // The agent is made below, with the id and name the tests expect.
+  const account = await createAccount(db, clock, { name: options.name ?? 'Test account', simulatorAgent: false });
   const { agent } = await upsertAgent(db, clock, {
     accountId: account.id,
     agentId: options.agentId ?? 'agent_test_reminders',

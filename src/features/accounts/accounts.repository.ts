@@ -18,6 +18,18 @@ export async function listAccounts(db: Db): Promise<AccountRow[]> {
   return db.selectFrom('accounts').selectAll().orderBy('id').execute();
 }
 
+/** Every account with how many portal users it has, oldest first (ids sort by creation time). */
+export async function listAccountsWithUserCounts(db: Db): Promise<(AccountRow & { users: number })[]> {
+  const rows = await db
+    .selectFrom('accounts')
+    .leftJoin('users', 'users.account_id', 'accounts.id')
+    .select(['accounts.id', 'accounts.name', 'accounts.created_at', (eb) => eb.fn.count<string | number>('users.id').as('users')])
+    .groupBy(['accounts.id', 'accounts.name', 'accounts.created_at'])
+    .orderBy('accounts.id')
+    .execute();
+  return rows.map((row) => ({ ...row, users: Number(row.users) }));
+}
+
 export async function insertUser(db: Db, row: UserRow): Promise<void> {
   await db.insertInto('users').values(row).execute();
 }

@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.js';
 import type { AccountRow } from '../../db/schema.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { upsertAgent } from '../agents/agents.service.js';
 import * as repo from './accounts.repository.js';
 import { hashPassword } from './passwords.js';
 
@@ -10,7 +11,15 @@ export interface AccountView {
   name: string;
   created_at: string;
   users?: { id: string; email: string }[];
+  /** The simulator agent a new account gets, so that its test keys can place a call at once. */
+  agents?: { agent_id: string; name: string; provider: 'simulator' }[];
 }
+
+/**
+ * The simulator agent of a new account, as Stripe's test mode works from the first minute: a test key of
+ * the account can place a (simulated) call before anyone has set up a voice provider.
+ */
+export const testAgent = { agentId: 'agent_test_simulator', name: 'Test agent (simulator)' } as const;
 
 export class AccountInputError extends Error {
   override readonly name = 'AccountInputError';
@@ -20,11 +29,14 @@ export class AccountInputError extends Error {
 export const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export const minPasswordLength = 10;
 
-/** Creates an account and, when an email and password are given, its first portal user. */
+/**
+ * Creates an account with its simulator agent (`testAgent`, or the one given; `false` for none) and, when
+ * an email and password are given, its first portal user. Given a transaction, it writes in that one.
+ */
 export async function createAccount(
   db: Db,
   clock: Clock,
-  input: { name: string; email?: string; password?: string },
+  input: { name: string; email?: string; password?: string; simulatorAgent?: { agentId: string; name: string } | false },
 ): Promise<AccountView> {
   const name = input.name.trim();
   if (name === '') throw new AccountInputError('an account needs a name');
@@ -45,11 +57,24 @@ export async function createAccount(
     user = { id: newId('user', now.getTime()), email, password_hash: await hashPassword(input.password) };
     view.users = [{ id: user.id, email }];
   }
-  await db.transaction().execute(async (trx) => {
+  const agent = input.simulatorAgent === undefined ? testAgent : input.simulatorAgent;
+  const write = async (trx: Db) => {
     await repo.insertAccount(trx, account);
     if (user) await repo.insertUser(trx, { ...user, account_id: account.id, created_at: account.created_at });
-  });
+    if (agent) {
+      await upsertAgent(trx, clock, { accountId: account.id, agentId: agent.agentId, name: agent.name, provider: 'simulator' });
+      view.agents = [{ agent_id: agent.agentId, name: agent.name, provider: 'simulator' }];
+    }
+  };
+  // Kysely cannot nest transactions: inside one (the demo seed's), write there.
+  if (db.isTransaction) await write(db);
+  else await db.transaction().execute(write);
   return view;
+}
+
+/** The accounts of this installation, for the operator (`callgate accounts list`). */
+export async function listAccounts(db: Db): Promise<{ id: string; name: string; users: number; created_at: string }[]> {
+  return repo.listAccountsWithUserCounts(db);
 }
 
 export async function getAccount(db: Db, id: string): Promise<AccountRow | undefined> {

@@ -2,11 +2,13 @@
  * On a first start with an empty database, creates a demo account with a simulator agent and a test-mode
  * key, so that a newcomer can place a call with curl within a minute.
  */
-import type { Db } from '../../db/database.js';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { loadConfig, type Config } from '../../config.js';
+import { dialectOf, type Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import { countAccounts } from '../accounts/accounts.repository.js';
 import { createAccount } from '../accounts/accounts.service.js';
-import { upsertAgent } from '../agents/agents.service.js';
 import { createApiKey } from '../api-keys/api-keys.service.js';
 import { createCallCurl } from '../calls/curl-example.js';
 
@@ -19,20 +21,63 @@ export interface DemoSeed {
 
 export const demoAgentId = 'agent_demo_simulator';
 
-export async function seedDemoIfEmpty(db: Db, clock: Clock): Promise<DemoSeed | null> {
-  if ((await countAccounts(db)) > 0) return null;
-  const account = await createAccount(db, clock, { name: 'Demo account' });
-  const { agent } = await upsertAgent(db, clock, {
-    accountId: account.id,
-    agentId: demoAgentId,
-    name: 'Demo agent (simulator)',
-    provider: 'simulator',
+/** The PostgreSQL advisory lock that several processes starting at once take around the seed (any constant). */
+const seedLockKey = 0x63_67_73_64; // "cgsd"
+
+/**
+ * Runs `work` in a transaction that one process at a time gets, whatever the number of processes starting
+ * on the database: check-then-insert would otherwise let two processes both see it empty and both seed.
+ */
+async function oneAtATime<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    if (dialectOf(trx) === 'postgres') {
+      await sql`select pg_advisory_xact_lock(${seedLockKey})`.execute(trx);
+    } else {
+      // A write as the first statement takes SQLite's write lock at once, as `begin immediate` would (Kysely
+      // begins deferred): another process waits here (busy_timeout) and then sees this one's account.
+      await sql`update accounts set name = name where 0`.execute(trx);
+    }
+    return work(trx);
   });
-  const key = await createApiKey(db, clock, { accountId: account.id, name: 'Demo test key', mode: 'test' });
-  return { accountId: account.id, agentId: agent.agent_id, keyId: key.id, token: key.token };
 }
 
-export function demoBanner(seed: DemoSeed, baseUrl: string): string {
+export async function seedDemoIfEmpty(db: Db, clock: Clock): Promise<DemoSeed | null> {
+  return oneAtATime(db, async (trx) => {
+    if ((await countAccounts(trx)) > 0) return null;
+    const account = await createAccount(trx, clock, {
+      name: 'Demo account',
+      simulatorAgent: { agentId: demoAgentId, name: 'Demo agent (simulator)' },
+    });
+    const key = await createApiKey(trx, clock, { accountId: account.id, name: 'Demo test key', mode: 'test' });
+    return { accountId: account.id, agentId: demoAgentId, keyId: key.id, token: key.token };
+  });
+}
+
+/** Quotes a value for a POSIX shell, unless it is plain enough to need none. */
+function shellWord(value: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The settings a CLI must be given, in front of `npx callgate …`, to use this server's database and print
+ * its addresses: the CLI reads its own environment, and without them opens ./data and names port 3000.
+ * A database password is not printed: the URL then comes from the shell's own DATABASE_URL.
+ */
+export function cliSettingsFor(config: Pick<Config, 'publicUrl' | 'database'>): string {
+  const settings: string[] = [];
+  const cliDefaults = loadConfig({});
+  if (config.database.dialect === 'postgres') {
+    const hasPassword = new URL(config.database.url).password !== '';
+    settings.push(`DATABASE_URL=${hasPassword ? '"$DATABASE_URL"' : shellWord(config.database.url)}`);
+  } else if (cliDefaults.database.dialect === 'sqlite' && config.database.file !== cliDefaults.database.file) {
+    settings.push(`CALLGATE_DATA_DIR=${shellWord(path.dirname(config.database.file))}`);
+  }
+  if (config.publicUrl !== cliDefaults.publicUrl) settings.push(`CALLGATE_PUBLIC_URL=${shellWord(config.publicUrl)}`);
+  return settings.map((setting) => `${setting} `).join('');
+}
+
+/** `cliSettings`: what `cliSettingsFor` gives for the server's config, so that the hints paste as they are. */
+export function demoBanner(seed: DemoSeed, baseUrl: string, cliSettings = ''): string {
   return [
     '',
     'callgate: created a demo account on this empty database.',
@@ -45,7 +90,7 @@ export function demoBanner(seed: DemoSeed, baseUrl: string): string {
     ...createCallCurl(baseUrl, seed.agentId, seed.token).split('\n').map((line) => `  ${line}`),
     '',
     `Developer portal: ${baseUrl}/developers`,
-    `  sign-in user: npx callgate users add --account ${seed.accountId} --email you@example.com --password '…'`,
+    `  sign-in user: ${cliSettings}npx callgate users add --account ${seed.accountId} --email you@example.com --password '…'`,
     '',
   ].join('\n');
 }

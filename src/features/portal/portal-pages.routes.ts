@@ -1,5 +1,6 @@
-/** Overview, agents and the request log: read-only pages. */
+/** Overview, agents (with the ElevenLabs sync, when the server has a key) and the request log. */
 import type { FastifyPluginAsync } from 'fastify';
+import { AgentSyncError, syncElevenLabsAgents } from '../agents/agents-sync.service.js';
 import { listAgents } from '../agents/agents.service.js';
 import { listRecentRequests } from '../request-log/request-log.service.js';
 import { frameUser, queryValue, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
@@ -22,9 +23,30 @@ export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async
     return sendPage(reply, 200, overviewPage({ user: frameUser(session), baseUrl: deps.config.publicUrl, ...overview, agents }));
   });
 
+  const canSync = deps.elevenlabsClient !== undefined;
+
   app.get('/agents', async (request, reply) => {
     const session = sessionOf(request);
-    return sendPage(reply, 200, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId)));
+    return sendPage(reply, 200, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId), { canSync }));
+  });
+
+  // The same sync as `callgate agents sync`, for the account of the signed-in user (the CSRF check of every
+  // portal POST applies). Rendered, not redirected: the counts are in this answer only.
+  app.post('/agents/sync', async (request, reply) => {
+    const session = sessionOf(request);
+    const page = async (status: number, outcome: { notice?: string; error?: string }) =>
+      sendPage(reply, status, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId), { canSync, ...outcome }));
+    if (!deps.elevenlabsClient) {
+      return page(409, { error: 'This server has no ELEVENLABS_API_KEY, so it cannot sync agents from ElevenLabs. Ask your callgate operator to set it.' });
+    }
+    try {
+      const result = await syncElevenLabsAgents(deps.db, deps.clock, deps.elevenlabsClient, session.accountId);
+      const skipped = result.skipped.length > 0 ? ` Skipped (ids that do not look like agent_…): ${result.skipped.map((entry) => entry.agent_id).join(', ')}.` : '';
+      return page(200, { notice: `Synced with ElevenLabs: ${result.added} added, ${result.updated} updated.${skipped}` });
+    } catch (error) {
+      if (!(error instanceof AgentSyncError)) throw error;
+      return page(502, { error: `The sync with ElevenLabs failed: ${error.message}. Try again in a minute; if it keeps failing, ask your callgate operator to check the ElevenLabs API key.` });
+    }
   });
 
   app.get('/requests', async (request, reply) => {

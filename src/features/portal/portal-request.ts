@@ -6,6 +6,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { PortalSession, SignInLimiters } from './portal-sessions.service.js';
 import { errorPage } from './views/errors.view.js';
 import type { PageFrame } from './views/layout.view.js';
+import type { ElevenLabsClient } from '../providers/elevenlabs/elevenlabs.client.js';
 
 /** The parts of the services the portal uses (the app passes its `Services`). */
 export interface PortalDeps {
@@ -15,6 +16,8 @@ export interface PortalDeps {
   /** Woken after a test event or a resend, so the worker delivers at once instead of at its next sweep. */
   readonly notifier: { notify(): void };
   readonly signInLimiters: SignInLimiters;
+  /** The ElevenLabs API client when the server has ELEVENLABS_API_KEY: the Agents page can then sync. */
+  readonly elevenlabsClient: ElevenLabsClient | undefined;
 }
 
 declare module 'fastify' {
@@ -39,7 +42,7 @@ export function sessionOf(request: FastifyRequest): PortalSession {
 }
 
 export function frameUser(session: PortalSession): NonNullable<PageFrame['user']> {
-  return { email: session.email, accountName: session.accountName, csrfToken: session.csrfToken };
+  return { email: session.email, accountId: session.accountId, accountName: session.accountName, csrfToken: session.csrfToken };
 }
 
 type FormBody = Record<string, string | string[] | undefined>;

@@ -101,6 +101,21 @@ export function isPublicAddress(address: string): boolean {
   return false;
 }
 
+/**
+ * What to do about a refused local address. A delivery is judged by the server's own setting, not the
+ * CLI's that saved the endpoint: an operator who set it for the CLI only must learn that the server needs it.
+ */
+export const allowPrivateHint =
+  'to deliver to local or private addresses, start the server with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true (and restart it)';
+
+/**
+ * The rule for webhook URLs in words, for the forms' hints; the refusals below say the same. With private
+ * targets allowed any http(s) URL is taken; otherwise only https to public addresses.
+ */
+export function webhookUrlRule(allowPrivate: boolean): string {
+  return allowPrivate ? 'An https or http URL; this server also accepts local and private addresses (development).' : 'A public https URL.';
+}
+
 export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
 
 /** Checks a webhook URL's form: https (unless private targets are allowed), no credentials, a host. */
@@ -112,7 +127,7 @@ export function checkWebhookUrl(raw: string, allowPrivate: boolean): UrlCheck {
     return { ok: false, reason: 'is not a valid URL' };
   }
   if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) {
-    return { ok: false, reason: 'must use https' };
+    return { ok: false, reason: allowPrivate ? 'must use https or http' : 'must use https' };
   }
   if (url.username || url.password) return { ok: false, reason: 'must not contain credentials' };
   if (!url.hostname) return { ok: false, reason: 'must have a host' };
@@ -158,7 +173,7 @@ export function blockedLiteralHost(url: URL, allowPrivate: boolean): string | nu
   if (allowPrivate) return null;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (!net.isIP(host) || isPublicAddress(host)) return null;
-  return `${host} is not a public address`;
+  return `${host} is not a public address; ${allowPrivateHint}`;
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
@@ -172,7 +187,10 @@ export function guardedLookup(allowPrivate: boolean) {
       const usable = allowPrivate ? list : list.filter((entry) => isPublicAddress(entry.address));
       if (usable.length === 0) {
         const addresses = list.map((entry) => entry.address).join(', ');
-        return callback(new BlockedAddressError(`${hostname} resolves to no public address (${addresses})`) as NodeJS.ErrnoException, '');
+        return callback(
+          new BlockedAddressError(`${hostname} resolves to no public address (${addresses}); ${allowPrivateHint}`) as NodeJS.ErrnoException,
+          '',
+        );
       }
       if (options.all) return callback(null, usable);
       const first = usable[0]!;

@@ -223,7 +223,35 @@ export class WebhookDispatcher {
     }
     // Should a shutdown have recorded this attempt as interrupted meanwhile, its claim is gone and
     // recordAttempts leaves this late answer out.
-    return this.record(this.outcome(delivery, now, response));
+    const record = this.outcome(delivery, now, response);
+    this.logAttempt(delivery, record);
+    return this.record(record);
+  }
+
+  /**
+   * One line per attempt, so that an operator sees deliveries in the server's log: successes at info,
+   * failures at warn with the error. Ids, status and timing only: no URL (it may carry a token), no body.
+   */
+  private logAttempt(delivery: repo.ClaimedDelivery, record: repo.AttemptRecord): void {
+    const { attempt } = record;
+    if (!attempt) return;
+    const fields = {
+      endpoint_id: delivery.endpoint_id,
+      event_id: delivery.event_id,
+      delivery_id: delivery.id,
+      attempt: attempt.attempt_number,
+      result: record.delivery.status === 'pending' ? 'retrying' : record.delivery.status,
+      status_code: attempt.status_code,
+      duration_ms: attempt.duration_ms,
+    };
+    if (record.delivery.status === 'succeeded') {
+      this.options.logger.info(fields, 'webhook delivered');
+    } else {
+      this.options.logger.warn(
+        { ...fields, error: attempt.error, next_attempt_at: record.delivery.next_attempt_at ?? null },
+        'webhook attempt failed',
+      );
+    }
   }
 
   /** Decides what an answer means for the delivery and its endpoint. */

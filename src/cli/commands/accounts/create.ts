@@ -5,7 +5,7 @@ import { formatFields } from '../../output.js';
 
 export const createAccountCommand: Command = {
   name: 'create',
-  summary: 'Create an account, with its first portal user when --email and --password are given',
+  summary: 'Create an account with a simulator agent, and its first portal user when --email and --password are given',
   options: {
     name: { value: 'NAME', description: 'Name of the account (a company, a team)', required: true },
     email: { value: 'EMAIL', description: 'Email of the first portal user (needs --password)' },
@@ -20,16 +20,18 @@ export const createAccountCommand: Command = {
     return async ({ db, clock }) => {
       const account = await createAccount(db, clock, input);
       const user = account.users?.[0];
+      const agent = account.agents?.[0];
       const text = [
         `Created account ${account.id}.`,
         formatFields([
           ['name', account.name],
           ['created', account.created_at],
           ...(user ? [['user', `${user.id} (${user.email})`] as const] : []),
+          ...(agent ? [['agent', `${agent.agent_id} (simulator: test calls work at once)`] as const] : []),
         ]),
         '',
-        `Next: callgate agents add --account ${account.id} --agent-id agent_... --name NAME`,
-        `      callgate keys create --account ${account.id} --name NAME`,
+        `Next: callgate keys create --account ${account.id} --name NAME   (a test key; POST /v1/calls with agent_id ${agent?.agent_id ?? 'agent_...'})`,
+        `      callgate agents add --account ${account.id} --agent-id agent_... --name NAME   (or agents sync, for real calls)`,
       ].join('\n');
       return { json: account, text };
     };

@@ -1,8 +1,9 @@
 import type { CommandGroup } from '../../command.js';
 import { createAccountCommand } from './create.js';
+import { listAccountsCommand } from './list.js';
 
 export const accountsGroup: CommandGroup = {
   name: 'accounts',
   summary: 'Accounts: the customers of this installation',
-  commands: [createAccountCommand],
+  commands: [createAccountCommand, listAccountsCommand],
 };

@@ -12,13 +12,14 @@ export const createKeyCommand: Command = {
   options: {
     account: { value: 'ACCOUNT_ID', description: 'Account the key acts for (acct_...)', required: true },
     name: { value: 'NAME', description: 'What the key is for (one key per integration or environment)', required: true },
-    mode: { value: apiKeyModes.join('|'), description: 'live places real calls, test only simulated ones (default live)' },
+    mode: { value: apiKeyModes.join('|'), description: 'test places simulated calls only, live real ones (default test, as in the portal)' },
   },
   prepare(args) {
     const input = {
       accountId: requiredOption(args, 'account'),
       name: requiredOption(args, 'name').trim(),
-      mode: choiceOption(args, 'mode', apiKeyModes, 'live'),
+      // Test by default, as the portal's form: a key made without thinking about it can phone nobody.
+      mode: choiceOption(args, 'mode', apiKeyModes, 'test'),
     };
     return async ({ db, clock }) => {
       await requireAccount(db, input.accountId);
@@ -26,6 +27,7 @@ export const createKeyCommand: Command = {
       const text = [
         `Created ${key.mode} key ${key.id} for account ${key.account_id}.`,
         formatFields([
+          ['mode', key.mode === 'test' ? 'test: simulated calls only (--mode live for real calls)' : 'live: real calls through the voice provider'],
           ['name', key.name],
           ['prefix', key.prefix],
         ]),

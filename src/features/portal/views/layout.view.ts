@@ -33,7 +33,7 @@ export function noticeFor(code: unknown): string | undefined {
 export interface PageFrame {
   readonly title: string;
   /** Signed-in user: shows navigation and the sign-out button. */
-  readonly user?: { readonly email: string; readonly accountName: string; readonly csrfToken: string };
+  readonly user?: { readonly email: string; readonly accountId: string; readonly accountName: string; readonly csrfToken: string };
   readonly active?: NavKey;
   readonly notice?: string | undefined;
   readonly error?: string | undefined;
@@ -60,7 +60,7 @@ export function layout(frame: PageFrame, main: SafeHtml): string {
     ${
       user
         ? html`<div class="account">
-    <span class="account-name" title="Account">${user.accountName}</span>
+    <span class="account-name" title="Account ${user.accountId}">${user.accountName}</span>
     <span class="account-user">${user.email}</span>
     <form method="post" action="/developers/sign-out" class="inline">${csrfField(user.csrfToken)}<button type="submit" class="button button-small button-quiet">Sign out</button></form>
   </div>`

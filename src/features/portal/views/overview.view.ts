@@ -71,6 +71,7 @@ export function overviewPage(input: OverviewInput): string {
 <section class="card" aria-labelledby="details">
   <h2 id="details">Your integration</h2>
   <dl class="facts">
+    <dt>Account id</dt><dd>${copyable('account-id', input.user.accountId)} <span class="muted small">${input.user.accountName}</span></dd>
     <dt>Base URL</dt><dd>${copyable('base-url', input.baseUrl)}</dd>
     <dt>Agent id</dt><dd>${agent ? html`${copyable('agent-id', agent.agent_id)} <span class="muted small">${agent.name}</span>` : html`<span class="muted">none yet</span>`}</dd>
     <dt>Endpoint</dt><dd><code>POST /v1/calls</code></dd>

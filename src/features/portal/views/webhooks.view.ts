@@ -2,6 +2,7 @@
 import type { WebhookEndpointRow } from '../../../db/schema.js';
 import { toEndpointView, type EndpointView } from '../../webhooks/endpoints.service.js';
 import { callEventTypes } from '../../webhooks/events.service.js';
+import { webhookUrlRule } from '../../webhooks/ssrf-guard.js';
 import { endpointDeliveriesShown, type DeliveryWithAttempts } from '../portal.service.js';
 import { badge, copyButton, csrfField, portalPath, table, time } from './components.js';
 import { deliveryList } from './deliveries.view.js';
@@ -57,7 +58,7 @@ export function endpointFormPage(
     <div class="field">
       <label for="url">Endpoint URL</label>
       <input id="url" name="url" type="url" required maxlength="2000" value="${values.url}" placeholder="https://example.com/webhooks/callgate" aria-describedby="url-hint" spellcheck="false">
-      <p class="hint" id="url-hint">Where events are POSTed. ${input.allowPrivate ? 'This server also accepts http and local addresses (development).' : 'A public https URL.'}</p>
+      <p class="hint" id="url-hint">Where events are POSTed. ${webhookUrlRule(input.allowPrivate)}</p>
     </div>
     <div class="field">
       <label for="description">Description <span class="muted">(optional)</span></label>

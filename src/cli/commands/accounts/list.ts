@@ -1,0 +1,23 @@
+import { listAccounts } from '../../../features/accounts/accounts.service.js';
+import type { Command } from '../../command.js';
+import { formatTable } from '../../output.js';
+
+/** Finds an account id again once the start banner has scrolled away. */
+export const listAccountsCommand: Command = {
+  name: 'list',
+  summary: 'List the accounts of this installation with their ids',
+  options: {},
+  prepare() {
+    return async ({ db }) => {
+      const accounts = await listAccounts(db);
+      const text =
+        accounts.length === 0
+          ? 'No accounts yet. Create one with: callgate accounts create --name NAME'
+          : formatTable(
+              ['id', 'name', 'users', 'created'],
+              accounts.map((account) => [account.id, account.name, String(account.users), account.created_at]),
+            );
+      return { json: { data: accounts }, text };
+    };
+  },
+};
