@@ -213,7 +213,8 @@ await forEachDialect('callgate CLI', (dialect) => {
   });
 
   it('keys create makes live and test keys, shows each token once, and keys list never shows it', async () => {
-    const live = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'billing-integration', '--mode', 'live']);
+    // Without --mode, a live key (the CLI's default; the portal's form starts on test), and it says so.
+    const live = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'billing-integration']);
     assert.match(live.id, /^key_[0-9a-z]{26}$/);
     assert.equal(live.account_id, accountId);
     assert.equal(live.name, 'billing-integration');
@@ -224,18 +225,20 @@ await forEachDialect('callgate CLI', (dialect) => {
     assert.equal(live.prefix, live.token.slice(0, 12));
     assert.equal(live.token_hash, undefined);
 
-    // Without --mode, a test key, as the portal's form makes by default.
-    const test = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'staging']);
+    const test = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'staging', '--mode', 'test']);
     assert.equal(test.mode, 'test');
     assert.match(test.token, /^cg_test_[0-9a-f]{64}$/);
     assert.equal(test.prefix, test.token.slice(0, 12));
 
-    const text = await runCli(env, ['keys', 'create', '--account', accountId, '--name', 'human']);
+    const text = await runCli(env, ['keys', 'create', '--account', accountId, '--name', 'human', '--mode', 'test']);
     assert.equal(text.code, 0);
     const shown = text.stdout.match(/cg_test_[0-9a-f]{64}/g) ?? [];
     assert.equal(shown.length, 1, 'the token appears exactly once');
     assert.match(text.stdout, /^Created test key key_/);
     assert.match(text.stdout, /mode: +test: simulated calls only \(--mode live for real calls\)/);
+    const liveText = await runCli(env, ['keys', 'create', '--account', accountId, '--name', 'human-live']);
+    assert.match(liveText.stdout, /^Created live key key_/);
+    assert.match(liveText.stdout, /mode: +live: real calls through the voice provider/);
     assert.match(text.stdout, /shown only this once/);
 
     const runs = await Promise.all([
@@ -252,7 +255,7 @@ await forEachDialect('callgate CLI', (dialect) => {
       assert.doesNotMatch(run.stdout, /token/);
     }
     const listed = await runJson(env, ['keys', 'list', '--account', accountId]);
-    assert.equal(listed.data.length, 3);
+    assert.equal(listed.data.length, 4);
     for (const key of listed.data) {
       assert.deepEqual(Object.keys(key).sort(), [
         'account_id', 'created_at', 'id', 'last_used_at', 'mode', 'name', 'prefix', 'revoked_at', 'status',

@@ -12,14 +12,15 @@ export const createKeyCommand: Command = {
   options: {
     account: { value: 'ACCOUNT_ID', description: 'Account the key acts for (acct_...)', required: true },
     name: { value: 'NAME', description: 'What the key is for (one key per integration or environment)', required: true },
-    mode: { value: apiKeyModes.join('|'), description: 'test places simulated calls only, live real ones (default test, as in the portal)' },
+    mode: { value: apiKeyModes.join('|'), description: 'live places real calls, test only simulated ones (default live: the operator makes production keys; the portal form starts on test)' },
   },
   prepare(args) {
     const input = {
       accountId: requiredOption(args, 'account'),
       name: requiredOption(args, 'name').trim(),
-      // Test by default, as the portal's form: a key made without thinking about it can phone nobody.
-      mode: choiceOption(args, 'mode', apiKeyModes, 'test'),
+      // Live by default, as before: scripts that make production keys rely on it. The mode is printed
+      // on every answer, so nobody takes one kind for the other.
+      mode: choiceOption(args, 'mode', apiKeyModes, 'live'),
     };
     return async ({ db, clock }) => {
       await requireAccount(db, input.accountId);
