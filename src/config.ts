@@ -45,9 +45,13 @@ export interface Config {
   readonly demoSeed: boolean;
   /** Trust `X-Forwarded-For` from a reverse proxy for the client IP. `CALLGATE_TRUST_PROXY`, default false. */
   readonly trustProxy: boolean;
-  /** Failed portal sign-ins per 15 minutes for the account of an email (or an unknown email); a success
-   * gives its attempt back. `CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT`, default 10. */
+  /** Failed portal sign-ins per 15 minutes for the account of an email (or an unknown email), from all
+   * addresses together; a success gives its attempt back. `CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT`, default 100:
+   * high, so that one address cannot lock the owner out, yet a cap on guesses from many addresses. */
   readonly portalSignInPerAccount: number;
+  /** Failed portal sign-ins per 15 minutes for one account from one client IP; a success gives its attempt
+   * back. `CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT_IP`, default 10. */
+  readonly portalSignInPerAccountIp: number;
   /** Portal sign-in attempts per 15 minutes per client IP. `CALLGATE_PORTAL_SIGNIN_PER_IP`, default 30. */
   readonly portalSignInPerIp: number;
   /** Timeout of one webhook delivery attempt. `CALLGATE_WEBHOOK_TIMEOUT_MS`, default 10000. */
@@ -178,7 +182,8 @@ export function loadConfig(env: Env = process.env): Config {
     simulatorDelayMs: integer(env, 'CALLGATE_SIMULATOR_DELAY_MS', 3_000, 0, 86_400_000),
     demoSeed: boolean(env, 'CALLGATE_DEMO_SEED', true),
     trustProxy: boolean(env, 'CALLGATE_TRUST_PROXY', false),
-    portalSignInPerAccount: integer(env, 'CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT', 10, 1, 1_000_000),
+    portalSignInPerAccount: integer(env, 'CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT', 100, 1, 1_000_000),
+    portalSignInPerAccountIp: integer(env, 'CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT_IP', 10, 1, 1_000_000),
     portalSignInPerIp: integer(env, 'CALLGATE_PORTAL_SIGNIN_PER_IP', 30, 1, 1_000_000),
     webhookTimeoutMs: integer(env, 'CALLGATE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     webhookRetryScheduleMs: Object.freeze(webhookRetryScheduleMs),
