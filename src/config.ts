@@ -78,6 +78,16 @@ export interface Config {
   /** A call still `initiated` this long after creation is looked up at the provider.
    * `CALLGATE_RECONCILE_AFTER`, a duration such as `15m`, `900s` or `900000ms`; default 15m. */
   readonly reconcileAfterMs: number;
+  /** The whole request head must arrive within this many ms of its first byte (or of the connection, for a
+   * client that sends nothing), or the socket gets a 408 and is closed. `CALLGATE_HEADERS_TIMEOUT_MS`, default 10000. */
+  readonly headersTimeoutMs: number;
+  /** The whole request, body included, must arrive within this many ms (the time to answer does not count).
+   * `CALLGATE_REQUEST_TIMEOUT_MS`, default 30000. */
+  readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this many ms. `CALLGATE_KEEP_ALIVE_TIMEOUT_MS`, default
+   * 65000: longer than the 60 s idle timeout of common proxies and load balancers, so that the proxy always
+   * closes first and never sends a request down a connection callgate is closing. */
+  readonly keepAliveTimeoutMs: number;
   /** pino level. `CALLGATE_LOG_LEVEL`, default info. */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -167,6 +177,13 @@ export function loadConfig(env: Env = process.env): Config {
   const displayHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
   const publicUrl = (env.CALLGATE_PUBLIC_URL?.trim() || `http://${displayHost}:${port}`).replace(/\/+$/, '');
 
+  const headersTimeoutMs = integer(env, 'CALLGATE_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
+  const requestTimeoutMs = integer(env, 'CALLGATE_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  // Node refuses a header timeout longer than the request's, which includes the headers.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('CALLGATE_HEADERS_TIMEOUT_MS must not be longer than CALLGATE_REQUEST_TIMEOUT_MS');
+  }
+
   return Object.freeze({
     roles: new Set(roleList as Role[]),
     port,
@@ -196,6 +213,9 @@ export function loadConfig(env: Env = process.env): Config {
     }),
     providerTimeoutMs,
     reconcileAfterMs,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'CALLGATE_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),
     logLevel,
   });
 }
