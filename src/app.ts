@@ -52,8 +52,11 @@ export function buildApp(services: Services): FastifyInstance {
     clientErrorHandler: answerClientError,
     // Errors the router raises before any hook runs (a bad percent-encoding, an over-long path parameter);
     // the portal's pages answer them in HTML like their other errors.
-    frameworkErrors: (error, request, reply) =>
-      isPortalUrl(request.url) ? void sendPortalFrameworkError(services, error, request, reply) : sendFrameworkError(error, request, reply),
+    frameworkErrors: (error, request, reply) => {
+      // No hook runs for these, the onSend below included.
+      if (config.strictTransportSecurity !== undefined) reply.header('strict-transport-security', config.strictTransportSecurity);
+      return isPortalUrl(request.url) ? void sendPortalFrameworkError(services, error, request, reply) : sendFrameworkError(error, request, reply);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // The API speaks JSON only; Fastify's built-in text/plain parser would let plain text through to validation.
@@ -67,6 +70,13 @@ export function buildApp(services: Services): FastifyInstance {
       return sendError(request, reply, new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header. Send Host with the server name.'));
     }
   });
+  const { strictTransportSecurity } = config;
+  if (strictTransportSecurity !== undefined) {
+    // Served at an https public URL: browsers keep to https for the portal and the API from then on.
+    app.addHook('onSend', async (_request, reply) => {
+      reply.header('strict-transport-security', strictTransportSecurity);
+    });
+  }
   // Events Node answers by itself, with an empty body or none, unless someone listens.
   app.server.on('checkExpectation', answerExpectation);
   app.server.on('connect', answerConnect);

@@ -78,6 +78,9 @@ export interface Config {
   /** A call still `initiated` this long after creation is looked up at the provider.
    * `CALLGATE_RECONCILE_AFTER`, a duration such as `15m`, `900s` or `900000ms`; default 15m. */
   readonly reconcileAfterMs: number;
+  /** `Strict-Transport-Security` value sent on every response when `CALLGATE_PUBLIC_URL` is https
+   * (`max-age=` `CALLGATE_HSTS_MAX_AGE`, default 31536000 s); undefined over http or with a max-age of 0. */
+  readonly strictTransportSecurity: string | undefined;
   /** The whole request head must arrive within this many ms of its first byte (or of the connection, for a
    * client that sends nothing), or the socket gets a 408 and is closed. `CALLGATE_HEADERS_TIMEOUT_MS`, default 10000. */
   readonly headersTimeoutMs: number;
@@ -176,6 +179,9 @@ export function loadConfig(env: Env = process.env): Config {
 
   const displayHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
   const publicUrl = (env.CALLGATE_PUBLIC_URL?.trim() || `http://${displayHost}:${port}`).replace(/\/+$/, '');
+  // HSTS only means something over https; a max-age of 0 lets an operator withdraw it from browsers.
+  const hstsMaxAge = integer(env, 'CALLGATE_HSTS_MAX_AGE', 31_536_000, 0, 63_072_000);
+  const strictTransportSecurity = /^https:\/\//i.test(publicUrl) && hstsMaxAge > 0 ? `max-age=${hstsMaxAge}` : undefined;
 
   const headersTimeoutMs = integer(env, 'CALLGATE_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
   const requestTimeoutMs = integer(env, 'CALLGATE_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
@@ -213,6 +219,7 @@ export function loadConfig(env: Env = process.env): Config {
     }),
     providerTimeoutMs,
     reconcileAfterMs,
+    strictTransportSecurity,
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'CALLGATE_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),

@@ -1,7 +1,7 @@
 /**
  * The HTTP server's own edges on a real port: requests Node would answer by itself (no Host, an Expect we do
- * not meet, CONNECT) get callgate's JSON errors, and slow clients are cut off at the configured timeouts
- * while /healthz stays fast.
+ * not meet, CONNECT) get callgate's JSON errors, slow clients are cut off at the configured timeouts while
+ * /healthz stays fast, and an https public URL sends Strict-Transport-Security on every response.
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -218,5 +218,45 @@ describe('slow clients are cut off at the configured timeouts', () => {
       body: JSON.stringify({ agent_id: t.seed.agentId, to: '+14155550123' }),
     });
     assert.equal(res.status, 201);
+  });
+});
+
+describe('Strict-Transport-Security', () => {
+  const requests = [
+    { method: 'GET', url: '/healthz' },
+    { method: 'GET', url: '/v1/calls' },
+    { method: 'GET', url: '/v1/nowhere' },
+    { method: 'GET', url: '/v1/calls/%zz' },
+    { method: 'GET', url: '/developers/sign-in' },
+    { method: 'GET', url: '/developers' },
+    { method: 'GET', url: '/developers/calls/%zz' },
+  ] as const;
+
+  async function headersWith(env: Record<string, string>): Promise<Array<string | undefined>> {
+    const t = await startTestApp('sqlite', { env });
+    try {
+      const values: Array<string | undefined> = [];
+      for (const request of requests) {
+        const res = await t.inject({ ...request, headers: { authorization: `Bearer ${t.seed.token}` } });
+        assert.ok(res.statusCode < 500, `${request.url}: ${res.statusCode}`);
+        values.push(res.headers['strict-transport-security'] as string | undefined);
+      }
+      return values;
+    } finally {
+      await t.close();
+    }
+  }
+
+  it('is sent on every response of the API and the portal when CALLGATE_PUBLIC_URL is https', async () => {
+    assert.deepEqual(await headersWith({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com' }), requests.map(() => 'max-age=31536000'));
+    assert.deepEqual(
+      await headersWith({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com', CALLGATE_HSTS_MAX_AGE: '600' }),
+      requests.map(() => 'max-age=600'),
+    );
+  });
+
+  it('is not sent over http, nor with CALLGATE_HSTS_MAX_AGE=0', async () => {
+    assert.deepEqual(await headersWith({ CALLGATE_PUBLIC_URL: 'http://127.0.0.1:3000' }), requests.map(() => undefined));
+    assert.deepEqual(await headersWith({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com', CALLGATE_HSTS_MAX_AGE: '0' }), requests.map(() => undefined));
   });
 });
