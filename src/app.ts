@@ -12,7 +12,7 @@ import { callsRoutes } from './features/calls/calls.routes.js';
 import { healthRoutes } from './features/health/health.routes.js';
 import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './features/portal/portal.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
-import { answerClientError } from './http/client-errors.js';
+import { answerClientError, answerConnect, answerExpectation } from './http/client-errors.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { refuseNulInQuery } from './http/nul-text.js';
 import { newId } from './lib/ids.js';
@@ -20,10 +20,25 @@ import { newId } from './lib/ids.js';
 /** Spec: bodies over 64 KB are refused with 413 `payload_too_large`. */
 export const bodyLimitBytes = 64 * 1024;
 
+/** How often Node looks for connections past their headers or request timeout (its default is 30 s). */
+const connectionsCheckingIntervalMs = 1_000;
+
 export function buildApp(services: Services): FastifyInstance {
+  const { config } = services;
   const app = Fastify({
     loggerInstance: services.logger as FastifyBaseLogger,
     bodyLimit: bodyLimitBytes,
+    // Slow clients (headers or a body trickled a byte at a time) are cut off at these limits with a 408, so a
+    // few hundred of them cannot hold a process's connections; the time to answer does not count.
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(connectionsCheckingIntervalMs, config.headersTimeoutMs),
+      // A missing Host is answered below in our JSON shape, not by Node with an empty 400.
+      requireHostHeader: false,
+    },
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
     trustProxy: services.config.trustProxy,
     // Request ids are ours: a client-sent X-Request-Id is not trusted.
     requestIdHeader: false,
@@ -38,8 +53,11 @@ export function buildApp(services: Services): FastifyInstance {
     clientErrorHandler: answerClientError,
     // Errors the router raises before any hook runs (a bad percent-encoding, an over-long path parameter);
     // the portal's pages answer them in HTML like their other errors.
-    frameworkErrors: (error, request, reply) =>
-      isPortalUrl(request.url) ? void sendPortalFrameworkError(services, error, request, reply) : sendFrameworkError(error, request, reply),
+    frameworkErrors: (error, request, reply) => {
+      // No hook runs for these, the onSend below included.
+      if (config.strictTransportSecurity !== undefined) reply.header('strict-transport-security', config.strictTransportSecurity);
+      return isPortalUrl(request.url) ? void sendPortalFrameworkError(services, error, request, reply) : sendFrameworkError(error, request, reply);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // The API speaks JSON only; Fastify's built-in text/plain parser would let plain text through to validation.
@@ -48,7 +66,21 @@ export function buildApp(services: Services): FastifyInstance {
   app.decorateRequest('apiKey', null);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // HTTP/1.1 requires Host (RFC 9112 3.2); HTTP/1.0 did not have it.
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      return sendError(request, reply, new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header. Send Host with the server name.'));
+    }
   });
+  const { strictTransportSecurity } = config;
+  if (strictTransportSecurity !== undefined) {
+    // Served at an https public URL: browsers keep to https for the portal and the API from then on.
+    app.addHook('onSend', async (_request, reply) => {
+      reply.header('strict-transport-security', strictTransportSecurity);
+    });
+  }
+  // Events Node answers by itself, with an empty body or none, unless someone listens.
+  app.server.on('checkExpectation', answerExpectation);
+  app.server.on('connect', answerConnect);
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       { method: request.method, url: request.url.slice(0, 200), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },

@@ -45,9 +45,13 @@ export interface Config {
   readonly demoSeed: boolean;
   /** Trust `X-Forwarded-For` from a reverse proxy for the client IP. `CALLGATE_TRUST_PROXY`, default false. */
   readonly trustProxy: boolean;
-  /** Failed portal sign-ins per 15 minutes for the account of an email (or an unknown email); a success
-   * gives its attempt back. `CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT`, default 10. */
+  /** Failed portal sign-ins per 15 minutes for the account of an email (or an unknown email), from all
+   * addresses together; a success gives its attempt back. `CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT`, default 100:
+   * high, so that one address cannot lock the owner out, yet a cap on guesses from many addresses. */
   readonly portalSignInPerAccount: number;
+  /** Failed portal sign-ins per 15 minutes for one account from one client IP; a success gives its attempt
+   * back. `CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT_IP`, default 10. */
+  readonly portalSignInPerAccountIp: number;
   /** Portal sign-in attempts per 15 minutes per client IP. `CALLGATE_PORTAL_SIGNIN_PER_IP`, default 30. */
   readonly portalSignInPerIp: number;
   /** Timeout of one webhook delivery attempt. `CALLGATE_WEBHOOK_TIMEOUT_MS`, default 10000. */
@@ -74,6 +78,19 @@ export interface Config {
   /** A call still `initiated` this long after creation is looked up at the provider.
    * `CALLGATE_RECONCILE_AFTER`, a duration such as `15m`, `900s` or `900000ms`; default 15m. */
   readonly reconcileAfterMs: number;
+  /** `Strict-Transport-Security` value sent on every response when `CALLGATE_PUBLIC_URL` is https
+   * (`max-age=` `CALLGATE_HSTS_MAX_AGE`, default 31536000 s); undefined over http or with a max-age of 0. */
+  readonly strictTransportSecurity: string | undefined;
+  /** The whole request head must arrive within this many ms of its first byte (or of the connection, for a
+   * client that sends nothing), or the socket gets a 408 and is closed. `CALLGATE_HEADERS_TIMEOUT_MS`, default 10000. */
+  readonly headersTimeoutMs: number;
+  /** The whole request, body included, must arrive within this many ms (the time to answer does not count).
+   * `CALLGATE_REQUEST_TIMEOUT_MS`, default 30000. */
+  readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this many ms. `CALLGATE_KEEP_ALIVE_TIMEOUT_MS`, default
+   * 65000: longer than the 60 s idle timeout of common proxies and load balancers, so that the proxy always
+   * closes first and never sends a request down a connection callgate is closing. */
+  readonly keepAliveTimeoutMs: number;
   /** pino level. `CALLGATE_LOG_LEVEL`, default info. */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -162,6 +179,16 @@ export function loadConfig(env: Env = process.env): Config {
 
   const displayHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
   const publicUrl = (env.CALLGATE_PUBLIC_URL?.trim() || `http://${displayHost}:${port}`).replace(/\/+$/, '');
+  // HSTS only means something over https; a max-age of 0 lets an operator withdraw it from browsers.
+  const hstsMaxAge = integer(env, 'CALLGATE_HSTS_MAX_AGE', 31_536_000, 0, 63_072_000);
+  const strictTransportSecurity = /^https:\/\//i.test(publicUrl) && hstsMaxAge > 0 ? `max-age=${hstsMaxAge}` : undefined;
+
+  const headersTimeoutMs = integer(env, 'CALLGATE_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
+  const requestTimeoutMs = integer(env, 'CALLGATE_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  // Node refuses a header timeout longer than the request's, which includes the headers.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('CALLGATE_HEADERS_TIMEOUT_MS must not be longer than CALLGATE_REQUEST_TIMEOUT_MS');
+  }
 
   return Object.freeze({
     roles: new Set(roleList as Role[]),
@@ -178,7 +205,8 @@ export function loadConfig(env: Env = process.env): Config {
     simulatorDelayMs: integer(env, 'CALLGATE_SIMULATOR_DELAY_MS', 3_000, 0, 86_400_000),
     demoSeed: boolean(env, 'CALLGATE_DEMO_SEED', true),
     trustProxy: boolean(env, 'CALLGATE_TRUST_PROXY', false),
-    portalSignInPerAccount: integer(env, 'CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT', 10, 1, 1_000_000),
+    portalSignInPerAccount: integer(env, 'CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT', 100, 1, 1_000_000),
+    portalSignInPerAccountIp: integer(env, 'CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT_IP', 10, 1, 1_000_000),
     portalSignInPerIp: integer(env, 'CALLGATE_PORTAL_SIGNIN_PER_IP', 30, 1, 1_000_000),
     webhookTimeoutMs: integer(env, 'CALLGATE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     webhookRetryScheduleMs: Object.freeze(webhookRetryScheduleMs),
@@ -191,6 +219,10 @@ export function loadConfig(env: Env = process.env): Config {
     }),
     providerTimeoutMs,
     reconcileAfterMs,
+    strictTransportSecurity,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'CALLGATE_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),
     logLevel,
   });
 }

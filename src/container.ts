@@ -99,6 +99,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     const signInWindowSeconds = 15 * 60;
     const signInLimiters = overrides.signInLimiters ?? {
       perAccount: await createRateLimiter({ store, name: 'cg_signin_acct', pointsPerWindow: config.portalSignInPerAccount, windowSeconds: signInWindowSeconds }),
+      perAccountIp: await createRateLimiter({ store, name: 'cg_signin_acct_ip', pointsPerWindow: config.portalSignInPerAccountIp, windowSeconds: signInWindowSeconds }),
       perIp: await createRateLimiter({ store, name: 'cg_signin_ip', pointsPerWindow: config.portalSignInPerIp, windowSeconds: signInWindowSeconds }),
     };
 

@@ -1,4 +1,4 @@
-/** The configuration module on its own: how CALLGATE_ROLES is read. */
+/** The configuration module on its own: how CALLGATE_ROLES, the HTTP server timeouts and HSTS are read. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../src/config.js';
@@ -21,5 +21,28 @@ describe('CALLGATE_ROLES', () => {
     for (const value of ['all', 'api,web', ',', 'both,api']) {
       assert.throws(() => roles(value), /CALLGATE_ROLES must be api, worker, api,worker or both, got/, value);
     }
+  });
+});
+
+describe('HTTP server timeouts and HSTS', () => {
+  it('has deliberate defaults: headers within 10 s, the request within 30 s, idle keep-alive 65 s', () => {
+    const config = loadConfig({});
+    assert.equal(config.headersTimeoutMs, 10_000);
+    assert.equal(config.requestTimeoutMs, 30_000);
+    assert.equal(config.keepAliveTimeoutMs, 65_000);
+  });
+
+  it('refuses a headers timeout longer than the request timeout, naming both', () => {
+    assert.throws(
+      () => loadConfig({ CALLGATE_HEADERS_TIMEOUT_MS: '20000', CALLGATE_REQUEST_TIMEOUT_MS: '10000' }),
+      /CALLGATE_HEADERS_TIMEOUT_MS must not be longer than CALLGATE_REQUEST_TIMEOUT_MS/,
+    );
+  });
+
+  it('sends Strict-Transport-Security only for an https public URL and a max-age above 0', () => {
+    assert.equal(loadConfig({}).strictTransportSecurity, undefined);
+    assert.equal(loadConfig({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com' }).strictTransportSecurity, 'max-age=31536000');
+    assert.equal(loadConfig({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com', CALLGATE_HSTS_MAX_AGE: '0' }).strictTransportSecurity, undefined);
+    assert.throws(() => loadConfig({ CALLGATE_HSTS_MAX_AGE: '1y' }), /CALLGATE_HSTS_MAX_AGE must be a whole number/);
   });
 });

@@ -14,12 +14,17 @@ export const errorCatalogue = {
   agent_not_found: { status: 403, message: "The agent does not exist in this API key's account." },
   not_found: { status: 404, message: 'No such resource.' },
   method_not_allowed: { status: 405, message: 'This method is not allowed on this path.' },
+  request_timeout: {
+    status: 408,
+    message: 'The request did not arrive in time: its headers or body came too slowly. Send the whole request again without pauses.',
+  },
   idempotency_conflict: {
     status: 409,
     message: 'This Idempotency-Key was already used with a different request body.',
   },
   payload_too_large: { status: 413, message: 'The request body is larger than 64 KB.' },
   unsupported_media_type: { status: 415, message: 'Content-Type must be application/json.' },
+  expectation_failed: { status: 417, message: 'The Expect header can only be 100-continue. Send the request again without it.' },
   headers_too_large: { status: 431, message: 'The request headers are larger than the server accepts (16 KB).' },
   rate_limit_exceeded: { status: 429, message: 'Too many requests. Retry after the number of seconds in Retry-After.' },
   internal_error: { status: 500, message: 'Something went wrong on our side. Quote the request_id to support.' },

@@ -16,6 +16,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
 import { encodeForm, password, portalClient, portalOrigin, sessionCookieOf, setCookieOf, signedInClient, signInForm } from './portal-client.js';
 
 const perAccountLimit = 6;
+const perAccountIpLimit = 3;
 const perIpLimit = 12;
 
 await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
@@ -24,7 +25,11 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
 
   before(async () => {
     t = await startTestApp(dialect, {
-      env: { CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT: String(perAccountLimit), CALLGATE_PORTAL_SIGNIN_PER_IP: String(perIpLimit) },
+      env: {
+        CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT: String(perAccountLimit),
+        CALLGATE_PORTAL_SIGNIN_PER_ACCOUNT_IP: String(perAccountIpLimit),
+        CALLGATE_PORTAL_SIGNIN_PER_IP: String(perIpLimit),
+      },
     });
     receiver = await startWebhookReceiver();
   });
@@ -292,7 +297,31 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     assert.ok(sessionCookieOf(accepted));
   });
 
-  it(`throttles sign-in per account: failure ${perAccountLimit + 1} within 15 minutes gets 429, even with the right password`, async () => {
+  it(`throttles sign-in per account and address: failure ${perAccountIpLimit + 1} from one address gets 429 there, while the owner still signs in from another`, async () => {
+    const account = await t.newAccount();
+    const owner = await signedInClient(t, account);
+    const attacker = portalClient(t);
+    for (let attempt = 1; attempt <= perAccountIpLimit; attempt++) {
+      assert.equal((await attacker.signIn(owner.email, 'wrong password!')).statusCode, 401, `attempt ${attempt}`);
+    }
+    // The attacker's address is done for this account, even with the right password...
+    const blocked = await attacker.signIn(owner.email);
+    assert.equal(blocked.statusCode, 429);
+    assert.ok(Number(blocked.headers['retry-after']) > 0 && Number(blocked.headers['retry-after']) <= 900);
+    assert.equal(sessionCookieOf(blocked), undefined);
+    // ...and its further tries are refused before they reach the account's own count.
+    for (let attempt = 1; attempt <= perAccountLimit; attempt++) {
+      assert.equal((await attacker.signIn(owner.email, 'wrong password!')).statusCode, 429);
+    }
+    // The owner, at another address, is not locked out.
+    const again = portalClient(t);
+    const response = await again.signIn(owner.email);
+    assert.equal(response.statusCode, 303);
+    assert.ok(sessionCookieOf(response));
+    assert.equal((await again.get('/developers')).statusCode, 200);
+  });
+
+  it(`throttles sign-in per account across addresses: failure ${perAccountLimit + 1} within 15 minutes gets 429, even with the right password`, async () => {
     const account = await t.newAccount();
     const { email } = await signedInClient(t, account); // a success: it gives its attempt back
     for (let attempt = 1; attempt <= perAccountLimit; attempt++) {

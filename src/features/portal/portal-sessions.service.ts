@@ -33,9 +33,15 @@ export interface PortalSession {
   readonly expiresAt: string;
 }
 
-/** Sign-in attempts are counted per client IP and per account of the email (or the email, when unknown). */
+/**
+ * Sign-in attempts are counted per client IP, per account of the email (or the email, when unknown) from
+ * one IP, and per account from all IPs together. The per-(account, IP) budget is the tight one: it stops
+ * guessing from one address without locking the account's owner out everywhere else. The per-account one
+ * is much higher and caps guessing spread over many addresses.
+ */
 export interface SignInLimiters {
   readonly perAccount: RateLimiter;
+  readonly perAccountIp: RateLimiter;
   readonly perIp: RateLimiter;
 }
 
@@ -117,11 +123,13 @@ export interface SignInDeps {
 }
 
 /**
- * Checks an email and password. Every attempt counts against both limits before the password is looked
+ * Checks an email and password. Every attempt counts against the limits before the password is looked
  * at: counting failures only afterwards would let parallel guesses all pass the check first. A success
- * then gives its account's attempt back, so that a team signing in through the day never meets that limit;
- * only failures use it up. The IP's attempt stays counted: refunding it would let someone with an account
- * of their own sign in between guesses at others and never meet the per-IP limit.
+ * then gives its account's attempts back, so that a team signing in through the day never meets those
+ * limits; only failures use them up. The IP's attempt stays counted: refunding it would let someone with an
+ * account of their own sign in between guesses at others and never meet the per-IP limit. An address that
+ * used up its budget for an account is refused before the account-wide count, so its further tries do not
+ * eat into what the owner's addresses have left.
  */
 export async function signIn(deps: SignInDeps, input: { email: string; password: string; ip: string }): Promise<SignInResult> {
   const email = normaliseEmail(input.email);
@@ -129,10 +137,14 @@ export async function signIn(deps: SignInDeps, input: { email: string; password:
   if (!byIp.allowed) return { kind: 'throttled', retryAfterSeconds: byIp.resetSeconds };
   const known = email === '' ? undefined : await findUserByEmail(deps.db, email);
   const accountKey = known ? `account:${known.account_id}` : `email:${email.slice(0, 320)}`;
+  const accountIpKey = `${accountKey}:ip:${input.ip}`;
+  const byAccountIp = await deps.limiters.perAccountIp.consume(accountIpKey);
+  if (!byAccountIp.allowed) return { kind: 'throttled', retryAfterSeconds: byAccountIp.resetSeconds };
   const byAccount = await deps.limiters.perAccount.consume(accountKey);
   if (!byAccount.allowed) return { kind: 'throttled', retryAfterSeconds: byAccount.resetSeconds };
   const user = await authenticateUser(deps.db, email, input.password);
   if (!user) return { kind: 'invalid' };
+  await deps.limiters.perAccountIp.refund(accountIpKey);
   await deps.limiters.perAccount.refund(accountKey);
   const { token, session } = await createSession(deps.db, deps.clock, user);
   return { kind: 'signed_in', token, session };
