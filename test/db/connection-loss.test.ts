@@ -110,7 +110,12 @@ await describe('Connection loss on PostgreSQL (real processes through a TCP prox
     let next = 0;
     const done = Promise.all(
       Array.from({ length: lanes }, async () => {
-        while (!stopped) answers.push(await post(url, `load-${process.pid}-${Date.now()}-${next++}`));
+        while (!stopped) {
+          const key = `load-${process.pid}-${Date.now()}-${next++}`;
+          // No answer at all (the process died) is kept as status 0, so that the test says why.
+          answers.push(await post(url, key).catch((error: Error) => ({ key, status: 0, requestIdHeader: null, body: { fetch: error.message }, at: Date.now() })));
+          if (answers.at(-1)!.status === 0) await sleep(50);
+        }
       }),
     );
     return {
@@ -135,7 +140,9 @@ await describe('Connection loss on PostgreSQL (real processes through a TCP prox
     await until('503 answers while the database is away', () =>
       load.answers.filter((a) => a.at > droppedAt + 200 && a.status !== 201).length >= 5 ? true : undefined,
     );
-    const health = await fetch(`${server.url}/healthz`);
+    const health = await fetch(`${server.url}/healthz`).catch((error: Error) =>
+      assert.fail(`GET /healthz got no answer (${error.message}); the process output:\n${server.output()}`),
+    );
     assertCatalogueError(
       { status: health.status, body: await health.json(), requestIdHeader: health.headers.get('x-request-id') },
       'database_unavailable',
@@ -265,7 +272,10 @@ await describe('Connection loss on PostgreSQL (real processes through a TCP prox
       worker.output().includes('webhook wake-up listener lost its connection') ? true : undefined,
     ).catch((error: Error) => assert.fail(`${error.message}:\n${worker.output()}`));
     // A failed attempt to LISTEN again shows the process lived on past the drop and keeps trying.
-    await until('a failed reconnection attempt', () => (worker.output().includes('could not LISTEN for webhook wake-ups') ? true : undefined));
+    await until('a failed reconnection attempt', async () => {
+      if (!worker.alive()) assert.fail(`the worker exited (${JSON.stringify(await worker.exited)}) while the database was away:\n${worker.output()}`);
+      return worker.output().includes('could not LISTEN for webhook wake-ups') ? true : undefined;
+    });
     assert.ok(worker.alive(), `the worker exited:\n${worker.output()}`);
 
     // Calls acknowledged meanwhile by the api process are ended and delivered once the worker is back.
