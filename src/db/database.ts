@@ -62,10 +62,13 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
     close: () => sqlite.close(),
     prepare(sql: string): SqliteStatement {
       const statement = prepare(sql);
+      // SQLite rolls a transaction back by itself when a write fails with SQLITE_FULL or an I/O error; Kysely's
+      // own ROLLBACK then fails ("no transaction is active") and hides the real error (a full disk) behind a 500.
+      const isRollback = /^\s*rollback\s*$/i.test(sql);
       return {
         reader: statement.reader,
         all: (parameters) => statement.all(parameters),
-        run: (parameters) => statement.run(parameters),
+        run: (parameters) => (isRollback && !sqlite.inTransaction ? { changes: 0, lastInsertRowid: 0 } : statement.run(parameters)),
         iterate: (parameters) => sqlite.prepare(sql).iterate(parameters) as IterableIterator<unknown>,
       };
     },
