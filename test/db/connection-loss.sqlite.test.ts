@@ -1,12 +1,21 @@
 /**
- * SQLite's counterpart of a lost database: writes refused by the driver itself. Tests run as root, where
- * an unwritable folder or file still takes writes, so the faults come from SQLite on the live connection:
- * `PRAGMA query_only` makes every write fail with SQLITE_READONLY, and `PRAGMA max_page_count` at the
- * file's size makes the next growth fail with SQLITE_FULL (a full disk). Requests then get 503
+ * SQLite's counterpart of a lost database: writes that fail. Tests run as root, where an unwritable folder
+ * or file still takes writes, so the faults are made otherwise: a real full disk (the data folder on a
+ * small tmpfs, filled up mid-run by a real server process; skipped with its reason where mounting is not
+ * allowed), and, in process, SQLite refusing writes on the live connection: `PRAGMA query_only` gives
+ * SQLITE_READONLY, `PRAGMA max_page_count` at the file's size SQLITE_FULL. Requests then get 503
  * database_unavailable in the catalogue's shape, the worker keeps going, and nothing acknowledged is lost.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import { createServices } from '../../src/container.js';
+import { seedAccount, testEnvDefaults } from '../helpers/test-app.js';
+import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LightMyRequestResponse } from 'fastify';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
@@ -122,5 +131,105 @@ it('SQLite read-only after the provider placed the call: 503, then the same Idem
     letGo();
     sqlite.pragma('query_only = 0');
     await t.close();
+  }
+});
+
+/** A 16 MB tmpfs to fill up, or the reason none can be mounted here. */
+function mountSmallDisk(): { dir: string; unmount(): void } | string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-disk-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', dir], { stdio: 'pipe' });
+  } catch (error) {
+    fs.rmdirSync(dir);
+    return `cannot mount a small tmpfs here (${(error as Error).message.split('\n')[0]})`;
+  }
+  return {
+    dir,
+    unmount() {
+      execFileSync('umount', [dir]);
+      fs.rmdirSync(dir);
+    },
+  };
+}
+
+// Probed once here (mounted and let go at once), so a test run that filters this test out leaves no mount.
+const probe = mountSmallDisk();
+if (typeof probe !== 'string') probe.unmount();
+
+it('SQLite on a disk that fills up mid-run: a real server process answers 503, lives, recovers and loses no event', { skip: typeof probe === 'string' ? probe : false }, async () => {
+  const disk = mountSmallDisk();
+  if (typeof disk === 'string') assert.fail(disk);
+  const receiver = await startWebhookReceiver();
+  let server: ServerProcess | undefined;
+  try {
+    const env = { ...testEnvDefaults, CALLGATE_DATA_DIR: disk.dir };
+    const services = await createServices(loadConfig(env));
+    const seed = await seedAccount(services);
+    await createEndpoint(services.db, services.clock, true, { accountId: seed.accountId, url: receiver.url });
+    await services.close();
+    server = await startServerProcess({ env: { CALLGATE_DATA_DIR: disk.dir, CALLGATE_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+    let exited = false;
+    void server.exited.then(() => (exited = true));
+    const post = async (key: string) => {
+      const res = await fetch(`${server!.url}/v1/calls`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${seed.token}`, 'idempotency-key': key },
+        body: JSON.stringify({ agent_id: seed.agentId, to: '+14155550123', metadata: { filler: 'x'.repeat(4_000) } }),
+      });
+      return { status: res.status, requestId: res.headers.get('x-request-id'), body: (await res.json()) as { id: string; error: string; request_id: string } };
+    };
+    const acknowledged: string[] = [];
+    for (let index = 0; index < 5; index++) {
+      const answer = await post(`before-${index}`);
+      assert.equal(answer.status, 201, JSON.stringify(answer.body));
+      acknowledged.push(answer.body.id);
+    }
+
+    // Fill the disk, as another program writing there would.
+    const filler = path.join(disk.dir, 'filler');
+    const fd = fs.openSync(filler, 'w');
+    try {
+      for (;;) fs.writeSync(fd, Buffer.alloc(64 * 1024));
+    } catch (error) {
+      assert.equal((error as NodeJS.ErrnoException).code, 'ENOSPC');
+    } finally {
+      fs.closeSync(fd);
+    }
+    let refused: { key: string; answer: Awaited<ReturnType<typeof post>> } | undefined;
+    for (let index = 0; index < 3_000 && !refused; index++) {
+      const answer = await post(`full-${index}`);
+      if (answer.status === 201) acknowledged.push(answer.body.id);
+      else refused = { key: `full-${index}`, answer };
+    }
+    assert.ok(refused, 'the disk never filled up');
+    assert.equal(refused.answer.status, 503, JSON.stringify(refused.answer.body));
+    assert.equal(refused.answer.body.error, 'database_unavailable');
+    assert.equal(refused.answer.requestId, refused.answer.body.request_id);
+    assert.ok(!exited, `the process died:\n${server.output()}`);
+
+    fs.rmSync(filler);
+    // The refused key gets its one call (stored late, or placed anew once the key was freed).
+    const retried = await until('the refused key to succeed', async () => {
+      const answer = await post(refused!.key);
+      return answer.status === 201 ? answer : undefined;
+    });
+    acknowledged.push(retried.body.id);
+    const afterwards = await post('after');
+    assert.equal(afterwards.status, 201, JSON.stringify(afterwards.body));
+    acknowledged.push(afterwards.body.id);
+    // Outcomes whose recording failed are looked at again after their 30 s lease.
+    await until(
+      'an event for every acknowledged call',
+      async () => {
+        const seen = new Set(receiver.received.map((hook) => (JSON.parse(hook.body) as { data: { id: string } }).data.id));
+        return acknowledged.every((id) => seen.has(id)) ? true : undefined;
+      },
+      90_000,
+    );
+    assert.ok(!exited, `the process died:\n${server.output()}`);
+  } finally {
+    await server?.stop();
+    await receiver.close();
+    disk.unmount();
   }
 });
