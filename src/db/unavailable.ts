@@ -49,17 +49,22 @@ const retryMaxMs = 2_000;
 /**
  * Runs `work` after a short wait, and again with backoff (up to 2 s apart) for as long as it fails because
  * the database is away; rejects on any other error. For writes that must still happen once the database is
- * back (storing a call the provider placed, freeing an Idempotency-Key). Its timers do not keep a process alive.
+ * back (storing a call the provider placed, freeing an Idempotency-Key). `giveUpAfterMs` bounds work that
+ * stops mattering (a key's lock ends by itself). Its timers do not keep a process alive.
  */
-export async function retryWhileUnavailable(work: () => Promise<void>, onUnavailable?: (error: unknown) => void): Promise<void> {
+export async function retryWhileUnavailable(
+  work: () => Promise<void>,
+  options: { onUnavailable?: (error: unknown) => void; giveUpAfterMs?: number } = {},
+): Promise<void> {
+  const giveUpAt = options.giveUpAfterMs === undefined ? Infinity : Date.now() + options.giveUpAfterMs;
   let waitMs = retryStartMs;
   for (;;) {
     await sleep(waitMs, undefined, { ref: false });
     try {
       return await work();
     } catch (error) {
-      if (!isDatabaseUnavailable(error)) throw error;
-      onUnavailable?.(error);
+      if (!isDatabaseUnavailable(error) || Date.now() >= giveUpAt) throw error;
+      options.onUnavailable?.(error);
       waitMs = Math.min(retryMaxMs, waitMs * 2);
     }
   }

@@ -213,7 +213,8 @@ async function releaseKey(deps: CallsDeps, scope: idempotency.IdempotencyScope, 
     await idempotency.release(deps.db, scope, owner);
   } catch (error) {
     if (!isDatabaseUnavailable(error)) throw error;
-    void retryWhileUnavailable(() => idempotency.release(deps.db, scope, owner)).catch(() => undefined);
+    // Past its lock the key is free anyway: no point retrying longer (a long outage would pile up retries).
+    void retryWhileUnavailable(() => idempotency.release(deps.db, scope, owner), { giveUpAfterMs: deps.idempotency.lockMs }).catch(() => undefined);
   }
 }
 
@@ -229,7 +230,7 @@ async function keepStoring(deps: CallsDeps, callId: string, store: () => Promise
       async () => {
         if (!(await repo.findCallById(deps.db, callId))) await store();
       },
-      (error) => deps.onStoreRetry?.({ callId, stored: false, error }),
+      { onUnavailable: (error) => deps.onStoreRetry?.({ callId, stored: false, error }) },
     );
   } catch (error) {
     deps.onStoreRetry?.({ callId, stored: false, error });

@@ -76,7 +76,9 @@ export async function claim(
   } catch (error) {
     // An insert or take-over may have committed just before its connection dropped, holding the key for an
     // owner nobody knows: free it once the database is back, or the key would stay locked for lockMs.
-    if (isDatabaseUnavailable(error)) void retryWhileUnavailable(() => release(db, scope, owner)).catch(() => undefined);
+    if (isDatabaseUnavailable(error)) {
+      void retryWhileUnavailable(() => release(db, scope, owner), { giveUpAfterMs: settings.lockMs }).catch(() => undefined);
+    }
     throw error;
   }
 }
