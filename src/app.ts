@@ -49,6 +49,9 @@ export function buildApp(services: Services): FastifyInstance {
       // Validate exactly what was sent: no type coercion, no silent removal of unknown fields.
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, allowUnionTypes: true },
     },
+    // Fastify's own answer to a request that arrives while the server closes is not in the catalogue's
+    // shape; the onRequest hook below answers it instead.
+    return503OnClosing: false,
     // A request Node's HTTP parser refuses (bad header bytes, broken framing) still gets a JSON answer.
     clientErrorHandler: answerClientError,
     // Errors the router raises before any hook runs (a bad percent-encoding, an over-long path parameter);
@@ -64,8 +67,17 @@ export function buildApp(services: Services): FastifyInstance {
   app.removeContentTypeParser('text/plain');
   registerJsonBodyParser(app);
   app.decorateRequest('apiKey', null);
+  // Set when close() begins (Fastify runs preClose hooks once it stops routing new work to handlers).
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) {
+      // A request on a connection kept alive across the shutdown: the client should go elsewhere or come back.
+      return sendError(request, reply, new ApiError('service_unavailable', undefined, { headers: { connection: 'close', 'retry-after': '1' } }));
+    }
     // HTTP/1.1 requires Host (RFC 9112 3.2); HTTP/1.0 did not have it.
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
       return sendError(request, reply, new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header. Send Host with the server name.'));

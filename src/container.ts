@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase, type DatabaseHandle, type Db } from './db/database.js';
+import { isDatabaseUnavailable } from './db/unavailable.js';
 import { CallMonitor } from './features/calls/call-monitor.js';
 import type { CallsDeps } from './features/calls/calls.service.js';
 import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
@@ -146,6 +147,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     });
 
     const requestLog = new RequestLogWriter(database.db, logger);
+    let workerKeepAlive: NodeJS.Timeout | undefined;
 
     const calls: CallsDeps = {
       db: database.db,
@@ -153,6 +155,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       providers,
       idempotency: { waitMs: config.idempotencyWaitMs, lockMs: config.idempotencyLockMs },
       onCallPlaced: (callId, checkAt) => callMonitor.schedule(callId, checkAt),
+      onStoreRetry: ({ callId, stored, error }) => {
+        if (stored) logger.info({ callId }, 'a placed call was stored once the database was back');
+        else if (isDatabaseUnavailable(error)) logger.warn({ callId, err: error }, 'the database is still unavailable; storing a placed call again soon');
+        else logger.error({ callId, err: error }, 'storing a placed call failed; it is not retried');
+      },
     };
 
     return {
@@ -174,9 +181,15 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       startWorker() {
         callMonitor.start();
         dispatcher.start();
+        // The worker's own timers are unref'd (so tests and the CLI can end), and a worker-only process has
+        // no listening socket: with its database connections gone, nothing would keep it running and it
+        // would exit 0 mid-outage. This timer keeps the worker role alive until close().
+        workerKeepAlive ??= setInterval(() => undefined, 60 * 60 * 1000);
       },
       async close(graceMs) {
         const closingAt = Date.now();
+        if (workerKeepAlive) clearInterval(workerKeepAlive);
+        workerKeepAlive = undefined;
         await callMonitor.stop();
         await dispatcher.stop(graceMs === undefined ? undefined : Math.max(0, graceMs - (Date.now() - closingAt)));
         await requestLog.flush();

@@ -36,6 +36,9 @@ export function dialectOf(db: Db): 'sqlite' | 'postgres' {
 /** Pool size per process; several processes share one PostgreSQL server, so keep it modest. */
 const postgresPoolSize = 10;
 
+/** How long a new PostgreSQL connection may take before the query waiting for it fails. */
+const postgresConnectTimeoutMs = 5_000;
+
 /** Distinct SQL texts kept prepared; queries built with `in (…)` lists vary, so the cache is bounded. */
 const statementCacheSize = 500;
 
@@ -59,10 +62,13 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
     close: () => sqlite.close(),
     prepare(sql: string): SqliteStatement {
       const statement = prepare(sql);
+      // SQLite rolls a transaction back by itself when a write fails with SQLITE_FULL or an I/O error; Kysely's
+      // own ROLLBACK then fails ("no transaction is active") and hides the real error (a full disk) behind a 500.
+      const isRollback = /^\s*rollback\s*$/i.test(sql);
       return {
         reader: statement.reader,
         all: (parameters) => statement.all(parameters),
-        run: (parameters) => statement.run(parameters),
+        run: (parameters) => (isRollback && !sqlite.inTransaction ? { changes: 0, lastInsertRowid: 0 } : statement.run(parameters)),
         iterate: (parameters) => sqlite.prepare(sql).iterate(parameters) as IterableIterator<unknown>,
       };
     },
@@ -103,8 +109,19 @@ export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}):
       },
     };
   }
-  const pool = new pg.Pool({ connectionString: config.url, max: postgresPoolSize });
-  // An idle client losing its connection must not crash the process; the pool replaces it.
+  const pool = new pg.Pool({
+    connectionString: config.url,
+    max: postgresPoolSize,
+    // While the server is unreachable a request fails within this time (503 database_unavailable) instead of hanging.
+    connectionTimeoutMillis: postgresConnectTimeoutMs,
+    // A connection that went silent (a dead peer, a dropped NAT entry) is noticed by TCP keepalives.
+    keepAlive: true,
+  });
+  // A lost connection must never kill the process. pg-pool listens for errors of idle clients only (below);
+  // a client that is checked out (a Kysely query or transaction under way) emits 'error' with no listener,
+  // which Node turns into an uncaught exception. Its query fails by itself (503 to the request), and the
+  // pool drops the client when it is released, since it is no longer queryable.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   pool.on('error', () => undefined);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { dialect: 'postgres', db, pool, destroy: () => db.destroy() };

@@ -5,6 +5,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorBody } from './api-error.js';
+import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { errorCatalogue, type ErrorCode } from './catalogue.js';
 
 interface AjvLikeError {
@@ -127,8 +128,15 @@ function fromFastifyError(error: FastifyError): ApiError {
   return new ApiError('internal_error', undefined, { cause: error });
 }
 
+/** Seconds a client is asked to wait after a database outage answer: a short outage is usually over by then. */
+const databaseRetryAfterSeconds = '2';
+
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  // A lost or refused connection (or an unwritable SQLite file) is an outage, not a bug: say so and when to retry.
+  if (isDatabaseUnavailable(error)) {
+    return new ApiError('database_unavailable', undefined, { cause: error, headers: { 'retry-after': databaseRetryAfterSeconds } });
+  }
   if (error && typeof error === 'object' && ('statusCode' in error || 'validation' in error || 'code' in error)) {
     return fromFastifyError(error as FastifyError);
   }
@@ -167,6 +175,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const apiError = toApiError(error);
     if (apiError.code === 'internal_error') {
       request.log.error({ err: apiError.cause ?? apiError, code: apiError.code }, 'request failed');
+    } else if (apiError.code === 'database_unavailable') {
+      const cause = apiError.cause as { code?: unknown; message?: unknown } | undefined;
+      request.log.warn({ code: apiError.code, reason: cause?.code ?? cause?.message }, 'request failed: the database is unavailable');
     } else if (apiError.status >= 500) {
       // A provider's refusal or outage is expected and already explained by the message: no stack trace.
       request.log.warn({ code: apiError.code, reason: apiError.message }, 'request failed at the provider');

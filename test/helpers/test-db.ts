@@ -21,7 +21,7 @@ let postgresProbe: Promise<string | null> | undefined;
 /** Null when PostgreSQL answers, else the reason it does not (used as the skip reason). */
 export function postgresUnavailableReason(): Promise<string | null> {
   postgresProbe ??= (async () => {
-    const client = new pg.Client({ connectionString: postgresAdminUrl, connectionTimeoutMillis: 3_000 });
+    const client = new pg.Client({ connectionString: postgresAdminUrl, connectionTimeoutMillis: 15_000 });
     try {
       await client.connect();
       await client.query('select 1');

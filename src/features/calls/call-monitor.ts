@@ -6,6 +6,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
+import { isDatabaseUnavailable } from '../../db/unavailable.js';
 import type { CallRow } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
@@ -97,7 +98,11 @@ export class CallMonitor {
     if (this.stopped) return Promise.resolve();
     if (!this.sweeping) {
       this.sweeping = this.sweepOnce()
-        .catch((error: unknown) => this.options.logger.error({ err: error }, 'call monitor sweep failed'))
+        .catch((error: unknown) =>
+          isDatabaseUnavailable(error)
+            ? this.options.logger.warn({ err: error }, 'call monitor sweep failed: the database is unavailable; trying again at the next sweep')
+            : this.options.logger.error({ err: error }, 'call monitor sweep failed'),
+        )
         .finally(() => {
           this.sweeping = undefined;
         });

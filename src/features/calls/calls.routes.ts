@@ -50,6 +50,14 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
           });
         case 'provider_failed':
           throw providerFailureToApiError(result.failure);
+        case 'store_pending':
+          throw new ApiError(
+            'database_unavailable',
+            idempotencyKey === undefined
+              ? `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Do not retry without an Idempotency-Key: that would place a second call. Look for the call with GET /v1/calls/${result.callId}.`
+              : `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Retry with backoff and the same Idempotency-Key to get its 201 (never a second call).`,
+            { cause: result.cause, headers: { 'retry-after': '2' } },
+          );
         case 'created':
         case 'replayed':
           if (result.kind === 'replayed') reply.header('idempotent-replayed', 'true');

@@ -3,6 +3,7 @@
  * outcome value; it never sees the database or the provider.
  */
 import { dialectOf, type Db } from '../../db/database.js';
+import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import type { ApiKeyRow, CallRow } from '../../db/schema.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { ApiError } from '../../errors/api-error.js';
@@ -23,6 +24,8 @@ export interface CallsDeps {
   readonly idempotency: IdempotencySettings;
   /** Told about each new call and when to first look at it (the call monitor's prompt timer). */
   readonly onCallPlaced?: (callId: string, checkAt: Date) => void;
+  /** Told how storing a placed call goes when the database was away at first (see `keepStoring`). */
+  readonly onStoreRetry?: (event: { callId: string; stored: boolean; error?: unknown }) => void;
 }
 
 export const createCallRoute = 'POST /v1/calls';
@@ -31,7 +34,12 @@ export type CreateCallResult =
   | { readonly kind: 'created' | 'replayed'; readonly response: StoredResponse }
   | { readonly kind: 'invalid_metadata'; readonly message: string }
   | { readonly kind: 'agent_not_found' }
-  | { readonly kind: 'provider_failed'; readonly failure: ProviderFailure };
+  | { readonly kind: 'provider_failed'; readonly failure: ProviderFailure }
+  /**
+   * The provider placed the call but the database was away when it was to be stored: it is stored in the
+   * background as soon as the database answers, and the Idempotency-Key stays held for it meanwhile.
+   */
+  | { readonly kind: 'store_pending'; readonly callId: string; readonly cause: unknown };
 
 /** Rules of spec 2.1 that a JSON schema cannot say: the 5 KB size of the metadata. */
 export function metadataSizeProblem(metadata: CreateCallBody['metadata']): string | null {
@@ -107,14 +115,15 @@ export async function createCall(
     owner = claimed.owner;
   }
 
-  let succeeded = false;
+  let keepKey = false;
   try {
     const result = await placeAndStore(deps, apiKey, body, scope && owner ? { scope, owner } : undefined);
-    succeeded = result.kind === 'created';
+    // A placed call that is still being stored keeps the key: a retry must get that call, never a second one.
+    keepKey = result.kind === 'created' || result.kind === 'store_pending';
     return result;
   } finally {
     // Only successes are stored (spec 4.1 rule 3.4): any other ending frees the key.
-    if (!succeeded && scope && owner) await idempotency.release(deps.db, scope, owner);
+    if (!keepKey && scope && owner) await releaseKey(deps, scope, owner);
   }
 }
 
@@ -169,19 +178,66 @@ async function placeAndStore(
     body: toCallCreated(row),
     headers: { location: `/v1/calls/${row.id}` },
   };
-  if (!held) {
-    await repo.insertCall(deps.db, row);
-  } else if (dialectOf(deps.db) === 'postgres') {
-    await repo.insertCallCompletingKey(deps.db, row, idempotency.completion(deps.clock, held.scope, held.owner, response));
-  } else {
-    // SQLite has no INSERT inside a WITH; its transaction costs no round trips.
-    await deps.db.transaction().execute(async (trx) => {
-      await repo.insertCall(trx, row);
-      await idempotency.complete(trx, deps.clock, held.scope, held.owner, response);
-    });
+  const store = async () => {
+    if (!held) {
+      await repo.insertCall(deps.db, row);
+    } else if (dialectOf(deps.db) === 'postgres') {
+      await repo.insertCallCompletingKey(deps.db, row, idempotency.completion(deps.clock, held.scope, held.owner, response));
+    } else {
+      // SQLite has no INSERT inside a WITH; its transaction costs no round trips.
+      await deps.db.transaction().execute(async (trx) => {
+        await repo.insertCall(trx, row);
+        await idempotency.complete(trx, deps.clock, held.scope, held.owner, response);
+      });
+    }
+  };
+  try {
+    await store();
+  } catch (error) {
+    // The call exists at the provider now. Forgetting it would lose its outcome, and releasing the key
+    // would let a retry place a second call; so it is stored as soon as the database is back.
+    if (!isDatabaseUnavailable(error)) throw error;
+    void keepStoring(deps, row.id, store, () => deps.onCallPlaced?.(row.id, firstCheckAt));
+    return { kind: 'store_pending', callId: row.id, cause: error };
   }
   deps.onCallPlaced?.(row.id, firstCheckAt);
   return { kind: 'created', response };
+}
+
+/**
+ * Frees a key after a failure. When the database is away the key is freed in the background once it is
+ * back (rather than left locked until CALLGATE_IDEMPOTENCY_LOCK_MS ends), and the request's own error stands.
+ */
+async function releaseKey(deps: CallsDeps, scope: idempotency.IdempotencyScope, owner: string): Promise<void> {
+  try {
+    await idempotency.release(deps.db, scope, owner);
+  } catch (error) {
+    if (!isDatabaseUnavailable(error)) throw error;
+    // Past its lock the key is free anyway: no point retrying longer (a long outage would pile up retries).
+    void retryWhileUnavailable(() => idempotency.release(deps.db, scope, owner), { giveUpAfterMs: deps.idempotency.lockMs }).catch(() => undefined);
+  }
+}
+
+/**
+ * Stores a placed call once the database answers again, retrying with backoff for as long as the process
+ * lives. A first attempt that failed may have committed before its connection dropped: a call already
+ * there is done. The key stays held (its lock, CALLGATE_IDEMPOTENCY_LOCK_MS, bounds how long a retry
+ * waits for it); once stored, a retry with the key replays the 201.
+ */
+async function keepStoring(deps: CallsDeps, callId: string, store: () => Promise<void>, onStored: () => void): Promise<void> {
+  try {
+    await retryWhileUnavailable(
+      async () => {
+        if (!(await repo.findCallById(deps.db, callId))) await store();
+      },
+      { onUnavailable: (error) => deps.onStoreRetry?.({ callId, stored: false, error }) },
+    );
+  } catch (error) {
+    deps.onStoreRetry?.({ callId, stored: false, error });
+    return;
+  }
+  onStored();
+  deps.onStoreRetry?.({ callId, stored: true });
 }
 
 /** True for text that PostgreSQL refuses as a query parameter; such a value names nothing we store. */

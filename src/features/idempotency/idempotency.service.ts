@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../db/database.js';
+import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import { ApiError } from '../../errors/api-error.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import * as repo from './idempotency.repository.js';
@@ -70,6 +71,26 @@ export async function claim(
   requestHash: string,
 ): Promise<Claim> {
   const owner = randomBytes(12).toString('hex');
+  try {
+    return await claimAs(db, clock, settings, scope, requestHash, owner);
+  } catch (error) {
+    // An insert or take-over may have committed just before its connection dropped, holding the key for an
+    // owner nobody knows: free it once the database is back, or the key would stay locked for lockMs.
+    if (isDatabaseUnavailable(error)) {
+      void retryWhileUnavailable(() => release(db, scope, owner), { giveUpAfterMs: settings.lockMs }).catch(() => undefined);
+    }
+    throw error;
+  }
+}
+
+async function claimAs(
+  db: Db,
+  clock: Clock,
+  settings: IdempotencySettings,
+  scope: IdempotencyScope,
+  requestHash: string,
+  owner: string,
+): Promise<Claim> {
   // The wait is measured in real time: an injected test clock may stand still.
   const deadline = Date.now() + settings.waitMs;
   let pollMs = pollStartMs;

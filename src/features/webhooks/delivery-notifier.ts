@@ -14,6 +14,9 @@ export interface DeliveryNotifier {
 }
 
 const channel = 'callgate_deliveries';
+const listenRetryStartMs = 1_000;
+const listenRetryMaxMs = 10_000;
+const listenConnectTimeoutMs = 5_000;
 
 /**
  * Sends one wake-up to the workers of every process LISTENing on this database. For short-lived processes
@@ -47,25 +50,46 @@ export function createPostgresNotifier(pool: pg.Pool, connectionString: string, 
     notifyDeliveryWorkers(pool).catch((error: unknown) => logger.warn({ err: error }, 'NOTIFY failed'));
   };
 
+  /** Reconnect attempts back off from 1 s to 10 s while the database stays away. */
+  let retryMs = listenRetryStartMs;
+  let lostAt: number | undefined;
+  const retryLater = () => {
+    if (closed) return;
+    // Unref'd like every worker timer: the worker role keeps the process alive (container.ts), not this.
+    setTimeout(() => void listen().catch(() => undefined), retryMs).unref();
+    retryMs = Math.min(listenRetryMaxMs, retryMs * 2);
+  };
+
   const listen = async () => {
     if (closed || listener) return;
-    const client = new pg.Client({ connectionString });
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: listenConnectTimeoutMs, keepAlive: true });
     listener = client;
     client.on('notification', () => local.notify());
     client.on('error', (error) => {
+      if (listener !== client) return;
       logger.warn({ err: error }, 'webhook wake-up listener lost its connection; reconnecting');
+      lostAt ??= Date.now();
       listener = undefined;
       client.end().catch(() => undefined);
-      if (!closed) setTimeout(() => void listen().catch(() => undefined), 1_000).unref();
+      retryLater();
     });
     try {
       await client.connect();
       await client.query(`LISTEN ${channel}`);
+      retryMs = listenRetryStartMs;
+      if (lostAt !== undefined) {
+        logger.info({ downMs: Date.now() - lostAt }, 'webhook wake-up listener is connected again');
+        lostAt = undefined;
+        // NOTIFYs sent while we were away are lost: look for due deliveries now rather than at the next sweep.
+        local.notify();
+      }
     } catch (error) {
+      if (listener !== client) return;
       listener = undefined;
+      lostAt ??= Date.now();
       await client.end().catch(() => undefined);
-      logger.warn({ err: error }, 'could not LISTEN for webhook wake-ups; the periodic sweep still delivers');
-      if (!closed) setTimeout(() => void listen().catch(() => undefined), 1_000).unref();
+      logger.warn({ err: error, retryInMs: retryMs }, 'could not LISTEN for webhook wake-ups; the periodic sweep still delivers; trying again');
+      retryLater();
     }
   };
 

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
+import { isDatabaseUnavailable } from '../../db/unavailable.js';
 import type { WebhookEndpointsTable } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -136,7 +137,11 @@ export class WebhookDispatcher {
     }
     this.pumping = true;
     void this.pump()
-      .catch((error: unknown) => this.options.logger.error({ err: error }, 'webhook dispatcher pass failed'))
+      .catch((error: unknown) =>
+        isDatabaseUnavailable(error)
+          ? this.options.logger.warn({ err: error }, 'webhook dispatcher pass failed: the database is unavailable; trying again at the next sweep')
+          : this.options.logger.error({ err: error }, 'webhook dispatcher pass failed'),
+      )
       .finally(() => {
         this.pumping = false;
         if (this.pumpAgain && !this.stopped) {
