@@ -138,7 +138,7 @@ async function startOnce(options: ServerProcessOptions, port: number): Promise<S
     child.kill('SIGKILL');
     return exited;
   };
-  const deadline = Date.now() + (options.startTimeoutMs ?? 20_000);
+  const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`server process exited (${child.exitCode ?? child.signalCode}) before it was healthy:\n${output}`);
