@@ -94,6 +94,24 @@ await forEachDialect('Per-key rate limit (spec 8)', (dialect) => {
     assert.equal(valid.statusCode, 201);
   });
 
+  it('counts a client address of any length (a long X-Forwarded-For) without a 500, each on its own', async () => {
+    const proxied = await startTestApp(dialect, { env: { ...limitEnv, CALLGATE_TRUST_PROXY: 'true' } });
+    try {
+      // Two addresses that share their first 300 characters are still two counters.
+      const long = (last: string) => `${'a'.repeat(300)}${last}`;
+      const send = (forwardedFor: string) =>
+        proxied.inject({ method: 'GET', url: '/v1/calls', headers: { 'x-forwarded-for': forwardedFor, authorization: 'Bearer nope' } });
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) statuses.push((await send(long('1'))).statusCode);
+      assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429]);
+      const other = await send(long('2'));
+      assert.equal(other.statusCode, 401, other.body);
+      assert.equal((await send('ffff:'.repeat(60))).statusCode, 401);
+    } finally {
+      await proxied.close();
+    }
+  });
+
   if (dialect === 'postgres') {
     it('two processes sharing one PostgreSQL database share one count', async () => {
       const config = loadConfig({ ...testEnvDefaults, ...t.database.env, ...limitEnv });

@@ -3,6 +3,7 @@
  * deployment shares: Redis when REDIS_URL is set, else the PostgreSQL database, else process memory
  * (SQLite runs as one process).
  */
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import {
@@ -28,6 +29,17 @@ export interface RateLimiterOptions {
 }
 
 const windowSecondsDefault = 60;
+
+/**
+ * Counters are named from what clients send (an address from X-Forwarded-For, an email of up to 320
+ * characters), and PostgreSQL's `rate_limits.key` holds 255: a longer name made the insert fail and the
+ * request a 500. Names past this length are counted under their SHA-256 instead, in every store alike.
+ */
+const keyMaxChars = 100;
+
+export function storedKey(key: string): string {
+  return key.length <= keyMaxChars ? key : `sha256:${createHash('sha256').update(key).digest('base64url')}`;
+}
 
 function decisionFrom(res: RateLimiterRes, limit: number, windowSeconds: number, allowed: boolean): RateLimitDecision {
   return {
@@ -65,7 +77,7 @@ export async function createRateLimiter(options: RateLimiterOptions): Promise<Ra
   return {
     async consume(key) {
       try {
-        const res = await limiter.consume(key, 1);
+        const res = await limiter.consume(storedKey(key), 1);
         return decisionFrom(res, limit, windowSeconds, true);
       } catch (rejection) {
         // rate-limiter-flexible rejects with a RateLimiterRes when the limit is reached, with an Error when the store fails.
@@ -74,12 +86,12 @@ export async function createRateLimiter(options: RateLimiterOptions): Promise<Ra
       }
     },
     async peek(key) {
-      const res = await limiter.get(key);
+      const res = await limiter.get(storedKey(key));
       if (!res) return { allowed: true, limit, remaining: limit, resetSeconds: windowSeconds, windowSeconds };
       return decisionFrom(res, limit, windowSeconds, res.remainingPoints > 0);
     },
     async refund(key) {
-      await limiter.reward(key, 1);
+      await limiter.reward(storedKey(key), 1);
     },
   };
 }
