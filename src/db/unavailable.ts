@@ -43,6 +43,14 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   return cause !== undefined && isDatabaseUnavailable(cause, depth + 1);
 }
 
+/**
+ * The log level of a failed database operation: a warning while the database is away (expected, and it
+ * comes back: the work is retried), an error for anything else.
+ */
+export function failureLogLevel(error: unknown): 'warn' | 'error' {
+  return isDatabaseUnavailable(error) ? 'warn' : 'error';
+}
+
 const retryStartMs = 250;
 const retryMaxMs = 2_000;
 

@@ -72,8 +72,11 @@ await describe('Connection loss on PostgreSQL (real processes through a TCP prox
   afterEach(async () => {
     proxy?.resume();
     await Promise.all([...processes].map((server) => server.stop()));
+    // A database that went away and came back is expected: warnings only, never an error-level line.
+    const errors = [...processes].flatMap((server) => server.output().split('\n').filter((line) => /"level":(50|60)\b/.test(line)));
     processes.clear();
     await proxy?.close();
+    assert.deepEqual(errors, [], 'error-level log lines during a database outage');
   });
   after(async () => {
     await receiver?.close();

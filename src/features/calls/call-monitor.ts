@@ -6,7 +6,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
-import { isDatabaseUnavailable } from '../../db/unavailable.js';
+import { failureLogLevel, isDatabaseUnavailable } from '../../db/unavailable.js';
 import type { CallRow } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
@@ -146,7 +146,7 @@ export class CallMonitor {
       for (const item of ended) {
         results.push(
           await recordOutcome(db, clock, item.callId, item.outcome).catch((err: unknown) => {
-            logger.error({ err, callId: item.callId }, 'recording a call outcome failed; it is looked at again after its lease');
+            logger[failureLogLevel(err)]({ err, callId: item.callId }, 'recording a call outcome failed; it is looked at again after its lease');
             return { ended: false, deliveries: 0 };
           }),
         );

@@ -6,6 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import type { RequestLogRow } from '../../db/schema.js';
+import { failureLogLevel } from '../../db/unavailable.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import * as repo from './request-log.repository.js';
 
@@ -43,7 +44,7 @@ export class RequestLogWriter {
       try {
         await repo.insertRequestLogs(this.db, rows);
       } catch (error) {
-        this.logger.error({ err: error, count: rows.length }, 'could not write the request log');
+        this.logger[failureLogLevel(error)]({ err: error, count: rows.length }, 'could not write the request log');
       }
     });
     return this.flushing;

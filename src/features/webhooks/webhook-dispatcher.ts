@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
-import { isDatabaseUnavailable } from '../../db/unavailable.js';
+import { failureLogLevel, isDatabaseUnavailable } from '../../db/unavailable.js';
 import type { WebhookEndpointsTable } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -358,7 +358,7 @@ export class WebhookDispatcher {
       .recordAttempts(this.options.db, this.options.dialect, records)
       .catch((error: unknown) => {
         // The claims stay until their lease ends; the sweep then retries these deliveries.
-        this.options.logger.error({ err: error, count: records.length }, 'could not record webhook attempts');
+        this.options.logger[failureLogLevel(error)]({ err: error, count: records.length }, 'could not record webhook attempts');
       })
       .finally(() => {
         this.flushing = undefined;
