@@ -459,6 +459,17 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
       assert.equal(res.json().error, 'invalid_json');
     });
 
+    it('a correctly signed body nested deeper than 64 levels is refused with 400 before any parse, and the call stays as it was', async () => {
+      const { id, conversationId } = await placeCall(t, 'agent_el_twilio');
+      const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+      const body = `{"type":"post_call_transcription","event_timestamp":${nowSeconds(t)},"data":{"conversation_id":"${conversationId}","deep":${deep}}}`;
+      const res = await postWebhook(t, body, signElevenLabs(webhookSecret, nowSeconds(t), body));
+      assert.equal(res.statusCode, 400, res.body.slice(0, 200));
+      assert.equal(res.json().error, 'invalid_request');
+      assert.match(res.json().message, /nested deeper than 64 levels/);
+      assert.equal((await readCall(t, id)).status, 'initiated');
+    });
+
     it('signed values beyond what a call can be are replaced with a warning: the call completes with sane times, duration and summary', async () => {
       const now = nowSeconds(t);
       const cases: { name: string; event: (conversationId: string) => Record<string, any>; duration: number; field: string }[] = [

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ApiError } from '../../../errors/api-error.js';
+import { nestsDeeperThan } from '../../../http/json-body.js';
 import { registerMethodNotAllowed } from '../../../errors/error-handler.js';
 import { parseSignatureHeader, verifyElevenLabsSignature, type SignatureFailure } from './elevenlabs.signature.js';
 import { handleElevenLabsWebhook, type ElevenLabsWebhookDeps } from './elevenlabs.webhook.service.js';
@@ -12,6 +13,9 @@ import { handleElevenLabsWebhook, type ElevenLabsWebhookDeps } from './elevenlab
  * recording over this size is answered 413. Four concurrent 60 MB unsigned bodies took the process from
  * 350 to 700 MB before the signature was even looked at.
  */
+/** Deeper than any post-call payload (a transcript's tool calls nest under ten levels), far below a stack. */
+const providerJsonMaxDepth = 64;
+
 export const webhookBodyLimitBytes = 10 * 1024 * 1024;
 
 const refusals: Record<SignatureFailure, string> = {
@@ -62,6 +66,10 @@ export const elevenLabsWebhookRoutes: FastifyPluginAsync<{ deps: ElevenLabsWebho
     if (!check.ok) {
       request.log.warn({ reason: check.reason }, 'ElevenLabs webhook refused');
       throw new ApiError('unauthorized', refusals[check.reason]);
+    }
+    // Signed is not sane: no depth of nesting reaches a parser or a walk (their payloads nest a few levels).
+    if (nestsDeeperThan(raw, providerJsonMaxDepth)) {
+      throw new ApiError('invalid_request', `The webhook body is nested deeper than ${providerJsonMaxDepth} levels of arrays and objects.`);
     }
     let payload: unknown;
     try {
