@@ -23,6 +23,13 @@ export const bodyLimitBytes = 64 * 1024;
 /** How often Node looks for connections past their headers or request timeout (its default is 30 s). */
 const connectionsCheckingIntervalMs = 1_000;
 
+/** How many Host lines a request has (Node keeps the first of several in `headers`, all in rawHeaders). */
+function hostHeaderCount(rawHeaders: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.length === 4 && rawHeaders[i]!.toLowerCase() === 'host') count++;
+  return count;
+}
+
 export function buildApp(services: Services): FastifyInstance {
   const { config } = services;
   const app = Fastify({
@@ -78,9 +85,12 @@ export function buildApp(services: Services): FastifyInstance {
       // A request on a connection kept alive across the shutdown: the client should go elsewhere or come back.
       return sendError(request, reply, new ApiError('service_unavailable', undefined, { headers: { connection: 'close', 'retry-after': '1' } }));
     }
-    // HTTP/1.1 requires Host (RFC 9112 3.2); HTTP/1.0 did not have it.
+    // HTTP/1.1 requires exactly one Host (RFC 9112 3.2); HTTP/1.0 did not have it.
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
       return sendError(request, reply, new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header. Send Host with the server name.'));
+    }
+    if (hostHeaderCount(request.raw.rawHeaders) > 1) {
+      return sendError(request, reply, new ApiError('invalid_request', 'The request has more than one Host header. Send Host once.'));
     }
   });
   const { strictTransportSecurity } = config;

@@ -80,6 +80,10 @@ describe('requests Node would answer by itself get JSON errors', () => {
     const old = await rawRequest(port, 'GET /healthz HTTP/1.0\r\n\r\n');
     assert.equal(old.status, 200, JSON.stringify(old));
     assert.deepEqual(JSON.parse(old.body), { status: 'ok', database: 'sqlite' });
+    // Two Host lines are refused too (RFC 9112 3.2): a proxy and the server could read different hosts.
+    const twice = await rawRequest(port, 'GET /healthz HTTP/1.1\r\nHost: a.example\r\nhost: b.example\r\nConnection: close\r\n\r\n');
+    assertJsonError(twice, 400, 'invalid_request');
+    assert.match(JSON.parse(twice.body).message, /more than one Host/);
   });
 
   it('an Expect other than 100-continue is 417 expectation_failed in JSON; 100-continue still works', async () => {
