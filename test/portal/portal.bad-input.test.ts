@@ -71,6 +71,8 @@ await forEachDialect('Portal: bodies and text it cannot take', (dialect) => {
       }
       assertPortalRefusal(response, body.name);
       assert.ok([400, 415].includes(response.statusCode), `${body.name}: ${response.statusCode}`);
+      // The page's title says what is wrong, not a generic "Bad request", for a body of the wrong kind.
+      if (response.statusCode === 415) assert.match(response.body, /<h1>Unsupported form<\/h1>/, body.name);
     }
     assert.deepEqual(errorLines(logs), []);
   });

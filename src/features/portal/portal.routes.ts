@@ -155,7 +155,7 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
           ? 'The form is larger than 64 KB. Go back, shorten it and try again.'
           : 'The form could not be read. Go back and try again.';
     const page = clientError
-      ? errorPage({ status, title: 'Bad request', message, requestId: request.id, ...user })
+      ? errorPage({ status, title: status === 415 ? 'Unsupported form' : status === 413 ? 'Form too large' : 'Bad request', message, requestId: request.id, ...user })
       : errorPage({ status: 500, title: 'Something went wrong', message: serverFaultMessage, requestId: request.id, ...user });
     return sendPage(reply, clientError ? status : 500, page);
   });
