@@ -58,6 +58,11 @@ export class CliError extends Error {
 /** The account behind `--account`, or a `CliError` naming the id that does not exist. */
 export async function requireAccount(db: Db, accountId: string): Promise<AccountRow> {
   const account = await getAccount(db, accountId);
-  if (!account) throw new CliError(`no account with id "${accountId}"`);
+  if (!account) {
+    // The usual cause is a CLI pointed at another database than the server's (its own environment decides).
+    throw new CliError(
+      `no account with id "${accountId}" in this database; \`callgate accounts list\` shows the ids, and the CLI reads DATABASE_URL or CALLGATE_DATA_DIR from its own environment: give it the server's`,
+    );
+  }
   return account;
 }

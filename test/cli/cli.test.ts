@@ -311,7 +311,7 @@ await forEachDialect('callgate CLI', (dialect) => {
 
   it('failures exit 1 with the reason on stderr and nothing on stdout', async () => {
     const cases: [string[], RegExp][] = [
-      [['agents', 'list', '--account', 'acct_missing'], /^callgate: no account with id "acct_missing"\n$/],
+      [['agents', 'list', '--account', 'acct_missing'], /^callgate: no account with id "acct_missing" in this database; `callgate accounts list` shows the ids, and the CLI reads DATABASE_URL or CALLGATE_DATA_DIR from its own environment: give it the server's\n$/],
       [['agents', 'add', '--account', 'acct_missing', '--agent-id', 'agent_x', '--name', 'X'], /no account with id "acct_missing"/],
       [['keys', 'create', '--account', 'acct_missing', '--name', 'k', '--json'], /no account with id "acct_missing"/],
       [['keys', 'list', '--account', 'acct_missing'], /no account with id "acct_missing"/],
