@@ -174,6 +174,11 @@ await forEachDialect('Portal pages', (dialect) => {
 
     const edit = await client.get(`${page}/edit`);
     assert.match(edit.body, /value="Local receiver"/);
+    // A description over 500 characters is refused with the form again, never stored cut short.
+    const tooLong = await client.post(page, { url: receiver.url, description: 'd'.repeat(501), event_types: 'call.completed' });
+    assert.equal(tooLong.statusCode, 400, tooLong.body.slice(0, 200));
+    assert.match(tooLong.body, /The description is 501 characters long; at most 500 are allowed\./);
+    assert.match((await client.get(page)).body, /Local receiver/);
     const saved = await client.post(page, { url: receiver.url, description: 'Renamed', event_types: 'call.completed' });
     assert.equal(saved.headers.location, `${page}?notice=endpoint_updated`);
     const disabledPage = await client.get(page);

@@ -24,7 +24,7 @@ function formValuesOf(request: FastifyRequest): EndpointFormValues {
   const wanted = formValues(request, 'event_types');
   return {
     url: formValue(request, 'url').trim().slice(0, 2048),
-    description: formValue(request, 'description').slice(0, 500),
+    description: formValue(request, 'description'),
     eventTypes: callEventTypes.filter((type) => wanted.includes(type)),
     enabled: formValue(request, 'enabled') === 'on',
   };

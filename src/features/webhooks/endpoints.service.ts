@@ -65,6 +65,18 @@ export interface EndpointInput {
   eventTypes?: readonly string[];
 }
 
+const descriptionMaxChars = 500;
+
+/** A description trimmed, or refused when too long (cutting it silently would store what nobody wrote). */
+function checkedDescription(text: string): string {
+  const trimmed = text.trim();
+  const length = [...trimmed].length;
+  if (length > descriptionMaxChars) {
+    throw new WebhookInputError(`the description is ${length} characters long; at most ${descriptionMaxChars} are allowed`);
+  }
+  return trimmed;
+}
+
 /** Creates an endpoint with a new secret; the view includes the secret. */
 export async function createEndpoint(
   db: Db,
@@ -72,13 +84,14 @@ export async function createEndpoint(
   allowPrivate: boolean,
   input: EndpointInput,
 ): Promise<EndpointView & { secret: string }> {
+  const description = checkedDescription(input.description ?? '');
   const url = await checkedUrl(input.url, allowPrivate);
   const now = isoTimestamp(clock.now());
   const row: WebhookEndpointRow = {
     id: newId('webhookEndpoint', clock.now().getTime()),
     account_id: input.accountId,
     url,
-    description: (input.description ?? '').trim().slice(0, 500),
+    description,
     enabled: 1,
     event_types: JSON.stringify(normaliseEventTypes(input.eventTypes)),
     secret: generateWebhookSecret(),
@@ -121,7 +134,7 @@ export async function updateEndpoint(
 ): Promise<EndpointView> {
   const next: Partial<WebhookEndpointRow> = { updated_at: isoTimestamp(clock.now()) };
   if (changes.url !== undefined) next.url = await checkedUrl(changes.url, allowPrivate);
-  if (changes.description !== undefined) next.description = changes.description.trim().slice(0, 500);
+  if (changes.description !== undefined) next.description = checkedDescription(changes.description);
   if (changes.eventTypes !== undefined) next.event_types = JSON.stringify(normaliseEventTypes(changes.eventTypes));
   if (changes.enabled !== undefined) {
     next.enabled = changes.enabled ? 1 : 0;
