@@ -57,7 +57,11 @@ for (const allowPrivate of [false, true]) {
       assert.equal(typeof line.duration_ms, 'number');
       assert.ok(!JSON.stringify(line).includes(receiver.url), 'no URL in the log');
       assert.ok(!JSON.stringify(line).includes('transcript'), 'no body in the log');
-      const delivery = await t.services.db.selectFrom('webhook_deliveries').select(['status', 'last_error']).executeTakeFirstOrThrow();
+      // The line is logged as the attempt ends; its record is written just after, in the dispatcher's next batch.
+      const delivery = await eventually('the attempt recorded on its delivery', async () => {
+        const row = await t.services.db.selectFrom('webhook_deliveries').select(['status', 'last_error', 'attempt_count']).executeTakeFirstOrThrow();
+        return row.attempt_count > 0 ? row : undefined;
+      });
       if (allowPrivate) {
         assert.equal(line.level, 30, 'info');
         assert.equal(line.result, 'succeeded');
