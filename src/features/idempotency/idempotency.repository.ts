@@ -1,6 +1,6 @@
-import type { Db } from '../../db/database.js';
-import { preparedQuery } from '../../db/prepared.js';
-import type { ExpressionBuilder } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
+import { dialectOf, type Db } from '../../db/database.js';
+import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
 import type { Database, IdempotencyKeysTable, IdempotencyRow } from '../../db/schema.js';
 
 export interface IdempotencyScope {
@@ -123,6 +123,59 @@ const markCompletedQuery = preparedQuery('idempotency complete', (db, p: Complet
     .set(completedColumns(p))
     .where((eb) => heldBy(eb, p)),
 );
+
+/**
+ * Runs a resource's insert and completes the key its request holds, atomically: the key is completed only
+ * if the row was inserted, and neither happens without the other. On PostgreSQL one statement (the insert
+ * in a data-modifying WITH), since BEGIN, two statements and COMMIT cost four round trips on the path of
+ * every created resource; SQLite has no INSERT inside a WITH, and its transaction costs no round trips.
+ * The resource's parameters must not use the completion's names (the type says so).
+ */
+export async function insertCompletingKey<P extends object & NoCompletionNames>(
+  db: Db,
+  statement: InsertStatement<P>,
+  params: P,
+  completion: CompletionParams,
+): Promise<void> {
+  const queries = completingQueries(statement);
+  if (dialectOf(db) === 'postgres') {
+    await queries.inOneStatement(db, { ...params, ...completion });
+  } else {
+    await db.transaction().execute(async (trx) => {
+      await queries.insert(trx, params);
+      await markCompletedQuery(trx, completion);
+    });
+  }
+}
+
+type NoCompletionNames = { readonly [K in keyof CompletionParams]?: never };
+
+interface CompletingQueries<P> {
+  readonly insert: (db: Db, params: P) => Promise<unknown>;
+  readonly inOneStatement: (db: Db, params: P & CompletionParams) => Promise<unknown>;
+}
+
+// Prepared once per insert statement (and dialect): every created resource with a key runs one of them.
+const completingQueriesCache = new WeakMap<InsertStatement<never>, CompletingQueries<never>>();
+
+function completingQueries<P extends object>(statement: InsertStatement<P>): CompletingQueries<P> {
+  let queries = completingQueriesCache.get(statement) as CompletingQueries<P> | undefined;
+  if (!queries) {
+    const name = statement.name || 'insert';
+    queries = {
+      insert: preparedQuery(name, statement),
+      inOneStatement: preparedQuery(`${name}, complete its idempotency key`, (db, p: P & CompletionParams) =>
+        db
+          .with('inserted', () => statement(db, p).returning(sql<number>`1`.as('one')))
+          .updateTable('idempotency_keys')
+          .set(completedColumns(p))
+          .where((eb) => eb.and([heldBy(eb, p), eb.exists(eb.selectFrom('inserted').select('one'))])),
+      ),
+    };
+    completingQueriesCache.set(statement as InsertStatement<never>, queries as CompletingQueries<never>);
+  }
+  return queries;
+}
 
 /** Deletes a record: an in-flight one held by `owner`, or a completed one that expired. */
 export async function deleteRecord(
