@@ -15,7 +15,7 @@ export async function insertInFlight(db: Db, row: IdempotencyKeysTable): Promise
   return Number(result.numAffectedRows ?? 0n) > 0;
 }
 
-// Prepared, like markCompleted below: every POST with an Idempotency-Key runs both.
+// Prepared, like the completion below: every POST with an Idempotency-Key runs both.
 const insertInFlightQuery = preparedQuery('idempotency claim', (db, p: IdempotencyKeysTable) =>
   db
     .insertInto('idempotency_keys')
@@ -80,11 +80,6 @@ export function completionParams(
     responseHeaders: response.headers,
     expiresAt: response.expiresAt,
   };
-}
-
-export async function markCompleted(db: Db, completion: CompletionParams): Promise<boolean> {
-  const result = await markCompletedQuery(db, completion);
-  return Number(result.numAffectedRows ?? 0n) > 0;
 }
 
 export interface CompletionParams extends IdempotencyScope {

@@ -150,7 +150,7 @@ async function claimAs(
 
 /**
  * Whether the key is held for a different body: by a success within its 24 hours, or by a request still in
- * progress. For a request refused before it could claim the key (its body broke a rule): spec 4.1 rule 3.3
+ * progress. For a request refused before it could claim the key (its body broke the schema): spec 4.1 rule 3.3
  * answers a known key with a different body 409, whatever else is wrong with that body.
  */
 export async function heldForAnotherBody(db: Db, clock: Clock, scope: IdempotencyScope, body: unknown): Promise<boolean> {
@@ -161,17 +161,13 @@ export async function heldForAnotherBody(db: Db, clock: Clock, scope: Idempotenc
 }
 
 /** The completion of a held key with the response of its first success, kept for 24 hours from now. */
-export function completion(clock: Clock, scope: IdempotencyScope, owner: string, response: StoredResponse): repo.CompletionParams {
+function completion(clock: Clock, scope: IdempotencyScope, owner: string, response: StoredResponse): repo.CompletionParams {
   return repo.completionParams(scope, owner, {
     status: response.status,
     body: JSON.stringify(response.body),
     headers: JSON.stringify(response.headers),
     expiresAt: isoTimestamp(addMs(clock.now(), idempotencyLifetimeMs)),
   });
-}
-
-export async function complete(db: Db, clock: Clock, scope: IdempotencyScope, owner: string, response: StoredResponse): Promise<void> {
-  await repo.markCompleted(db, completion(clock, scope, owner, response));
 }
 
 /** Frees the key after a failure, so a retry with the same key is processed anew. */
@@ -195,7 +191,7 @@ export class KeyHold {
 
   constructor(
     private readonly deps: IdempotencyDeps,
-    readonly scope: IdempotencyScope,
+    private readonly scope: IdempotencyScope,
     private readonly owner: string,
   ) {}
 
