@@ -11,6 +11,7 @@ import type { InsertStatement } from '../../src/db/prepared.js';
 import { ApiError } from '../../src/errors/api-error.js';
 import { apiAuthHook } from '../../src/features/api-keys/api-auth.hook.js';
 import { withIdempotency } from '../../src/features/idempotency/idempotency.hook.js';
+import { completionParams, insertCompletingKey } from '../../src/features/idempotency/idempotency.repository.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { callBody, startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -139,5 +140,19 @@ await forEachDialect('Idempotency as a capability of any creating route', (diale
     assert.equal((await post({ name: 'six' })).statusCode, 201);
     assert.equal((await post({ name: 'six' })).statusCode, 201);
     assert.equal(await widgets(), count + 2);
+  });
+
+  it("a resource whose parameters take a name of the key's completion is refused before anything runs", async () => {
+    const clashing: InsertStatement<{ id: string; key: string }> = function insertClashingWidget(db, p) {
+      return (db as unknown as Kysely<{ widgets: WidgetRow }>).insertInto('widgets').values({ id: p.id, name: p.key });
+    };
+    const completion = completionParams({ apiKeyId: t.seed.keyId, route: 'POST /test/widgets', key: 'w-clash' }, 'owner', {
+      status: 201,
+      body: '{}',
+      headers: '{}',
+      expiresAt: '2030-01-01T00:00:00.000Z',
+    });
+    await assert.rejects(insertCompletingKey(t.services.db, clashing, { id: 'widget_clash', key: 'x' }, completion), /parameter key/);
+    assert.equal((await t.services.db.selectFrom('widgets' as never).selectAll().where('id' as never, '=', 'widget_clash' as never).execute()).length, 0);
   });
 });

@@ -124,9 +124,9 @@ const markCompletedQuery = preparedQuery('idempotency complete', (db, p: Complet
  * if the row was inserted, and neither happens without the other. On PostgreSQL one statement (the insert
  * in a data-modifying WITH), since BEGIN, two statements and COMMIT cost four round trips on the path of
  * every created resource; SQLite has no INSERT inside a WITH, and its transaction costs no round trips.
- * The resource's parameters must not use the completion's names (the type says so).
+ * The resource's parameters must not use the completion's names (compiling the statement checks it).
  */
-export async function insertCompletingKey<P extends object & NoCompletionNames>(
+export async function insertCompletingKey<P extends object>(
   db: Db,
   statement: InsertStatement<P>,
   params: P,
@@ -143,7 +143,19 @@ export async function insertCompletingKey<P extends object & NoCompletionNames>(
   }
 }
 
-type NoCompletionNames = { readonly [K in keyof CompletionParams]?: never };
+// The names the completion adds to the parameters of the one statement on PostgreSQL.
+const completionNames = new Set(
+  Object.keys({
+    apiKeyId: 0,
+    route: 0,
+    key: 0,
+    owner: 0,
+    responseStatus: 0,
+    responseBody: 0,
+    responseHeaders: 0,
+    expiresAt: 0,
+  } satisfies Record<keyof CompletionParams, 0>),
+);
 
 interface CompletingQueries<P> {
   readonly insert: (db: Db, params: P) => Promise<unknown>;
@@ -158,10 +170,10 @@ function completingQueries<P extends object>(statement: InsertStatement<P>): Com
   if (!queries) {
     const name = statement.name || 'insert';
     queries = {
-      insert: preparedQuery(name, statement),
+      insert: preparedQuery(name, (db, p: P) => statement(db, resourceParams(name, p))),
       inOneStatement: preparedQuery(`${name}, complete its idempotency key`, (db, p: P & CompletionParams) =>
         db
-          .with('inserted', () => statement(db, p).returning(sql<number>`1`.as('one')))
+          .with('inserted', () => statement(db, resourceParams(name, p)).returning(sql<number>`1`.as('one')))
           .updateTable('idempotency_keys')
           .set(completedColumns(p))
           .where((eb) => eb.and([heldBy(eb, p), eb.exists(eb.selectFrom('inserted').select('one'))])),
@@ -170,6 +182,18 @@ function completingQueries<P extends object>(statement: InsertStatement<P>): Com
     completingQueriesCache.set(statement as InsertStatement<never>, queries as CompletingQueries<never>);
   }
   return queries;
+}
+
+/** The parameters as the resource's statement may read them: a read of a completion's name is a mistake. */
+function resourceParams<P extends object>(name: string, params: P): P {
+  return new Proxy(params, {
+    get(target, field, receiver) {
+      if (typeof field === 'string' && completionNames.has(field)) {
+        throw new Error(`${name}: the parameter ${field} would be the idempotency key's completion's; name it otherwise`);
+      }
+      return Reflect.get(target, field, receiver) as unknown;
+    },
+  });
 }
 
 /** Deletes a record: an in-flight one held by `owner`, or a completed one that expired. */
