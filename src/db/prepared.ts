@@ -5,7 +5,7 @@
  * placeholder in place of each argument, and each run swaps the arguments into the compiled parameters.
  * The SQL text stays the same, so SQLite's statement cache (database.ts) and PostgreSQL see the same query.
  */
-import { CompiledQuery, type Compilable, type QueryResult } from 'kysely';
+import { CompiledQuery, type Compilable, type InsertQueryBuilder, type InsertResult, type QueryResult } from 'kysely';
 import type { Db } from './database.js';
 
 type Slot = { readonly param: string } | { readonly value: unknown };
@@ -65,3 +65,10 @@ export function preparedQuery<Params extends object, Row>(
     return db.executeQuery<Row>({ ...CompiledQuery.raw(compiled.sql, parameters), query: compiled.query });
   };
 }
+
+/**
+ * A resource's INSERT as a builder of its parameters, for a prepared query to compile once (so it must read
+ * its parameters as `preparedQuery` says). Other features wrap it, e.g. with the completion of an
+ * idempotency key; the `any` lets a test insert into a table of its own.
+ */
+export type InsertStatement<P> = (db: Db, params: P) => InsertQueryBuilder<any, any, InsertResult>;

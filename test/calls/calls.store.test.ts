@@ -1,14 +1,14 @@
 /**
  * Storing calls: on PostgreSQL a created call and the completion of its idempotency key are one statement
- * (insertCallCompletingKey), both or neither; ending calls in a batch (recordOutcomes) ends each once, with
+ * (insertCompletingKey with the call's insert), both or neither; ending calls in a batch (recordOutcomes) ends each once, with
  * its event and deliveries.
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import type { CallRow } from '../../src/db/schema.js';
-import { insertCallCompletingKey } from '../../src/features/calls/calls.repository.js';
+import { callInsert } from '../../src/features/calls/calls.repository.js';
 import { recordOutcome, recordOutcomes } from '../../src/features/calls/calls.service.js';
-import { completionParams, insertInFlight } from '../../src/features/idempotency/idempotency.repository.js';
+import { completionParams, insertCompletingKey, insertInFlight, type CompletionParams } from '../../src/features/idempotency/idempotency.repository.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
 import { forEachDialect } from '../helpers/dialects.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
@@ -67,6 +67,8 @@ await forEachDialect('Storing a call with its idempotency key', (dialect) => {
       failed_at: null,
     };
   }
+  const insertCallCompletingKey = (db: typeof t.services.db, row: CallRow, completion: CompletionParams) =>
+    insertCompletingKey(db, callInsert, row, completion);
   const response = { status: 201, body: '{"id":"call_x"}', headers: '{}', expiresAt: '2030-01-02T00:00:00.000Z' };
   const record = (key: string) =>
     t.services.db

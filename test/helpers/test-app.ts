@@ -60,12 +60,20 @@ export async function seedAccount(
 
 export async function startTestApp(
   dialect: Dialect,
-  options: { env?: Record<string, string>; overrides?: ServiceOverrides; startMonitor?: boolean; startWorker?: boolean } = {},
+  options: {
+    env?: Record<string, string>;
+    overrides?: ServiceOverrides;
+    startMonitor?: boolean;
+    startWorker?: boolean;
+    /** Adds test-only routes to the app before it starts. */
+    register?: (app: FastifyInstance, services: Services) => void;
+  } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase(dialect);
   const config = loadConfig({ ...testEnvDefaults, ...database.env, ...options.env });
   const services = await createServices(config, options.overrides);
   const app = buildApp(services);
+  options.register?.(app, services);
   await app.ready();
   if (options.startWorker) services.startWorker();
   else if (options.startMonitor) services.callMonitor.start();

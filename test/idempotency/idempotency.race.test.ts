@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, beforeEach, it } from 'node:test';
-import { createCallRoute } from '../../src/features/calls/calls.service.js';
+import { createCallRoute } from '../../src/features/calls/calls.routes.js';
 import { idempotencyLifetimeMs, purgeExpired } from '../../src/features/idempotency/idempotency.service.js';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import { ManualClock, addMs, isoTimestamp } from '../../src/lib/clock.js';

@@ -1,8 +1,7 @@
 import { sql } from 'kysely';
 import { dialectOf, type Db } from '../../db/database.js';
-import { preparedQuery } from '../../db/prepared.js';
+import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
 import type { CallRow } from '../../db/schema.js';
-import { completedColumns, heldBy, type CompletionParams } from '../idempotency/idempotency.repository.js';
 
 /** Every column given, none left to a default: the row is the whole call. */
 export async function insertCall(db: Db, row: CallRow): Promise<void> {
@@ -36,25 +35,15 @@ function callColumns(p: CallRow): CallRow {
   };
 }
 
-// Prepared: every POST /v1/calls runs it.
-const insertCallQuery = preparedQuery('insert call', (db, p: CallRow) => db.insertInto('calls').values(callColumns(p)));
-
 /**
- * PostgreSQL only: stores a new call and completes the idempotency key its request holds, in one statement
- * (a data-modifying CTE, atomic as a transaction). BEGIN, two statements and COMMIT cost four round trips
- * on the path of every created call; this costs one. The key is completed only if the call was inserted.
+ * The statement that stores a new call. Prepared: every POST /v1/calls runs it, alone or (with an
+ * Idempotency-Key) together with the completion of the key (see KeyHold.insertCompleting).
  */
-export async function insertCallCompletingKey(db: Db, row: CallRow, completion: CompletionParams): Promise<void> {
-  await insertCallCompletingKeyQuery(db, { ...row, ...completion });
-}
+export const callInsert: InsertStatement<CallRow> = function insertCall(db, p) {
+  return db.insertInto('calls').values(callColumns(p));
+};
 
-const insertCallCompletingKeyQuery = preparedQuery('insert call, complete its idempotency key', (db, p: CallRow & CompletionParams) =>
-  db
-    .with('inserted', (cte) => cte.insertInto('calls').values(callColumns(p)).returning('id'))
-    .updateTable('idempotency_keys')
-    .set(completedColumns(p))
-    .where((eb) => eb.and([heldBy(eb, p), eb.exists(eb.selectFrom('inserted').select('id'))])),
-);
+const insertCallQuery = preparedQuery('insert call', callInsert);
 
 /**
  * A call of this account only; another account's call is as absent as an unknown one. With `mode`, a call

@@ -2,10 +2,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
-import { parseIdempotencyKey } from '../idempotency/idempotency.service.js';
+import { withIdempotency } from '../idempotency/idempotency.hook.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
 import { Call, CallCreated, CallList, CallParams, CreateCallBody, CreateCallHeaders, ListCallsQuery, errorResponses } from './calls.schemas.js';
-import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, refuseReusedKey, type CallsDeps } from './calls.service.js';
+import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, type CallsDeps } from './calls.service.js';
+
+/** The scope of an Idempotency-Key within an API key on the endpoint that creates calls. */
+export const createCallRoute = 'POST /v1/calls';
 
 /** The HTTP face of a provider failure (spec 4.1 rule 4: 5xx means "retry with backoff, same key"). */
 export function providerFailureToApiError(failure: ProviderFailure): ApiError {
@@ -30,43 +33,36 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
         body: CreateCallBody,
         response: { 200: CallCreated, 201: CallCreated, ...errorResponses },
       },
-      // A body that breaks the schema still meets the Idempotency-Key rules first (see below).
+      // A body that breaks the schema still meets the Idempotency-Key rules first (withIdempotency).
       attachValidation: true,
     },
-    async (request, reply) => {
-      const apiKey = requireApiKey(request);
-      const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
-      if (request.validationError) {
-        await refuseReusedKey(deps, apiKey, request.body, idempotencyKey);
-        throw request.validationError;
-      }
-      const result = await createCall(deps, apiKey, request.body, idempotencyKey);
-      switch (result.kind) {
-        case 'invalid_metadata':
-          throw new ApiError('invalid_request', result.message, { param: 'metadata' });
-        case 'agent_not_found':
-          throw new ApiError('agent_not_found', `No agent ${JSON.stringify(request.body.agent_id).slice(0, 140)} in this account.`, {
-            param: 'agent_id',
-          });
-        case 'provider_failed':
-          throw providerFailureToApiError(result.failure);
-        case 'store_pending':
-          throw new ApiError(
-            'database_unavailable',
-            idempotencyKey === undefined
-              ? `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Do not retry without an Idempotency-Key: that would place a second call. Look for the call with GET /v1/calls/${result.callId}.`
-              : `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Retry with backoff and the same Idempotency-Key to get its 201 (never a second call).`,
-            { cause: result.cause, headers: { 'retry-after': '2' } },
-          );
-        case 'created':
-        case 'replayed':
-          if (result.kind === 'replayed') reply.header('idempotent-replayed', 'true');
-          return reply
-            .code(result.response.status)
-            .headers(result.response.headers)
-            .send(result.response.body as CallCreated);
-      }
-    },
+    async (request, reply) =>
+      withIdempotency(deps, createCallRoute, request, reply, async (hold) => {
+        const result = await createCall(deps, requireApiKey(request), request.body, hold);
+        switch (result.kind) {
+          case 'invalid_metadata':
+            throw new ApiError('invalid_request', result.message, { param: 'metadata' });
+          case 'agent_not_found':
+            throw new ApiError('agent_not_found', `No agent ${JSON.stringify(request.body.agent_id).slice(0, 140)} in this account.`, {
+              param: 'agent_id',
+            });
+          case 'provider_failed':
+            throw providerFailureToApiError(result.failure);
+          case 'store_pending':
+            throw new ApiError(
+              'database_unavailable',
+              hold === undefined
+                ? `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Do not retry without an Idempotency-Key: that would place a second call. Look for the call with GET /v1/calls/${result.callId}.`
+                : `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Retry with backoff and the same Idempotency-Key to get its 201 (never a second call).`,
+              { cause: result.cause, headers: { 'retry-after': '2' } },
+            );
+          case 'created':
+            return reply
+              .code(result.response.status)
+              .headers(result.response.headers)
+              .send(result.response.body as CallCreated);
+        }
+      }),
   );
 
   app.get(

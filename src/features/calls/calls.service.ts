@@ -2,15 +2,12 @@
  * Placing calls and recording how they ended. The HTTP layer hands in a parsed request and gets back an
  * outcome value; it never sees the database or the provider.
  */
-import { dialectOf, type Db } from '../../db/database.js';
+import type { Db } from '../../db/database.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import type { ApiKeyRow, CallRow } from '../../db/schema.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
-import { ApiError } from '../../errors/api-error.js';
-import { bodyFingerprint } from '../../lib/json.js';
 import { findAgent } from '../agents/agents.service.js';
-import * as idempotency from '../idempotency/idempotency.service.js';
-import type { IdempotencySettings, StoredResponse } from '../idempotency/idempotency.service.js';
+import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
 import { callOutcomeEvent, enqueueEvents } from '../webhooks/events.service.js';
@@ -28,10 +25,8 @@ export interface CallsDeps {
   readonly onStoreRetry?: (event: { callId: string; stored: boolean; error?: unknown }) => void;
 }
 
-export const createCallRoute = 'POST /v1/calls';
-
 export type CreateCallResult =
-  | { readonly kind: 'created' | 'replayed'; readonly response: StoredResponse }
+  | { readonly kind: 'created'; readonly response: StoredResponse }
   | { readonly kind: 'invalid_metadata'; readonly message: string }
   | { readonly kind: 'agent_not_found' }
   | { readonly kind: 'provider_failed'; readonly failure: ProviderFailure }
@@ -76,63 +71,14 @@ export function toCall(row: CallRow): Call {
 }
 
 /**
- * For a body refused by a rule: throws 409 `idempotency_conflict` when its Idempotency-Key is already held
- * for a different body (spec 4.1 rule 3.3 comes before the body's own faults), else returns.
+ * Starts a call for the key's account. With an Idempotency-Key (`hold`, see idempotency.hook.ts), one
+ * logical request places at most one call: the call is stored with the completion of its key, so that
+ * duplicates replay this success; any other ending releases the key for a clean retry.
  */
-export async function refuseReusedKey(deps: CallsDeps, apiKey: ApiKeyRow, body: unknown, idempotencyKey: string | undefined): Promise<void> {
-  if (idempotencyKey === undefined || body === undefined) return;
-  if (await idempotency.heldForAnotherBody(deps.db, deps.clock, keyScope(apiKey, idempotencyKey), bodyFingerprint(body))) {
-    throw new ApiError('idempotency_conflict');
-  }
-}
-
-/** Spec 2.5's scope of an Idempotency-Key on this endpoint: the API key, the route, the key. */
-function keyScope(apiKey: ApiKeyRow, idempotencyKey: string): idempotency.IdempotencyScope {
-  return { apiKeyId: apiKey.id, route: createCallRoute, key: idempotencyKey };
-}
-
-/**
- * Starts a call for the key's account. With an idempotency key, one logical request places at most one
- * call: duplicates replay the first success, and any failure releases the key for a clean retry.
- */
-export async function createCall(
-  deps: CallsDeps,
-  apiKey: ApiKeyRow,
-  body: CreateCallBody,
-  idempotencyKey: string | undefined,
-): Promise<CreateCallResult> {
+export async function createCall(deps: CallsDeps, apiKey: ApiKeyRow, body: CreateCallBody, hold: KeyHold | undefined): Promise<CreateCallResult> {
   const sizeProblem = metadataSizeProblem(body.metadata);
-  if (sizeProblem) {
-    await refuseReusedKey(deps, apiKey, body, idempotencyKey);
-    return { kind: 'invalid_metadata', message: sizeProblem };
-  }
+  if (sizeProblem) return { kind: 'invalid_metadata', message: sizeProblem };
 
-  const scope = idempotencyKey === undefined ? undefined : keyScope(apiKey, idempotencyKey);
-  let owner: string | undefined;
-  if (scope) {
-    const claimed = await idempotency.claim(deps.db, deps.clock, deps.idempotency, scope, bodyFingerprint(body));
-    if (claimed.kind === 'replay') return { kind: 'replayed', response: claimed.response };
-    owner = claimed.owner;
-  }
-
-  let keepKey = false;
-  try {
-    const result = await placeAndStore(deps, apiKey, body, scope && owner ? { scope, owner } : undefined);
-    // A placed call that is still being stored keeps the key: a retry must get that call, never a second one.
-    keepKey = result.kind === 'created' || result.kind === 'store_pending';
-    return result;
-  } finally {
-    // Only successes are stored (spec 4.1 rule 3.4): any other ending frees the key.
-    if (!keepKey && scope && owner) await releaseKey(deps, scope, owner);
-  }
-}
-
-async function placeAndStore(
-  deps: CallsDeps,
-  apiKey: ApiKeyRow,
-  body: CreateCallBody,
-  held: { scope: idempotency.IdempotencyScope; owner: string } | undefined,
-): Promise<CreateCallResult> {
   // PostgreSQL text cannot hold U+0000 (the query would fail with a 500); no agent id contains it anyway.
   const agent = hasNul(body.agent_id) ? undefined : await findAgent(deps.db, apiKey.account_id, body.agent_id);
   if (!agent) return { kind: 'agent_not_found' };
@@ -178,44 +124,20 @@ async function placeAndStore(
     body: toCallCreated(row),
     headers: { location: `/v1/calls/${row.id}` },
   };
-  const store = async () => {
-    if (!held) {
-      await repo.insertCall(deps.db, row);
-    } else if (dialectOf(deps.db) === 'postgres') {
-      await repo.insertCallCompletingKey(deps.db, row, idempotency.completion(deps.clock, held.scope, held.owner, response));
-    } else {
-      // SQLite has no INSERT inside a WITH; its transaction costs no round trips.
-      await deps.db.transaction().execute(async (trx) => {
-        await repo.insertCall(trx, row);
-        await idempotency.complete(trx, deps.clock, held.scope, held.owner, response);
-      });
-    }
-  };
+  const store = () => (hold ? hold.insertCompleting(repo.callInsert, row, response) : repo.insertCall(deps.db, row));
   try {
     await store();
   } catch (error) {
     // The call exists at the provider now. Forgetting it would lose its outcome, and releasing the key
-    // would let a retry place a second call; so it is stored as soon as the database is back.
+    // would let a retry place a second call; so it is stored as soon as the database is back, and the key
+    // stays held for it meanwhile.
     if (!isDatabaseUnavailable(error)) throw error;
+    hold?.keep();
     void keepStoring(deps, row.id, store, () => deps.onCallPlaced?.(row.id, firstCheckAt));
     return { kind: 'store_pending', callId: row.id, cause: error };
   }
   deps.onCallPlaced?.(row.id, firstCheckAt);
   return { kind: 'created', response };
-}
-
-/**
- * Frees a key after a failure. When the database is away the key is freed in the background once it is
- * back (rather than left locked until CALLGATE_IDEMPOTENCY_LOCK_MS ends), and the request's own error stands.
- */
-async function releaseKey(deps: CallsDeps, scope: idempotency.IdempotencyScope, owner: string): Promise<void> {
-  try {
-    await idempotency.release(deps.db, scope, owner);
-  } catch (error) {
-    if (!isDatabaseUnavailable(error)) throw error;
-    // Past its lock the key is free anyway: no point retrying longer (a long outage would pile up retries).
-    void retryWhileUnavailable(() => idempotency.release(deps.db, scope, owner), { giveUpAfterMs: deps.idempotency.lockMs }).catch(() => undefined);
-  }
 }
 
 /**

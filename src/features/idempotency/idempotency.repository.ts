@@ -1,6 +1,6 @@
-import type { Db } from '../../db/database.js';
-import { preparedQuery } from '../../db/prepared.js';
-import type { ExpressionBuilder } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
+import { dialectOf, type Db } from '../../db/database.js';
+import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
 import type { Database, IdempotencyKeysTable, IdempotencyRow } from '../../db/schema.js';
 
 export interface IdempotencyScope {
@@ -15,7 +15,7 @@ export async function insertInFlight(db: Db, row: IdempotencyKeysTable): Promise
   return Number(result.numAffectedRows ?? 0n) > 0;
 }
 
-// Prepared, like markCompleted below: every POST with an Idempotency-Key runs both.
+// Prepared, like the completion below: every POST with an Idempotency-Key runs both.
 const insertInFlightQuery = preparedQuery('idempotency claim', (db, p: IdempotencyKeysTable) =>
   db
     .insertInto('idempotency_keys')
@@ -82,11 +82,6 @@ export function completionParams(
   };
 }
 
-export async function markCompleted(db: Db, completion: CompletionParams): Promise<boolean> {
-  const result = await markCompletedQuery(db, completion);
-  return Number(result.numAffectedRows ?? 0n) > 0;
-}
-
 export interface CompletionParams extends IdempotencyScope {
   readonly owner: string;
   readonly responseStatus: number;
@@ -123,6 +118,83 @@ const markCompletedQuery = preparedQuery('idempotency complete', (db, p: Complet
     .set(completedColumns(p))
     .where((eb) => heldBy(eb, p)),
 );
+
+/**
+ * Runs a resource's insert and completes the key its request holds, atomically: the key is completed only
+ * if the row was inserted, and neither happens without the other. On PostgreSQL one statement (the insert
+ * in a data-modifying WITH), since BEGIN, two statements and COMMIT cost four round trips on the path of
+ * every created resource; SQLite has no INSERT inside a WITH, and its transaction costs no round trips.
+ * The resource's parameters must not use the completion's names (compiling the statement checks it).
+ */
+export async function insertCompletingKey<P extends object>(
+  db: Db,
+  statement: InsertStatement<P>,
+  params: P,
+  completion: CompletionParams,
+): Promise<void> {
+  const queries = completingQueries(statement);
+  if (dialectOf(db) === 'postgres') {
+    await queries.inOneStatement(db, { ...params, ...completion });
+  } else {
+    await db.transaction().execute(async (trx) => {
+      await queries.insert(trx, params);
+      await markCompletedQuery(trx, completion);
+    });
+  }
+}
+
+// The names the completion adds to the parameters of the one statement on PostgreSQL.
+const completionNames = new Set(
+  Object.keys({
+    apiKeyId: 0,
+    route: 0,
+    key: 0,
+    owner: 0,
+    responseStatus: 0,
+    responseBody: 0,
+    responseHeaders: 0,
+    expiresAt: 0,
+  } satisfies Record<keyof CompletionParams, 0>),
+);
+
+interface CompletingQueries<P> {
+  readonly insert: (db: Db, params: P) => Promise<unknown>;
+  readonly inOneStatement: (db: Db, params: P & CompletionParams) => Promise<unknown>;
+}
+
+// Prepared once per insert statement (and dialect): every created resource with a key runs one of them.
+const completingQueriesCache = new WeakMap<InsertStatement<never>, CompletingQueries<never>>();
+
+function completingQueries<P extends object>(statement: InsertStatement<P>): CompletingQueries<P> {
+  let queries = completingQueriesCache.get(statement) as CompletingQueries<P> | undefined;
+  if (!queries) {
+    const name = statement.name || 'insert';
+    queries = {
+      insert: preparedQuery(name, (db, p: P) => statement(db, resourceParams(name, p))),
+      inOneStatement: preparedQuery(`${name}, complete its idempotency key`, (db, p: P & CompletionParams) =>
+        db
+          .with('inserted', () => statement(db, resourceParams(name, p)).returning(sql<number>`1`.as('one')))
+          .updateTable('idempotency_keys')
+          .set(completedColumns(p))
+          .where((eb) => eb.and([heldBy(eb, p), eb.exists(eb.selectFrom('inserted').select('one'))])),
+      ),
+    };
+    completingQueriesCache.set(statement as InsertStatement<never>, queries as CompletingQueries<never>);
+  }
+  return queries;
+}
+
+/** The parameters as the resource's statement may read them: a read of a completion's name is a mistake. */
+function resourceParams<P extends object>(name: string, params: P): P {
+  return new Proxy(params, {
+    get(target, field, receiver) {
+      if (typeof field === 'string' && completionNames.has(field)) {
+        throw new Error(`${name}: the parameter ${field} would be the idempotency key's completion's; name it otherwise`);
+      }
+      return Reflect.get(target, field, receiver) as unknown;
+    },
+  });
+}
 
 /** Deletes a record: an in-flight one held by `owner`, or a completed one that expired. */
 export async function deleteRecord(

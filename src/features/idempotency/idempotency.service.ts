@@ -3,14 +3,16 @@
  * The first request inserts an in-flight record and so holds the key; concurrent duplicates wait for it and
  * replay its response. Only successes are stored, for 24 hours from the first success; a failure releases
  * the key so that a retry runs anew. An in-flight record locks its key for a bounded time only, so a crash
- * mid-request never locks a key forever.
+ * mid-request never locks a key forever. Everything here returns values; idempotency.hook.ts is the HTTP
+ * edge that a creating route wraps its handler in, and renders them.
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../db/database.js';
+import type { InsertStatement } from '../../db/prepared.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
-import { ApiError } from '../../errors/api-error.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import { bodyFingerprint } from '../../lib/json.js';
 import * as repo from './idempotency.repository.js';
 import type { IdempotencyScope } from './idempotency.repository.js';
 
@@ -34,18 +36,24 @@ export interface StoredResponse {
 
 export type Claim =
   | { readonly kind: 'owned'; readonly owner: string }
-  | { readonly kind: 'replay'; readonly response: StoredResponse };
+  | { readonly kind: 'replay'; readonly response: StoredResponse }
+  /** The key is held for a different body (a success within its 24 hours, or a request in progress). */
+  | { readonly kind: 'conflict' }
+  /** The key's first request, with this body, was still in progress when the wait ended. */
+  | { readonly kind: 'in_progress' };
 
 /** 1 to 255 characters from `!` to `~` (spec 4.1): a space or any byte above 0x7E is invalid. */
 export function isValidIdempotencyKey(key: string): boolean {
   return /^[\x21-\x7e]{1,255}$/.test(key);
 }
 
-/** The Idempotency-Key header as given, or undefined when absent; throws 400 for an invalid key. */
-export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  if (Array.isArray(header) || !isValidIdempotencyKey(header)) throw new ApiError('invalid_idempotency_key');
-  return header;
+/** The Idempotency-Key header: absent, a valid key, or invalid (spec 4.1: a 400, whatever else is wrong). */
+export type KeyHeader = { readonly kind: 'absent' } | { readonly kind: 'key'; readonly key: string } | { readonly kind: 'invalid' };
+
+export function readIdempotencyKey(header: string | string[] | undefined): KeyHeader {
+  if (header === undefined) return { kind: 'absent' };
+  if (Array.isArray(header) || !isValidIdempotencyKey(header)) return { kind: 'invalid' };
+  return { kind: 'key', key: header };
 }
 
 function replayOf(row: { response_status: number | null; response_body: string | null; response_headers: string | null }): StoredResponse {
@@ -60,8 +68,8 @@ const pollStartMs = 20;
 const pollMaxMs = 250;
 
 /**
- * Claims the key for a request whose body has fingerprint `requestHash`: `owned` (go ahead, then call
- * `complete` or `release`), `replay` (answer with the stored response), or throws 409 `idempotency_conflict`.
+ * Claims the key for a request whose body has fingerprint `requestHash`: `owned` (go ahead, then complete
+ * or release it), `replay` (answer with the stored response), `conflict` or `in_progress` (answer 409).
  */
 export async function claim(
   db: Db,
@@ -122,11 +130,11 @@ async function claimAs(
         await repo.deleteRecord(db, scope, { expiredBefore: isoTimestamp(now) });
         continue;
       }
-      if (row.request_hash !== requestHash) throw new ApiError('idempotency_conflict');
+      if (row.request_hash !== requestHash) return { kind: 'conflict' };
       return { kind: 'replay', response: replayOf(row) };
     }
 
-    if (row.request_hash !== requestHash) throw new ApiError('idempotency_conflict');
+    if (row.request_hash !== requestHash) return { kind: 'conflict' };
     if (row.locked_until <= isoTimestamp(now)) {
       // The holder crashed or hung past its lock: this request takes the key over.
       if (await repo.takeOver(db, scope, row.owner, { owner, locked_until: lockedUntil, request_hash: requestHash })) {
@@ -134,13 +142,7 @@ async function claimAs(
       }
       continue;
     }
-    if (Date.now() >= deadline) {
-      throw new ApiError(
-        'idempotency_conflict',
-        'A request with this Idempotency-Key is still in progress. Retry later with the same key to get its result.',
-        { headers: { 'retry-after': '1' } },
-      );
-    }
+    if (Date.now() >= deadline) return { kind: 'in_progress' };
     await sleep(pollMs);
     pollMs = Math.min(pollMaxMs, pollMs * 2);
   }
@@ -148,19 +150,18 @@ async function claimAs(
 
 /**
  * Whether the key is held for a different body: by a success within its 24 hours, or by a request still in
- * progress. For a request refused before it could claim the key (its body broke a rule): spec 4.1 rule 3.3
+ * progress. For a request refused before it could claim the key (its body broke the schema): spec 4.1 rule 3.3
  * answers a known key with a different body 409, whatever else is wrong with that body.
  */
-export async function heldForAnotherBody(db: Db, clock: Clock, scope: IdempotencyScope, requestHash: string): Promise<boolean> {
+export async function heldForAnotherBody(db: Db, clock: Clock, scope: IdempotencyScope, body: unknown): Promise<boolean> {
   const row = await repo.findRecord(db, scope);
-  if (!row || row.request_hash === requestHash) return false;
+  if (!row || row.request_hash === bodyFingerprint(body)) return false;
   const now = isoTimestamp(clock.now());
   return row.state === 'completed' ? row.expires_at === null || row.expires_at > now : row.locked_until > now;
 }
 
-/** Stores the successful response, in the caller's transaction so it commits with the resource it created. */
 /** The completion of a held key with the response of its first success, kept for 24 hours from now. */
-export function completion(clock: Clock, scope: IdempotencyScope, owner: string, response: StoredResponse): repo.CompletionParams {
+function completion(clock: Clock, scope: IdempotencyScope, owner: string, response: StoredResponse): repo.CompletionParams {
   return repo.completionParams(scope, owner, {
     status: response.status,
     body: JSON.stringify(response.body),
@@ -169,13 +170,79 @@ export function completion(clock: Clock, scope: IdempotencyScope, owner: string,
   });
 }
 
-export async function complete(db: Db, clock: Clock, scope: IdempotencyScope, owner: string, response: StoredResponse): Promise<void> {
-  await repo.markCompleted(db, completion(clock, scope, owner, response));
-}
-
 /** Frees the key after a failure, so a retry with the same key is processed anew. */
 export async function release(db: Db, scope: IdempotencyScope, owner: string): Promise<void> {
   await repo.deleteRecord(db, scope, { owner });
+}
+
+export interface IdempotencyDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly idempotency: IdempotencySettings;
+}
+
+/**
+ * A key this request holds, as the service that creates the resource sees it: it stores the resource with
+ * `insertCompleting` (the key is completed with the response in the same atomic step), or keeps the key
+ * held with `keep` for a resource that is stored later. On any other ending the key is released.
+ */
+export class KeyHold {
+  #state: 'held' | 'completed' | 'kept' = 'held';
+
+  constructor(
+    private readonly deps: IdempotencyDeps,
+    private readonly scope: IdempotencyScope,
+    private readonly owner: string,
+  ) {}
+
+  /**
+   * Inserts the resource with `statement` (a module-level function: its queries are prepared once) and
+   * completes the key with `response`, both or neither; replays of the key then answer `response`.
+   */
+  async insertCompleting<P extends object>(statement: InsertStatement<P>, params: P, response: StoredResponse): Promise<void> {
+    await repo.insertCompletingKey(this.deps.db, statement, params, completion(this.deps.clock, this.scope, this.owner, response));
+    this.#state = 'completed';
+  }
+
+  /**
+   * Keeps the key held when the request ends without a success, for a resource that exists but is stored
+   * later with `insertCompleting`: a retry must get that resource, never a second one. The key's lock
+   * (CALLGATE_IDEMPOTENCY_LOCK_MS) bounds how long retries wait for it.
+   */
+  keep(): void {
+    if (this.#state === 'held') this.#state = 'kept';
+  }
+
+  /**
+   * The end of the request: frees the key unless it was completed or kept. When the database is away the
+   * key is freed in the background once it is back (rather than left locked until its lock ends), and the
+   * request's own answer stands.
+   */
+  async end(): Promise<void> {
+    if (this.#state !== 'held') return;
+    try {
+      await release(this.deps.db, this.scope, this.owner);
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      // Past its lock the key is free anyway: no point retrying longer (a long outage would pile up retries).
+      void retryWhileUnavailable(() => release(this.deps.db, this.scope, this.owner), { giveUpAfterMs: this.deps.idempotency.lockMs }).catch(
+        () => undefined,
+      );
+    }
+  }
+}
+
+/**
+ * Claims the key for a request with this body: a `KeyHold` when it now holds the key, else what to answer
+ * (a replay, or a 409).
+ */
+export async function claimFor(
+  deps: IdempotencyDeps,
+  scope: IdempotencyScope,
+  body: unknown,
+): Promise<{ readonly kind: 'owned'; readonly hold: KeyHold } | Exclude<Claim, { kind: 'owned' }>> {
+  const claimed = await claim(deps.db, deps.clock, deps.idempotency, scope, bodyFingerprint(body));
+  return claimed.kind === 'owned' ? { kind: 'owned', hold: new KeyHold(deps, scope, claimed.owner) } : claimed;
 }
 
 /** Deletes expired records; returns how many. */
