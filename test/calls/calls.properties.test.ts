@@ -100,7 +100,8 @@ describe('POST /v1/calls properties [sqlite]', () => {
   });
 
   it('a non-string `to` is never coerced: 400 with param to', async () => {
-    const nonString = fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), fc.array(e164Number, { minLength: 1, maxLength: 2 }), fc.dictionary(fc.string(), e164Number));
+    // No `__proto__` key: the parser refuses such a body before any field is looked at (no param to name).
+    const nonString = fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), fc.array(e164Number, { minLength: 1, maxLength: 2 }), fc.dictionary(fc.string().filter((key) => key !== '__proto__'), e164Number));
     await fc.assert(
       fc.asyncProperty(nonString, async (to) => {
         const res = await t.createCall({ agent_id: t.seed.agentId, to });
