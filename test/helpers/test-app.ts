@@ -68,7 +68,7 @@ export async function startTestApp(
   const app = buildApp(services);
   await app.ready();
   if (options.startWorker) services.startWorker();
-  else if (options.startMonitor) services.callMonitor.start();
+  else if (options.startMonitor) services.jobs.start([services.callMonitor.name]);
   const seed = await seedAccount(services);
 
   const inject = (injectOptions: InjectOptions) => app.inject(injectOptions);
