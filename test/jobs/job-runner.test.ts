@@ -44,6 +44,11 @@ await forEachDialect('Job runner', (dialect) => {
     await t?.close();
   });
 
+  // A call that has not ended has none of these yet.
+  const outcomeFields = Object.fromEntries(
+    ['started_at', 'ended_at', 'duration_seconds', 'transcript_summary', 'failure_reason', 'failure_message', 'failed_at'].map((column) => [column, null]),
+  ) as Record<'started_at' | 'ended_at' | 'duration_seconds' | 'transcript_summary' | 'failure_reason' | 'failure_message' | 'failed_at', null>;
+
   const insertDueCalls = async (count: number, dueAt: string): Promise<string[]> => {
     const prefix = `call_job_${Math.random().toString(36).slice(2, 8)}_`;
     const rows = Array.from({ length: count }, (_, i) => ({
@@ -61,13 +66,7 @@ await forEachDialect('Job runner', (dialect) => {
       created_at: dueAt,
       updated_at: dueAt,
       next_check_at: dueAt,
-      started_at: null,
-      ended_at: null,
-      duration_seconds: null,
-      transcript_summary: null,
-      failure_reason: null,
-      failure_message: null,
-      failed_at: null,
+      ...outcomeFields,
     }));
     for (let i = 0; i < rows.length; i += 100) await t.services.db.insertInto('calls').values(rows.slice(i, i + 100)).execute();
     return rows.map((row) => row.id);
