@@ -1,8 +1,9 @@
 /**
  * Looks at calls that have not ended yet and asks their provider how they stand. Each call row carries
  * `next_check_at`; a sweep (a pass of the worker's job runner) claims due rows with a conditional update
- * (so several processes never check one call at the same moment) and records the outcome once. Because the schedule lives in the database, a
- * call whose process died is picked up by the next sweep after a restart.
+ * (so several processes never check one call at the same moment) and records the outcome once. Because
+ * the schedule lives in the database, a call whose process died is picked up by the next sweep after a
+ * restart.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';

@@ -2,8 +2,8 @@
  * The delivery worker. It claims due deliveries with a lease, signs and POSTs each, and records every
  * attempt; a failure is retried on the schedule, a 410 disables the endpoint, and the last failure leaves
  * the delivery `failed`. It is a job of the worker's runner: a pass runs on new events (the notifier) and
- * on a periodic sweep, for retries that came due and for leases a crashed worker left behind. Results are written in small batches, one transaction
- * each, so a busy dispatcher does not pay one commit per delivery.
+ * on a periodic sweep, for retries that came due and for leases a crashed worker left behind. Results are
+ * written in small batches, one transaction each, so a busy dispatcher does not pay one commit per delivery.
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
