@@ -8,6 +8,9 @@ import type { Config } from './config.js';
 import { migrateToLatest, openDatabase, type DatabaseHandle, type Db } from './db/database.js';
 import { isDatabaseUnavailable } from './db/unavailable.js';
 import { CallMonitor } from './features/calls/call-monitor.js';
+import { purgeExpired } from './features/idempotency/idempotency.service.js';
+import { purgeOldRequests } from './features/request-log/request-log.service.js';
+import { JobRunner, periodicJob } from './jobs/job-runner.js';
 import type { CallsDeps } from './features/calls/calls.service.js';
 import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
 import { createSimulatorProvider } from './features/providers/simulator.provider.js';
@@ -31,6 +34,8 @@ export interface Services {
   readonly providers: ProviderRegistry;
   readonly perKeyLimiter: RateLimiter;
   readonly perIpLimiter: RateLimiter;
+  /** The worker role's job runner: the call monitor, the webhook dispatcher and the purges are its jobs. */
+  readonly jobs: JobRunner;
   readonly callMonitor: CallMonitor;
   readonly calls: CallsDeps;
   readonly notifier: DeliveryNotifier;
@@ -40,7 +45,7 @@ export interface Services {
   readonly signInLimiters: SignInLimiters;
   /** The ElevenLabs API client, when ELEVENLABS_API_KEY is set (agent sync uses it). */
   readonly elevenlabsClient: ElevenLabsClient | undefined;
-  /** Starts the worker role: the call monitor and the webhook dispatcher. */
+  /** Starts the worker role: every job (call monitor, webhook dispatcher, purges). */
   startWorker(): void;
   /**
    * Stops the worker and closes every connection. In-flight deliveries get up to `graceMs` in all (default
@@ -63,7 +68,12 @@ export interface ServiceOverrides {
   dispatcherSweepIntervalMs?: number;
   /** Jitter source of the retry schedule. */
   random?: () => number;
+  /** How often expired idempotency records and old request-log rows are deleted. */
+  purgeIntervalMs?: number;
 }
+
+/** How often expired idempotency records and old request-log rows are deleted. */
+const defaultPurgeIntervalMs = 10 * 60 * 1000;
 
 /** Headers and fields that carry secrets never reach the logs. */
 export const logRedactPaths = ['req.headers.authorization', 'req.headers.cookie', 'token', 'secret', 'password'];
@@ -120,6 +130,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       database.dialect === 'postgres' && config.database.dialect === 'postgres'
         ? createPostgresNotifier(database.pool, config.database.url, logger)
         : createLocalNotifier();
+    const jobs = new JobRunner({ clock, logger });
     const sender =
       overrides.webhookSender ?? createHttpSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
     const dispatcher = new WebhookDispatcher({
@@ -129,6 +140,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       sender,
       notifier,
       logger,
+      runner: jobs,
       retryScheduleMs: config.webhookRetryScheduleMs,
       timeoutMs: config.webhookTimeoutMs,
       concurrency: config.webhookConcurrency,
@@ -142,18 +154,29 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       clock,
       providers,
       logger,
+      runner: jobs,
       onCallEnded: () => notifier.notify(),
       ...(overrides.monitorSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.monitorSweepIntervalMs }),
     });
 
     const requestLog = new RequestLogWriter(database.db, logger);
+    const purgeIntervalMs = overrides.purgeIntervalMs ?? defaultPurgeIntervalMs;
+    const idempotency = { waitMs: config.idempotencyWaitMs, lockMs: config.idempotencyLockMs };
+    // The purges are jobs of the worker role: in the documented multi-process setup an api-only process
+    // always runs beside a worker, and one worker purging is enough for all.
+    jobs.add(
+      periodicJob({ name: 'idempotency-purge', label: 'idempotency purge', intervalMs: purgeIntervalMs, run: () => purgeExpired(database.db, clock, idempotency) }),
+    );
+    jobs.add(
+      periodicJob({ name: 'request-log-purge', label: 'request log purge', intervalMs: purgeIntervalMs, run: () => purgeOldRequests(database.db, clock) }),
+    );
     let workerKeepAlive: NodeJS.Timeout | undefined;
 
     const calls: CallsDeps = {
       db: database.db,
       clock,
       providers,
-      idempotency: { waitMs: config.idempotencyWaitMs, lockMs: config.idempotencyLockMs },
+      idempotency,
       onCallPlaced: (callId, checkAt) => callMonitor.schedule(callId, checkAt),
       onStoreRetry: ({ callId, stored, error }) => {
         if (stored) logger.info({ callId }, 'a placed call was stored once the database was back');
@@ -171,6 +194,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       providers,
       perKeyLimiter,
       perIpLimiter,
+      jobs,
       callMonitor,
       calls,
       notifier,
@@ -179,19 +203,16 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       requestLog,
       signInLimiters,
       startWorker() {
-        callMonitor.start();
-        dispatcher.start();
+        jobs.start();
         // The worker's own timers are unref'd (so tests and the CLI can end), and a worker-only process has
         // no listening socket: with its database connections gone, nothing would keep it running and it
         // would exit 0 mid-outage. This timer keeps the worker role alive until close().
         workerKeepAlive ??= setInterval(() => undefined, 60 * 60 * 1000);
       },
       async close(graceMs) {
-        const closingAt = Date.now();
         if (workerKeepAlive) clearInterval(workerKeepAlive);
         workerKeepAlive = undefined;
-        await callMonitor.stop();
-        await dispatcher.stop(graceMs === undefined ? undefined : Math.max(0, graceMs - (Date.now() - closingAt)));
+        await jobs.stop(graceMs);
         await requestLog.flush();
         await notifier.close();
         sender.close();

@@ -1,16 +1,12 @@
 /**
- * The process: read the config, open the database, seed a demo on first start, serve HTTP, run the call
- * monitor, and close it all in order on SIGTERM or SIGINT.
+ * The process: read the config, open the database, seed a demo on first start, serve HTTP, run the worker's
+ * jobs, and close it all in order on SIGTERM or SIGINT.
  */
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createServices } from './container.js';
 import { cliSettingsFor, demoBanner, seedDemoIfEmpty } from './features/bootstrap/demo-seed.js';
-import { purgeExpired } from './features/idempotency/idempotency.service.js';
-import { purgeOldRequests } from './features/request-log/request-log.service.js';
 
-/** How often expired idempotency records are deleted. */
-const purgeIntervalMs = 10 * 60 * 1000;
 /** Shutdown gives in-flight requests this long before the process exits anyway. */
 const shutdownGraceMs = 10_000;
 /** The worker's grace ends this long before the forced exit, so that it can still release its claims. */
@@ -44,14 +40,8 @@ async function main(): Promise<void> {
   const runsApi = config.roles.has('api');
   const runsWorker = config.roles.has('worker');
   const app = runsApi ? buildApp(services) : undefined;
+  // The worker role runs every job: the call monitor, the webhook dispatcher and the purges.
   if (runsWorker) services.startWorker();
-  const purge = setInterval(() => {
-    purgeExpired(services.db, services.clock, services.calls.idempotency).catch((error: unknown) =>
-      logger.error({ err: error }, 'idempotency purge failed'),
-    );
-    purgeOldRequests(services.db, services.clock).catch((error: unknown) => logger.error({ err: error }, 'request log purge failed'));
-  }, purgeIntervalMs);
-  purge.unref();
 
   if (app) await app.listen({ port: config.port, host: config.host });
   // A worker alone listens on nothing, so it names no URL.
@@ -65,7 +55,6 @@ async function main(): Promise<void> {
     const forceAt = Date.now() + shutdownGraceMs;
     const force = setTimeout(() => process.exit(1), shutdownGraceMs);
     force.unref();
-    clearInterval(purge);
     // Stop taking requests first, then let the worker finish or release its deliveries. A delivery that
     // outlasts the grace is released before the forced exit, or it would stay claimed until its lease ends.
     (app ? app.close() : Promise.resolve())

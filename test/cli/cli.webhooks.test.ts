@@ -294,7 +294,7 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
 
   it('webhooks delete removes an endpoint; its pending deliveries end as failed', async () => {
     // With the worker stopped, a test event stays pending until the delete fails it.
-    await services.dispatcher.stop();
+    await services.jobs.stop();
     const queued = await runJson(env, ['webhooks', 'test', endpoint.id]);
     const deleted = await runJson(env, ['webhooks', 'delete', endpoint.id]);
     assert.equal(deleted.id, endpoint.id);

@@ -76,7 +76,7 @@ export async function startTestApp(
   options.register?.(app, services);
   await app.ready();
   if (options.startWorker) services.startWorker();
-  else if (options.startMonitor) services.callMonitor.start();
+  else if (options.startMonitor) services.jobs.start([services.callMonitor.name]);
   const seed = await seedAccount(services);
 
   const inject = (injectOptions: InjectOptions) => app.inject(injectOptions);

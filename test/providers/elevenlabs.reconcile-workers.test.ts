@@ -48,7 +48,7 @@ await forEachDialect('ElevenLabs reconciliation with several workers', (dialect)
     t = await startTestApp(dialect, { env, startMonitor: true, overrides });
     for (let i = 0; i < 2; i++) {
       const services = await createServices(loadConfig({ ...testEnvDefaults, ...t.database.env, ...env }), overrides);
-      services.callMonitor.start();
+      services.jobs.start([services.callMonitor.name]);
       otherWorkers.push(services);
     }
     await addElevenLabsAgents(t);

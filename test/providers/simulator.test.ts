@@ -137,7 +137,7 @@ await forEachDialect('Calls survive a restart', (dialect) => {
       const services = await createServices(config, { monitorSweepIntervalMs: 50 });
       const app = buildApp(services);
       await app.ready();
-      services.callMonitor.start();
+      services.jobs.start([services.callMonitor.name]);
       try {
         const deadline = Date.now() + 5_000;
         let status = 'initiated';

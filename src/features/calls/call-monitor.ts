@@ -1,13 +1,15 @@
 /**
  * Looks at calls that have not ended yet and asks their provider how they stand. Each call row carries
- * `next_check_at`; a sweep claims due rows with a conditional update (so several processes never check one
- * call at the same moment) and records the outcome once. Because the schedule lives in the database, a
- * call whose process died is picked up by the next sweep after a restart.
+ * `next_check_at`; a sweep (a pass of the worker's job runner) claims due rows with a conditional update
+ * (so several processes never check one call at the same moment) and records the outcome once. Because
+ * the schedule lives in the database, a call whose process died is picked up by the next sweep after a
+ * restart.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
-import { failureLogLevel, isDatabaseUnavailable } from '../../db/unavailable.js';
+import { failureLogLevel } from '../../db/unavailable.js';
 import type { CallRow } from '../../db/schema.js';
+import type { Job, JobContext, JobHandle, JobRunner, PassResult } from '../../jobs/job-runner.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import * as repo from './calls.repository.js';
@@ -20,6 +22,8 @@ export interface CallMonitorOptions {
   readonly clock: Clock;
   readonly providers: ProviderRegistry;
   readonly logger: FastifyBaseLogger;
+  /** The worker's job runner, which runs the monitor's sweeps. */
+  readonly runner: JobRunner;
   /** How often due calls are swept up. */
   readonly sweepIntervalMs?: number;
   /** How long a claimed check holds a call before another process may try it (after a crash). */
@@ -40,98 +44,53 @@ export function providerRetryDelayMs(callAgeMs: number): number {
 const sweepBatchSize = 100;
 /** Calls checked at once: provider look-ups and PostgreSQL round trips overlap; SQLite serialises anyway. */
 const checkConcurrency = 8;
-const maxTimerDelayMs = 60_000;
-/**
- * Prompt looks that fall due within this many milliseconds share one timer and so one sweep: at a thousand
- * calls a second, a timer per call would claim one or two calls per statement and commit each ending alone.
- */
-const wakeGranularityMs = 50;
 
 interface Ended {
   readonly callId: string;
   readonly outcome: CallOutcome;
 }
 
-export class CallMonitor {
-  /** One timer per `wakeGranularityMs` slot, keyed by the slot's end (ms since the epoch). */
-  private readonly timers = new Map<number, NodeJS.Timeout>();
-  private sweepTimer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<void> | undefined;
-  private stopped = true;
+/** A job of the worker's runner: each pass claims a batch of due calls, checks them and records the ends. */
+export class CallMonitor implements Job {
+  readonly name = 'call-monitor';
+  readonly label = 'call monitor sweep';
+  readonly intervalMs: number;
+  private readonly handle: JobHandle;
 
-  constructor(private readonly options: CallMonitorOptions) {}
-
-  start(): void {
-    this.stopped = false;
-    const interval = this.options.sweepIntervalMs ?? defaultSweepIntervalMs;
-    this.sweepTimer = setInterval(() => void this.sweep(), interval);
-    this.sweepTimer.unref();
-    void this.sweep();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
-    for (const timer of this.timers.values()) clearTimeout(timer);
-    this.timers.clear();
-    await this.sweeping;
+  constructor(private readonly options: CallMonitorOptions) {
+    this.intervalMs = options.sweepIntervalMs ?? defaultSweepIntervalMs;
+    this.handle = options.runner.add(this);
   }
 
   /** Asks for a look at `at`, sooner than the next sweep would (the simulator's end of call). */
   schedule(_callId: string, at: Date): void {
-    if (this.stopped) return;
-    const now = this.options.clock.now().getTime();
-    // Far-off looks (reconciliation) are left to the sweep; timers are for prompt ends only.
-    if (at.getTime() - now > maxTimerDelayMs) return;
-    const slot = Math.ceil(at.getTime() / wakeGranularityMs) * wakeGranularityMs;
-    if (this.timers.has(slot)) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(slot);
-      void this.sweep();
-    }, Math.max(0, slot - now));
-    timer.unref();
-    this.timers.set(slot, timer);
+    this.handle.wakeAt(at);
   }
 
-  /** One pass over the due calls; concurrent calls share the pass under way. */
+  /** One pass over the due calls now; one asked for during a pass runs after it. */
   sweep(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (!this.sweeping) {
-      this.sweeping = this.sweepOnce()
-        .catch((error: unknown) =>
-          isDatabaseUnavailable(error)
-            ? this.options.logger.warn({ err: error }, 'call monitor sweep failed: the database is unavailable; trying again at the next sweep')
-            : this.options.logger.error({ err: error }, 'call monitor sweep failed'),
-        )
-        .finally(() => {
-          this.sweeping = undefined;
-        });
-    }
-    return this.sweeping;
+    return this.handle.run();
   }
 
-  private async sweepOnce(): Promise<void> {
-    const { db, clock, dialect } = this.options;
-    for (;;) {
-      const now = clock.now();
-      const lease = isoTimestamp(addMs(now, this.options.claimLeaseMs ?? defaultClaimLeaseMs));
-      const due = await repo.claimDueCalls(db, dialect, isoTimestamp(now), lease, sweepBatchSize);
-      const ended: Ended[] = [];
-      let next = 0;
-      const lane = async () => {
-        while (!this.stopped && next < due.length) {
-          const call = due[next++]!;
-          await this.check(call)
-            .then((outcome) => outcome && ended.push(outcome))
-            .catch((error: unknown) =>
-              this.options.logger.error({ err: error, callId: call.id }, 'call check failed; it is looked at again after its lease'),
-            );
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(checkConcurrency, due.length) }, lane));
-      await this.record(ended);
-      if (this.stopped || due.length < sweepBatchSize) return;
-    }
+  async runOnce({ now, stopping }: JobContext): Promise<PassResult> {
+    const { db, dialect } = this.options;
+    const lease = isoTimestamp(addMs(now, this.options.claimLeaseMs ?? defaultClaimLeaseMs));
+    const due = await repo.claimDueCalls(db, dialect, isoTimestamp(now), lease, sweepBatchSize);
+    const ended: Ended[] = [];
+    let next = 0;
+    const lane = async () => {
+      while (!stopping() && next < due.length) {
+        const call = due[next++]!;
+        await this.check(call)
+          .then((outcome) => outcome && ended.push(outcome))
+          .catch((error: unknown) =>
+            this.options.logger[failureLogLevel(error)]({ err: error, callId: call.id }, 'call check failed; it is looked at again after its lease'),
+          );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(checkConcurrency, due.length) }, lane));
+    await this.record(ended);
+    return { more: due.length === sweepBatchSize };
   }
 
   /** Records the outcomes of one batch in one transaction; if that fails, each on its own. */

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { dialectOf, type Db } from '../../db/database.js';
 import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
+import { claimDue, updateFromJson } from '../../jobs/claim.js';
 import type { CallRow } from '../../db/schema.js';
 
 /** Every column given, none left to a default: the row is the whole call. */
@@ -87,40 +88,26 @@ const endingColumns = [
 
 /**
  * Ends calls, each only while it is still `initiated`, in one statement whatever their number (the rows
- * travel as one JSON parameter, read by jsonb_to_recordset on PostgreSQL and json_each on SQLite): the
- * call monitor ends calls in batches, and a statement per call cost PostgreSQL a round trip each. Returns
- * the calls this ended; one that had ended already is not among them.
+ * travel as one JSON parameter): the call monitor ends calls in batches, and a statement per call cost
+ * PostgreSQL a round trip each. Returns the calls this ended; one that had ended already is not among them.
  */
 export async function finishCalls(db: Db, endings: readonly CallEnding[]): Promise<CallRow[]> {
-  if (endings.length === 0) return [];
-  const dialect = dialectOf(db);
-  const json = JSON.stringify(endings);
-  const changes = sql.join([...endingColumns.map(([column]) => sql`${sql.ref(column)} = v.${sql.ref(column)}`), sql`next_check_at = null`]);
-  if (dialect === 'postgres') {
-    const fields = sql.join([sql`id text`, ...endingColumns.map(([column, type]) => sql`${sql.ref(column)} ${sql.raw(type)}`)]);
-    const { rows } = await sql<CallRow>`update calls as c set ${changes}
-      from jsonb_to_recordset(${json}::jsonb) as v(${fields})
-      where c.id = v.id and c.status = 'initiated'
-      returning c.*`.execute(db);
-    return rows;
-  }
-  // The unary + keeps SQLite from reading every initiated call through the status index and joining each
-  // to the list; the list drives the join and each call is found by its id.
-  const fields = sql.join(
-    ['id', ...endingColumns.map(([column]) => column)].map((column) => sql`value ->> ${sql.lit(`$.${column}`)} as ${sql.ref(column)}`),
-  );
-  const { rows } = await sql<CallRow>`update calls set ${changes}
-    from (select ${fields} from json_each(${json})) as v
-    where calls.id = v.id and +calls.status = 'initiated'
-    returning *`.execute(db);
-  return rows;
+  return updateFromJson<CallRow>(db, dialectOf(db), {
+    table: 'calls',
+    rows: endings,
+    fields: endingColumns,
+    columns: endingColumns.map(([column]) => column),
+    clear: ['next_check_at'],
+    // On SQLite the status is not looked up through its index: that read every initiated call and joined
+    // each to the list; the list drives the join and each call is found by its id.
+    where: (unindexed) => sql`${unindexed('status')} = 'initiated'`,
+    returning: 'all',
+  });
 }
 
 /**
  * Claims up to `limit` calls whose next look is due, pushing their next look to `leaseUntil` so that no
- * other process looks at them meanwhile, and returns them. One statement: on PostgreSQL the rows are
- * picked with FOR UPDATE SKIP LOCKED, so monitors in several processes never wait for each other; SQLite
- * runs one writer at a time, so the same conditional UPDATE is atomic there.
+ * other process looks at them meanwhile, and returns them (one conditional UPDATE, see `claimDue`).
  */
 export async function claimDueCalls(
   db: Db,
@@ -129,22 +116,13 @@ export async function claimDueCalls(
   leaseUntil: string,
   limit: number,
 ): Promise<CallRow[]> {
-  return db
-    .updateTable('calls')
-    .set({ next_check_at: leaseUntil })
-    .where('id', 'in', (eb) => {
-      let due = eb
-        .selectFrom('calls')
-        .select('id')
-        .where('status', '=', 'initiated')
-        .where('next_check_at', '<=', now)
-        .orderBy('next_check_at')
-        .limit(limit);
-      if (dialect === 'postgres') due = due.forUpdate().skipLocked();
-      return due;
-    })
-    .where('status', '=', 'initiated')
-    .where('next_check_at', '<=', now)
+  return claimDue(db, dialect, {
+    table: 'calls',
+    due: (eb) => eb.and([eb('status', '=', 'initiated'), eb('next_check_at', '<=', now)]),
+    orderBy: 'next_check_at',
+    limit,
+    set: { next_check_at: leaseUntil },
+  })
     .returningAll()
     .execute();
 }

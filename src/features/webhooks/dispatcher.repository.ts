@@ -2,6 +2,7 @@
 import type { Db } from '../../db/database.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/schema.js';
 import { sql, type Insertable } from 'kysely';
+import { claimDue, updateFromJson } from '../../jobs/claim.js';
 
 export interface ClaimedDelivery {
   id: string;
@@ -19,12 +20,8 @@ export interface ClaimedDelivery {
 }
 
 /**
- * Claims up to `limit` due deliveries for `workerId` until `leaseUntil`. One statement: on PostgreSQL the
- * rows are picked with FOR UPDATE SKIP LOCKED, so workers never wait for or take each other's rows (and a row
- * changed since the snapshot is tested again once locked); SQLite runs one writer at a time, so the same
- * UPDATE is atomic there. The subquery alone picks the rows: a second `status` test on the UPDATE made
- * SQLite's planner walk every pending row through the due index instead of looking up the ids it got, so
- * each claim cost time in proportion to the backlog (0.7 ms a claim at 20,000 pending).
+ * Claims up to `limit` due deliveries for `workerId` until `leaseUntil` (one conditional UPDATE, see
+ * `claimDue`), then reads them with their event and endpoint.
  */
 export async function claimDueDeliveries(
   db: Db,
@@ -34,21 +31,18 @@ export async function claimDueDeliveries(
   leaseUntil: string,
   limit: number,
 ): Promise<ClaimedDelivery[]> {
-  const claimed = await db
-    .updateTable('webhook_deliveries')
-    .set({ locked_by: workerId, locked_until: leaseUntil })
-    .where('id', 'in', (eb) => {
-      let due = eb
-        .selectFrom('webhook_deliveries')
-        .select('id')
-        .where('status', '=', 'pending')
-        .where('next_attempt_at', '<=', now)
-        .where((w) => w.or([w('locked_until', 'is', null), w('locked_until', '<=', now)]))
-        .orderBy('next_attempt_at')
-        .limit(limit);
-      if (dialect === 'postgres') due = due.forUpdate().skipLocked();
-      return due;
-    })
+  const claimed = await claimDue(db, dialect, {
+    table: 'webhook_deliveries',
+    due: (eb) =>
+      eb.and([
+        eb('status', '=', 'pending'),
+        eb('next_attempt_at', '<=', now),
+        eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]),
+      ]),
+    orderBy: 'next_attempt_at',
+    limit,
+    set: { locked_by: workerId, locked_until: leaseUntil },
+  })
     .returning(['id'])
     .execute();
   if (claimed.length === 0) return [];
@@ -157,10 +151,8 @@ export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', rec
 /**
  * Applies each result to its delivery, if `workerId` still holds the claim, and releases the claim. One
  * statement per set of changed columns (a response sets seven, a disabled endpoint four), whatever the
- * number of deliveries: the rows travel as one JSON parameter and are read back by the database
- * (jsonb_to_recordset on PostgreSQL, json_each on SQLite). A statement per delivery cost PostgreSQL a round
- * trip each inside the transaction, which limited a worker to about 3,000 deliveries a second. Returns the
- * ids of the deliveries whose claim was still held.
+ * number of deliveries (`updateFromJson`): a statement per delivery limited a worker on PostgreSQL to about
+ * 3,000 deliveries a second. Returns the ids of the deliveries whose claim was still held.
  */
 async function updateDeliveries(db: Db, dialect: 'sqlite' | 'postgres', records: readonly AttemptRecord[]): Promise<Set<string>> {
   const held = new Set<string>();
@@ -182,37 +174,19 @@ async function updateDeliveries(db: Db, dialect: 'sqlite' | 'postgres', records:
       for (const column of columns) row[column] = record.delivery[column] ?? null;
       return row;
     });
-    const changes = sql.join([
-      ...columns.map((column) => sql`${sql.ref(column)} = v.${sql.ref(column)}`),
-      sql`locked_by = null`,
-      sql`locked_until = null`,
-    ]);
-    const json = JSON.stringify(rows);
-    if (dialect === 'postgres') {
-      const fields = sql.join([
-        sql`id text`,
-        sql`worker_id text`,
-        ...columns.map((column) => sql`${sql.ref(column)} ${sql.raw(resultColumnTypes[column])}`),
-      ]);
-      const applied = await sql<{ id: string }>`update webhook_deliveries as d set ${changes}
-        from jsonb_to_recordset(${json}::jsonb) as v(${fields})
-        where d.id = v.id and d.locked_by = v.worker_id
-        returning d.id`.execute(db);
-      for (const row of applied.rows) held.add(row.id);
-    } else {
-      const fields = sql.join(
-        ['id', 'worker_id', ...columns].map((column) => sql`value ->> ${sql.lit(`$.${column}`)} as ${sql.ref(column)}`),
-      );
-      const applied = await sql<{ id: string }>`update webhook_deliveries set ${changes}
-        from (select ${fields} from json_each(${json})) as v
-        where webhook_deliveries.id = v.id and webhook_deliveries.locked_by = v.worker_id
-        returning webhook_deliveries.id`.execute(db);
-      for (const row of applied.rows) held.add(row.id);
-    }
+    const applied = await updateFromJson<{ id: string }>(db, dialect, {
+      table: 'webhook_deliveries',
+      rows,
+      fields: [['worker_id', 'text'], ...columns.map((column) => [column, resultColumnTypes[column]] as const)],
+      columns,
+      clear: ['locked_by', 'locked_until'],
+      where: () => sql`t.locked_by = v.worker_id`,
+      returning: 'id',
+    });
+    for (const row of applied) held.add(row.id);
   }
   return held;
 }
-
 /** Gives claimed deliveries back (shutdown), so another worker may take them at once. */
 export async function releaseClaims(db: Db, workerId: string, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return;

@@ -1,0 +1,104 @@
+/**
+ * The two statements every job's rows go through: a claim of the due rows under a lease, and the results
+ * written back for many rows at once. One copy each, for every table a job works on.
+ */
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool, type UpdateObject, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { Database } from '../db/schema.js';
+
+/** The tables jobs claim rows of; each has a text primary key `id`. */
+export type JobTable = 'calls' | 'webhook_deliveries';
+
+export interface ClaimSpec<T extends JobTable> {
+  readonly table: T;
+  /** Which rows are due now (and not under another runner's lease). */
+  readonly due: (eb: ExpressionBuilder<Database, T>) => Expression<SqlBool>;
+  /** The oldest due first. */
+  readonly orderBy: keyof Database[T] & string;
+  readonly limit: number;
+  /** What the claim writes: the lease (until when the row is this runner's) and who holds it. */
+  readonly set: UpdateObject<Database, T>;
+}
+
+/**
+ * Claims up to `limit` due rows, as one conditional UPDATE whose subquery picks the rows: on PostgreSQL
+ * with FOR UPDATE SKIP LOCKED, so runners never wait for or take each other's rows (and a row changed since
+ * the snapshot is tested again once locked); SQLite runs one writer at a time, so the same UPDATE is atomic
+ * there. The subquery alone picks the rows: a second test of the due columns on the UPDATE made SQLite's
+ * planner walk every due row through its index instead of looking up the ids it got, so each claim cost
+ * time in proportion to the backlog (0.7 ms a claim at 20,000 pending deliveries). Returns the builder, for
+ * the caller to say what comes back.
+ */
+export function claimDue<T extends JobTable>(
+  db: Db,
+  dialect: 'sqlite' | 'postgres',
+  spec: ClaimSpec<T>,
+): UpdateQueryBuilder<Database, T, T, UpdateResult> {
+  // Kysely's builders do not follow a table name that is a type parameter; the spec's types check the caller.
+  const table = spec.table as JobTable;
+  return db
+    .updateTable(table)
+    .set(spec.set as UpdateObject<Database, JobTable>)
+    .where('id', 'in', (eb) => {
+      let due = eb
+        .selectFrom(table)
+        .select('id')
+        .where(spec.due as (eb: ExpressionBuilder<Database, JobTable>) => Expression<SqlBool>)
+        .orderBy(spec.orderBy as 'id')
+        .limit(spec.limit);
+      if (dialect === 'postgres') due = due.forUpdate().skipLocked();
+      return due;
+    }) as unknown as UpdateQueryBuilder<Database, T, T, UpdateResult>;
+}
+
+export interface JsonUpdate {
+  readonly table: JobTable;
+  /** One object a row: its `id` and a value for each field. */
+  readonly rows: readonly Readonly<Record<string, unknown>>[];
+  /** The fields besides `id`, with their PostgreSQL types (for reading them out of JSON). */
+  readonly fields: readonly (readonly [string, 'text' | 'integer'])[];
+  /** The columns set, each from the row's field of the same name. */
+  readonly columns: readonly string[];
+  /** Columns set to one value for every row (a lease ended, a next look cleared). */
+  readonly clear?: readonly string[];
+  /**
+   * A further condition on the row (`t`) and its values (`v`). `unindexed(column)` is the column as SQLite
+   * must not look it up through an index: the list of rows should drive the join, each row found by id.
+   */
+  readonly where?: (unindexed: (column: string) => RawBuilder<unknown>) => RawBuilder<unknown>;
+  readonly returning: 'id' | 'all';
+}
+
+/**
+ * Updates many rows, each with its own values, in one statement whatever their number: the rows travel as
+ * one JSON parameter and the database reads them back (jsonb_to_recordset on PostgreSQL, json_each on
+ * SQLite). A statement per row cost PostgreSQL a round trip each, inside the transaction. Returns the rows
+ * updated (their ids, or whole), so a caller sees which passed the condition.
+ */
+export async function updateFromJson<Row>(db: Db, dialect: 'sqlite' | 'postgres', spec: JsonUpdate): Promise<Row[]> {
+  if (spec.rows.length === 0) return [];
+  const json = JSON.stringify(spec.rows);
+  const changes = sql.join([
+    ...spec.columns.map((column) => sql`${sql.ref(column)} = v.${sql.ref(column)}`),
+    ...(spec.clear ?? []).map((column) => sql`${sql.ref(column)} = null`),
+  ]);
+  const source =
+    dialect === 'postgres'
+      ? sql`jsonb_to_recordset(${json}::jsonb) as v(${sql.join([
+          sql`id text`,
+          ...spec.fields.map(([field, type]) => sql`${sql.ref(field)} ${sql.raw(type)}`),
+        ])})`
+      : sql`(select ${sql.join(
+          ['id', ...spec.fields.map(([field]) => field)].map((field) => sql`value ->> ${sql.lit(`$.${field}`)} as ${sql.ref(field)}`),
+        )} from json_each(${json})) as v`;
+  const unindexed = (column: string) => (dialect === 'sqlite' ? sql`+t.${sql.ref(column)}` : sql`t.${sql.ref(column)}`);
+  const condition = spec.where ? sql`and ${spec.where(unindexed)}` : sql``;
+  // SQLite's RETURNING names the updated table's columns unqualified (and has no t.*); PostgreSQL's must
+  // qualify them, as v has an id too.
+  const returned = spec.returning === 'all' ? (dialect === 'postgres' ? sql`t.*` : sql`*`) : dialect === 'postgres' ? sql`t.id` : sql`id`;
+  const { rows } = await sql<Row>`update ${sql.table(spec.table)} as t set ${changes}
+    from ${source}
+    where t.id = v.id ${condition}
+    returning ${returned}`.execute(db);
+  return rows;
+}

@@ -1,0 +1,234 @@
+/**
+ * The worker role's one loop machinery. Every background task (the call monitor, the webhook dispatcher, the
+ * purges) is a `Job`: one pass over the work that is due, run by this runner on its interval, at once on a
+ * wake-up (a signal such as the delivery notifier: NOTIFY on PostgreSQL, in-process on SQLite), or at a
+ * moment a job asks for. The runner owns what each loop had its own copy of: the timers, the stop flag,
+ * folding wake-ups that come during a pass into one more pass, the error logging, and a shutdown whose
+ * wait is bounded. Jobs claim their rows with `claimDue` (claim.ts), so several runners, in one process or
+ * many, never work on one row at once, and a row whose runner died comes back when its lease ends.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { isDatabaseUnavailable } from '../db/unavailable.js';
+import type { Clock } from '../lib/clock.js';
+
+export interface JobContext {
+  /** The runner's clock: what "now" is for this pass. */
+  readonly now: Date;
+  /** True once the runner is stopping: a pass stops taking new work. */
+  stopping(): boolean;
+}
+
+export interface PassResult {
+  /** The pass took a full batch: run again at once rather than at the next interval. */
+  readonly more?: boolean;
+}
+
+export interface Job {
+  /** Unique in a runner; names the job in logs. */
+  readonly name: string;
+  /** Its log lines say "<label> failed", e.g. "call monitor sweep". */
+  readonly label: string;
+  /** Passes run at least this often while the runner runs. */
+  readonly intervalMs: number;
+  /** A pass at start (default), or only after the first interval (the purges). */
+  readonly runAtStart?: boolean;
+  /** One pass over the due work. */
+  runOnce(context: JobContext): Promise<PassResult | void>;
+  /** Work that outlives its pass (the dispatcher's attempts); a shutdown waits for it until its deadline. */
+  pending?(): Promise<unknown>;
+  /** After that wait: what is still under way is handed back (recorded, its claims released). */
+  handBack?(): Promise<void>;
+}
+
+/** What wakes a job: the delivery notifier is one (NOTIFY/LISTEN on PostgreSQL, an EventEmitter on SQLite). */
+export interface WakeSignal {
+  subscribe(listener: () => void): () => void;
+}
+
+/** What a job uses to ask for its next pass. */
+export interface JobHandle {
+  /** A pass now; one asked for during a pass runs once that pass ends. Cheap to call often. */
+  wake(): void;
+  /** A pass at `at`, sooner than the interval would; looks due within the same slot share one timer. */
+  wakeAt(at: Date): void;
+  /** A pass now, resolved when it (or the pass that follows the one under way) has ended. */
+  run(): Promise<void>;
+}
+
+export interface JobRunnerOptions {
+  readonly clock: Clock;
+  readonly logger: FastifyBaseLogger;
+  /**
+   * Looks asked for within this many ms share one timer and so one pass: at a thousand calls a second, a
+   * timer per call would claim one or two calls per statement and commit each ending alone.
+   */
+  readonly wakeGranularityMs?: number;
+  /** Looks asked for further off than this are left to the interval. */
+  readonly maxWakeDelayMs?: number;
+}
+
+const defaultWakeGranularityMs = 50;
+const defaultMaxWakeDelayMs = 60_000;
+
+interface Entry {
+  readonly job: Job;
+  readonly signal: WakeSignal | undefined;
+  readonly handle: JobHandle;
+  interval: NodeJS.Timeout | undefined;
+  startTimer: NodeJS.Timeout | undefined;
+  /** One timer per slot, keyed by the slot's end (ms since the epoch, by the runner's clock). */
+  readonly slots: Map<number, NodeJS.Timeout>;
+  unsubscribe: (() => void) | undefined;
+  running: Promise<void> | undefined;
+  /** A pass that was asked for while one ran, and its promise. */
+  again: Promise<void> | undefined;
+  started: boolean;
+}
+
+export class JobRunner {
+  private readonly entries = new Map<string, Entry>();
+  private stopped = true;
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly options: JobRunnerOptions) {}
+
+  /** Adds a job; with `wakeOn`, every signal runs a pass. Returns what the job uses to ask for passes. */
+  add(job: Job, wakeOn?: WakeSignal): JobHandle {
+    if (this.entries.has(job.name)) throw new Error(`a job named "${job.name}" is already added`);
+    const entry: Entry = {
+      job,
+      signal: wakeOn,
+      handle: {
+        wake: () => void this.pass(entry),
+        wakeAt: (at) => this.wakeAt(entry, at),
+        run: () => this.pass(entry),
+      },
+      interval: undefined,
+      startTimer: undefined,
+      slots: new Map(),
+      unsubscribe: undefined,
+      running: undefined,
+      again: undefined,
+      started: false,
+    };
+    this.entries.set(job.name, entry);
+    return entry.handle;
+  }
+
+  /**
+   * Starts the named jobs (every job when none are named). Timers are unref'd: the runner never keeps a
+   * process alive by itself (the worker role does, in container.ts).
+   */
+  start(names?: readonly string[]): void {
+    this.stopped = false;
+    this.stopping = undefined;
+    for (const entry of this.entries.values()) {
+      if (entry.started || (names && !names.includes(entry.job.name))) continue;
+      entry.started = true;
+      entry.interval = setInterval(() => entry.handle.wake(), entry.job.intervalMs);
+      entry.interval.unref();
+      entry.unsubscribe = entry.signal?.subscribe(entry.handle.wake);
+      if (entry.job.runAtStart ?? true) entry.handle.wake();
+    }
+  }
+
+  /**
+   * Stops every job: no pass starts any more and those under way end; work that outlives its pass gets
+   * until `graceMs` from now, then is handed back. Safe to call twice.
+   */
+  stop(graceMs = 10_000): Promise<void> {
+    this.stopping ??= this.stopAll(graceMs);
+    return this.stopping;
+  }
+
+  private async stopAll(graceMs: number): Promise<void> {
+    const deadline = Date.now() + graceMs;
+    this.stopped = true;
+    const entries = [...this.entries.values()].filter((entry) => entry.started);
+    for (const entry of entries) {
+      entry.started = false;
+      clearInterval(entry.interval);
+      for (const timer of entry.slots.values()) clearTimeout(timer);
+      entry.slots.clear();
+      entry.unsubscribe?.();
+      entry.unsubscribe = undefined;
+    }
+    await Promise.all(entries.map((entry) => entry.again ?? entry.running));
+    const pending = Promise.allSettled(entries.map((entry) => entry.job.pending?.()));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([pending, new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
+    clearTimeout(timer);
+    await Promise.all(
+      entries.map((entry) =>
+        entry.job.handBack?.().catch((error: unknown) => this.options.logger.warn({ err: error, job: entry.job.name }, 'handing back unfinished work failed')),
+      ),
+    );
+  }
+
+  /** A pass, or, while one runs, the one after it; wake-ups during a pass fold into that one. */
+  private pass(entry: Entry): Promise<void> {
+    if (this.stopped || !entry.started) return Promise.resolve();
+    if (entry.running) {
+      entry.again ??= entry.running.then(() => {
+        entry.again = undefined;
+        return this.pass(entry);
+      });
+      return entry.again;
+    }
+    const running = this.passes(entry).finally(() => {
+      if (entry.running === running) entry.running = undefined;
+    });
+    entry.running = running;
+    return running;
+  }
+
+  private async passes(entry: Entry): Promise<void> {
+    const { job } = entry;
+    const stopping = () => this.stopped;
+    try {
+      for (;;) {
+        const result = await job.runOnce({ now: this.options.clock.now(), stopping });
+        if (this.stopped || !result?.more) return;
+      }
+    } catch (error) {
+      if (isDatabaseUnavailable(error)) {
+        this.options.logger.warn({ err: error }, `${job.label} failed: the database is unavailable; trying again at the next sweep`);
+      } else {
+        this.options.logger.error({ err: error }, `${job.label} failed`);
+      }
+    }
+  }
+
+  private wakeAt(entry: Entry, at: Date): void {
+    if (this.stopped || !entry.started) return;
+    const granularity = this.options.wakeGranularityMs ?? defaultWakeGranularityMs;
+    const now = this.options.clock.now().getTime();
+    // Far-off looks (reconciliation) are left to the interval; timers are for prompt ones only.
+    if (at.getTime() - now > (this.options.maxWakeDelayMs ?? defaultMaxWakeDelayMs)) return;
+    const slot = Math.ceil(at.getTime() / granularity) * granularity;
+    if (entry.slots.has(slot)) return;
+    const timer = setTimeout(() => {
+      entry.slots.delete(slot);
+      entry.handle.wake();
+    }, Math.max(0, slot - now));
+    timer.unref();
+    entry.slots.set(slot, timer);
+  }
+}
+
+/** A job that runs one task on its interval (the purges): no claim, no wake-ups, nothing left at shutdown. */
+export function periodicJob(spec: {
+  readonly name: string;
+  readonly label: string;
+  readonly intervalMs: number;
+  readonly runAtStart?: boolean;
+  readonly run: (now: Date) => Promise<unknown>;
+}): Job {
+  return {
+    name: spec.name,
+    label: spec.label,
+    intervalMs: spec.intervalMs,
+    runAtStart: spec.runAtStart ?? false,
+    runOnce: async ({ now }) => void (await spec.run(now)),
+  };
+}
