@@ -12,6 +12,7 @@ import { callsRoutes } from './features/calls/calls.routes.js';
 import { healthRoutes } from './features/health/health.routes.js';
 import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './features/portal/portal.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
+import { requestLogHook } from './features/request-log/request-log.hook.js';
 import { answerClientError, answerConnect, answerExpectation } from './http/client-errors.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { refuseNulInQuery } from './http/nul-text.js';
@@ -129,24 +130,7 @@ export function buildApp(services: Services): FastifyInstance {
         }),
       );
       v1.addHook('preValidation', refuseNulInQuery);
-      v1.addHook('onResponse', async (request, reply) => {
-        const key = request.apiKey;
-        if (!key) return;
-        const idempotencyKey = request.headers['idempotency-key'];
-        services.requestLog.add({
-          id: request.id,
-          account_id: key.account_id,
-          api_key_id: key.id,
-          key_prefix: key.prefix,
-          method: request.method,
-          path: request.url.slice(0, 500),
-          status: reply.statusCode,
-          error_code: reply.errorCode,
-          idempotency_key: typeof idempotencyKey === 'string' ? idempotencyKey.slice(0, 255) : null,
-          duration_ms: Math.round(reply.elapsedTime),
-          created_at: new Date(Date.now() - reply.elapsedTime).toISOString(),
-        });
-      });
+      v1.addHook('onResponse', requestLogHook(services.requestLog));
       await v1.register(callsRoutes, { deps: services.calls });
       // An unknown path under /v1 is still an API request: authenticated, counted against the key's limit and
       // listed in the request log (where a mistyped URL is found), then answered 404 with the path named.
