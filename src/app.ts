@@ -15,6 +15,7 @@ import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenl
 import { requestLogHook } from './features/request-log/request-log.hook.js';
 import { answerClientError, answerConnect, answerExpectation } from './http/client-errors.js';
 import { registerJsonBodyParser } from './http/json-body.js';
+import { trackHandlers, type InFlightHandlers } from './http/in-flight.js';
 import { refuseNulInQuery } from './http/nul-text.js';
 import { newId } from './lib/ids.js';
 
@@ -29,6 +30,13 @@ function hostHeaderCount(rawHeaders: readonly string[]): number {
   let count = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.length === 4 && rawHeaders[i]!.toLowerCase() === 'host') count++;
   return count;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Route handlers still running; shutdown waits for them before it closes the database. */
+    inFlight: InFlightHandlers;
+  }
 }
 
 export function buildApp(services: Services): FastifyInstance {
@@ -111,6 +119,7 @@ export function buildApp(services: Services): FastifyInstance {
     );
   });
   registerErrorHandling(app);
+  app.decorate('inFlight', trackHandlers(app));
 
   app.register(healthRoutes, { db: services.db, dialect: services.database.dialect, publicUrl: services.config.publicUrl });
   app.register(portalRoutes, { prefix: '/developers', deps: services });

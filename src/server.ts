@@ -57,7 +57,9 @@ async function main(): Promise<void> {
     force.unref();
     // Stop taking requests first, then let the worker finish or release its deliveries. A delivery that
     // outlasts the grace is released before the forced exit, or it would stay claimed until its lease ends.
-    (app ? app.close() : Promise.resolve())
+    // A handler whose client hung up is not waited for by close(): it still runs, and may have a placed call
+    // to store, so the database stays open until it ends (within the grace).
+    (app ? app.close().then(() => app.inFlight.idle(Math.max(0, forceAt - releaseMarginMs - Date.now()))) : Promise.resolve())
       .then(() => services.close(Math.max(0, forceAt - releaseMarginMs - Date.now())))
       .then(() => process.exit(0))
       .catch((error: unknown) => {

@@ -1,0 +1,46 @@
+/**
+ * Route handlers still running. Closing the HTTP server waits for open connections only: a client that
+ * sent its request and then hung up leaves its handler running (placing a call, storing it) with no
+ * connection to wait for. Shutdown waits for these handlers too before it closes the database, or the
+ * handler's writes fail and a call the provider placed is never stored.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+
+export interface InFlightHandlers {
+  /** Resolves true once no handler is running, or false when `timeoutMs` passes first. */
+  idle(timeoutMs: number): Promise<boolean>;
+}
+
+const tracked = new WeakSet<FastifyRequest>();
+
+/**
+ * Counts from just before a handler runs (preHandler: the body is read and valid) to its answer (onSend,
+ * which runs even when the client has gone). Requests answered before a handler runs are never counted.
+ */
+export function trackHandlers(app: FastifyInstance): InFlightHandlers {
+  let running = 0;
+  let waiters: (() => void)[] = [];
+  app.addHook('preHandler', async (request) => {
+    tracked.add(request);
+    running++;
+  });
+  app.addHook('onSend', async (request, _reply, payload) => {
+    if (tracked.delete(request) && --running === 0) {
+      for (const wake of waiters) wake();
+      waiters = [];
+    }
+    return payload;
+  });
+  return {
+    idle(timeoutMs) {
+      if (running === 0) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(false), timeoutMs);
+        waiters.push(() => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+    },
+  };
+}
