@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { forEachDialect } from '../helpers/dialects.js';
+import { rawRequest, type RawResponse } from '../helpers/raw-http.js';
 import { callBody, countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
 
 const bodyLimitBytes = 64 * 1024;
@@ -30,40 +31,6 @@ function jsonBodyOfBytes(bytes: number): string {
   const body = JSON.stringify({ agent_id: 'x'.repeat(bytes - Buffer.byteLength(frame)), to: '+14155550123' });
   assert.equal(Buffer.byteLength(body), bytes);
   return body;
-}
-
-interface RawResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** Writes raw bytes to the server and reads until it closes the connection. */
-function rawRequest(port: number, request: string | Buffer): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    const timer = setTimeout(() => socket.destroy(new Error('no answer within 5 s')), 5_000);
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    socket.on('close', () => {
-      clearTimeout(timer);
-      const text = Buffer.concat(chunks).toString('utf8');
-      const split = text.indexOf('\r\n\r\n');
-      if (split < 0) return reject(new Error(`no HTTP response: ${JSON.stringify(text)}`));
-      const [statusLine = '', ...headerLines] = text.slice(0, split).split('\r\n');
-      const headers: Record<string, string> = {};
-      for (const line of headerLines) {
-        const colon = line.indexOf(':');
-        headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-      }
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: text.slice(split + 4) });
-    });
-    socket.write(request);
-  });
 }
 
 await forEachDialect('POST /v1/calls with bad input', (dialect) => {

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli as runCliInProcess } from '../../src/cli/main.js';
+import { until } from '../helpers/wait.js';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 /** The installed entry (`npx callgate`) and the compiled file it imports. */
@@ -85,13 +86,7 @@ export function isBuilt(): boolean {
   return fs.existsSync(distEntry);
 }
 
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** `until` with the CLI tests' shorter deadline. */
+export function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  return until(what, check, timeoutMs);
 }

@@ -16,13 +16,13 @@ import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
 import { seedAccount, testEnvDefaults } from '../helpers/test-app.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { LightMyRequestResponse } from 'fastify';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
 import { callBody, countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { createFakeProvider, untilAttempts } from '../idempotency/fake-provider.js';
+import { until } from '../helpers/wait.js';
 
 function sqliteOf(t: TestApp) {
   const { database } = t.services;
@@ -38,16 +38,6 @@ function assertDatabaseUnavailable(res: LightMyRequestResponse): void {
   assert.match(body.request_id, /^req_/);
   assert.equal(res.headers['x-request-id'], body.request_id);
   assert.equal(res.headers['retry-after'], '2');
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 it('SQLite read-only or full: 503 database_unavailable, the worker carries on, and every acknowledged call gets its event', async () => {

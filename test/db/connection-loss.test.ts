@@ -17,6 +17,7 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { seedAccount, testEnvDefaults, type SeededAccount } from '../helpers/test-app.js';
 import { createTestDatabase, postgresUnavailableReason, type TestDatabase } from '../helpers/test-db.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { until } from '../helpers/wait.js';
 
 const requirePostgres = process.env.CALLGATE_TEST_REQUIRE_POSTGRES === '1';
 const unavailable = await postgresUnavailableReason();
@@ -29,17 +30,6 @@ interface Answer {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   readonly body: any;
   readonly at: number;
-}
-
-/** Polls `check` until it returns a value other than undefined. */
-async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 /** The catalogue's error shape: {error, message, request_id}, the id also in X-Request-Id. */

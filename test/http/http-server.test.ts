@@ -7,47 +7,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-
-interface RawResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-function parseResponse(text: string): RawResponse {
-  const split = text.indexOf('\r\n\r\n');
-  if (split < 0) throw new Error(`no HTTP response: ${JSON.stringify(text)}`);
-  const [statusLine = '', ...headerLines] = text.slice(0, split).split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of headerLines) {
-    const colon = line.indexOf(':');
-    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  return { status: Number(statusLine.split(' ')[1]), headers, body: text.slice(split + 4) };
-}
-
-/** Writes raw bytes and reads until the server closes the connection (every request here asks it to). */
-function rawRequest(port: number, request: string): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    const timer = setTimeout(() => socket.destroy(new Error('the server did not answer and close within 5 s')), 5_000);
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    socket.on('close', () => {
-      clearTimeout(timer);
-      try {
-        resolve(parseResponse(Buffer.concat(chunks).toString('utf8')));
-      } catch (error) {
-        reject(error);
-      }
-    });
-    socket.write(request);
-  });
-}
+import { parseResponse, rawRequest, type RawResponse } from '../helpers/raw-http.js';
 
 function assertJsonError(res: RawResponse, status: number, code: string): void {
   assert.equal(res.status, status, JSON.stringify(res));

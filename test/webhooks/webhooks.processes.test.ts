@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.js';
@@ -21,6 +20,7 @@ import { startServerProcess, type ServerProcess } from '../helpers/server-proces
 import { seedAccount, testEnvDefaults, type SeededAccount } from '../helpers/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { until } from '../helpers/wait.js';
 
 interface Seeded {
   readonly seed: SeededAccount;
@@ -40,17 +40,6 @@ async function seedDatabase(database: TestDatabase, receiverUrls: readonly strin
     return { seed, endpoints };
   } finally {
     await services.close();
-  }
-}
-
-/** Polls `check` until it returns a value other than undefined. */
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
   }
 }
 
