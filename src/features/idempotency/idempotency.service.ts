@@ -84,9 +84,7 @@ export async function claim(
   } catch (error) {
     // An insert or take-over may have committed just before its connection dropped, holding the key for an
     // owner nobody knows: free it once the database is back, or the key would stay locked for lockMs.
-    if (isDatabaseUnavailable(error)) {
-      void retryWhileUnavailable(() => release(db, scope, owner), { giveUpAfterMs: settings.lockMs }).catch(() => undefined);
-    }
+    if (isDatabaseUnavailable(error)) releaseOnceBack(db, scope, owner, settings.lockMs);
     throw error;
   }
 }
@@ -175,6 +173,14 @@ export async function release(db: Db, scope: IdempotencyScope, owner: string): P
   await repo.deleteRecord(db, scope, { owner });
 }
 
+/**
+ * Frees the key in the background once the database is back. Past its lock (`lockMs`) the key is free
+ * anyway, so the retries stop there: a long outage does not pile them up.
+ */
+function releaseOnceBack(db: Db, scope: IdempotencyScope, owner: string, lockMs: number): void {
+  void retryWhileUnavailable(() => release(db, scope, owner), { giveUpAfterMs: lockMs }).catch(() => undefined);
+}
+
 export interface IdempotencyDeps {
   readonly db: Db;
   readonly clock: Clock;
@@ -224,10 +230,7 @@ export class KeyHold {
       await release(this.deps.db, this.scope, this.owner);
     } catch (error) {
       if (!isDatabaseUnavailable(error)) throw error;
-      // Past its lock the key is free anyway: no point retrying longer (a long outage would pile up retries).
-      void retryWhileUnavailable(() => release(this.deps.db, this.scope, this.owner), { giveUpAfterMs: this.deps.idempotency.lockMs }).catch(
-        () => undefined,
-      );
+      releaseOnceBack(this.deps.db, this.scope, this.owner, this.deps.idempotency.lockMs);
     }
   }
 }
