@@ -40,7 +40,7 @@ async function main(): Promise<void> {
   const runsApi = config.roles.has('api');
   const runsWorker = config.roles.has('worker');
   const app = runsApi ? buildApp(services) : undefined;
-  // The worker role runs every job: the call monitor, the webhook dispatcher and the purges.
+  // The worker role runs every job: the call monitor, the webhook dispatcher, the batch dialer and the purges.
   if (runsWorker) services.startWorker();
 
   if (app) await app.listen({ port: config.port, host: config.host });

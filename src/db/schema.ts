@@ -3,6 +3,7 @@
  * (ISO 8601 UTC with milliseconds, so text order is time order), JSON as text, counts as integers.
  */
 import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { BatchRecipientsTable, BatchesTable } from '../features/batches/batches.tables.js';
 
 export interface AccountsTable {
   id: string;
@@ -75,6 +76,9 @@ export interface CallsTable {
   failure_reason: string | null;
   failure_message: string | null;
   failed_at: string | null;
+  /** The batch that placed the call (`batch_…`), and its recipient's `reference`; null for single calls. */
+  batch_id: string | null;
+  reference: string | null;
 }
 
 export type IdempotencyState = 'in_progress' | 'completed';
@@ -217,6 +221,8 @@ export interface Database {
   request_logs: RequestLogsTable;
   portal_sessions: PortalSessionsTable;
   portal_form_tokens: PortalFormTokensTable;
+  batches: BatchesTable;
+  batch_recipients: BatchRecipientsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

@@ -14,7 +14,7 @@ import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import * as repo from './calls.repository.js';
 import type { CallOutcome } from '../providers/provider.interface.js';
-import { recordOutcome, recordOutcomes } from './calls.service.js';
+import { recordOutcome, recordOutcomes, type OutcomeRecorded } from './calls.service.js';
 
 export interface CallMonitorOptions {
   readonly db: Db;
@@ -30,6 +30,8 @@ export interface CallMonitorOptions {
   readonly claimLeaseMs?: number;
   /** Called after a call's outcome was recorded with webhook deliveries to make. */
   readonly onCallEnded?: (callId: string) => void;
+  /** Called after a batch's call ended: its batch has a free slot (the dialer's wake-up). */
+  readonly onBatchCallEnded?: () => void;
 }
 
 const defaultSweepIntervalMs = 1_000;
@@ -96,7 +98,7 @@ export class CallMonitor implements Job {
   /** Records the outcomes of one batch in one transaction; if that fails, each on its own. */
   private async record(ended: readonly Ended[]): Promise<void> {
     const { db, clock, logger } = this.options;
-    let results: { ended: boolean; deliveries: number }[];
+    let results: OutcomeRecorded[];
     try {
       results = await recordOutcomes(db, clock, ended);
     } catch (error) {
@@ -106,7 +108,7 @@ export class CallMonitor implements Job {
         results.push(
           await recordOutcome(db, clock, item.callId, item.outcome).catch((err: unknown) => {
             logger[failureLogLevel(err)]({ err, callId: item.callId }, 'recording a call outcome failed; it is looked at again after its lease');
-            return { ended: false, deliveries: 0 };
+            return { ended: false, deliveries: 0, batchId: null };
           }),
         );
       }
@@ -117,6 +119,7 @@ export class CallMonitor implements Job {
     // Only events with deliveries give the dispatcher something to do; one wake-up serves the batch.
     const withDeliveries = ended.find((_, index) => results[index]!.deliveries > 0);
     if (withDeliveries) this.options.onCallEnded?.(withDeliveries.callId);
+    if (results.some((result) => result.ended && result.batchId !== null)) this.options.onBatchCallEnded?.();
   }
 
   /** Asks the provider how a call stands: its outcome when it has ended, otherwise its next look is set. */

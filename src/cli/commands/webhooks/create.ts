@@ -1,4 +1,4 @@
-import { callEventTypes } from '../../../features/webhooks/events.service.js';
+import { webhookEventTypes } from '../../../features/webhooks/events.service.js';
 import { createEndpoint, WebhookInputError } from '../../../features/webhooks/endpoints.service.js';
 import { listOption, optionalOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
@@ -14,7 +14,7 @@ export const createWebhookCommand: Command = {
       description: 'Where events are POSTed: a public https URL (http and private addresses only with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true)',
       required: true,
     },
-    events: { value: callEventTypes.join(','), description: 'Event types to send, comma-separated (default all)' },
+    events: { value: webhookEventTypes.join(','), description: 'Event types to send, comma-separated (default all)' },
     description: { value: 'TEXT', description: 'What the endpoint is for, shown to people' },
   },
   prepare(args) {
