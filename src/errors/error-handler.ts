@@ -17,9 +17,9 @@ interface AjvLikeError {
   propertyName?: string;
 }
 
-/** Friendlier wording for a pattern failure on a known field. */
-const patternHints: Record<string, string> = {
-  to: 'to must be a phone number in E.164 format, such as +14155550123 (pattern ^\\+[1-9]\\d{6,14}$).',
+/** Friendlier wording for a pattern failure on a known field (by its name, wherever it is: `recipients[3].to`). */
+const patternHints: Record<string, (param: string) => string> = {
+  to: (param) => `${param} must be a phone number in E.164 format, such as +14155550123 (pattern ^\\+[1-9]\\d{6,14}$).`,
 };
 
 /** AJV's "string,number,boolean,null" as people write it: "a string, a number, a boolean or null". */
@@ -75,8 +75,8 @@ export function describeValidationError(error: AjvLikeError, context: string, da
       break;
     case 'pattern': {
       const param = fieldPath(error.instancePath);
-      const hint = patternHints[param];
-      if (hint) return { param, message: hint };
+      const hint = patternHints[param.replace(/^.*[.\]]/, '')];
+      if (hint) return { param, message: hint(param) };
       break;
     }
     case 'type': {
