@@ -17,7 +17,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { failureLogLevel, isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
-import type { CallRow } from '../../db/schema.js';
+import type { AgentRow, CallRow } from '../../db/schema.js';
 import type { Job, JobContext, JobHandle, JobRunner, PassResult, WakeSignal } from '../../jobs/job-runner.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { findAgent } from '../agents/agents.service.js';
@@ -97,10 +97,12 @@ export class BatchDialer implements Job {
     let claimedAny = false;
     for (const batch of due) {
       if (stopping()) break;
+      // Read before the claim: a claimed recipient must reach the provider, or it ends interrupted.
+      const agent = await findAgent(this.options.db, batch.account_id, batch.agent_id);
       const claim = await this.claim(batch.id, now);
       if (!claim) continue;
       claimedAny = true;
-      for (const recipient of claim.recipients) this.track(this.dial(claim.batch, recipient));
+      for (const recipient of claim.recipients) this.track(this.dial(claim.batch, agent, recipient));
     }
     return { more: claimedAny && due.length === batchesPerPass };
   }
@@ -131,9 +133,8 @@ export class BatchDialer implements Job {
   }
 
   /** Places one recipient's call and stores it with the recipient's change. */
-  private async dial(batch: BatchRow, recipient: RecipientRow): Promise<void> {
-    const { db, calls, logger } = this.options;
-    const agent = await findAgent(db, batch.account_id, batch.agent_id);
+  private async dial(batch: BatchRow, agent: AgentRow | undefined, recipient: RecipientRow): Promise<void> {
+    const { calls, logger } = this.options;
     const placed = agent
       ? await placeCall(
           calls,
