@@ -65,6 +65,7 @@ export class BatchDialer implements Job {
   readonly intervalMs: number;
   private readonly handle: JobHandle;
   private readonly dials = new Set<Promise<void>>();
+  private nextLeaseSweepAt = 0;
 
   constructor(private readonly options: BatchDialerOptions) {
     this.intervalMs = options.sweepIntervalMs ?? defaultSweepIntervalMs;
@@ -92,7 +93,11 @@ export class BatchDialer implements Job {
   }
 
   async runOnce({ now, stopping }: JobContext): Promise<PassResult> {
-    await this.failInterrupted(now);
+    // Leases end on the scale of a minute: a look per interval is enough, not one per wake-up.
+    if (now.getTime() >= this.nextLeaseSweepAt) {
+      this.nextLeaseSweepAt = now.getTime() + this.intervalMs;
+      await this.failInterrupted(now);
+    }
     const due = await dialerRepo.dueBatches(this.options.db, isoTimestamp(now), batchesPerPass);
     let claimedAny = false;
     for (const batch of due) {
