@@ -13,10 +13,10 @@ import { Webhook } from 'standardwebhooks';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { signElevenLabs } from '../../src/features/providers/elevenlabs/elevenlabs.signature.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startFakeElevenLabs, type FakeElevenLabs, type FakeReply } from '../helpers/fake-elevenlabs.js';
-import { countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startFakeElevenLabs, type FakeElevenLabs, type FakeReply } from '../support/fake-elevenlabs.js';
+import { countCalls, startTestApp, type TestApp } from '../support/test-app.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import {
   addElevenLabsAgents,
   apiKey,
@@ -35,7 +35,7 @@ import {
   waitUntil,
   webhookSecret,
   workspaceNumbers,
-} from './elevenlabs.helpers.js';
+} from '../support/elevenlabs-fixtures.js';
 
 interface ErrorCase {
   readonly name: string;

@@ -10,8 +10,8 @@ import pino, { type Logger } from 'pino';
 import { logRedactPaths } from '../../src/container.js';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { signElevenLabs } from '../../src/features/providers/elevenlabs/elevenlabs.signature.js';
-import type { FakeElevenLabs, FakePhoneNumber } from '../helpers/fake-elevenlabs.js';
-import type { TestApp } from '../helpers/test-app.js';
+import type { FakeElevenLabs, FakePhoneNumber } from './fake-elevenlabs.js';
+import type { TestApp } from './test-app.js';
 
 export const apiKey = 'sk_test_elevenlabs_9d3c1f7a2b6e4085a1c3';
 export const webhookSecret = 'wsec_test_elevenlabs_5e8b2a914c7d3f60';

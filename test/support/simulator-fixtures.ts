@@ -1,6 +1,6 @@
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
-import type { TestApp } from '../helpers/test-app.js';
+import type { TestApp } from './test-app.js';
 
 /** An ElevenLabs agent in the seed account, with a test-mode and a live key. */
 export async function createAgentsAndKeyForMode(t: TestApp): Promise<{ agentId: string; testToken: string; liveToken: string }> {

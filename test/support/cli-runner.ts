@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli as runCliInProcess } from '../../src/cli/main.js';
-import { until } from '../helpers/wait.js';
+import { until } from './wait.js';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 /** The installed entry (`npx callgate`) and the compiled file it imports. */
