@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import { loadConfig } from '../../src/config.js';
 import { cliSettingsFor, demoBanner, seedDemoIfEmpty, type DemoSeed } from '../../src/features/bootstrap/demo-seed.js';
-import { repoRoot } from '../support/cli-runner.js';
+import { repoRoot } from '../support/repo-root.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startServerProcess, type ServerProcess } from '../support/server-process.js';

@@ -13,7 +13,8 @@ import { forEachDialect } from '../support/dialects.js';
 import { testEnvDefaults } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
-import { cliEnv, eventually, runCli, runFailing, runJson } from '../support/cli-runner.js';
+import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
+import { eventually } from '../support/wait.js';
 
 /** Verifies a received webhook with `secret` as a receiver would (Standard Webhooks) and returns its body. */
 function verified(secret: string, hook: ReceivedWebhook): Record<string, any> {

@@ -9,7 +9,7 @@ import { after, before, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { memoryLogs, type MemoryLogs } from '../support/elevenlabs-fixtures.js';
+import { memoryLogs, type MemoryLogs } from '../support/memory-logs.js';
 import { portalOrigin, signedInClient, signInForm } from '../support/portal-client.js';
 
 /** Lines logged at error level or above (pino: 50 error, 60 fatal). */

@@ -17,7 +17,6 @@ import {
   apiKey,
   elevenLabsEnv,
   eventsOf,
-  memoryLogs,
   nowSeconds,
   placeCall,
   readCall,
@@ -25,6 +24,7 @@ import {
   transcriptionEvent,
   webhookSecret,
 } from '../support/elevenlabs-fixtures.js';
+import { memoryLogs } from '../support/memory-logs.js';
 
 const minute = 60_000;
 /** Per kind of conversation: how many calls end that way. */

@@ -16,7 +16,6 @@ import {
   apiKey,
   elevenLabsEnv,
   eventsOf,
-  memoryLogs,
   nowSeconds,
   placeCall,
   readCall,
@@ -24,6 +23,7 @@ import {
   transcriptionEvent,
   webhookSecret,
 } from '../support/elevenlabs-fixtures.js';
+import { memoryLogs } from '../support/memory-logs.js';
 
 const minute = 60_000;
 const reconcileAfterMs = 10 * minute;

@@ -12,7 +12,8 @@ import { cliEnv, runFailing, runJson } from '../support/cli-runner.js';
 import { startFakeElevenLabs, type FakeElevenLabs } from '../support/fake-elevenlabs.js';
 import { startServerProcess, type ServerProcess } from '../support/server-process.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { apiKey, transcriptionEvent, waitUntil, webhookSecret, workspaceNumbers } from '../support/elevenlabs-fixtures.js';
+import { apiKey, transcriptionEvent, webhookSecret, workspaceNumbers } from '../support/elevenlabs-fixtures.js';
+import { waitUntil } from '../support/wait.js';
 
 const missingKeyWarning = 'ELEVENLABS_API_KEY is not set';
 const missingSecretWarning = 'ELEVENLABS_WEBHOOK_SECRET is not set';

@@ -23,7 +23,6 @@ import {
   elevenLabsEnv,
   eventsOf,
   initiationFailureEvent,
-  memoryLogs,
   nowSeconds,
   placeCall,
   postWebhook,
@@ -32,10 +31,11 @@ import {
   readCall,
   sendSignedWebhook,
   transcriptionEvent,
-  waitUntil,
   webhookSecret,
   workspaceNumbers,
 } from '../support/elevenlabs-fixtures.js';
+import { memoryLogs } from '../support/memory-logs.js';
+import { waitUntil } from '../support/wait.js';
 
 interface ErrorCase {
   readonly name: string;

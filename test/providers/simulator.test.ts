@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
 import type { CallOutcome } from '../../src/features/providers/provider.interface.js';
 import { simulatedOutcome } from '../../src/features/providers/simulator.provider.js';
-import { createAgentsAndKeyForMode } from '../support/simulator-fixtures.js';
+import { createAgentsAndKeyForMode } from '../support/elevenlabs-fixtures.js';
 import { forEachDialect } from '../support/dialects.js';
 import { callBody, startTestApp, testEnvDefaults, type TestApp } from '../support/test-app.js';
 

@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, it } from 'node:test';
-import { eventually, repoRoot } from '../support/cli-runner.js';
+import { repoRoot } from '../support/repo-root.js';
+import { eventually } from '../support/wait.js';
 import { freePort, serverProcessEnvDefaults } from '../support/server-process.js';
 
 const serverEntry = path.join(repoRoot, 'dist/server.js');

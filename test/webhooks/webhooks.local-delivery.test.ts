@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
-import { eventually } from '../support/cli-runner.js';
-import { memoryLogs, type MemoryLogs } from '../support/elevenlabs-fixtures.js';
+import { eventually } from '../support/wait.js';
+import { memoryLogs, type MemoryLogs } from '../support/memory-logs.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
