@@ -11,7 +11,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import type { Dialect, TestDatabase } from '../test/helpers/test-db.js';
+import type { Dialect, TestDatabase } from '../test/support/test-database.js';
 import { forkBenchScript, type BenchChild } from './child-process.js';
 import type { DispatcherMessage, DispatcherRequest } from './dispatcher-process.js';
 import { clockTicksPerSecond, machineBusyShare, machineCpuTicks, type CpuTicks } from './machine.js';

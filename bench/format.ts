@@ -1,5 +1,5 @@
 /** Number formats and the targets, shared by the report and its analysis. */
-import type { Dialect } from '../test/helpers/test-db.js';
+import type { Dialect } from '../test/support/test-database.js';
 
 /** The targets. */
 export const sqliteMinShare = 0.4;

@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type AutocannonOptions } from 'autocannon';
 import pg from 'pg';
-import type { Dialect } from '../test/helpers/test-db.js';
+import type { Dialect } from '../test/support/test-database.js';
 import { clockTicksPerSecond, loadAverage, machineBusyShare, machineCpuTicks, processCpuTicks, type CpuTicks } from './machine.js';
 import type { CallCounts, TargetKind, TargetSample } from './serve-target.js';
 import { startTarget, type Target } from './target-process.js';

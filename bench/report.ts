@@ -1,5 +1,5 @@
 /** Renders BENCHMARKS.md from one run's measurements. Every figure in it comes from that run. */
-import type { Dialect } from '../test/helpers/test-db.js';
+import type { Dialect } from '../test/support/test-database.js';
 import type { Machine } from './machine.js';
 import { ms, type LoadSettings, type Measurement } from './measure.js';
 import { limits, statementTable } from './analysis.js';

@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, postgresAdminUrl, postgresUnavailableReason, type Dialect } from '../test/helpers/test-db.js';
+import { createTestDatabase, postgresAdminUrl, postgresUnavailableReason, type Dialect } from '../test/support/test-database.js';
 import { measureDispatcher, type DispatcherMeasurement, type DispatcherSettings } from './dispatcher-bench.js';
 import { dispatcherProblems } from './dispatcher-report.js';
 import { describeMachine } from './machine.js';

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { createApiKey, revokeApiKey } from '../../src/features/api-keys/api-keys.service.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
 
 /** The authorization checks every /v1 route must pass (STYLE.md rule 11: shared auth checks). */
 const protectedRoutes = [

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
 import { apiGet, createBatch, numbers, postBatch, readBatch, recipientsFor } from './batches.helpers.js';
 
 await forEachDialect('POST /v1/batches', (dialect) => {

@@ -11,8 +11,8 @@ import { err } from '../../src/lib/result.js';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import type { ProviderFailure, VoiceProvider } from '../../src/features/providers/provider.interface.js';
 import { createSimulatorProvider, simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
 import { allRecipients, apiPost, createBatch, numbers, readBatch } from './batches.helpers.js';
 
 const hour = 3600_000;

@@ -16,11 +16,11 @@ import { createProviderRegistry } from '../../src/features/providers/provider-re
 import { createSimulatorProvider, simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
 import { systemClock } from '../../src/lib/clock.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { createTestDatabase } from '../helpers/test-db.js';
-import { startTestApp, testEnvDefaults, type TestApp } from '../helpers/test-app.js';
-import { until } from '../helpers/wait.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { forEachDialect } from '../support/dialects.js';
+import { createTestDatabase } from '../support/test-database.js';
+import { startTestApp, testEnvDefaults, type TestApp } from '../support/test-app.js';
+import { until } from '../support/wait.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { allRecipients, apiGet, createBatch, highestOverlap, numbers, readBatch } from './batches.helpers.js';
 
 const callMs = 60;

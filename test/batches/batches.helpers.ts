@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Services } from '../../src/container.js';
 import type { SimulatorProvider } from '../../src/features/providers/simulator.provider.js';
-import type { TestApp } from '../helpers/test-app.js';
+import type { TestApp } from '../support/test-app.js';
 
 /** `count` distinct valid numbers, +1415555 followed by four digits from `first`. */
 export function numbers(count: number, first = 1000): string[] {

@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
 import { allRecipients, apiGet, apiPost, createBatch, numbers, readBatch } from './batches.helpers.js';
 
 await forEachDialect('Reading, pausing, resuming and cancelling batches', (dialect) => {

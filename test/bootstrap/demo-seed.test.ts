@@ -11,13 +11,13 @@ import { sql } from 'kysely';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import { loadConfig } from '../../src/config.js';
 import { cliSettingsFor, demoBanner, seedDemoIfEmpty, type DemoSeed } from '../../src/features/bootstrap/demo-seed.js';
-import { repoRoot } from '../cli/cli-run.js';
+import { repoRoot } from '../support/repo-root.js';
 import { systemClock } from '../../src/lib/clock.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
-import { listenOnFreePort } from '../idempotency/http-client.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { listenOnFreePort } from '../support/http-client.js';
 
 const run = promisify(execFile);
 

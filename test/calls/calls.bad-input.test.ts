@@ -8,9 +8,9 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { forEachDialect } from '../helpers/dialects.js';
-import { rawRequest, type RawResponse } from '../helpers/raw-http.js';
-import { callBody, countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { rawRequest, type RawResponse } from '../support/raw-http.js';
+import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
 
 const bodyLimitBytes = 64 * 1024;
 

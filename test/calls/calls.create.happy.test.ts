@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
 
 await forEachDialect('POST /v1/calls succeeds', (dialect) => {
   let t: TestApp;

@@ -9,7 +9,7 @@ import { isValidIdempotencyKey } from '../../src/features/idempotency/idempotenc
 import { simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { inexactNumber } from '../../src/http/json-body.js';
 import { bodyFingerprint, canonicalJson } from '../../src/lib/json.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
 
 const e164 = /^\+[1-9]\d{6,14}$/;
 const metadataMaxBytes = 5 * 1024;

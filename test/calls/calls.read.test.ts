@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 
 await forEachDialect('Reading calls: GET /v1/calls and /v1/calls/{id}', (dialect) => {
   let t: TestApp;

@@ -10,8 +10,8 @@ import { callInsert } from '../../src/features/calls/calls.repository.js';
 import { recordOutcome, recordOutcomes } from '../../src/features/calls/calls.service.js';
 import { completionParams, insertCompletingKey, insertInFlight, type CompletionParams } from '../../src/features/idempotency/idempotency.repository.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
 
 await forEachDialect('Storing a call with its idempotency key', (dialect) => {
   if (dialect !== 'postgres') return; // SQLite stores them in a transaction of two statements

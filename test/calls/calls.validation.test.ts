@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
 
 const metadataMaxBytes = 5 * 1024;
 

@@ -1,15 +1,15 @@
 /**
- * `callgate agents sync` on each database against the shared fake ElevenLabs (test/helpers), which answers
+ * `callgate agents sync` on each database against the shared fake ElevenLabs (test/support), which answers
  * GET /v1/convai/agents in cursor pages and GET /v1/convai/phone-numbers as the documented shapes, and
  * refuses any request without the right xi-api-key.
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, it } from 'node:test';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startFakeElevenLabs, type FakeElevenLabs, type FakePhoneNumber } from '../helpers/fake-elevenlabs.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
-import { cliEnv, runCli, runFailing, runJson } from './cli-run.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startFakeElevenLabs, type FakeElevenLabs, type FakePhoneNumber } from '../support/fake-elevenlabs.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
 
 const apiKey = 'xi-test-key';
 

@@ -1,6 +1,6 @@
 /**
  * The operator CLI on a database of its own per dialect: the commands run in-process through runCli (see
- * cli-run.ts), a key they make is then used against the real app on the same database, and a few real
+ * cli-runner.ts), a key they make is then used against the real app on the same database, and a few real
  * processes check the entry itself (bin/callgate.js, exit codes, the streams).
  */
 import assert from 'node:assert/strict';
@@ -12,10 +12,10 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
 import { sha256Hex } from '../../src/lib/json.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { testEnvDefaults } from '../helpers/test-app.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
-import { cliEnv, isBuilt, runCli, runFailing, runJson, spawnCli } from './cli-run.js';
+import { forEachDialect } from '../support/dialects.js';
+import { testEnvDefaults } from '../support/test-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { cliEnv, isBuilt, runCli, runFailing, runJson, spawnCli } from '../support/cli-runner.js';
 
 const tokenPattern = /^cg_(live|test)_[0-9a-f]{64}$/;
 

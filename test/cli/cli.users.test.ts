@@ -7,11 +7,11 @@ import { after, before, it } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices, type Services } from '../../src/container.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { testEnvDefaults } from '../helpers/test-app.js';
-import { sessionCookieOf, signInForm } from '../portal/portal-client.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
-import { cliEnv, runCli, runFailing, runJson } from './cli-run.js';
+import { forEachDialect } from '../support/dialects.js';
+import { testEnvDefaults } from '../support/test-app.js';
+import { sessionCookieOf, signInForm } from '../support/portal-client.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
 
 await forEachDialect('callgate CLI users', (dialect) => {
   let database: TestDatabase;

@@ -9,11 +9,12 @@ import { Webhook } from 'standardwebhooks';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices, type Services } from '../../src/container.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { testEnvDefaults } from '../helpers/test-app.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
-import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { cliEnv, eventually, runCli, runFailing, runJson } from './cli-run.js';
+import { forEachDialect } from '../support/dialects.js';
+import { testEnvDefaults } from '../support/test-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
+import { eventually } from '../support/wait.js';
 
 /** Verifies a received webhook with `secret` as a receiver would (Standard Webhooks) and returns its body. */
 function verified(secret: string, hook: ReceivedWebhook): Record<string, any> {

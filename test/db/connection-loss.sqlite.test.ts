@@ -14,15 +14,15 @@ import path from 'node:path';
 import { it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
-import { seedAccount, testEnvDefaults } from '../helpers/test-app.js';
-import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
+import { seedAccount, testEnvDefaults } from '../support/test-app.js';
+import { startServerProcess, type ServerProcess } from '../support/server-process.js';
 import type { LightMyRequestResponse } from 'fastify';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
-import { callBody, countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
-import { createFakeProvider, untilAttempts } from '../idempotency/fake-provider.js';
-import { until } from '../helpers/wait.js';
+import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
+import { startWebhookReceiver } from '../support/webhook-receiver.js';
+import { createFakeProvider, untilAttempts } from '../support/fake-voice-provider.js';
+import { until } from '../support/wait.js';
 
 function sqliteOf(t: TestApp) {
   const { database } = t.services;

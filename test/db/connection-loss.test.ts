@@ -1,6 +1,6 @@
 /**
  * Losing the PostgreSQL connections: real server processes reach the database through a TCP proxy
- * (test/helpers/tcp-proxy.ts) that drops every connection and refuses new ones for a while, as a network
+ * (test/support/tcp-proxy.ts) that drops every connection and refuses new ones for a while, as a network
  * fault or a restarting server would. For the roles api, worker and both, the process must live through it,
  * answer in the catalogue's shape meanwhile (503 database_unavailable), answer 201 again within seconds of
  * the database coming back, and lose no acknowledged call or outcome event.
@@ -12,12 +12,12 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
-import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { seedAccount, testEnvDefaults, type SeededAccount } from '../helpers/test-app.js';
-import { createTestDatabase, postgresUnavailableReason, type TestDatabase } from '../helpers/test-db.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { until } from '../helpers/wait.js';
+import { startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { seedAccount, testEnvDefaults, type SeededAccount } from '../support/test-app.js';
+import { createTestDatabase, postgresUnavailableReason, type TestDatabase } from '../support/test-database.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { until } from '../support/wait.js';
 
 const requirePostgres = process.env.CALLGATE_TEST_REQUIRE_POSTGRES === '1';
 const unavailable = await postgresUnavailableReason();

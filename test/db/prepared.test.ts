@@ -3,8 +3,8 @@ import { after, before, it } from 'node:test';
 import { sql } from 'kysely';
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../src/db/database.js';
 import { preparedQuery } from '../../src/db/prepared.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
+import { forEachDialect } from '../support/dialects.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 await forEachDialect('preparedQuery', (dialect) => {
   let database: TestDatabase;

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, it } from 'node:test';
 import { openDatabase } from '../../src/db/database.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 describe('SQLite checkpoints from a worker thread', () => {
   const databases: TestDatabase[] = [];

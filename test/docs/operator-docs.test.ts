@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { it } from 'node:test';
-import { repoRoot } from '../cli/cli-run.js';
+import { repoRoot } from '../support/repo-root.js';
 
 const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
 const webhooksDoc = fs.readFileSync(path.join(repoRoot, 'docs/webhooks.md'), 'utf8');

@@ -8,9 +8,9 @@ import net from 'node:net';
 import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
-import { callBody, startTestApp } from '../helpers/test-app.js';
-import { createFakeProvider, untilAttempts } from '../idempotency/fake-provider.js';
-import { listenOnFreePort } from '../idempotency/http-client.js';
+import { callBody, startTestApp } from '../support/test-app.js';
+import { createFakeProvider, untilAttempts } from '../support/fake-voice-provider.js';
+import { listenOnFreePort } from '../support/http-client.js';
 
 interface RawResponse {
   readonly status: number;

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { parseResponse, rawRequest, type RawResponse } from '../helpers/raw-http.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { parseResponse, rawRequest, type RawResponse } from '../support/raw-http.js';
 
 function assertJsonError(res: RawResponse, status: number, code: string): void {
   assert.equal(res.status, status, JSON.stringify(res));

@@ -8,9 +8,9 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { it } from 'node:test';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, countCalls, startTestApp } from '../helpers/test-app.js';
-import { createFakeProvider, untilAttempts } from '../idempotency/fake-provider.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, countCalls, startTestApp } from '../support/test-app.js';
+import { createFakeProvider, untilAttempts } from '../support/fake-voice-provider.js';
 
 await forEachDialect('Handlers still running at shutdown', (dialect) => {
   it('a call placed for a client that hung up is stored before shutdown may close the database', async () => {

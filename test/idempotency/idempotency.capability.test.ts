@@ -12,8 +12,8 @@ import { ApiError } from '../../src/errors/api-error.js';
 import { apiAuthHook } from '../../src/features/api-keys/api-auth.hook.js';
 import { withIdempotency } from '../../src/features/idempotency/idempotency.hook.js';
 import { completionParams, insertCompletingKey } from '../../src/features/idempotency/idempotency.repository.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 
 interface WidgetRow {
   id: string;

@@ -9,11 +9,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { countCalls, seedAccount, testEnvDefaults, type SeededAccount } from '../helpers/test-app.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
-import { concurrently, postCall } from './http-client.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { countCalls, seedAccount, testEnvDefaults, type SeededAccount } from '../support/test-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { concurrently, postCall } from '../support/http-client.js';
 
 /** Seeds an account, agent and key with the services of this process, then lets go of the database. */
 async function seedDatabase(database: TestDatabase): Promise<SeededAccount> {

@@ -11,10 +11,10 @@ import { idempotencyLifetimeMs, purgeExpired } from '../../src/features/idempote
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import { ManualClock, addMs, isoTimestamp } from '../../src/lib/clock.js';
 import { bodyFingerprint } from '../../src/lib/json.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
-import { createFakeProvider, failures, untilAttempts } from './fake-provider.js';
-import { concurrently, listenOnFreePort, postCall, type HttpAnswer } from './http-client.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
+import { createFakeProvider, failures, untilAttempts } from '../support/fake-voice-provider.js';
+import { concurrently, listenOnFreePort, postCall, type HttpAnswer } from '../support/http-client.js';
 
 let keyCounter = 0;
 const newKey = (label: string) => `race-${label}-${process.pid}-${++keyCounter}`;

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
 
 const hours = (n: number) => n * 60 * 60 * 1000;
 

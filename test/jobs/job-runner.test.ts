@@ -10,8 +10,8 @@ import { claimDueCalls } from '../../src/features/calls/calls.repository.js';
 import { createLocalNotifier, createPostgresNotifier, notifyDeliveryWorkers } from '../../src/features/webhooks/delivery-notifier.js';
 import { JobRunner, periodicJob, type Job, type JobContext } from '../../src/jobs/job-runner.js';
 import { ManualClock, addMs, isoTimestamp, systemClock } from '../../src/lib/clock.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
 
 const silent = { level: 'silent', info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal() {}, child: () => silent, silent() {} } as never;
 

@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { listAgents } from '../../src/features/agents/agents.service.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startFakeElevenLabs, type FakeElevenLabs } from '../helpers/fake-elevenlabs.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { apiKey, elevenLabsEnv } from '../providers/elevenlabs.helpers.js';
-import { csrfOf, signedInClient, type PortalClient } from './portal-client.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startFakeElevenLabs, type FakeElevenLabs } from '../support/fake-elevenlabs.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { apiKey, elevenLabsEnv } from '../support/elevenlabs-fixtures.js';
+import { csrfOf, signedInClient, type PortalClient } from '../support/portal-client.js';
 
 await forEachDialect('Portal: account id and agent sync', (dialect) => {
   let fake: FakeElevenLabs;

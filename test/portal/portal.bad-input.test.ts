@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
 import { after, before, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { memoryLogs, type MemoryLogs } from '../providers/elevenlabs.helpers.js';
-import { portalOrigin, signedInClient, signInForm } from './portal-client.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { memoryLogs, type MemoryLogs } from '../support/memory-logs.js';
+import { portalOrigin, signedInClient, signInForm } from '../support/portal-client.js';
 
 /** Lines logged at error level or above (pino: 50 error, 60 fatal). */
 function errorLines(logs: MemoryLogs): string[] {

@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { addUser } from '../../src/features/users/users.service.js';
-import { freePort } from '../helpers/server-process.js';
-import { callBody, startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { browserSkipReason, launchBrowser, reloadUntil, screenshot } from './browser.js';
+import { freePort } from '../support/server-process.js';
+import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { browserSkipReason, launchBrowser, reloadUntil, screenshot } from '../support/browser.js';
 
 const email = 'ada@example.test';
 const password = 'correct horse battery';

@@ -8,10 +8,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, it } from 'node:test';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { formTokenOf, signedInClient, type PortalClient } from './portal-client.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { formTokenOf, signedInClient, type PortalClient } from '../support/portal-client.js';
 
 const hostile = `<script>alert("x")</script>`;
 const hostileAttr = `"><img src=x onerror=alert(1)>`;

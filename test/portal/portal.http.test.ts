@@ -10,10 +10,10 @@ import { createSession, resolveSession, sessionIdleMs, sessionMaxMs } from '../.
 import { resetPassword } from '../../src/features/users/users.service.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { sha256Hex } from '../../src/lib/json.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { encodeForm, password, portalClient, portalOrigin, sessionCookieOf, setCookieOf, signedInClient, signInForm } from './portal-client.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { encodeForm, password, portalClient, portalOrigin, sessionCookieOf, setCookieOf, signedInClient, signInForm } from '../support/portal-client.js';
 
 const perAccountLimit = 6;
 const perAccountIpLimit = 3;

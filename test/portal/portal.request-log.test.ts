@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { purgeOldRequests, requestLogRetentionMs } from '../../src/features/request-log/request-log.service.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, startTestApp, type TestApp } from '../helpers/test-app.js';
-import { signedInClient, type PortalClient } from './portal-client.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
+import { signedInClient, type PortalClient } from '../support/portal-client.js';
 
 const perKeyLimit = 8;
 

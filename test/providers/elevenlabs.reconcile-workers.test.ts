@@ -9,22 +9,22 @@ import { after, before, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { createServices, type Services } from '../../src/container.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startFakeElevenLabs, type FakeElevenLabs } from '../helpers/fake-elevenlabs.js';
-import { startTestApp, testEnvDefaults, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startFakeElevenLabs, type FakeElevenLabs } from '../support/fake-elevenlabs.js';
+import { startTestApp, testEnvDefaults, type TestApp } from '../support/test-app.js';
 import {
   addElevenLabsAgents,
   apiKey,
   elevenLabsEnv,
   eventsOf,
-  memoryLogs,
   nowSeconds,
   placeCall,
   readCall,
   sendSignedWebhook,
   transcriptionEvent,
   webhookSecret,
-} from './elevenlabs.helpers.js';
+} from '../support/elevenlabs-fixtures.js';
+import { memoryLogs } from '../support/memory-logs.js';
 
 const minute = 60_000;
 /** Per kind of conversation: how many calls end that way. */

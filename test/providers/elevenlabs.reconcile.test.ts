@@ -8,22 +8,22 @@ import { after, before, it } from 'node:test';
 import { providerRetryDelayMs } from '../../src/features/calls/call-monitor.js';
 import { failedConversationOutcome } from '../../src/features/providers/elevenlabs/elevenlabs.mapping.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startFakeElevenLabs, type FakeElevenLabs } from '../helpers/fake-elevenlabs.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startFakeElevenLabs, type FakeElevenLabs } from '../support/fake-elevenlabs.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
 import {
   addElevenLabsAgents,
   apiKey,
   elevenLabsEnv,
   eventsOf,
-  memoryLogs,
   nowSeconds,
   placeCall,
   readCall,
   sendSignedWebhook,
   transcriptionEvent,
   webhookSecret,
-} from './elevenlabs.helpers.js';
+} from '../support/elevenlabs-fixtures.js';
+import { memoryLogs } from '../support/memory-logs.js';
 
 const minute = 60_000;
 const reconcileAfterMs = 10 * minute;

@@ -8,11 +8,12 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, it } from 'node:test';
 import { signElevenLabs } from '../../src/features/providers/elevenlabs/elevenlabs.signature.js';
-import { cliEnv, runFailing, runJson } from '../cli/cli-run.js';
-import { startFakeElevenLabs, type FakeElevenLabs } from '../helpers/fake-elevenlabs.js';
-import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
-import { apiKey, transcriptionEvent, waitUntil, webhookSecret, workspaceNumbers } from './elevenlabs.helpers.js';
+import { cliEnv, runFailing, runJson } from '../support/cli-runner.js';
+import { startFakeElevenLabs, type FakeElevenLabs } from '../support/fake-elevenlabs.js';
+import { startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { apiKey, transcriptionEvent, webhookSecret, workspaceNumbers } from '../support/elevenlabs-fixtures.js';
+import { waitUntil } from '../support/wait.js';
 
 const missingKeyWarning = 'ELEVENLABS_API_KEY is not set';
 const missingSecretWarning = 'ELEVENLABS_WEBHOOK_SECRET is not set';

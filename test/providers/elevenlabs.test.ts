@@ -13,17 +13,16 @@ import { Webhook } from 'standardwebhooks';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { signElevenLabs } from '../../src/features/providers/elevenlabs/elevenlabs.signature.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startFakeElevenLabs, type FakeElevenLabs, type FakeReply } from '../helpers/fake-elevenlabs.js';
-import { countCalls, startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startFakeElevenLabs, type FakeElevenLabs, type FakeReply } from '../support/fake-elevenlabs.js';
+import { countCalls, startTestApp, type TestApp } from '../support/test-app.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import {
   addElevenLabsAgents,
   apiKey,
   elevenLabsEnv,
   eventsOf,
   initiationFailureEvent,
-  memoryLogs,
   nowSeconds,
   placeCall,
   postWebhook,
@@ -32,10 +31,11 @@ import {
   readCall,
   sendSignedWebhook,
   transcriptionEvent,
-  waitUntil,
   webhookSecret,
   workspaceNumbers,
-} from './elevenlabs.helpers.js';
+} from '../support/elevenlabs-fixtures.js';
+import { memoryLogs } from '../support/memory-logs.js';
+import { waitUntil } from '../support/wait.js';
 
 interface ErrorCase {
   readonly name: string;

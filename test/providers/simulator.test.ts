@@ -6,9 +6,9 @@ import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
 import type { CallOutcome } from '../../src/features/providers/provider.interface.js';
 import { simulatedOutcome } from '../../src/features/providers/simulator.provider.js';
-import { createAgentsAndKeyForMode } from './simulator.helpers.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, startTestApp, testEnvDefaults, type TestApp } from '../helpers/test-app.js';
+import { createAgentsAndKeyForMode } from '../support/elevenlabs-fixtures.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, startTestApp, testEnvDefaults, type TestApp } from '../support/test-app.js';
 
 async function readCall(t: TestApp, token: string, id: string) {
   const res = await t.inject({ method: 'GET', url: `/v1/calls/${id}`, headers: { authorization: `Bearer ${token}` } });

@@ -4,8 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, startTestApp, testEnvDefaults, type TestApp } from '../helpers/test-app.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, startTestApp, testEnvDefaults, type TestApp } from '../support/test-app.js';
 
 const limitEnv = { CALLGATE_RATE_LIMIT_PER_MINUTE: '10', CALLGATE_IP_RATE_LIMIT_PER_MINUTE: '5' };
 

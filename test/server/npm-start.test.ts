@@ -8,8 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, it } from 'node:test';
-import { eventually, repoRoot } from '../cli/cli-run.js';
-import { freePort, serverProcessEnvDefaults } from '../helpers/server-process.js';
+import { repoRoot } from '../support/repo-root.js';
+import { eventually } from '../support/wait.js';
+import { freePort, serverProcessEnvDefaults } from '../support/server-process.js';
 
 const serverEntry = path.join(repoRoot, 'dist/server.js');
 

@@ -12,9 +12,9 @@ import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js
 import { enqueueEvent } from '../../src/features/webhooks/events.service.js';
 import { checkWebhookTarget, checkWebhookUrl, guardedLookup, isPublicAddress } from '../../src/features/webhooks/ssrf-guard.js';
 import { createHttpSender } from '../../src/features/webhooks/webhook-sender.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const refusedAddresses = [
   '127.0.0.1',

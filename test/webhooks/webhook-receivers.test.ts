@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createEndpoint, getEndpoint, rotateSecret } from '../../src/features/webhooks/endpoints.service.js';
 import { generateWebhookSecret, signedHeaders, signPayload } from '../../src/features/webhooks/webhook-signing.js';
-import { startTestApp, type SeededAccount, type TestApp } from '../helpers/test-app.js';
+import { startTestApp, type SeededAccount, type TestApp } from '../support/test-app.js';
 
 const repoDir = fileURLToPath(new URL('../../', import.meta.url));
 const examplesDir = path.join(repoDir, 'examples', 'webhooks');

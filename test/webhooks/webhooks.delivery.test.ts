@@ -3,9 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, afterEach, before, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { createEndpoint, getEndpoint, rotateSecret } from '../../src/features/webhooks/endpoints.service.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { callBody, startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { forEachDialect } from '../support/dialects.js';
+import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const env = {
   CALLGATE_SIMULATOR_DELAY_MS: '30',

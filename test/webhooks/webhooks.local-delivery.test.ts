@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
-import { eventually } from '../cli/cli-run.js';
-import { memoryLogs, type MemoryLogs } from '../providers/elevenlabs.helpers.js';
-import { callBody, startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { eventually } from '../support/wait.js';
+import { memoryLogs, type MemoryLogs } from '../support/memory-logs.js';
+import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 interface LogLine {
   level: number;

@@ -14,13 +14,13 @@ import { openDatabase, type Db } from '../../src/db/database.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
 import { enqueueEvent } from '../../src/features/webhooks/events.service.js';
 import { systemClock } from '../../src/lib/clock.js';
-import { postCall } from '../idempotency/http-client.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
-import { seedAccount, testEnvDefaults, type SeededAccount } from '../helpers/test-app.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-db.js';
-import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { until } from '../helpers/wait.js';
+import { postCall } from '../support/http-client.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { seedAccount, testEnvDefaults, type SeededAccount } from '../support/test-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { until } from '../support/wait.js';
 
 interface Seeded {
   readonly seed: SeededAccount;

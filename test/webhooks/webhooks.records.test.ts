@@ -12,9 +12,9 @@ import { claimDueDeliveries, recordAttempts, releaseClaims, type AttemptRecord }
 import { enqueueEvent } from '../../src/features/webhooks/events.service.js';
 import { responseExcerptBytes } from '../../src/features/webhooks/webhook-sender.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 it('an attempt times out after 10 s unless CALLGATE_WEBHOOK_TIMEOUT_MS says otherwise', () => {
   assert.equal(loadConfig({}).webhookTimeoutMs, 10_000);

@@ -19,9 +19,9 @@ import {
 } from '../../src/features/webhooks/retry-schedule.js';
 import { disableAfterFailingMs } from '../../src/features/webhooks/webhook-dispatcher.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const second = 1_000;
 const minute = 60 * second;

@@ -11,3 +11,13 @@ export async function until<T>(what: string, check: () => T | undefined | Promis
     await sleep(20);
   }
 }
+
+/** `until` with a shorter deadline, for what a test in one process should see within seconds. */
+export function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  return until(what, check, timeoutMs);
+}
+
+/** Polls a yes-or-no `check` until it says yes; fails after `timeoutMs`. */
+export async function waitUntil(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 5_000): Promise<void> {
+  await until(what, async () => ((await check()) ? true : undefined), timeoutMs);
+}

@@ -4,7 +4,7 @@
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { addUser } from '../../src/features/users/users.service.js';
-import type { SeededAccount, TestApp } from '../helpers/test-app.js';
+import type { SeededAccount, TestApp } from './test-app.js';
 
 export const portalOrigin = 'http://localhost:80';
 export const password = 'correct horse battery';

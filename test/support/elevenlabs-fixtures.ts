@@ -1,17 +1,15 @@
 /**
  * Shared pieces of the ElevenLabs tests: test credentials, the environment that points callgate at the
- * fake, a logger that keeps every line in memory (to prove no secret is logged), signed provider webhooks
- * built from the documented payloads, and small readers of calls and events.
+ * fake, ElevenLabs agents in the seed account, signed provider webhooks built from the documented payloads,
+ * and small readers of calls and events.
  */
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { LightMyRequestResponse } from 'fastify';
-import pino, { type Logger } from 'pino';
-import { logRedactPaths } from '../../src/container.js';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
+import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { signElevenLabs } from '../../src/features/providers/elevenlabs/elevenlabs.signature.js';
-import type { FakeElevenLabs, FakePhoneNumber } from '../helpers/fake-elevenlabs.js';
-import type { TestApp } from '../helpers/test-app.js';
+import type { FakeElevenLabs, FakePhoneNumber } from './fake-elevenlabs.js';
+import type { TestApp } from './test-app.js';
 
 export const apiKey = 'sk_test_elevenlabs_9d3c1f7a2b6e4085a1c3';
 export const webhookSecret = 'wsec_test_elevenlabs_5e8b2a914c7d3f60';
@@ -30,22 +28,6 @@ export function elevenLabsEnv(fake: FakeElevenLabs, extra: Record<string, string
     CALLGATE_RECONCILE_AFTER: '10m',
     ...extra,
   };
-}
-
-export interface MemoryLogs {
-  readonly logger: Logger;
-  readonly lines: string[];
-  text(): string;
-}
-
-/** The production logger's options (level trace, the same redaction) writing into memory. */
-export function memoryLogs(): MemoryLogs {
-  const lines: string[] = [];
-  const logger = pino(
-    { level: 'trace', redact: { paths: logRedactPaths, censor: '[redacted]' } },
-    { write: (line: string) => void lines.push(line) },
-  );
-  return { logger, lines, text: () => lines.join('') };
 }
 
 /** The workspace's numbers as GET /v1/convai/phone-numbers lists them. */
@@ -76,6 +58,21 @@ export async function addElevenLabsAgents(t: TestApp): Promise<void> {
       phoneNumberProvider,
     });
   }
+}
+
+/** An ElevenLabs agent in the seed account, with a test-mode and a live key. */
+export async function createAgentsAndKeyForMode(t: TestApp): Promise<{ agentId: string; testToken: string; liveToken: string }> {
+  const { db, clock } = t.services;
+  const { agent } = await upsertAgent(db, clock, {
+    accountId: t.seed.accountId,
+    agentId: 'agent_elevenlabs_real',
+    name: 'Real agent',
+    provider: 'elevenlabs',
+    phoneNumberId: 'phnum_123',
+  });
+  const testKey = await createApiKey(db, clock, { accountId: t.seed.accountId, name: 'test', mode: 'test' });
+  const liveKey = await createApiKey(db, clock, { accountId: t.seed.accountId, name: 'live', mode: 'live' });
+  return { agentId: agent.agent_id, testToken: testKey.token, liveToken: liveKey.token };
 }
 
 export function nowSeconds(t: TestApp): number {
@@ -163,12 +160,4 @@ export async function readCall(t: TestApp, id: string): Promise<Record<string, a
 export async function eventsOf(t: TestApp, callId: string): Promise<{ type: string; payload: Record<string, any> }[]> {
   const rows = await t.services.db.selectFrom('webhook_events').selectAll().where('call_id', '=', callId).orderBy('id').execute();
   return rows.map((row) => ({ type: row.type, payload: JSON.parse(row.payload) as Record<string, any> }));
-}
-
-export async function waitUntil(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`${what} did not happen within ${timeoutMs} ms`);
-    await sleep(20);
-  }
 }

@@ -4,8 +4,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { repoRoot } from './repo-root.js';
 
 export const chromiumPath = process.env.CALLGATE_TEST_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -21,7 +21,7 @@ export function launchBrowser(): Promise<Browser> {
   });
 }
 
-const resultsDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-results', 'portal');
+const resultsDir = path.join(repoRoot, 'test-results', 'portal');
 
 /** Saves a full-page screenshot as test-results/portal/<name>.png (not committed). */
 export async function screenshot(page: Page, name: string): Promise<void> {

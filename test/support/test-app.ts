@@ -10,7 +10,7 @@ import { createAccount } from '../../src/features/accounts/accounts.service.js';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import type { ApiKeyMode } from '../../src/db/schema.js';
-import { createTestDatabase, type Dialect, type TestDatabase } from './test-db.js';
+import { createTestDatabase, type Dialect, type TestDatabase } from './test-database.js';
 
 export interface SeededAccount {
   readonly accountId: string;

@@ -7,9 +7,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { repoRoot } from './repo-root.js';
 
 /** How a process ended: its exit code, or the signal that ended it. */
 export interface ProcessExit {
@@ -43,8 +42,6 @@ export interface ServerProcessOptions {
    */
   readonly readyWhen?: 'healthz' | 'log';
 }
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** Variables that configure the server; inherited values are dropped so only `env` decides. */
 const serverEnvPattern = /^(CALLGATE_|DATABASE_URL$|REDIS_URL$|PORT$|HOST$)/;

@@ -5,8 +5,8 @@
  * real API would; a test programs other answers per route (status, body, headers, delay, a dropped
  * connection) or stops the server to make it unreachable.
  */
-import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type http from 'node:http';
+import { startLocalServer } from './local-server.js';
 
 export type FakeRoute = 'outbound' | 'conversation' | 'agents' | 'phoneNumbers';
 
@@ -101,7 +101,6 @@ export async function startFakeElevenLabs(options: { apiKey: string }): Promise<
   const requests: FakeRequest[] = [];
   const replies = new Map<FakeRoute, FakeReply[]>();
   const conversations = new Map<string, FakeConversation>();
-  const sockets = new Set<Socket>();
   const pendingConversationIds: string[] = [];
   let conversationCounter = 0;
 
@@ -201,25 +200,10 @@ export async function startFakeElevenLabs(options: { apiKey: string }): Promise<
     });
   };
 
-  let server = http.createServer(handler);
-  const listen = (port: number) =>
-    new Promise<number>((resolve, reject) => {
-      server.on('connection', (socket) => {
-        sockets.add(socket);
-        socket.on('close', () => sockets.delete(socket));
-      });
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
-    });
-  const port = await listen(0);
-  const closeServer = () =>
-    new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    });
+  const server = await startLocalServer(handler);
 
   const fake: FakeElevenLabs = {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${server.port}`,
     apiKey: options.apiKey,
     requests,
     conversations,
@@ -239,12 +223,9 @@ export async function startFakeElevenLabs(options: { apiKey: string }): Promise<
       fake.respond = undefined;
       pendingConversationIds.length = 0;
     },
-    stop: closeServer,
-    async restart() {
-      server = http.createServer(handler);
-      await listen(port);
-    },
-    close: closeServer,
+    stop: server.stop,
+    restart: server.restart,
+    close: server.stop,
   };
   return fake;
 }

@@ -7,11 +7,9 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { runCli as runCliInProcess } from '../../src/cli/main.js';
-import { until } from '../helpers/wait.js';
+import { repoRoot } from './repo-root.js';
 
-export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 /** The installed entry (`npx callgate`) and the compiled file it imports. */
 export const binEntry = path.join(repoRoot, 'bin/callgate.js');
 export const distEntry = path.join(repoRoot, 'dist/cli/bin.js');
@@ -84,9 +82,4 @@ export function spawnCli(entry: 'bin' | 'source', env: NodeJS.ProcessEnv, args: 
 
 export function isBuilt(): boolean {
   return fs.existsSync(distEntry);
-}
-
-/** `until` with the CLI tests' shorter deadline. */
-export function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  return until(what, check, timeoutMs);
 }

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CallCheck, ProviderFailure, VoiceProvider } from '../../src/features/providers/provider.interface.js';
 import { newId } from '../../src/lib/ids.js';
 import { err, ok } from '../../src/lib/result.js';
+import { until } from './wait.js';
 
 export interface FakeStep {
   readonly delayMs?: number;
@@ -68,9 +69,5 @@ export function createFakeProvider(): FakeProvider {
 
 /** Resolves once the provider has been asked `attempts` times (the first request holds its key by then). */
 export async function untilAttempts(fake: FakeProvider, attempts: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (fake.attempts < attempts) {
-    if (Date.now() > deadline) throw new Error(`the provider was asked ${fake.attempts} times, not ${attempts}`);
-    await sleep(5);
-  }
+  await until(`the provider to be asked ${attempts} times`, () => (fake.attempts >= attempts ? true : undefined), timeoutMs);
 }

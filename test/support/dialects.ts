@@ -3,7 +3,7 @@
  * one-line reason, never passed silently; with CALLGATE_TEST_REQUIRE_POSTGRES=1 (as in CI) it fails instead.
  */
 import { describe, it } from 'node:test';
-import { dialects, postgresUnavailableReason, type Dialect } from './test-db.js';
+import { dialects, postgresUnavailableReason, type Dialect } from './test-database.js';
 
 const requirePostgres = process.env.CALLGATE_TEST_REQUIRE_POSTGRES === '1';
 const only = process.env.CALLGATE_TEST_DIALECT as Dialect | undefined;

@@ -2,8 +2,8 @@
  * A local webhook receiver (Svix's TestReceiver shape): records every request with its raw body and
  * headers, and answers with whatever the test sets, which may change mid-test to drive retries.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import { startLocalServer } from './local-server.js';
 
 export interface ReceivedWebhook {
   readonly headers: http.IncomingHttpHeaders;
@@ -41,7 +41,6 @@ export async function startWebhookReceiver(path = '/hooks'): Promise<WebhookRece
   const received: ReceivedWebhook[] = [];
   const replies: ReceiverReply[] = [];
   const waiters: { count: number; resolve: () => void }[] = [];
-  const sockets = new Set<import('node:net').Socket>();
 
   const handler: http.RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
@@ -71,24 +70,10 @@ export async function startWebhookReceiver(path = '/hooks'): Promise<WebhookRece
     });
   };
 
-  let server = http.createServer(handler);
-  const listen = (port: number) =>
-    new Promise<number>((resolve) => {
-      server.on('connection', (socket) => {
-        sockets.add(socket);
-        socket.on('close', () => sockets.delete(socket));
-      });
-      server.listen(port, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
-    });
-  const port = await listen(0);
-  const closeServer = () =>
-    new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    });
+  const server = await startLocalServer(handler);
 
   const receiver: WebhookReceiver = {
-    url: `http://127.0.0.1:${port}${path}`,
+    url: `http://127.0.0.1:${server.port}${path}`,
     received,
     fallback: { status: 200, body: 'ok' },
     respond: undefined,
@@ -109,12 +94,9 @@ export async function startWebhookReceiver(path = '/hooks'): Promise<WebhookRece
         });
       });
     },
-    stop: closeServer,
-    async restart() {
-      server = http.createServer(handler);
-      await listen(port);
-    },
-    close: closeServer,
+    stop: server.stop,
+    restart: server.restart,
+    close: server.stop,
   };
   return receiver;
 }

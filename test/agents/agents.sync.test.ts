@@ -8,10 +8,10 @@ import { after, before, beforeEach, it } from 'node:test';
 import { AgentSyncError, syncElevenLabsAgents, type SyncProgress } from '../../src/features/agents/agents-sync.service.js';
 import { listAgents, upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createElevenLabsClient, type ElevenLabsClient } from '../../src/features/providers/elevenlabs/elevenlabs.client.js';
-import { forEachDialect } from '../helpers/dialects.js';
-import { startFakeElevenLabs, type FakeAgent, type FakeElevenLabs, type FakePhoneNumber } from '../helpers/fake-elevenlabs.js';
-import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { apiKey, providerInternals } from './elevenlabs.helpers.js';
+import { forEachDialect } from '../support/dialects.js';
+import { startFakeElevenLabs, type FakeAgent, type FakeElevenLabs, type FakePhoneNumber } from '../support/fake-elevenlabs.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { apiKey, providerInternals } from '../support/elevenlabs-fixtures.js';
 
 const remoteAgents: FakeAgent[] = Array.from({ length: 7 }, (_, i) => ({ agent_id: `agent_remote_${i + 1}`, name: `Remote ${i + 1}` }));
 
