@@ -162,8 +162,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       logger,
       runner: jobs,
       onCallEnded: () => notifier.notify(),
-      // A batch's call ended: its batch has a free slot for the next recipient.
-      onBatchCallEnded: () => batchDialer.wake(),
+      // A batch's call ended: its batch has a free slot for the next recipient, which any worker may dial
+      // (the notifier wakes this one's dialer at once, and those of other processes through NOTIFY).
+      onBatchCallEnded: () => notifier.notify(),
       ...(overrides.monitorSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.monitorSweepIntervalMs }),
     });
 

@@ -107,6 +107,7 @@ export class BatchDialer implements Job {
       const claim = await this.claim(batch.id, now);
       if (!claim) continue;
       claimedAny = true;
+      this.options.logger.debug({ batchId: batch.id, recipients: claim.recipients.length }, 'batch recipients claimed');
       for (const recipient of claim.recipients) this.track(this.dial(claim.batch, agent, recipient));
     }
     return { more: claimedAny && due.length === batchesPerPass };
