@@ -50,6 +50,8 @@ const checkConcurrency = 8;
 interface Ended {
   readonly callId: string;
   readonly outcome: CallOutcome;
+  /** The call's batch, if a batch placed it: its end frees a slot of that batch. */
+  readonly batchId: string | null;
 }
 
 /** A job of the worker's runner: each pass claims a batch of due calls, checks them and records the ends. */
@@ -108,7 +110,7 @@ export class CallMonitor implements Job {
         results.push(
           await recordOutcome(db, clock, item.callId, item.outcome).catch((err: unknown) => {
             logger[failureLogLevel(err)]({ err, callId: item.callId }, 'recording a call outcome failed; it is looked at again after its lease');
-            return { ended: false, deliveries: 0, batchId: null };
+            return { ended: false, deliveries: 0 };
           }),
         );
       }
@@ -119,7 +121,7 @@ export class CallMonitor implements Job {
     // Only events with deliveries give the dispatcher something to do; one wake-up serves the batch.
     const withDeliveries = ended.find((_, index) => results[index]!.deliveries > 0);
     if (withDeliveries) this.options.onCallEnded?.(withDeliveries.callId);
-    if (results.some((result) => result.ended && result.batchId !== null)) this.options.onBatchCallEnded?.();
+    if (ended.some((item, index) => item.batchId !== null && results[index]!.ended)) this.options.onBatchCallEnded?.();
   }
 
   /** Asks the provider how a call stands: its outcome when it has ended, otherwise its next look is set. */
@@ -144,6 +146,6 @@ export class CallMonitor implements Job {
       this.schedule(callId, result.value.checkAgainAt);
       return undefined;
     }
-    return { callId, outcome: result.value.outcome };
+    return { callId, outcome: result.value.outcome, batchId: call.batch_id };
   }
 }

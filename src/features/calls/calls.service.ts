@@ -244,11 +244,10 @@ export async function getCall(db: Db, accountId: string, id: string, mode?: Call
   return row ? toCall(row) : null;
 }
 
-/** What recording a call's outcome did; `batchId` is set when it ended a batch's call (a slot is free again). */
+/** What recording a call's outcome did: whether it ended the call, and the webhook deliveries it wrote. */
 export interface OutcomeRecorded {
   readonly ended: boolean;
   readonly deliveries: number;
-  readonly batchId: string | null;
 }
 
 /**
@@ -296,11 +295,11 @@ export async function recordOutcomes(
     const reported = new Set<string>();
     return outcomes.map(({ callId }) => {
       const call = ended.get(callId);
-      if (!call || reported.has(callId)) return { ended: false, deliveries: 0, batchId: null };
+      if (!call || reported.has(callId)) return { ended: false, deliveries: 0 };
       reported.add(callId);
       const batchDeliveries = call.batch_id === null ? 0 : (finished.get(call.batch_id) ?? 0);
       if (call.batch_id !== null) finished.delete(call.batch_id);
-      return { ended: true, deliveries: (deliveries.get(callId) ?? 0) + batchDeliveries, batchId: call.batch_id };
+      return { ended: true, deliveries: (deliveries.get(callId) ?? 0) + batchDeliveries };
     });
   });
 }

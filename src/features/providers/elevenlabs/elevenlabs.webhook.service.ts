@@ -43,6 +43,6 @@ export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, paylo
   const outcome = event.type === 'post_call_transcription' ? completedOutcome(event.data, at, onAdjusted) : initiationFailureOutcome(event.data, at);
   const recorded = await recordOutcome(deps.db, deps.clock, callId, outcome);
   // Deliveries to make, or a batch's slot freed: the workers (of every process) look now.
-  if (recorded.deliveries > 0 || recorded.batchId !== null) deps.onOutcome();
+  if (recorded.deliveries > 0 || (recorded.ended && call.batch_id !== null)) deps.onOutcome();
   return recorded.ended ? 'recorded' : 'duplicate';
 }
