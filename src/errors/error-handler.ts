@@ -6,7 +6,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorBody } from './api-error.js';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
-import { errorCatalogue, type ErrorCode } from './catalogue.js';
+import { errorCatalogue, statusOf, type ErrorCode } from './catalogue.js';
 
 interface AjvLikeError {
   keyword: string;
@@ -129,13 +129,13 @@ function fromFastifyError(error: FastifyError): ApiError {
 }
 
 /** Seconds a client is asked to wait after a database outage answer: a short outage is usually over by then. */
-const databaseRetryAfterSeconds = '2';
+const databaseRetryAfterSeconds = 2;
 
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   // A lost or refused connection (or an unwritable SQLite file) is an outage, not a bug: say so and when to retry.
   if (isDatabaseUnavailable(error)) {
-    return new ApiError('database_unavailable', undefined, { cause: error, headers: { 'retry-after': databaseRetryAfterSeconds } });
+    return new ApiError('database_unavailable', undefined, { cause: error, retryAfterSeconds: databaseRetryAfterSeconds });
   }
   if (error && typeof error === 'object' && ('statusCode' in error || 'validation' in error || 'code' in error)) {
     return fromFastifyError(error as FastifyError);
@@ -152,8 +152,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, apiError
   };
   if (apiError.param !== undefined) body.param = apiError.param;
   reply.errorCode = apiError.code;
-  for (const [name, value] of Object.entries(apiError.headers)) reply.header(name, value);
-  return reply.code(apiError.status).type('application/json; charset=utf-8').send(body);
+  if (apiError.retryAfterSeconds !== undefined) reply.header('retry-after', String(apiError.retryAfterSeconds));
+  return reply.code(statusOf(apiError.code)).type('application/json; charset=utf-8').send(body);
 }
 
 /** Fastify's `frameworkErrors`: the router fails before any hook runs, so the request id header is set here. */
@@ -178,7 +178,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     } else if (apiError.code === 'database_unavailable') {
       const cause = apiError.cause as { code?: unknown; message?: unknown } | undefined;
       request.log.warn({ code: apiError.code, reason: cause?.code ?? cause?.message }, 'request failed: the database is unavailable');
-    } else if (apiError.status >= 500) {
+    } else if (statusOf(apiError.code) >= 500) {
       // A provider's refusal or outage is expected and already explained by the message: no stack trace.
       request.log.warn({ code: apiError.code, reason: apiError.message }, 'request failed at the provider');
     } else {

@@ -17,7 +17,7 @@ export function providerFailureToApiError(failure: ProviderFailure): ApiError {
       return new ApiError('provider_error', failure.message);
     case 'unavailable':
       return new ApiError('provider_unavailable', failure.message, {
-        headers: failure.retryAfterSeconds === undefined ? {} : { 'retry-after': String(failure.retryAfterSeconds) },
+        ...(failure.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: failure.retryAfterSeconds }),
       });
     case 'timeout':
       return new ApiError('provider_timeout', failure.message);
@@ -54,7 +54,7 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
               hold === undefined
                 ? `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Do not retry without an Idempotency-Key: that would place a second call. Look for the call with GET /v1/calls/${result.callId}.`
                 : `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Retry with backoff and the same Idempotency-Key to get its 201 (never a second call).`,
-              { cause: result.cause, headers: { 'retry-after': '2' } },
+              { cause: result.cause, retryAfterSeconds: 2 },
             );
           case 'created':
             return reply
