@@ -17,11 +17,6 @@ interface AjvLikeError {
   propertyName?: string;
 }
 
-/** Friendlier wording for a pattern failure on a known field. */
-const patternHints: Record<string, string> = {
-  to: 'to must be a phone number in E.164 format, such as +14155550123 (pattern ^\\+[1-9]\\d{6,14}$).',
-};
-
 /** AJV's "string,number,boolean,null" as people write it: "a string, a number, a boolean or null". */
 function typeNames(types: string): string {
   const names = types.split(',').map((type) => (type === 'null' ? 'null' : `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`));
@@ -34,8 +29,11 @@ function fieldPath(instancePath: string, child?: unknown): string {
   return parts.join('.');
 }
 
+/** Friendlier wording for a pattern failure, by field path; a route declares its own in `config.patternHints`. */
+export type PatternHints = Readonly<Record<string, string>>;
+
 /** Turns the first schema-validation error into a param and a sentence a person can act on. */
-export function describeValidationError(error: AjvLikeError, context: string): { param?: string; message: string } {
+export function describeValidationError(error: AjvLikeError, context: string, patternHints: PatternHints = {}): { param?: string; message: string } {
   const where = context === 'body' ? '' : `${context} `;
   switch (error.keyword) {
     case 'required': {
@@ -93,10 +91,10 @@ export function describeValidationError(error: AjvLikeError, context: string): {
 }
 
 /** Maps Fastify's own errors (body parsing, content type, validation) onto catalogue codes. */
-function fromFastifyError(error: FastifyError): ApiError {
+function fromFastifyError(error: FastifyError, patternHints: PatternHints | undefined): ApiError {
   if (error.validation && error.validation.length > 0) {
     const first = error.validation[0] as unknown as AjvLikeError;
-    const { param, message } = describeValidationError(first, error.validationContext ?? 'body');
+    const { param, message } = describeValidationError(first, error.validationContext ?? 'body', patternHints);
     return new ApiError('invalid_request', message, param === undefined ? {} : { param });
   }
   switch (error.code) {
@@ -131,14 +129,14 @@ function fromFastifyError(error: FastifyError): ApiError {
 /** Seconds a client is asked to wait after a database outage answer: a short outage is usually over by then. */
 const databaseRetryAfterSeconds = 2;
 
-export function toApiError(error: unknown): ApiError {
+export function toApiError(error: unknown, patternHints?: PatternHints): ApiError {
   if (error instanceof ApiError) return error;
   // A lost or refused connection (or an unwritable SQLite file) is an outage, not a bug: say so and when to retry.
   if (isDatabaseUnavailable(error)) {
     return new ApiError('database_unavailable', undefined, { cause: error, retryAfterSeconds: databaseRetryAfterSeconds });
   }
   if (error && typeof error === 'object' && ('statusCode' in error || 'validation' in error || 'code' in error)) {
-    return fromFastifyError(error as FastifyError);
+    return fromFastifyError(error as FastifyError, patternHints);
   }
   return new ApiError('internal_error', undefined, { cause: error });
 }
@@ -167,12 +165,16 @@ declare module 'fastify' {
     /** The error code this reply carries, for the request log. */
     errorCode: ErrorCode | null;
   }
+  interface FastifyContextConfig {
+    /** The route's wording for a pattern failure of one of its fields, by field path (`to`). */
+    patternHints?: PatternHints;
+  }
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.decorateReply('errorCode', null);
   app.setErrorHandler((error, request, reply) => {
-    const apiError = toApiError(error);
+    const apiError = toApiError(error, request.routeOptions.config.patternHints);
     if (apiError.code === 'internal_error') {
       request.log.error({ err: apiError.cause ?? apiError, code: apiError.code }, 'request failed');
     } else if (apiError.code === 'database_unavailable') {

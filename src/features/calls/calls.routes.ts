@@ -4,7 +4,7 @@ import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
 import { withIdempotency } from '../idempotency/idempotency.hook.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
-import { Call, CallCreated, CallList, CallParams, CreateCallBody, CreateCallHeaders, ListCallsQuery, errorResponses } from './calls.schemas.js';
+import { Call, CallCreated, CallList, CallParams, CreateCallBody, CreateCallHeaders, ListCallsQuery, createCallPatternHints, errorResponses } from './calls.schemas.js';
 import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, type CallsDeps } from './calls.service.js';
 
 /** The scope of an Idempotency-Key within an API key on the endpoint that creates calls. */
@@ -35,6 +35,7 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
       },
       // A body that breaks the schema still meets the Idempotency-Key rules first (withIdempotency).
       attachValidation: true,
+      config: { patternHints: createCallPatternHints },
     },
     async (request, reply) =>
       withIdempotency(deps, createCallRoute, request, reply, async (hold) => {
