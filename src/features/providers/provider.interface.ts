@@ -1,5 +1,6 @@
 /**
- * What the call service needs of a voice-agent provider. Vendor field names stay inside each adapter;
+ * What callgate needs of a voice-agent provider: placing and checking calls (the call service), and
+ * listing its workspace's agents and numbers (agents sync). Vendor field names stay inside each adapter;
  * failures come back as values that say whether trying again can help.
  */
 import type { AgentProvider } from '../../db/schema.js';
