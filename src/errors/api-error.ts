@@ -26,11 +26,3 @@ export class ApiError extends Error {
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
-
-/** The JSON body of every error response. */
-export interface ErrorBody {
-  error: ErrorCode;
-  message: string;
-  request_id: string;
-  param?: string;
-}

@@ -4,7 +4,7 @@
  * catalogue. Internals are never shown at 5xx.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, type ErrorBody } from './api-error.js';
+import { ApiError } from './api-error.js';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { errorCatalogue, statusOf, type ErrorCode } from './catalogue.js';
 
@@ -141,6 +141,15 @@ export function toApiError(error: unknown, patternHints?: PatternHints): ApiErro
   return new ApiError('internal_error', undefined, { cause: error });
 }
 
+/** The JSON body of every error response. */
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+  request_id: string;
+  param?: string;
+}
+
+/** Renders an ApiError as HTTP: the catalogue's status for its code, Retry-After when it says when. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, apiError: ApiError): FastifyReply {
   const body: ErrorBody = {
     error: apiError.code,
