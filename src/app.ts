@@ -92,7 +92,8 @@ export function buildApp(services: Services): FastifyInstance {
     reply.header('x-request-id', request.id);
     if (closing) {
       // A request on a connection kept alive across the shutdown: the client should go elsewhere or come back.
-      return sendError(request, reply, new ApiError('service_unavailable', undefined, { headers: { connection: 'close', 'retry-after': '1' } }));
+      reply.header('connection', 'close');
+      return sendError(request, reply, new ApiError('service_unavailable', undefined, { retryAfterSeconds: 1 }));
     }
     // HTTP/1.1 requires exactly one Host (RFC 9112 3.2); HTTP/1.0 did not have it.
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {

@@ -14,8 +14,10 @@ import { JobRunner, periodicJob } from './jobs/job-runner.js';
 import type { CallsDeps } from './features/calls/calls.service.js';
 import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
 import { createSimulatorProvider } from './features/providers/simulator.provider.js';
-import { createElevenLabsClient, type ElevenLabsClient } from './features/providers/elevenlabs/elevenlabs.client.js';
+import { createElevenLabsDirectory } from './features/providers/elevenlabs/elevenlabs.directory.js';
 import { createElevenLabsProvider } from './features/providers/elevenlabs/elevenlabs.provider.js';
+import { elevenLabsClientFor } from './features/providers/provider-settings.js';
+import type { AgentDirectory } from './features/providers/provider.interface.js';
 import type { RateLimiter } from './features/rate-limit/rate-limit.interface.js';
 import { createLocalNotifier, createPostgresNotifier, type DeliveryNotifier } from './features/webhooks/delivery-notifier.js';
 import { WebhookDispatcher } from './features/webhooks/webhook-dispatcher.js';
@@ -43,8 +45,8 @@ export interface Services {
   readonly requestLog: RequestLogWriter;
   /** Portal sign-in attempts per account and per IP. */
   readonly signInLimiters: SignInLimiters;
-  /** The ElevenLabs API client, when ELEVENLABS_API_KEY is set (agent sync uses it). */
-  readonly elevenlabsClient: ElevenLabsClient | undefined;
+  /** The ElevenLabs workspace's agents and numbers (agent sync), when the server has ElevenLabs' key. */
+  readonly agentDirectory: AgentDirectory | undefined;
   /** Starts the worker role: every job (call monitor, webhook dispatcher, purges). */
   startWorker(): void;
   /**
@@ -114,9 +116,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       perIp: await createRateLimiter({ store, name: 'cg_signin_ip', pointsPerWindow: config.portalSignInPerIp, windowSeconds: signInWindowSeconds }),
     };
 
-    const elevenlabsClient = config.elevenlabs.apiKey
-      ? createElevenLabsClient({ apiKey: config.elevenlabs.apiKey, baseUrl: config.elevenlabs.baseUrl, timeoutMs: config.providerTimeoutMs })
-      : undefined;
+    const elevenlabsClient = elevenLabsClientFor(config);
     const providers =
       overrides.providers ??
       createProviderRegistry({
@@ -199,7 +199,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       calls,
       notifier,
       dispatcher,
-      elevenlabsClient,
+      agentDirectory: elevenlabsClient ? createElevenLabsDirectory(elevenlabsClient) : undefined,
       requestLog,
       signInLimiters,
       startWorker() {

@@ -4,9 +4,9 @@
  * catalogue. Internals are never shown at 5xx.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, type ErrorBody } from './api-error.js';
+import { ApiError } from './api-error.js';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
-import { errorCatalogue, type ErrorCode } from './catalogue.js';
+import { errorCatalogue, statusOf, type ErrorCode } from './catalogue.js';
 
 interface AjvLikeError {
   keyword: string;
@@ -16,11 +16,6 @@ interface AjvLikeError {
   /** Set by Ajv when the error is about an object's key (propertyNames), not its value. */
   propertyName?: string;
 }
-
-/** Friendlier wording for a pattern failure on a known field. */
-const patternHints: Record<string, string> = {
-  to: 'to must be a phone number in E.164 format, such as +14155550123 (pattern ^\\+[1-9]\\d{6,14}$).',
-};
 
 /** AJV's "string,number,boolean,null" as people write it: "a string, a number, a boolean or null". */
 function typeNames(types: string): string {
@@ -34,8 +29,11 @@ function fieldPath(instancePath: string, child?: unknown): string {
   return parts.join('.');
 }
 
+/** Friendlier wording for a pattern failure, by field path; a route declares its own in `config.patternHints`. */
+export type PatternHints = Readonly<Record<string, string>>;
+
 /** Turns the first schema-validation error into a param and a sentence a person can act on. */
-export function describeValidationError(error: AjvLikeError, context: string): { param?: string; message: string } {
+export function describeValidationError(error: AjvLikeError, context: string, patternHints: PatternHints = {}): { param?: string; message: string } {
   const where = context === 'body' ? '' : `${context} `;
   switch (error.keyword) {
     case 'required': {
@@ -93,10 +91,10 @@ export function describeValidationError(error: AjvLikeError, context: string): {
 }
 
 /** Maps Fastify's own errors (body parsing, content type, validation) onto catalogue codes. */
-function fromFastifyError(error: FastifyError): ApiError {
+function fromFastifyError(error: FastifyError, patternHints: PatternHints | undefined): ApiError {
   if (error.validation && error.validation.length > 0) {
     const first = error.validation[0] as unknown as AjvLikeError;
-    const { param, message } = describeValidationError(first, error.validationContext ?? 'body');
+    const { param, message } = describeValidationError(first, error.validationContext ?? 'body', patternHints);
     return new ApiError('invalid_request', message, param === undefined ? {} : { param });
   }
   switch (error.code) {
@@ -129,20 +127,29 @@ function fromFastifyError(error: FastifyError): ApiError {
 }
 
 /** Seconds a client is asked to wait after a database outage answer: a short outage is usually over by then. */
-const databaseRetryAfterSeconds = '2';
+const databaseRetryAfterSeconds = 2;
 
-export function toApiError(error: unknown): ApiError {
+export function toApiError(error: unknown, patternHints?: PatternHints): ApiError {
   if (error instanceof ApiError) return error;
   // A lost or refused connection (or an unwritable SQLite file) is an outage, not a bug: say so and when to retry.
   if (isDatabaseUnavailable(error)) {
-    return new ApiError('database_unavailable', undefined, { cause: error, headers: { 'retry-after': databaseRetryAfterSeconds } });
+    return new ApiError('database_unavailable', undefined, { cause: error, retryAfterSeconds: databaseRetryAfterSeconds });
   }
   if (error && typeof error === 'object' && ('statusCode' in error || 'validation' in error || 'code' in error)) {
-    return fromFastifyError(error as FastifyError);
+    return fromFastifyError(error as FastifyError, patternHints);
   }
   return new ApiError('internal_error', undefined, { cause: error });
 }
 
+/** The JSON body of every error response. */
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+  request_id: string;
+  param?: string;
+}
+
+/** Renders an ApiError as HTTP: the catalogue's status for its code, Retry-After when it says when. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, apiError: ApiError): FastifyReply {
   const body: ErrorBody = {
     error: apiError.code,
@@ -152,8 +159,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, apiError
   };
   if (apiError.param !== undefined) body.param = apiError.param;
   reply.errorCode = apiError.code;
-  for (const [name, value] of Object.entries(apiError.headers)) reply.header(name, value);
-  return reply.code(apiError.status).type('application/json; charset=utf-8').send(body);
+  if (apiError.retryAfterSeconds !== undefined) reply.header('retry-after', String(apiError.retryAfterSeconds));
+  return reply.code(statusOf(apiError.code)).type('application/json; charset=utf-8').send(body);
 }
 
 /** Fastify's `frameworkErrors`: the router fails before any hook runs, so the request id header is set here. */
@@ -167,18 +174,22 @@ declare module 'fastify' {
     /** The error code this reply carries, for the request log. */
     errorCode: ErrorCode | null;
   }
+  interface FastifyContextConfig {
+    /** The route's wording for a pattern failure of one of its fields, by field path (`to`). */
+    patternHints?: PatternHints;
+  }
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.decorateReply('errorCode', null);
   app.setErrorHandler((error, request, reply) => {
-    const apiError = toApiError(error);
+    const apiError = toApiError(error, request.routeOptions.config.patternHints);
     if (apiError.code === 'internal_error') {
       request.log.error({ err: apiError.cause ?? apiError, code: apiError.code }, 'request failed');
     } else if (apiError.code === 'database_unavailable') {
       const cause = apiError.cause as { code?: unknown; message?: unknown } | undefined;
       request.log.warn({ code: apiError.code, reason: cause?.code ?? cause?.message }, 'request failed: the database is unavailable');
-    } else if (apiError.status >= 500) {
+    } else if (statusOf(apiError.code) >= 500) {
       // A provider's refusal or outage is expected and already explained by the message: no stack trace.
       request.log.warn({ code: apiError.code, reason: apiError.message }, 'request failed at the provider');
     } else {

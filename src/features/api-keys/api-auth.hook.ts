@@ -27,16 +27,18 @@ export interface ApiAuthDeps {
 }
 
 /** RFC 9110 (11.6.1): a 401 names the scheme the client should use. */
-function unauthorized(): ApiError {
-  return new ApiError('unauthorized', undefined, { headers: { 'www-authenticate': 'Bearer realm="callgate"' } });
+function unauthorized(reply?: FastifyReply): ApiError {
+  reply?.header('www-authenticate', 'Bearer realm="callgate"');
+  return new ApiError('unauthorized');
 }
 
-function tooManyRequests(decision: RateLimitDecision, policy: string): ApiError {
+function tooManyRequests(reply: FastifyReply, decision: RateLimitDecision, policy: string): ApiError {
   const seconds = Math.max(1, decision.resetSeconds);
+  reply.headers(rateLimitHeaders(decision, policy));
   return new ApiError(
     'rate_limit_exceeded',
     `Rate limit of ${decision.limit} requests per ${decision.windowSeconds} seconds exceeded. Retry after ${seconds} seconds.`,
-    { headers: { 'retry-after': String(seconds), ...rateLimitHeaders(decision, policy) } },
+    { retryAfterSeconds: seconds },
   );
 }
 
@@ -56,18 +58,18 @@ export function apiAuthHook(deps: ApiAuthDeps): onRequestAsyncHookHandler {
       : null;
     if (!apiKey) {
       const ipDecision = await deps.perIpLimiter.consume(`ip:${request.ip}`);
-      if (!ipDecision.allowed) throw tooManyRequests(ipDecision, 'per-ip');
-      throw unauthorized();
+      if (!ipDecision.allowed) throw tooManyRequests(reply, ipDecision, 'per-ip');
+      throw unauthorized(reply);
     }
     // Known before the limit is checked, so a refused request still shows in the account's request log.
     request.apiKey = apiKey;
     const decision = await deps.perKeyLimiter.consume(`key:${apiKey.id}`);
-    if (!decision.allowed) throw tooManyRequests(decision, 'per-key');
+    if (!decision.allowed) throw tooManyRequests(reply, decision, 'per-key');
     reply.headers(rateLimitHeaders(decision, 'per-key'));
   };
 }
 
-/** The authenticated key of a request that passed the gate. */
+/** The authenticated key of a request that passed the gate (which refused, with its headers, any other). */
 export function requireApiKey(request: FastifyRequest): ApiKeyRow {
   if (!request.apiKey) throw unauthorized();
   return request.apiKey;

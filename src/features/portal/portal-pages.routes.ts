@@ -1,7 +1,9 @@
 /** Overview, agents (with the ElevenLabs sync, when the server has a key) and the request log. */
 import type { FastifyPluginAsync } from 'fastify';
-import { AgentSyncError, syncElevenLabsAgents } from '../agents/agents-sync.service.js';
+import { ApiError } from '../../errors/api-error.js';
+import { syncAgents } from '../agents/agents-sync.service.js';
 import { listAgents } from '../agents/agents.service.js';
+import { elevenLabsKeySetting, missingSetting } from '../providers/provider-settings.js';
 import { listRecentRequests } from '../request-log/request-log.service.js';
 import { frameUser, queryValue, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { loadOverview } from './portal.service.js';
@@ -16,14 +18,14 @@ export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async
   app.get('/', async (request, reply) => {
     const session = sessionOf(request);
     const overview = await loadOverview(deps.db, session.accountId);
-    // The quick start's agent is one this server can call with: an ElevenLabs agent without ELEVENLABS_API_KEY
+    // The quick start's agent is one this server can call with: an agent of a provider it has no key for
     // would answer a live key's pasted command with 503.
-    const usable = (agent: (typeof overview.agents)[number]) => agent.provider !== 'elevenlabs' || Boolean(deps.config.elevenlabs.apiKey);
+    const usable = (agent: (typeof overview.agents)[number]) => missingSetting(agent.provider, deps.config) === undefined;
     const agents = [...overview.agents.filter(usable), ...overview.agents.filter((agent) => !usable(agent))];
     return sendPage(reply, 200, overviewPage({ user: frameUser(session), baseUrl: deps.config.publicUrl, ...overview, agents }));
   });
 
-  const canSync = deps.elevenlabsClient !== undefined;
+  const canSync = deps.agentDirectory !== undefined;
 
   app.get('/agents', async (request, reply) => {
     const session = sessionOf(request);
@@ -36,15 +38,15 @@ export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async
     const session = sessionOf(request);
     const page = async (status: number, outcome: { notice?: string; error?: string }) =>
       sendPage(reply, status, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId), { canSync, ...outcome }));
-    if (!deps.elevenlabsClient) {
-      return page(409, { error: 'This server has no ELEVENLABS_API_KEY, so it cannot sync agents from ElevenLabs. Ask your callgate operator to set it.' });
+    if (!deps.agentDirectory) {
+      return page(409, { error: `This server has no ${elevenLabsKeySetting}, so it cannot sync agents from ElevenLabs. Ask your callgate operator to set it.` });
     }
     try {
-      const result = await syncElevenLabsAgents(deps.db, deps.clock, deps.elevenlabsClient, session.accountId);
+      const result = await syncAgents(deps.db, deps.clock, deps.agentDirectory, session.accountId);
       const skipped = result.skipped.length > 0 ? ` Skipped (ids that do not look like agent_…): ${result.skipped.map((entry) => entry.agent_id).join(', ')}.` : '';
       return page(200, { notice: `Synced with ElevenLabs: ${result.added} added, ${result.updated} updated.${skipped}` });
     } catch (error) {
-      if (!(error instanceof AgentSyncError)) throw error;
+      if (!(error instanceof ApiError)) throw error;
       return page(502, { error: `The sync with ElevenLabs failed: ${error.message}. Try again in a minute; if it keeps failing, ask your callgate operator to check the ElevenLabs API key.` });
     }
   });

@@ -6,7 +6,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { PortalSession, SignInLimiters } from './portal-sessions.service.js';
 import { errorPage } from './views/errors.view.js';
 import type { PageFrame } from './views/layout.view.js';
-import type { ElevenLabsClient } from '../providers/elevenlabs/elevenlabs.client.js';
+import type { AgentDirectory } from '../providers/provider.interface.js';
 
 /** The parts of the services the portal uses (the app passes its `Services`). */
 export interface PortalDeps {
@@ -16,8 +16,8 @@ export interface PortalDeps {
   /** Woken after a test event or a resend, so the worker delivers at once instead of at its next sweep. */
   readonly notifier: { notify(): void };
   readonly signInLimiters: SignInLimiters;
-  /** The ElevenLabs API client when the server has ELEVENLABS_API_KEY: the Agents page can then sync. */
-  readonly elevenlabsClient: ElevenLabsClient | undefined;
+  /** The provider's workspace when the server has its key: the Agents page can then sync. */
+  readonly agentDirectory: AgentDirectory | undefined;
 }
 
 declare module 'fastify' {

@@ -1,6 +1,7 @@
 /** Webhook endpoints: add, edit, delete, reveal and rotate the secret, send a test event, resend a delivery. */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebhookEndpointRow } from '../../db/schema.js';
+import { ApiError } from '../../errors/api-error.js';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -9,7 +10,6 @@ import {
   rotateSecret,
   sendTestEvent,
   updateEndpoint,
-  WebhookInputError,
 } from '../webhooks/endpoints.service.js';
 import { callEventTypes } from '../webhooks/events.service.js';
 import { formValue, formValues, frameUser, isPlainId, queryValue, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
@@ -30,8 +30,9 @@ function formValuesOf(request: FastifyRequest): EndpointFormValues {
   };
 }
 
+/** A refused form field (the service's `invalid_request`) as a sentence on the page. */
 function problemOf(error: unknown): string {
-  if (!(error instanceof WebhookInputError)) throw error;
+  if (!(error instanceof ApiError && error.code === 'invalid_request')) throw error;
   return `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`;
 }
 

@@ -8,6 +8,7 @@ import fastifyCookie, { fastifyCookie as cookies } from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../errors/api-error.js';
+import { statusOf } from '../../errors/catalogue.js';
 import { findNul } from '../../http/nul-text.js';
 import { portalAuthRoutes } from './portal-auth.routes.js';
 import { portalCallsRoutes } from './portal-calls.routes.js';
@@ -142,8 +143,8 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
   });
 
   app.setErrorHandler((error, request, reply) => {
-    // Fastify's errors carry statusCode; the ApiError of a parser the app shares carries status.
-    const given = error instanceof ApiError ? error.status : (error as { statusCode?: unknown }).statusCode;
+    // Fastify's errors carry statusCode; the ApiError of a parser the app shares carries a catalogue code.
+    const given = error instanceof ApiError ? statusOf(error.code) : (error as { statusCode?: unknown }).statusCode;
     const status = typeof given === 'number' ? given : 500;
     const clientError = status >= 400 && status < 500;
     if (!clientError) request.log.error({ err: error }, 'portal request failed');

@@ -4,12 +4,13 @@
  */
 import type { Db } from '../../db/database.js';
 import type { WebhookAttemptRow } from '../../db/schema.js';
+import { ApiError } from '../../errors/api-error.js';
 import type { Clock } from '../../lib/clock.js';
 import { listAgents } from '../agents/agents.service.js';
 import { listApiKeys } from '../api-keys/api-keys.service.js';
 import { getCall, listCalls } from '../calls/calls.service.js';
 import { getEndpoint, listEndpoints } from '../webhooks/endpoints.service.js';
-import { EventNotFoundError, resendEvent } from '../webhooks/events.service.js';
+import { resendEvent } from '../webhooks/events.service.js';
 import * as webhooks from '../webhooks/webhooks.repository.js';
 
 export async function loadOverview(db: Db, accountId: string) {
@@ -68,7 +69,8 @@ export async function resendDelivery(db: Db, clock: Clock, accountId: string, en
     await resendEvent(db, clock, delivery.event_id, { endpointId, accountId });
     return 'resent';
   } catch (error) {
-    if (error instanceof EventNotFoundError) return 'endpoint_disabled';
+    // The delivery's event is in this account, so what is not found is an enabled endpoint.
+    if (error instanceof ApiError && error.code === 'not_found') return 'endpoint_disabled';
     throw error;
   }
 }
