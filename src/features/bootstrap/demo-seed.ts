@@ -7,8 +7,8 @@ import { sql } from 'kysely';
 import { loadConfig, type Config } from '../../config.js';
 import { dialectOf, type Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
-import { countAccounts } from '../accounts/accounts.repository.js';
-import { createAccount } from '../accounts/accounts.service.js';
+import { countAccounts } from '../identity/accounts.repository.js';
+import { createAccount } from '../identity/accounts.service.js';
 import { createApiKey } from '../api-keys/api-keys.service.js';
 import { createCallCurl } from '../calls/curl-example.js';
 

@@ -9,7 +9,7 @@ import type { ApiKeyMode } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { createApiKey, getApiKey, type ApiKeyView } from '../api-keys/api-keys.service.js';
 import * as repo from './portal-form-tokens.repository.js';
-import { randomToken, sessionMaxMs, tokenPattern } from './portal-sessions.service.js';
+import { randomToken, sessionMaxMs, tokenPattern } from '../identity/sessions.service.js';
 
 export const newFormToken = randomToken;
 

@@ -6,10 +6,10 @@ import type { Db } from '../../db/database.js';
 import type { UserRow } from '../../db/schema.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { findAccountById, findUserByEmail, insertUser } from '../accounts/accounts.repository.js';
-import { emailPattern, minPasswordLength } from '../accounts/accounts.service.js';
-import { hashPassword, verifyPassword } from '../accounts/passwords.js';
-import { deleteSessionsOfUser } from '../portal/portal-sessions.repository.js';
+import { findAccountById, findUserByEmail, insertUser } from './accounts.repository.js';
+import { emailPattern, minPasswordLength } from './accounts.service.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+import { deleteSessionsOfUser } from './sessions.repository.js';
 import * as repo from './users.repository.js';
 
 export class UserInputError extends Error {
