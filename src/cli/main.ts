@@ -80,7 +80,7 @@ async function withDatabase(config: Config, progress: (line: string) => void, ru
 
 function errorMessage(error: unknown): string {
   if (error instanceof ConfigError) return `configuration error: ${error.message}`;
-  // Service errors (AccountInputError, AgentInputError, WebhookInputError, EventNotFoundError,
+  // Service errors (ApiError, AgentInputError, WebhookInputError, EventNotFoundError,
   // AgentSyncError) and CliError carry operator-ready text.
   return error instanceof Error ? error.message : String(error);
 }

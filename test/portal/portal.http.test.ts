@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { buildApp } from '../../src/app.js';
-import { findUserByEmail } from '../../src/features/identity/accounts.repository.js';
+import { findUserByEmail } from '../../src/features/identity/users.repository.js';
 import { createSession, resolveSession, sessionIdleMs, sessionMaxMs } from '../../src/features/identity/sessions.service.js';
 import { resetPassword } from '../../src/features/identity/users.service.js';
 import { ManualClock } from '../../src/lib/clock.js';
