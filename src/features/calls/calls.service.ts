@@ -204,6 +204,11 @@ export async function getCall(db: Db, accountId: string, id: string, mode?: Call
   return row ? toCall(row) : null;
 }
 
+/** A call of any account: for a provider's webhook, which names the call but no account. */
+export async function findCallById(db: Db, id: string): Promise<CallRow | undefined> {
+  return repo.findCallById(db, id);
+}
+
 /**
  * Records how a call ended, once, and in the same transaction writes its `call.completed` / `call.failed`
  * event with a delivery per subscribed endpoint (the outbox). A second report for the same call changes
