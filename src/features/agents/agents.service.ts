@@ -1,8 +1,8 @@
 import type { Db } from '../../db/database.js';
-import type { AgentProvider, AgentRow } from '../../db/schema.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import * as repo from './agents.repository.js';
+import type { AgentProvider, AgentRow } from './agents.tables.js';
 
 /** An agent as shown to people: every stored field is public within its account. */
 export type AgentView = AgentRow;

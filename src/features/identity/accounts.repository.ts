@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import type { AccountRow } from '../../db/schema.js';
+import type { AccountRow } from './identity.tables.js';
 
 export async function insertAccount(db: Db, row: AccountRow): Promise<void> {
   await db.insertInto('accounts').values(row).execute();

@@ -1,10 +1,10 @@
 import type { Db } from '../../db/database.js';
-import type { AccountRow, UserRow } from '../../db/schema.js';
 import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { upsertAgent } from '../agents/agents.service.js';
 import * as repo from './accounts.repository.js';
+import type { AccountRow, UserRow } from './identity.tables.js';
 import { insertUser } from './users.repository.js';
 import { checkNewUser, newUserRow } from './users.service.js';
 

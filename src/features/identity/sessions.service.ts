@@ -5,10 +5,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/database.js';
-import type { UserRow } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { sha256Hex } from '../../lib/json.js';
 import type { RateLimiter } from '../rate-limit/rate-limit.interface.js';
+import type { UserRow } from './identity.tables.js';
 import * as repo from './sessions.repository.js';
 import { findUserByEmail } from './users.repository.js';
 import { authenticateUser, normaliseEmail } from './users.service.js';

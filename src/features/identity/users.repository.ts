@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import type { UserRow } from '../../db/schema.js';
+import type { UserRow } from './identity.tables.js';
 
 export async function insertUser(db: Db, row: UserRow): Promise<void> {
   await db.insertInto('users').values(row).execute();

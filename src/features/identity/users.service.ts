@@ -3,11 +3,11 @@
  * a per-user salt (passwords.ts); emails are stored lower-case and are unique across the installation.
  */
 import type { Db } from '../../db/database.js';
-import type { UserRow } from '../../db/schema.js';
 import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { findAccountById } from './accounts.repository.js';
+import type { UserRow } from './identity.tables.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { deleteSessionsOfUser } from './sessions.repository.js';
 import * as repo from './users.repository.js';

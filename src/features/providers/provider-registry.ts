@@ -1,5 +1,6 @@
-import type { AgentProvider, AgentRow, ApiKeyMode } from '../../db/schema.js';
 import { err } from '../../lib/result.js';
+import type { AgentProvider, AgentRow } from '../agents/agents.tables.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { VoiceProvider } from './provider.interface.js';
 
 /** Picks the provider of a call. Test-mode keys always get the simulator: they never place real calls. */

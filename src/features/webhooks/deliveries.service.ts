@@ -3,8 +3,8 @@
  * list`. Every read is scoped to the account: another account's delivery is as absent as an unknown one.
  */
 import type { Db } from '../../db/database.js';
-import type { WebhookAttemptRow, WebhookDeliveryRow, WebhookEventRow } from '../../db/schema.js';
 import * as repo from './webhooks.repository.js';
+import type { WebhookAttemptRow, WebhookDeliveryRow, WebhookEventRow } from './webhooks.tables.js';
 
 export type DeliveryFilter = repo.DeliveryFilter;
 /** A delivery with its event's type and call and its endpoint's URL, for a list. */

@@ -1,6 +1,6 @@
 import type { Db } from '../../../db/database.js';
-import type { WebhookEndpointRow } from '../../../db/schema.js';
 import { getEndpoint } from '../../../features/webhooks/endpoints.service.js';
+import type { WebhookEndpointRow } from '../../../features/webhooks/webhooks.tables.js';
 import { CliError } from '../../command.js';
 
 /** The endpoint named on the command line, or a `CliError` naming the id (deleted endpoints are gone). */
