@@ -7,9 +7,9 @@ import { sql } from 'kysely';
 import { loadConfig, type Config } from '../../config.js';
 import { dialectOf, type Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
-import { createAccount, hasAccounts } from '../identity/accounts.service.js';
 import { createApiKey } from '../api-keys/api-keys.service.js';
 import { createCallCurl } from '../calls/curl-example.js';
+import { createAccount, hasAccounts } from '../identity/accounts.service.js';
 
 export interface DemoSeed {
   accountId: string;
