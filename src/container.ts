@@ -25,7 +25,7 @@ import { createHttpSender, type WebhookSender } from './features/webhooks/webhoo
 import { createRateLimiter, type RateLimitStore } from './features/rate-limit/rate-limit.store.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { RequestLogWriter } from './features/request-log/request-log.service.js';
-import type { SignInLimiters } from './features/portal/portal-sessions.service.js';
+import type { SignInLimiters } from './features/identity/sessions.service.js';
 
 export interface Services {
   readonly config: Config;

@@ -6,8 +6,8 @@
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { ApiError } from '../errors/api-error.js';
-import { getAccount } from '../features/accounts/accounts.service.js';
-import type { AccountRow } from '../db/schema.js';
+import { getAccount } from '../features/identity/accounts.service.js';
+import type { AccountRow } from '../features/identity/identity.tables.js';
 import type { Clock } from '../lib/clock.js';
 import type { CommandArgs, OptionSpecs } from './args.js';
 

@@ -1,11 +1,11 @@
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
-import type { AgentProvider, AgentRow } from '../../db/schema.js';
 import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { missingSetting } from '../providers/provider-settings.js';
 import * as repo from './agents.repository.js';
+import type { AgentProvider, AgentRow } from './agents.tables.js';
 
 /** An agent as shown to people: every stored field is public within its account. */
 export type AgentView = AgentRow;

@@ -5,12 +5,12 @@
  */
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Db } from '../../db/database.js';
-import type { ApiKeyRow } from '../../db/schema.js';
 import { ApiError } from '../../errors/api-error.js';
 import type { Clock } from '../../lib/clock.js';
 import type { RateLimitDecision, RateLimiter } from '../rate-limit/rate-limit.interface.js';
 import { rateLimitHeaders } from '../rate-limit/rate-limit.store.js';
 import { authenticate } from './api-keys.service.js';
+import type { ApiKeyRow } from './api-keys.tables.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

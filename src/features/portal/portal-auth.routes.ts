@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { signInCsrfCookie, signInCsrfToken } from './portal-csrf.js';
 import { formValue, queryValue, seeOther, sendPage, sessionCookie, sessionOf, type PortalDeps } from './portal-request.js';
-import { endSession, sessionMaxMs, signIn } from './portal-sessions.service.js';
+import { endSession, sessionMaxMs, signIn } from '../identity/sessions.service.js';
 import { signInPage } from './views/auth.view.js';
 import { errorPage } from './views/errors.view.js';
 import { noticeFor } from './views/layout.view.js';

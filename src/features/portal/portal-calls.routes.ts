@@ -1,8 +1,8 @@
 /** The account's calls: a filtered, paged list and a page per call with its events and their deliveries. */
 import type { FastifyPluginAsync } from 'fastify';
 import { listAgents } from '../agents/agents.service.js';
-import type { CallRow } from '../../db/schema.js';
 import { listCalls } from '../calls/calls.service.js';
+import type { CallRow } from '../calls/calls.tables.js';
 import { frameUser, isPlainId, queryValue, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { loadCallPage } from './portal.service.js';
 import { callPage, callsPage, callStatuses } from './views/calls.view.js';

@@ -3,8 +3,8 @@
  * second key), revoke after a confirmation.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import type { ApiKeyMode } from '../../db/schema.js';
 import { getApiKey, listApiKeys, revokeApiKey } from '../api-keys/api-keys.service.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import { createKeyOnce, isFormToken, newFormToken } from './portal-keys.service.js';
 import { formValue, frameUser, isPlainId, queryValue, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { noticeFor } from './views/layout.view.js';

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
-import type { PortalSession, SignInLimiters } from './portal-sessions.service.js';
+import type { PortalSession, SignInLimiters } from '../identity/sessions.service.js';
 import { errorPage } from './views/errors.view.js';
 import type { PageFrame } from './views/layout.view.js';
 import type { AgentDirectory } from '../providers/provider.interface.js';

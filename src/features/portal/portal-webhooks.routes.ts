@@ -1,6 +1,5 @@
 /** Webhook endpoints: add, edit, delete, reveal and rotate the secret, send a test event, resend a delivery. */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { WebhookEndpointRow } from '../../db/schema.js';
 import { ApiError } from '../../errors/api-error.js';
 import {
   createEndpoint,
@@ -12,6 +11,7 @@ import {
   updateEndpoint,
 } from '../webhooks/endpoints.service.js';
 import { callEventTypes } from '../webhooks/events.service.js';
+import type { WebhookEndpointRow } from '../webhooks/webhooks.tables.js';
 import { formValue, formValues, frameUser, isPlainId, queryValue, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { loadEndpointPage, resendDelivery } from './portal.service.js';
 import { portalPath } from './views/components.js';

@@ -16,7 +16,7 @@ import { csrfTokenMatches, isSameOrigin, signInCsrfCookie } from './portal-csrf.
 import { portalKeysRoutes } from './portal-keys.routes.js';
 import { portalPagesRoutes } from './portal-pages.routes.js';
 import { formValue, frameUser, sendNotFound, sendPage, sessionCookie, type PortalDeps } from './portal-request.js';
-import { resolveSession } from './portal-sessions.service.js';
+import { resolveSession } from '../identity/sessions.service.js';
 import { portalWebhooksRoutes } from './portal-webhooks.routes.js';
 import { errorPage } from './views/errors.view.js';
 

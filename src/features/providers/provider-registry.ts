@@ -1,6 +1,7 @@
-import type { AgentProvider, AgentRow, ApiKeyMode } from '../../db/schema.js';
 import { err } from '../../lib/result.js';
 import { requiredSettings } from './provider-settings.js';
+import type { AgentProvider, AgentRow } from '../agents/agents.tables.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { VoiceProvider } from './provider.interface.js';
 
 /** Picks the provider of a call. Test-mode keys always get the simulator: they never place real calls. */

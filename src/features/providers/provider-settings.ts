@@ -4,7 +4,7 @@
  * the answer for its own reader.
  */
 import type { Config } from '../../config.js';
-import type { AgentProvider } from '../../db/schema.js';
+import type { AgentProvider } from '../agents/agents.tables.js';
 import { createElevenLabsClient, type ElevenLabsClient } from './elevenlabs/elevenlabs.client.js';
 
 export type ProviderSettings = Pick<Config, 'elevenlabs' | 'providerTimeoutMs'>;

@@ -3,8 +3,8 @@
  * listing its workspace's agents and numbers (agents sync). Vendor field names stay inside each adapter;
  * failures come back as values that say whether trying again can help.
  */
-import type { AgentProvider } from '../../db/schema.js';
 import type { Result } from '../../lib/result.js';
+import type { AgentProvider } from '../agents/agents.tables.js';
 
 export interface PlaceCallRequest {
   /** The provider's agent id (`agent_…`). */

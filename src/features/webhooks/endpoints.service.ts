@@ -1,6 +1,5 @@
 /** Webhook endpoints of an account: URL, wanted event types, enabled flag and signing secret. */
 import type { Db } from '../../db/database.js';
-import type { WebhookEndpointRow } from '../../db/schema.js';
 import { ApiError } from '../../errors/api-error.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -8,6 +7,7 @@ import { callEventTypes, enqueueEvent } from './events.service.js';
 import { checkWebhookTarget } from './ssrf-guard.js';
 import { generateWebhookSecret } from './webhook-signing.js';
 import * as repo from './webhooks.repository.js';
+import type { WebhookEndpointRow } from './webhooks.tables.js';
 
 /** After a rotation the old secret keeps signing, beside the new one, for this long. */
 export const secretOverlapMs = 24 * 60 * 60 * 1000;

@@ -4,11 +4,12 @@
  */
 import type { Db } from '../../db/database.js';
 import type { Insertable } from 'kysely';
-import type { CallRow, DeliveryTrigger, WebhookDeliveriesTable, WebhookEndpointRow } from '../../db/schema.js';
 import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import type { CallRow } from '../calls/calls.tables.js';
 import * as repo from './webhooks.repository.js';
+import type { DeliveryTrigger, WebhookDeliveriesTable, WebhookEndpointRow } from './webhooks.tables.js';
 
 export const callEventTypes = ['call.completed', 'call.failed'] as const;
 export type CallEventType = (typeof callEventTypes)[number];

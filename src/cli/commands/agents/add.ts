@@ -1,6 +1,6 @@
-import type { AgentProvider } from '../../../db/schema.js';
 import { agentPolicyFor, agentProviders, upsertAgent } from '../../../features/agents/agents.service.js';
 import { elevenLabsKeySetting } from '../../../features/providers/provider-settings.js';
+import type { AgentProvider } from '../../../features/agents/agents.tables.js';
 import { choiceOption, optionalOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatFields } from '../../output.js';
