@@ -14,7 +14,7 @@ import { portalCallsRoutes } from './portal-calls.routes.js';
 import { csrfTokenMatches, isSameOrigin, signInCsrfCookie } from './portal-csrf.js';
 import { portalKeysRoutes } from './portal-keys.routes.js';
 import { portalPagesRoutes } from './portal-pages.routes.js';
-import { formValue, frameUser, sendNotFound, sendPage, sessionCookie, type PortalDeps } from './portal-request.js';
+import { csrfFieldOf, frameUser, matchFieldShapes, sendNotFound, sendPage, sessionCookie, type PortalDeps } from './portal-request.js';
 import { resolveSession } from './portal-sessions.service.js';
 import { portalWebhooksRoutes } from './portal-webhooks.routes.js';
 import { errorPage } from './views/errors.view.js';
@@ -39,6 +39,7 @@ const assets = {
   'portal.js': 'text/javascript; charset=utf-8',
 } as const;
 
+const unreadableFormMessage = 'The form could not be read. Go back and try again.';
 const serverFaultMessage = 'This is a fault on our side. Quote the request id below if you contact support.';
 
 /** Where a request without a session goes: the sign-in page, and back to the page it asked for (GET only). */
@@ -86,6 +87,12 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
   // no business here. Any other body is refused by Fastify with 415 before a route runs (the page below).
   app.removeContentTypeParser('application/json');
   app.decorateRequest('portal', null);
+  // A form or query that breaks its route's schema is answered by the hooks below, in the portal's pages,
+  // and only after the origin and NUL checks, so a forged form is still refused as such first.
+  app.addHook('onRoute', (route) => {
+    route.attachValidation = true;
+  });
+  app.addHook('preValidation', matchFieldShapes);
 
   // A form sent compressed would be read as its compressed bytes: refused as unsupported, before parsing.
   app.addHook('preParsing', async (request) => {
@@ -105,8 +112,8 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
     if (request.method === 'GET' || request.method === 'HEAD') return;
     const { config } = request.routeOptions;
     const genuine = config.portalSignIn
-      ? isSameOrigin(request, deps.config.publicUrl) && csrfTokenMatches(formValue(request, '_csrf'), request.cookies[signInCsrfCookie] ?? '')
-      : request.portal !== null && csrfTokenMatches(formValue(request, '_csrf'), request.portal.csrfToken);
+      ? isSameOrigin(request, deps.config.publicUrl) && csrfTokenMatches(csrfFieldOf(request), request.cookies[signInCsrfCookie] ?? '')
+      : request.portal !== null && csrfTokenMatches(csrfFieldOf(request), request.portal.csrfToken);
     if (genuine) return;
     return sendPage(
       reply,
@@ -141,6 +148,25 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
     );
   });
 
+  // Last of the checks: what its schema refused. An id that is not plain names nothing (the 404 of any
+  // unknown id); anything else is a form the page did not send.
+  app.addHook('preHandler', async (request, reply) => {
+    const failure = request.validationError;
+    if (!failure) return;
+    if (failure.validationContext === 'params') return sendNotFound(request, reply);
+    return sendPage(
+      reply,
+      400,
+      errorPage({
+        status: 400,
+        title: 'Bad request',
+        message: unreadableFormMessage,
+        requestId: request.id,
+        ...(request.portal ? { user: frameUser(request.portal) } : {}),
+      }),
+    );
+  });
+
   app.setErrorHandler((error, request, reply) => {
     // Fastify's errors carry statusCode; the ApiError of a parser the app shares carries status.
     const given = error instanceof ApiError ? error.status : (error as { statusCode?: unknown }).statusCode;
@@ -153,7 +179,7 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
         ? 'This page takes only forms sent by the portal (application/x-www-form-urlencoded, uncompressed). Go back and submit the form again.'
         : status === 413
           ? 'The form is larger than 64 KB. Go back, shorten it and try again.'
-          : 'The form could not be read. Go back and try again.';
+          : unreadableFormMessage;
     const page = clientError
       ? errorPage({ status, title: status === 415 ? 'Unsupported form' : status === 413 ? 'Form too large' : 'Bad request', message, requestId: request.id, ...user })
       : errorPage({ status: 500, title: 'Something went wrong', message: serverFaultMessage, requestId: request.id, ...user });
