@@ -29,11 +29,8 @@ const securityHeaders = {
   'cache-control': 'no-store',
 };
 
-/*
- * The stylesheet and script live beside the sources. This module is three folders below the repository
- * root both as src/features/portal/*.ts and as dist/features/portal/*.js, so one relative path finds them.
- */
-const assetsDir = new URL('../../../src/features/portal/assets/', import.meta.url);
+/** The stylesheet and script beside this module: in src/ as written, in dist/ as the build copies them. */
+const assetsDir = new URL('./assets/', import.meta.url);
 const assets = {
   'portal.css': 'text/css; charset=utf-8',
   'portal.js': 'text/javascript; charset=utf-8',
