@@ -1,6 +1,7 @@
 /**
  * Builds the long-lived parts of a process from the config: database, clock, providers, rate limiters and
- * the call monitor. The server and the tests both start here; tests swap in fakes through `overrides`.
+ * the worker's job runner with its jobs. The server and the tests both start here; tests swap in fakes
+ * through `overrides`.
  */
 import { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
@@ -8,9 +9,9 @@ import type { Config } from './config.js';
 import { migrateToLatest, openDatabase, type DatabaseHandle, type Db } from './db/database.js';
 import { isDatabaseUnavailable } from './db/unavailable.js';
 import { CallMonitor } from './features/calls/call-monitor.js';
-import { purgeExpired } from './features/idempotency/idempotency.service.js';
-import { purgeOldRequests } from './features/request-log/request-log.service.js';
-import { JobRunner, periodicJob } from './jobs/job-runner.js';
+import { idempotencyPurgeJob } from './features/idempotency/idempotency-purge.job.js';
+import { requestLogPurgeJob } from './features/request-log/request-log-purge.job.js';
+import { JobRunner } from './jobs/job-runner.js';
 import type { CallsDeps } from './features/calls/calls.service.js';
 import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
 import { createSimulatorProvider } from './features/providers/simulator.provider.js';
@@ -33,7 +34,6 @@ export interface Services {
   readonly db: Db;
   readonly clock: Clock;
   readonly logger: Logger;
-  readonly providers: ProviderRegistry;
   readonly perKeyLimiter: RateLimiter;
   readonly perIpLimiter: RateLimiter;
   /** The worker role's job runner: the call monitor, the webhook dispatcher and the purges are its jobs. */
@@ -47,7 +47,7 @@ export interface Services {
   readonly signInLimiters: SignInLimiters;
   /** The ElevenLabs workspace's agents and numbers (agent sync), when the server has ElevenLabs' key. */
   readonly agentDirectory: AgentDirectory | undefined;
-  /** Starts the worker role: every job (call monitor, webhook dispatcher, purges). */
+  /** Starts the worker role's jobs: the call monitor, the webhook dispatcher and the purges. */
   startWorker(): void;
   /**
    * Stops the worker and closes every connection. In-flight deliveries get up to `graceMs` in all (default
@@ -164,13 +164,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     const idempotency = { waitMs: config.idempotencyWaitMs, lockMs: config.idempotencyLockMs };
     // The purges are jobs of the worker role: in the documented multi-process setup an api-only process
     // always runs beside a worker, and one worker purging is enough for all.
-    jobs.add(
-      periodicJob({ name: 'idempotency-purge', label: 'idempotency purge', intervalMs: purgeIntervalMs, run: () => purgeExpired(database.db, clock, idempotency) }),
-    );
-    jobs.add(
-      periodicJob({ name: 'request-log-purge', label: 'request log purge', intervalMs: purgeIntervalMs, run: () => purgeOldRequests(database.db, clock) }),
-    );
-    let workerKeepAlive: NodeJS.Timeout | undefined;
+    jobs.add(idempotencyPurgeJob({ db: database.db, clock, idempotency }, purgeIntervalMs));
+    jobs.add(requestLogPurgeJob({ db: database.db, clock }, purgeIntervalMs));
 
     const calls: CallsDeps = {
       db: database.db,
@@ -191,7 +186,6 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       db: database.db,
       clock,
       logger,
-      providers,
       perKeyLimiter,
       perIpLimiter,
       jobs,
@@ -204,14 +198,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       signInLimiters,
       startWorker() {
         jobs.start();
-        // The worker's own timers are unref'd (so tests and the CLI can end), and a worker-only process has
-        // no listening socket: with its database connections gone, nothing would keep it running and it
-        // would exit 0 mid-outage. This timer keeps the worker role alive until close().
-        workerKeepAlive ??= setInterval(() => undefined, 60 * 60 * 1000);
       },
       async close(graceMs) {
-        if (workerKeepAlive) clearInterval(workerKeepAlive);
-        workerKeepAlive = undefined;
         await jobs.stop(graceMs);
         await requestLog.flush();
         await notifier.close();

@@ -43,7 +43,13 @@ async function main(): Promise<void> {
   const runsWorker = config.roles.has('worker');
   const app = runsApi ? buildApp(services) : undefined;
   // The worker role runs every job: the call monitor, the webhook dispatcher and the purges.
-  if (runsWorker) services.startWorker();
+  if (runsWorker) {
+    services.startWorker();
+    // The jobs' timers are unref'd (so tests and the CLI can end), and a worker-only process has no listening
+    // socket: with its database connections gone, nothing would keep it running and it would exit 0
+    // mid-outage. This timer keeps the process alive until shutdown ends it.
+    setInterval(() => undefined, 60 * 60 * 1000);
+  }
 
   if (app) await app.listen({ port: config.port, host: config.host });
   // A worker alone listens on nothing, so it names no URL.

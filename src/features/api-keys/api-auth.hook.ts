@@ -3,7 +3,7 @@
  * the next request on every process), then count the request against the key's per-minute limit. Requests
  * without a valid key are counted per client IP instead, so keys cannot be guessed at speed.
  */
-import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { ApiError } from '../../errors/api-error.js';
 import type { Clock } from '../../lib/clock.js';
@@ -67,6 +67,12 @@ export function apiAuthHook(deps: ApiAuthDeps): onRequestAsyncHookHandler {
     if (!decision.allowed) throw tooManyRequests(reply, decision, 'per-key');
     reply.headers(rateLimitHeaders(decision, 'per-key'));
   };
+}
+
+/** Puts the gate in front of every route of `scope` (the /v1 API). */
+export function registerApiAuth(scope: FastifyInstance, deps: ApiAuthDeps): void {
+  scope.decorateRequest('apiKey', null);
+  scope.addHook('onRequest', apiAuthHook(deps));
 }
 
 /** The authenticated key of a request that passed the gate (which refused, with its headers, any other). */

@@ -1,11 +1,12 @@
 /** Overview, agents (with the ElevenLabs sync, when the server has a key) and the request log. */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../errors/api-error.js';
 import { syncAgents } from '../agents/agents-sync.service.js';
 import { listAgents } from '../agents/agents.service.js';
 import { elevenLabsKeySetting, missingSetting } from '../providers/provider-settings.js';
 import { listRecentRequests } from '../request-log/request-log.service.js';
-import { frameUser, queryValue, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { frameUser, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { EmptyForm, RequestsQuery } from './portal.schemas.js';
 import { loadOverview } from './portal.service.js';
 import { agentsPage } from './views/agents.view.js';
 import { overviewPage } from './views/overview.view.js';
@@ -14,7 +15,7 @@ import { requestsPage } from './views/requests.view.js';
 /** Requests on one page of the request log; older ones are a link away. */
 const requestLogPageSize = 100;
 
-export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
+export const portalPagesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
   app.get('/', async (request, reply) => {
     const session = sessionOf(request);
     const overview = await loadOverview(deps.db, session.accountId);
@@ -34,7 +35,7 @@ export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async
 
   // The same sync as `callgate agents sync`, for the account of the signed-in user (the CSRF check of every
   // portal POST applies). Rendered, not redirected: the counts are in this answer only.
-  app.post('/agents/sync', async (request, reply) => {
+  app.post('/agents/sync', { schema: { body: EmptyForm } }, async (request, reply) => {
     const session = sessionOf(request);
     const page = async (status: number, outcome: { notice?: string; error?: string }) =>
       sendPage(reply, status, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId), { canSync, ...outcome }));
@@ -51,10 +52,10 @@ export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async
     }
   });
 
-  app.get('/requests', async (request, reply) => {
+  app.get('/requests', { schema: { querystring: RequestsQuery } }, async (request, reply) => {
     const session = sessionOf(request);
-    const search = queryValue(request, 'request_id')?.trim().slice(0, 100) || undefined;
-    const before = queryValue(request, 'before')?.trim().slice(0, 100) || undefined;
+    const search = request.query.request_id?.trim().slice(0, 100) || undefined;
+    const before = request.query.before?.trim().slice(0, 100) || undefined;
     // A NUL byte names no request (and PostgreSQL refuses it in a query).
     const page = search?.includes('\u0000') || before?.includes('\u0000')
       ? { rows: [], hasMore: false }
