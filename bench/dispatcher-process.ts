@@ -48,7 +48,7 @@ async function fromDist<T>(file: string): Promise<T> {
 
 const { loadConfig } = await fromDist<typeof import('../src/config.js')>('config.js');
 const { createServices } = await fromDist<typeof import('../src/container.js')>('container.js');
-const { createAccount } = await fromDist<typeof import('../src/features/accounts/accounts.service.js')>('features/accounts/accounts.service.js');
+const { createAccount } = await fromDist<typeof import('../src/features/identity/accounts.service.js')>('features/identity/accounts.service.js');
 const { upsertAgent } = await fromDist<typeof import('../src/features/agents/agents.service.js')>('features/agents/agents.service.js');
 const { createEndpoint } = await fromDist<typeof import('../src/features/webhooks/endpoints.service.js')>(
   'features/webhooks/endpoints.service.js',

@@ -126,8 +126,8 @@ type Services = import('../src/container.js').Services;
 async function seededServices(keyCount: number): Promise<{ services: Services; tokens: string[] }> {
   const { loadConfig } = await fromDist<typeof import('../src/config.js')>('config.js');
   const { createServices } = await fromDist<typeof import('../src/container.js')>('container.js');
-  const { createAccount } = await fromDist<typeof import('../src/features/accounts/accounts.service.js')>(
-    'features/accounts/accounts.service.js',
+  const { createAccount } = await fromDist<typeof import('../src/features/identity/accounts.service.js')>(
+    'features/identity/accounts.service.js',
   );
   const { upsertAgent } = await fromDist<typeof import('../src/features/agents/agents.service.js')>(
     'features/agents/agents.service.js',

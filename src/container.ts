@@ -1,6 +1,7 @@
 /**
  * Builds the long-lived parts of a process from the config: database, clock, providers, rate limiters and
- * the call monitor. The server and the tests both start here; tests swap in fakes through `overrides`.
+ * the worker's job runner with its jobs. The server and the tests both start here; tests swap in fakes
+ * through `overrides`.
  */
 import { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
@@ -10,14 +11,16 @@ import { isDatabaseUnavailable } from './db/unavailable.js';
 import { BatchDialer } from './features/batches/batch-dialer.job.js';
 import type { BatchesDeps } from './features/batches/batches.service.js';
 import { CallMonitor } from './features/calls/call-monitor.js';
-import { purgeExpired } from './features/idempotency/idempotency.service.js';
-import { purgeOldRequests } from './features/request-log/request-log.service.js';
-import { JobRunner, periodicJob } from './jobs/job-runner.js';
+import { idempotencyPurgeJob } from './features/idempotency/idempotency-purge.job.js';
+import { requestLogPurgeJob } from './features/request-log/request-log-purge.job.js';
+import { JobRunner } from './jobs/job-runner.js';
 import type { CallsDeps } from './features/calls/calls.service.js';
 import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
 import { createSimulatorProvider } from './features/providers/simulator.provider.js';
-import { createElevenLabsClient, type ElevenLabsClient } from './features/providers/elevenlabs/elevenlabs.client.js';
+import { createElevenLabsDirectory } from './features/providers/elevenlabs/elevenlabs.directory.js';
 import { createElevenLabsProvider } from './features/providers/elevenlabs/elevenlabs.provider.js';
+import { elevenLabsClientFor } from './features/providers/provider-settings.js';
+import type { AgentDirectory } from './features/providers/provider.interface.js';
 import type { RateLimiter } from './features/rate-limit/rate-limit.interface.js';
 import { createLocalNotifier, createPostgresNotifier, type DeliveryNotifier } from './features/webhooks/delivery-notifier.js';
 import { WebhookDispatcher } from './features/webhooks/webhook-dispatcher.js';
@@ -25,7 +28,7 @@ import { createHttpSender, type WebhookSender } from './features/webhooks/webhoo
 import { createRateLimiter, type RateLimitStore } from './features/rate-limit/rate-limit.store.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { RequestLogWriter } from './features/request-log/request-log.service.js';
-import type { SignInLimiters } from './features/portal/portal-sessions.service.js';
+import type { SignInLimiters } from './features/identity/sessions.service.js';
 
 export interface Services {
   readonly config: Config;
@@ -33,7 +36,6 @@ export interface Services {
   readonly db: Db;
   readonly clock: Clock;
   readonly logger: Logger;
-  readonly providers: ProviderRegistry;
   readonly perKeyLimiter: RateLimiter;
   readonly perIpLimiter: RateLimiter;
   /** The worker role's job runner: the call monitor, the webhook dispatcher, the batch dialer and the purges are its jobs. */
@@ -47,9 +49,9 @@ export interface Services {
   readonly requestLog: RequestLogWriter;
   /** Portal sign-in attempts per account and per IP. */
   readonly signInLimiters: SignInLimiters;
-  /** The ElevenLabs API client, when ELEVENLABS_API_KEY is set (agent sync uses it). */
-  readonly elevenlabsClient: ElevenLabsClient | undefined;
-  /** Starts the worker role: every job (call monitor, webhook dispatcher, batch dialer, purges). */
+  /** The ElevenLabs workspace's agents and numbers (agent sync), when the server has ElevenLabs' key. */
+  readonly agentDirectory: AgentDirectory | undefined;
+  /** Starts the worker role's jobs: the call monitor, the webhook dispatcher, the batch dialer and the purges. */
   startWorker(): void;
   /**
    * Stops the worker and closes every connection. In-flight deliveries get up to `graceMs` in all (default
@@ -120,9 +122,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       perIp: await createRateLimiter({ store, name: 'cg_signin_ip', pointsPerWindow: config.portalSignInPerIp, windowSeconds: signInWindowSeconds }),
     };
 
-    const elevenlabsClient = config.elevenlabs.apiKey
-      ? createElevenLabsClient({ apiKey: config.elevenlabs.apiKey, baseUrl: config.elevenlabs.baseUrl, timeoutMs: config.providerTimeoutMs })
-      : undefined;
+    const elevenlabsClient = elevenLabsClientFor(config);
     const providers =
       overrides.providers ??
       createProviderRegistry({
@@ -173,13 +173,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     const idempotency = { waitMs: config.idempotencyWaitMs, lockMs: config.idempotencyLockMs };
     // The purges are jobs of the worker role: in the documented multi-process setup an api-only process
     // always runs beside a worker, and one worker purging is enough for all.
-    jobs.add(
-      periodicJob({ name: 'idempotency-purge', label: 'idempotency purge', intervalMs: purgeIntervalMs, run: () => purgeExpired(database.db, clock, idempotency) }),
-    );
-    jobs.add(
-      periodicJob({ name: 'request-log-purge', label: 'request log purge', intervalMs: purgeIntervalMs, run: () => purgeOldRequests(database.db, clock) }),
-    );
-    let workerKeepAlive: NodeJS.Timeout | undefined;
+    jobs.add(idempotencyPurgeJob({ db: database.db, clock, idempotency }, purgeIntervalMs));
+    jobs.add(requestLogPurgeJob({ db: database.db, clock }, purgeIntervalMs));
 
     const calls: CallsDeps = {
       db: database.db,
@@ -216,7 +211,6 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       db: database.db,
       clock,
       logger,
-      providers,
       perKeyLimiter,
       perIpLimiter,
       jobs,
@@ -226,19 +220,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       batches,
       notifier,
       dispatcher,
-      elevenlabsClient,
+      agentDirectory: elevenlabsClient ? createElevenLabsDirectory(elevenlabsClient) : undefined,
       requestLog,
       signInLimiters,
       startWorker() {
         jobs.start();
-        // The worker's own timers are unref'd (so tests and the CLI can end), and a worker-only process has
-        // no listening socket: with its database connections gone, nothing would keep it running and it
-        // would exit 0 mid-outage. This timer keeps the worker role alive until close().
-        workerKeepAlive ??= setInterval(() => undefined, 60 * 60 * 1000);
       },
       async close(graceMs) {
-        if (workerKeepAlive) clearInterval(workerKeepAlive);
-        workerKeepAlive = undefined;
         await jobs.stop(graceMs);
         await requestLog.flush();
         await notifier.close();

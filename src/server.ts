@@ -6,6 +6,7 @@ import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createServices } from './container.js';
 import { cliSettingsFor, demoBanner, seedDemoIfEmpty } from './features/bootstrap/demo-seed.js';
+import { missingSetting } from './features/providers/provider-settings.js';
 
 /** Shutdown gives in-flight requests this long before the process exits anyway. */
 const shutdownGraceMs = 10_000;
@@ -32,8 +33,9 @@ async function main(): Promise<void> {
     if (seed) process.stdout.write(`${demoBanner(seed, config.publicUrl, cliSettingsFor(config))}\n`);
   }
 
-  if (!config.elevenlabs.apiKey) {
-    logger.warn('ELEVENLABS_API_KEY is not set: only simulated calls can be placed, and agents of provider elevenlabs are refused');
+  const elevenLabsSetting = missingSetting('elevenlabs', config);
+  if (elevenLabsSetting) {
+    logger.warn(`${elevenLabsSetting} is not set: only simulated calls can be placed, and agents of provider elevenlabs are refused`);
   } else if (!config.elevenlabs.webhookSecret) {
     logger.warn('ELEVENLABS_WEBHOOK_SECRET is not set: ElevenLabs post-call webhooks are refused; outcomes come from reconciliation only');
   }
@@ -41,7 +43,13 @@ async function main(): Promise<void> {
   const runsWorker = config.roles.has('worker');
   const app = runsApi ? buildApp(services) : undefined;
   // The worker role runs every job: the call monitor, the webhook dispatcher, the batch dialer and the purges.
-  if (runsWorker) services.startWorker();
+  if (runsWorker) {
+    services.startWorker();
+    // The jobs' timers are unref'd (so tests and the CLI can end), and a worker-only process has no listening
+    // socket: with its database connections gone, nothing would keep it running and it would exit 0
+    // mid-outage. This timer keeps the process alive until shutdown ends it.
+    setInterval(() => undefined, 60 * 60 * 1000);
+  }
 
   if (app) await app.listen({ port: config.port, host: config.host });
   // A worker alone listens on nothing, so it names no URL.

@@ -5,8 +5,9 @@
  */
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { getAccount } from '../features/accounts/accounts.service.js';
-import type { AccountRow } from '../db/schema.js';
+import { ApiError } from '../errors/api-error.js';
+import { getAccount } from '../features/identity/accounts.service.js';
+import type { AccountRow } from '../features/identity/identity.tables.js';
 import type { Clock } from '../lib/clock.js';
 import type { CommandArgs, OptionSpecs } from './args.js';
 
@@ -50,18 +51,15 @@ export interface CommandGroup {
   readonly commands: readonly Command[];
 }
 
-/** A failure the operator can act on (unknown account, unknown key): exit code 1 and the message only. */
-export class CliError extends Error {
-  override readonly name = 'CliError';
-}
-
-/** The account behind `--account`, or a `CliError` naming the id that does not exist. */
+/** The account behind `--account`, or a `not_found` ApiError naming the id that does not exist. */
 export async function requireAccount(db: Db, accountId: string): Promise<AccountRow> {
   const account = await getAccount(db, accountId);
   if (!account) {
     // The usual cause is a CLI pointed at another database than the server's (its own environment decides).
-    throw new CliError(
+    throw new ApiError(
+      'not_found',
       `no account with id "${accountId}" in this database; \`callgate accounts list\` shows the ids, and the CLI reads DATABASE_URL or CALLGATE_DATA_DIR from its own environment: give it the server's`,
+      { param: 'account' },
     );
   }
   return account;

@@ -78,11 +78,18 @@ async function withDatabase(config: Config, progress: (line: string) => void, ru
   }
 }
 
-function errorMessage(error: unknown): string {
-  if (error instanceof ConfigError) return `configuration error: ${error.message}`;
-  // Service errors (AccountInputError, AgentInputError, WebhookInputError, EventNotFoundError,
-  // AgentSyncError) and CliError carry operator-ready text.
-  return error instanceof Error ? error.message : String(error);
+/**
+ * The one rendering of a failed command line: the text after `callgate: ` and the exit code. A usage error
+ * shows the help (exit 2); a bad setting says it is one. Every expected failure is an ApiError whose
+ * message is written for the operator, whatever its code; an unexpected error (a database that refuses
+ * connections) names its cause in its message too. Both exit 1.
+ */
+function failureOf(error: unknown, commandLine: string): { text: string; exitCode: number } {
+  if (error instanceof UsageError) {
+    return { text: `${error.message}\n\n${error.help ?? `Run "${commandLine} --help" for usage.`}`, exitCode: exitUsage };
+  }
+  if (error instanceof ConfigError) return { text: `configuration error: ${error.message}`, exitCode: exitFailure };
+  return { text: error instanceof Error ? error.message : String(error), exitCode: exitFailure };
 }
 
 type Resolved = { readonly usage: string } | { readonly group: CommandGroup; readonly command: Command; readonly rest: string[] };
@@ -126,11 +133,8 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
     io.stdout(args.json ? JSON.stringify(result.json) : result.text);
     return exitOk;
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.stderr(`callgate: ${error.message}\n\n${error.help ?? `Run "${commandLine} --help" for usage.`}`);
-      return exitUsage;
-    }
-    io.stderr(`callgate: ${errorMessage(error)}`);
-    return exitFailure;
+    const failure = failureOf(error, commandLine);
+    io.stderr(`callgate: ${failure.text}`);
+    return failure.exitCode;
   }
 }

@@ -3,32 +3,26 @@ import { errorCatalogue, type ErrorCode } from './catalogue.js';
 export interface ApiErrorOptions {
   /** The request field at fault, when exactly one is. */
   readonly param?: string;
-  /** Extra response headers, such as `Retry-After`. */
-  readonly headers?: Readonly<Record<string, string>>;
+  /** Seconds after which trying again can work; the HTTP edge sends it as `Retry-After`. */
+  readonly retryAfterSeconds?: number;
   readonly cause?: unknown;
 }
 
-/** The one error type that reaches the HTTP edge; the error handler renders it from the catalogue. */
+/**
+ * The one type of an expected failure: a code from the catalogue, a message for people and the field at
+ * fault. Services throw it without knowing who renders it: the HTTP edge maps the code to a status, the
+ * portal to a page, the CLI to a line on stderr.
+ */
 export class ApiError extends Error {
   override readonly name = 'ApiError';
   readonly code: ErrorCode;
-  readonly status: number;
   readonly param: string | undefined;
-  readonly headers: Readonly<Record<string, string>>;
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(code: ErrorCode, message?: string, options: ApiErrorOptions = {}) {
     super(message ?? errorCatalogue[code].message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
-    this.status = errorCatalogue[code].status;
     this.param = options.param;
-    this.headers = options.headers ?? {};
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
-}
-
-/** The JSON body of every error response. */
-export interface ErrorBody {
-  error: ErrorCode;
-  message: string;
-  request_id: string;
-  param?: string;
 }

@@ -4,9 +4,9 @@
  * catalogue. Internals are never shown at 5xx.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, type ErrorBody } from './api-error.js';
+import { ApiError } from './api-error.js';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
-import { errorCatalogue, type ErrorCode } from './catalogue.js';
+import { errorCatalogue, statusOf, type ErrorCode } from './catalogue.js';
 
 interface AjvLikeError {
   keyword: string;
@@ -16,11 +16,6 @@ interface AjvLikeError {
   /** Set by Ajv when the error is about an object's key (propertyNames), not its value. */
   propertyName?: string;
 }
-
-/** Friendlier wording for a pattern failure on a known field (by its name, wherever it is: `recipients[3].to`). */
-const patternHints: Record<string, (param: string) => string> = {
-  to: (param) => `${param} must be a phone number in E.164 format, such as +14155550123 (pattern ^\\+[1-9]\\d{6,14}$).`,
-};
 
 /** AJV's "string,number,boolean,null" as people write it: "a string, a number, a boolean or null". */
 function typeNames(types: string): string {
@@ -32,7 +27,7 @@ function typeNames(types: string): string {
  * A field as `param` names it: `metadata.note`, and an array's element by its index, `recipients[17].to`.
  * `data` is the value validated, which says where an index is an array's rather than an object's key.
  */
-function fieldPathIn(instancePath: string, child?: unknown, data?: unknown): string {
+function fieldPathIn(instancePath: string, child: unknown, data: unknown): string {
   const parts = instancePath.split('/').filter(Boolean).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (typeof child === 'string') parts.push(child);
   let path = '';
@@ -44,8 +39,19 @@ function fieldPathIn(instancePath: string, child?: unknown, data?: unknown): str
   return path;
 }
 
+/**
+ * Friendlier wording for a pattern failure, by field path; a route declares its own in `config.patternHints`.
+ * A field in a list is found with its index left out (`recipients[].to`), and its hint may name the place.
+ */
+export type PatternHints = Readonly<Record<string, string | ((param: string) => string)>>;
+
 /** Turns the first schema-validation error into a param and a sentence a person can act on. */
-export function describeValidationError(error: AjvLikeError, context: string, data?: unknown): { param?: string; message: string } {
+export function describeValidationError(
+  error: AjvLikeError,
+  context: string,
+  patternHints: PatternHints = {},
+  data?: unknown,
+): { param?: string; message: string } {
   const fieldPath = (instancePath: string, child?: unknown) => fieldPathIn(instancePath, child, data);
   const where = context === 'body' ? '' : `${context} `;
   switch (error.keyword) {
@@ -75,8 +81,8 @@ export function describeValidationError(error: AjvLikeError, context: string, da
       break;
     case 'pattern': {
       const param = fieldPath(error.instancePath);
-      const hint = patternHints[param.replace(/^.*[.\]]/, '')];
-      if (hint) return { param, message: hint(param) };
+      const hint = patternHints[param] ?? patternHints[param.replace(/\[\d+\]/g, '[]')];
+      if (hint) return { param, message: typeof hint === 'string' ? hint : hint(param) };
       break;
     }
     case 'type': {
@@ -118,12 +124,12 @@ function payloadTooLarge(request: FastifyRequest | undefined): ApiError {
 }
 
 /** Maps Fastify's own errors (body parsing, content type, validation) onto catalogue codes. */
-function fromFastifyError(error: FastifyError, request?: FastifyRequest): ApiError {
+function fromFastifyError(error: FastifyError, request: FastifyRequest | undefined): ApiError {
   if (error.validation && error.validation.length > 0) {
     const first = error.validation[0] as unknown as AjvLikeError;
     const context = error.validationContext ?? 'body';
     const data = context === 'body' ? request?.body : context === 'querystring' ? request?.query : undefined;
-    const { param, message } = describeValidationError(first, context, data);
+    const { param, message } = describeValidationError(first, context, request?.routeOptions.config.patternHints, data);
     return new ApiError('invalid_request', message, param === undefined ? {} : { param });
   }
   switch (error.code) {
@@ -156,14 +162,17 @@ function fromFastifyError(error: FastifyError, request?: FastifyRequest): ApiErr
 }
 
 /** Seconds a client is asked to wait after a database outage answer: a short outage is usually over by then. */
-const databaseRetryAfterSeconds = '2';
+const databaseRetryAfterSeconds = 2;
 
-/** `request`, when known, names array elements in `param` and a route's own body limit in a 413. */
+/**
+ * `request`, when known, gives the route's wording for pattern failures, names array elements in `param`
+ * (`recipients[17].to`) and a route's own body limit in a 413.
+ */
 export function toApiError(error: unknown, request?: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   // A lost or refused connection (or an unwritable SQLite file) is an outage, not a bug: say so and when to retry.
   if (isDatabaseUnavailable(error)) {
-    return new ApiError('database_unavailable', undefined, { cause: error, headers: { 'retry-after': databaseRetryAfterSeconds } });
+    return new ApiError('database_unavailable', undefined, { cause: error, retryAfterSeconds: databaseRetryAfterSeconds });
   }
   if (error && typeof error === 'object' && ('statusCode' in error || 'validation' in error || 'code' in error)) {
     return fromFastifyError(error as FastifyError, request);
@@ -171,6 +180,15 @@ export function toApiError(error: unknown, request?: FastifyRequest): ApiError {
   return new ApiError('internal_error', undefined, { cause: error });
 }
 
+/** The JSON body of every error response. */
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+  request_id: string;
+  param?: string;
+}
+
+/** Renders an ApiError as HTTP: the catalogue's status for its code, Retry-After when it says when. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, apiError: ApiError): FastifyReply {
   const body: ErrorBody = {
     error: apiError.code,
@@ -180,20 +198,24 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, apiError
   };
   if (apiError.param !== undefined) body.param = apiError.param;
   reply.errorCode = apiError.code;
-  for (const [name, value] of Object.entries(apiError.headers)) reply.header(name, value);
-  return reply.code(apiError.status).type('application/json; charset=utf-8').send(body);
+  if (apiError.retryAfterSeconds !== undefined) reply.header('retry-after', String(apiError.retryAfterSeconds));
+  return reply.code(statusOf(apiError.code)).type('application/json; charset=utf-8').send(body);
 }
 
 /** Fastify's `frameworkErrors`: the router fails before any hook runs, so the request id header is set here. */
 export function sendFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id);
-  void sendError(request, reply, toApiError(error, request));
+  void sendError(request, reply, toApiError(error));
 }
 
 declare module 'fastify' {
   interface FastifyReply {
     /** The error code this reply carries, for the request log. */
     errorCode: ErrorCode | null;
+  }
+  interface FastifyContextConfig {
+    /** The route's wording for a pattern failure of one of its fields, by field path (`to`). */
+    patternHints?: PatternHints;
   }
 }
 
@@ -206,7 +228,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     } else if (apiError.code === 'database_unavailable') {
       const cause = apiError.cause as { code?: unknown; message?: unknown } | undefined;
       request.log.warn({ code: apiError.code, reason: cause?.code ?? cause?.message }, 'request failed: the database is unavailable');
-    } else if (apiError.status >= 500) {
+    } else if (statusOf(apiError.code) >= 500) {
       // A provider's refusal or outage is expected and already explained by the message: no stack trace.
       request.log.warn({ code: apiError.code, reason: apiError.message }, 'request failed at the provider');
     } else {

@@ -3,7 +3,7 @@
  * framing, headers too large, a request too slow to arrive, an Expect we do not meet, CONNECT): still JSON
  * with a stable code and a request id, as every other error.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { errorCatalogue, type ErrorCode } from '../errors/catalogue.js';
 import { newId } from '../lib/ids.js';
@@ -89,4 +89,10 @@ export function answerExpectation(request: IncomingMessage, response: ServerResp
   });
   response.end(body);
   request.resume();
+}
+
+/** Events Node answers by itself, with an empty body or none, unless someone listens. */
+export function answerNodeEvents(server: Server): void {
+  server.on('checkExpectation', answerExpectation);
+  server.on('connect', answerConnect);
 }

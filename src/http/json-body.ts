@@ -149,6 +149,8 @@ export function inexactNumber(text: string): InexactNumber | null {
 }
 
 export function registerJsonBodyParser(app: FastifyInstance): void {
+  // The API speaks JSON only; Fastify's built-in text/plain parser would let plain text through to validation.
+  app.removeContentTypeParser('text/plain');
   // secure-json-parse underneath: keys named __proto__ or constructor.prototype are refused, not parsed.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');

@@ -117,7 +117,7 @@ export class JobRunner {
 
   /**
    * Starts the named jobs (every job when none are named). Timers are unref'd: the runner never keeps a
-   * process alive by itself (the worker role does, in container.ts).
+   * process alive by itself (server.ts keeps a worker process alive).
    */
   start(names?: readonly string[]): void {
     this.stopped = false;

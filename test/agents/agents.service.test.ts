@@ -63,7 +63,7 @@ await forEachDialect('Agents', (dialect) => {
 
   it('refuses an id not shaped agent_…, and a provider this server is not set up for, storing nothing', async () => {
     await assert.rejects(upsert({ accountId: ours.accountId, agentId: 'support bot', name: 'x', provider: 'simulator' }), /agent ids look like agent_/);
-    const noElevenLabs = agentPolicyFor({ elevenlabs: { apiKey: undefined } });
+    const noElevenLabs = agentPolicyFor({ elevenlabs: { apiKey: undefined, webhookSecret: undefined, baseUrl: 'https://api.elevenlabs.io' } });
     await assert.rejects(
       upsertAgent(t.services.db, t.services.clock, { accountId: ours.accountId, agentId: 'agent_el', name: 'x', provider: 'elevenlabs' }, noElevenLabs),
       /ELEVENLABS_API_KEY/,

@@ -1,17 +1,25 @@
 /**
- * Agent sync through the service (syncElevenLabsAgents) against the fake ElevenLabs: the agent list is
+ * Agent sync through the service (syncAgents with the ElevenLabs directory) against the fake ElevenLabs: the agent list is
  * followed over its cursors, phone numbers are matched to their agents with their kind, re-running
  * updates rather than duplicates, a bad cursor never loops, and a failing page gives a clear error.
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, it } from 'node:test';
-import { AgentSyncError, syncElevenLabsAgents, type SyncProgress } from '../../src/features/agents/agents-sync.service.js';
+import type { Db } from '../../src/db/database.js';
+import { ApiError } from '../../src/errors/api-error.js';
+import { syncAgents, type SyncProgress } from '../../src/features/agents/agents-sync.service.js';
 import { listAgents, upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createElevenLabsClient, type ElevenLabsClient } from '../../src/features/providers/elevenlabs/elevenlabs.client.js';
+import { createElevenLabsDirectory } from '../../src/features/providers/elevenlabs/elevenlabs.directory.js';
+import type { Clock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startFakeElevenLabs, type FakeAgent, type FakeElevenLabs, type FakePhoneNumber } from '../support/fake-elevenlabs.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { apiKey, providerInternals } from '../support/elevenlabs-fixtures.js';
+
+/** The sync as the CLI and the portal run it: through the ElevenLabs workspace's directory. */
+const syncElevenLabsAgents = (db: Db, clock: Clock, client: ElevenLabsClient, accountId: string, onProgress?: (progress: SyncProgress) => void) =>
+  syncAgents(db, clock, createElevenLabsDirectory(client), accountId, onProgress);
 
 const remoteAgents: FakeAgent[] = Array.from({ length: 7 }, (_, i) => ({ agent_id: `agent_remote_${i + 1}`, name: `Remote ${i + 1}` }));
 
@@ -154,12 +162,12 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     assert.equal(fake.requestsTo('agents').length, 1);
   });
 
-  it('a cursor that never ends stops with an AgentSyncError after a bounded number of pages', { timeout: 20_000 }, async () => {
+  it('a cursor that never ends stops with an error after a bounded number of pages', { timeout: 20_000 }, async () => {
     let served = 0;
     fake.respond = (request) =>
       request.route === 'agents' ? { status: 200, body: { agents: [], next_cursor: `endless_${++served}`, has_more: true } } : undefined;
     await assert.rejects(syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId), (error: unknown) => {
-      assert.ok(error instanceof AgentSyncError);
+      assert.ok(error instanceof ApiError);
       assert.match(error.message, /more than \d+ pages/);
       return true;
     });
@@ -185,11 +193,11 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     { name: 'a phone-number list that is not an array', arrange: (f) => f.queue('phoneNumbers', { status: 200, body: { phone_numbers: [] } }), message: /^could not list phone numbers: unexpected answer from ElevenLabs$/ },
   ];
   for (const failure of failures) {
-    it(`${failure.name} gives a clear AgentSyncError and writes nothing`, async () => {
+    it(`${failure.name} gives a clear error and writes nothing`, async () => {
       failure.arrange(fake);
       const using = failure.timeoutMs === undefined ? client : createElevenLabsClient({ apiKey, baseUrl: fake.url, timeoutMs: failure.timeoutMs });
       await assert.rejects(syncElevenLabsAgents(t.services.db, t.services.clock, using, accountId), (error: unknown) => {
-        assert.ok(error instanceof AgentSyncError, String(error));
+        assert.ok(error instanceof ApiError, String(error));
         assert.match(error.message, failure.message);
         assert.ok(!error.message.includes(providerInternals) && !error.message.includes(apiKey), error.message);
         return true;

@@ -1,8 +1,6 @@
 /** Small readers and writers of the batches API for the batch tests, through the real app (inject). */
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
-import type { Services } from '../../src/container.js';
-import type { SimulatorProvider } from '../../src/features/providers/simulator.provider.js';
 import type { TestApp } from '../support/test-app.js';
 
 /** `count` distinct valid numbers, +1415555 followed by four digits from `first`. */
@@ -61,10 +59,6 @@ export async function allRecipients(t: TestApp, id: string, token = t.seed.token
     if (!page.has_more) return all;
     after = page.data.at(-1)!.id as string;
   }
-}
-
-export function simulatorOf(services: Services): SimulatorProvider {
-  return services.providers.byName('simulator') as SimulatorProvider;
 }
 
 /** The most intervals [start, end) that overlap at one instant. */

@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import type { CallRow } from '../../src/db/schema.js';
 import { callInsert } from '../../src/features/calls/calls.repository.js';
 import { recordOutcome, recordOutcomes } from '../../src/features/calls/calls.service.js';
+import type { CallRow } from '../../src/features/calls/calls.tables.js';
 import { completionParams, insertCompletingKey, insertInFlight, type CompletionParams } from '../../src/features/idempotency/idempotency.repository.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';

@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { createAccount } from '../../src/features/accounts/accounts.service.js';
-import { addUser, authenticateUser, resetPassword } from '../../src/features/users/users.service.js';
+import { createAccount } from '../../src/features/identity/accounts.service.js';
+import { addUser, authenticateUser, resetPassword } from '../../src/features/identity/users.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { addUser } from '../../src/features/users/users.service.js';
+import { addUser } from '../../src/features/identity/users.service.js';
 import { freePort } from '../support/server-process.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';

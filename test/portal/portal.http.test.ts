@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { buildApp } from '../../src/app.js';
-import { findUserByEmail } from '../../src/features/accounts/accounts.repository.js';
-import { createSession, resolveSession, sessionIdleMs, sessionMaxMs } from '../../src/features/portal/portal-sessions.service.js';
-import { resetPassword } from '../../src/features/users/users.service.js';
+import { findUserByEmail } from '../../src/features/identity/users.repository.js';
+import { createSession, resolveSession, sessionIdleMs, sessionMaxMs } from '../../src/features/identity/sessions.service.js';
+import { resetPassword } from '../../src/features/identity/users.service.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { sha256Hex } from '../../src/lib/json.js';
 import { forEachDialect } from '../support/dialects.js';

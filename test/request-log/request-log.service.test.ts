@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import type { RequestLogRow } from '../../src/db/schema.js';
+import type { RequestLogRow } from '../../src/features/request-log/request-log.tables.js';
 import { listRecentRequests, purgeOldRequests, requestLogRetentionMs } from '../../src/features/request-log/request-log.service.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';

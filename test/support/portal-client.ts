@@ -3,7 +3,7 @@
  * CSRF token, and comes from an IP of its own so that sign-in limits of one test do not touch another.
  */
 import type { LightMyRequestResponse } from 'fastify';
-import { addUser } from '../../src/features/users/users.service.js';
+import { addUser } from '../../src/features/identity/users.service.js';
 import type { SeededAccount, TestApp } from './test-app.js';
 
 export const portalOrigin = 'http://localhost:80';

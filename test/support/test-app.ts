@@ -6,10 +6,10 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices, type ServiceOverrides, type Services } from '../../src/container.js';
-import { createAccount } from '../../src/features/accounts/accounts.service.js';
+import type { ApiKeyMode } from '../../src/features/api-keys/api-keys.tables.js';
+import { createAccount } from '../../src/features/identity/accounts.service.js';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
-import type { ApiKeyMode } from '../../src/db/schema.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './test-database.js';
 
 export interface SeededAccount {

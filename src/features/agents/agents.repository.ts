@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { preparedQuery } from '../../db/prepared.js';
-import type { AgentRow, NewAgentRow } from '../../db/schema.js';
+import type { AgentRow, NewAgentRow } from './agents.tables.js';
 
 export async function insertAgent(db: Db, row: NewAgentRow): Promise<void> {
   await db.insertInto('agents').values(row).execute();

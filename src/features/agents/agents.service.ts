@@ -1,37 +1,32 @@
+import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
-import type { AgentProvider, AgentRow } from '../../db/schema.js';
+import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { missingSetting } from '../providers/provider-settings.js';
 import * as repo from './agents.repository.js';
+import type { AgentProvider, AgentRow } from './agents.tables.js';
 
 /** An agent as shown to people: every stored field is public within its account. */
 export type AgentView = AgentRow;
 
 export const agentProviders: readonly AgentProvider[] = ['simulator', 'elevenlabs'];
 
-export class AgentInputError extends Error {
-  override readonly name = 'AgentInputError';
-}
-
-/**
- * An agent's provider is not configured on this server. Only the CLI creates agents (no HTTP route does);
- * it prints the message, which names the missing setting. A call through an agent that was created before
- * the setting went away is answered 503 provider_unavailable naming it too (provider-registry.ts).
- */
-export class ProviderNotConfiguredError extends Error {
-  override readonly name = 'ProviderNotConfiguredError';
-}
-
 /** Which providers this server can place calls with; agents of the others are refused at creation. */
 export interface AgentPolicy {
-  /** Provider → the setting that is missing, e.g. `elevenlabs` → `ELEVENLABS_API_KEY`. */
+  /** Provider → the setting it lacks on this server (provider-settings.ts). */
   readonly unavailableProviders: ReadonlyMap<AgentProvider, string>;
 }
 
-export function agentPolicyFor(config: { elevenlabs: { apiKey: string | undefined } }): AgentPolicy {
-  const unavailable = new Map<AgentProvider, string>();
-  if (!config.elevenlabs.apiKey) unavailable.set('elevenlabs', 'ELEVENLABS_API_KEY');
-  return { unavailableProviders: unavailable };
+export function agentPolicyFor(config: Pick<Config, 'elevenlabs'>): AgentPolicy {
+  return {
+    unavailableProviders: new Map(
+      agentProviders.flatMap((provider) => {
+        const setting = missingSetting(provider, config);
+        return setting === undefined ? [] : [[provider, setting] as const];
+      }),
+    ),
+  };
 }
 
 export function toAgentView(row: AgentRow): AgentView {
@@ -50,7 +45,11 @@ export interface AgentInput {
   phoneNumber?: string | null;
 }
 
-/** Adds an agent to an account, or updates the one with the same `agent_id` there. */
+/**
+ * Adds an agent to an account, or updates the one with the same `agent_id` there. A bad id or provider is
+ * `invalid_request`; a provider this server has no credentials for is `provider_unavailable`, naming the
+ * setting (a call through an agent created before the setting went away is refused the same way).
+ */
 export async function upsertAgent(
   db: Db,
   clock: Clock,
@@ -59,16 +58,16 @@ export async function upsertAgent(
 ): Promise<{ agent: AgentView; created: boolean }> {
   const agentId = input.agentId.trim();
   if (!/^agent_[A-Za-z0-9_-]{1,120}$/.test(agentId)) {
-    throw new AgentInputError(`agent ids look like agent_… (letters, digits, _ and -), got "${input.agentId}"`);
+    throw new ApiError('invalid_request', `agent ids look like agent_… (letters, digits, _ and -), got "${input.agentId}"`, { param: 'agent_id' });
   }
   if (!agentProviders.includes(input.provider)) {
-    throw new AgentInputError(`provider must be one of ${agentProviders.join(', ')}`);
+    throw new ApiError('invalid_request', `provider must be one of ${agentProviders.join(', ')}`, { param: 'provider' });
   }
-  const missingSetting = policy.unavailableProviders.get(input.provider);
-  if (missingSetting) {
-    throw new ProviderNotConfiguredError(
-      `agents of provider ${input.provider} cannot be added: this server has no ${missingSetting} set`,
-    );
+  const setting = policy.unavailableProviders.get(input.provider);
+  if (setting) {
+    throw new ApiError('provider_unavailable', `agents of provider ${input.provider} cannot be added: this server has no ${setting} set`, {
+      param: 'provider',
+    });
   }
   const name = input.name.trim() || agentId;
   const phoneNumberId = input.phoneNumberId?.trim() || null;

@@ -3,14 +3,14 @@
  * the next request on every process), then count the request against the key's per-minute limit. Requests
  * without a valid key are counted per client IP instead, so keys cannot be guessed at speed.
  */
-import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Db } from '../../db/database.js';
-import type { ApiKeyRow } from '../../db/schema.js';
 import { ApiError } from '../../errors/api-error.js';
 import type { Clock } from '../../lib/clock.js';
 import type { RateLimitDecision, RateLimiter } from '../rate-limit/rate-limit.interface.js';
 import { rateLimitHeaders } from '../rate-limit/rate-limit.store.js';
 import { authenticate } from './api-keys.service.js';
+import type { ApiKeyRow } from './api-keys.tables.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -27,16 +27,18 @@ export interface ApiAuthDeps {
 }
 
 /** RFC 9110 (11.6.1): a 401 names the scheme the client should use. */
-function unauthorized(): ApiError {
-  return new ApiError('unauthorized', undefined, { headers: { 'www-authenticate': 'Bearer realm="callgate"' } });
+function unauthorized(reply?: FastifyReply): ApiError {
+  reply?.header('www-authenticate', 'Bearer realm="callgate"');
+  return new ApiError('unauthorized');
 }
 
-function tooManyRequests(decision: RateLimitDecision, policy: string): ApiError {
+function tooManyRequests(reply: FastifyReply, decision: RateLimitDecision, policy: string): ApiError {
   const seconds = Math.max(1, decision.resetSeconds);
+  reply.headers(rateLimitHeaders(decision, policy));
   return new ApiError(
     'rate_limit_exceeded',
     `Rate limit of ${decision.limit} requests per ${decision.windowSeconds} seconds exceeded. Retry after ${seconds} seconds.`,
-    { headers: { 'retry-after': String(seconds), ...rateLimitHeaders(decision, policy) } },
+    { retryAfterSeconds: seconds },
   );
 }
 
@@ -56,18 +58,24 @@ export function apiAuthHook(deps: ApiAuthDeps): onRequestAsyncHookHandler {
       : null;
     if (!apiKey) {
       const ipDecision = await deps.perIpLimiter.consume(`ip:${request.ip}`);
-      if (!ipDecision.allowed) throw tooManyRequests(ipDecision, 'per-ip');
-      throw unauthorized();
+      if (!ipDecision.allowed) throw tooManyRequests(reply, ipDecision, 'per-ip');
+      throw unauthorized(reply);
     }
     // Known before the limit is checked, so a refused request still shows in the account's request log.
     request.apiKey = apiKey;
     const decision = await deps.perKeyLimiter.consume(`key:${apiKey.id}`);
-    if (!decision.allowed) throw tooManyRequests(decision, 'per-key');
+    if (!decision.allowed) throw tooManyRequests(reply, decision, 'per-key');
     reply.headers(rateLimitHeaders(decision, 'per-key'));
   };
 }
 
-/** The authenticated key of a request that passed the gate. */
+/** Puts the gate in front of every route of `scope` (the /v1 API). */
+export function registerApiAuth(scope: FastifyInstance, deps: ApiAuthDeps): void {
+  scope.decorateRequest('apiKey', null);
+  scope.addHook('onRequest', apiAuthHook(deps));
+}
+
+/** The authenticated key of a request that passed the gate (which refused, with its headers, any other). */
 export function requireApiKey(request: FastifyRequest): ApiKeyRow {
   if (!request.apiKey) throw unauthorized();
   return request.apiKey;

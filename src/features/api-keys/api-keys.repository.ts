@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.js';
 import { preparedQuery } from '../../db/prepared.js';
-import type { ApiKeyRow, ApiKeysTable } from '../../db/schema.js';
 import type { Insertable } from 'kysely';
+import type { ApiKeyRow, ApiKeysTable } from './api-keys.tables.js';
 
 export async function insertApiKey(db: Db, row: Insertable<ApiKeysTable>): Promise<void> {
   await db.insertInto('api_keys').values(row).execute();

@@ -1,8 +1,8 @@
 import type { Db } from '../../db/database.js';
-import type { ApiKeyMode, ApiKeyRow } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import * as repo from './api-keys.repository.js';
+import type { ApiKeyMode, ApiKeyRow } from './api-keys.tables.js';
 import { generateToken, hashToken, parseBearer } from './api-keys.tokens.js';
 
 /** last_used_at is written at most this often per key, so authentication adds no write to most requests. */

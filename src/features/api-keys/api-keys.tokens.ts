@@ -1,7 +1,7 @@
 /** API tokens: `cg_<mode>_<64 lowercase hex>` from 32 random bytes, stored only as SHA-256. */
 import { randomBytes } from 'node:crypto';
-import type { ApiKeyMode } from '../../db/schema.js';
 import { sha256Hex } from '../../lib/json.js';
+import type { ApiKeyMode } from './api-keys.tables.js';
 
 export const tokenPattern = /^cg_(live|test)_[0-9a-f]{64}$/;
 

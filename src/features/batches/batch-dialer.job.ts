@@ -17,7 +17,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { failureLogLevel, isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
-import type { AgentRow, CallRow } from '../../db/schema.js';
+import type { AgentRow } from '../agents/agents.tables.js';
+import type { CallRow } from '../calls/calls.tables.js';
 import type { Job, JobContext, JobHandle, JobRunner, PassResult, WakeSignal } from '../../jobs/job-runner.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { findAgent } from '../agents/agents.service.js';

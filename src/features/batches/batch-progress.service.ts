@@ -7,7 +7,7 @@
  * feature can call in here without a cycle.
  */
 import type { Db } from '../../db/database.js';
-import type { CallRow } from '../../db/schema.js';
+import type { CallRow } from '../calls/calls.tables.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { enqueueEvents } from '../webhooks/events.service.js';
 import { batchesWithCounts } from './batch-view.js';

@@ -14,6 +14,7 @@ import {
   ListRecipientsQuery,
   RecipientList,
   batchBodyLimitBytes,
+  createBatchPatternHints,
 } from './batches.schemas.js';
 import {
   changeBatch,
@@ -52,6 +53,7 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
     '/batches',
     {
       bodyLimit: batchBodyLimitBytes,
+      config: { patternHints: createBatchPatternHints },
       schema: {
         headers: CreateBatchHeaders,
         body: CreateBatchBody,

@@ -1,5 +1,6 @@
 /** The shapes of the batches API. Request and response types come from these schemas. */
 import { Type, type Static } from '@sinclair/typebox';
+import type { PatternHints } from '../../errors/error-handler.js';
 import { Metadata, e164Pattern } from '../calls/calls.schemas.js';
 import { batchStatuses, recipientStatuses } from './batches.tables.js';
 
@@ -10,6 +11,11 @@ export const maxConcurrencyLimit = 100;
 export const maxConcurrencyDefault = 5;
 /** Bodies of POST /v1/batches may be this large (10,000 recipients with metadata); 64 KB elsewhere. */
 export const batchBodyLimitBytes = 10 * 1024 * 1024;
+
+/** The wording of a pattern failure, with the recipient's place: `recipients[17].to`. */
+export const createBatchPatternHints: PatternHints = {
+  'recipients[].to': (param) => `${param} must be a phone number in E.164 format, such as +14155550123 (pattern ${e164Pattern}).`,
+};
 
 export const RecipientInput = Type.Object(
   {

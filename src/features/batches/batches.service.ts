@@ -4,7 +4,7 @@
  * layer, the CLI and the portal call it with parsed input and get values back.
  */
 import type { Db } from '../../db/database.js';
-import type { ApiKeyRow } from '../../db/schema.js';
+import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
 import { isoTimestamp, parseIsoDateTime, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { findAgent } from '../agents/agents.service.js';

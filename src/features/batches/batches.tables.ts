@@ -3,7 +3,7 @@
  * conventions as every table: text ids and ISO 8601 UTC timestamps, JSON as text, counts as integers.
  */
 import type { Selectable } from 'kysely';
-import type { ApiKeyMode } from '../../db/schema.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 
 export const batchStatuses = ['scheduled', 'running', 'paused', 'completed', 'cancelled'] as const;
 export type BatchStatus = (typeof batchStatuses)[number];
@@ -62,6 +62,11 @@ export interface BatchRecipientsTable {
   locked_until: string | null;
   created_at: string;
   updated_at: string;
+}
+
+export interface BatchesTables {
+  batches: BatchesTable;
+  batch_recipients: BatchRecipientsTable;
 }
 
 export type BatchRow = Selectable<BatchesTable>;

@@ -7,10 +7,9 @@ import { sql } from 'kysely';
 import { loadConfig, type Config } from '../../config.js';
 import { dialectOf, type Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
-import { countAccounts } from '../accounts/accounts.repository.js';
-import { createAccount } from '../accounts/accounts.service.js';
 import { createApiKey } from '../api-keys/api-keys.service.js';
 import { createCallCurl } from '../calls/curl-example.js';
+import { createAccount, hasAccounts } from '../identity/accounts.service.js';
 
 export interface DemoSeed {
   accountId: string;
@@ -43,7 +42,7 @@ async function oneAtATime<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> 
 
 export async function seedDemoIfEmpty(db: Db, clock: Clock): Promise<DemoSeed | null> {
   return oneAtATime(db, async (trx) => {
-    if ((await countAccounts(trx)) > 0) return null;
+    if (await hasAccounts(trx)) return null;
     const account = await createAccount(trx, clock, {
       name: 'Demo account',
       simulatorAgent: { agentId: demoAgentId, name: 'Demo agent (simulator)' },

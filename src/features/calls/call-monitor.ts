@@ -8,13 +8,13 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { failureLogLevel } from '../../db/unavailable.js';
-import type { CallRow } from '../../db/schema.js';
 import type { Job, JobContext, JobHandle, JobRunner, PassResult } from '../../jobs/job-runner.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import * as repo from './calls.repository.js';
 import type { CallOutcome } from '../providers/provider.interface.js';
 import { recordOutcome, recordOutcomes, type OutcomeRecorded } from './calls.service.js';
+import type { CallRow } from './calls.tables.js';
 
 export interface CallMonitorOptions {
   readonly db: Db;

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { dialectOf, type Db } from '../../db/database.js';
 import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
 import { claimDue, updateFromJson } from '../../jobs/claim.js';
-import type { CallRow } from '../../db/schema.js';
+import type { CallRow } from './calls.tables.js';
 
 /** Every column given, none left to a default: the row is the whole call. */
 export async function insertCall(db: Db, row: CallRow): Promise<void> {

@@ -3,26 +3,12 @@ import { ApiError } from '../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
 import { withIdempotency } from '../idempotency/idempotency.hook.js';
-import type { ProviderFailure } from '../providers/provider.interface.js';
-import { Call, CallCreated, CallList, CallParams, CreateCallBody, CreateCallHeaders, ListCallsQuery, errorResponses } from './calls.schemas.js';
+import { providerFailureError } from '../providers/provider-failure.js';
+import { Call, CallCreated, CallList, CallParams, CreateCallBody, CreateCallHeaders, ListCallsQuery, createCallPatternHints, errorResponses } from './calls.schemas.js';
 import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, type CallsDeps } from './calls.service.js';
 
 /** The scope of an Idempotency-Key within an API key on the endpoint that creates calls. */
 export const createCallRoute = 'POST /v1/calls';
-
-/** The HTTP face of a provider failure (spec 4.1 rule 4: 5xx means "retry with backoff, same key"). */
-export function providerFailureToApiError(failure: ProviderFailure): ApiError {
-  switch (failure.kind) {
-    case 'rejected':
-      return new ApiError('provider_error', failure.message);
-    case 'unavailable':
-      return new ApiError('provider_unavailable', failure.message, {
-        headers: failure.retryAfterSeconds === undefined ? {} : { 'retry-after': String(failure.retryAfterSeconds) },
-      });
-    case 'timeout':
-      return new ApiError('provider_timeout', failure.message);
-  }
-}
 
 export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async (app, { deps }) => {
   app.post(
@@ -35,6 +21,7 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
       },
       // A body that breaks the schema still meets the Idempotency-Key rules first (withIdempotency).
       attachValidation: true,
+      config: { patternHints: createCallPatternHints },
     },
     async (request, reply) =>
       withIdempotency(deps, createCallRoute, request, reply, async (hold) => {
@@ -47,14 +34,14 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
               param: 'agent_id',
             });
           case 'provider_failed':
-            throw providerFailureToApiError(result.failure);
+            throw providerFailureError(result.failure);
           case 'store_pending':
             throw new ApiError(
               'database_unavailable',
               hold === undefined
                 ? `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Do not retry without an Idempotency-Key: that would place a second call. Look for the call with GET /v1/calls/${result.callId}.`
                 : `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Retry with backoff and the same Idempotency-Key to get its 201 (never a second call).`,
-              { cause: result.cause, headers: { 'retry-after': '2' } },
+              { cause: result.cause, retryAfterSeconds: 2 },
             );
           case 'created':
             return reply

@@ -2,6 +2,10 @@
 import { Type, type Static } from '@sinclair/typebox';
 
 export const e164Pattern = '^\\+[1-9]\\d{6,14}$';
+/** A refused `to` in words, instead of the bare pattern (the error handler uses a route's hints). */
+export const createCallPatternHints = {
+  to: `to must be a phone number in E.164 format, such as +14155550123 (pattern ${e164Pattern}).`,
+};
 /** Spec 8: metadata is at most 5 KB, counted as UTF-8 bytes of its JSON (5 KB = 5,120 bytes). */
 export const metadataMaxBytes = 5 * 1024;
 export const metadataKeyMaxLength = 64;

@@ -4,9 +4,10 @@
  */
 import type { Db } from '../../db/database.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
-import type { AgentRow, ApiKeyRow, CallRow } from '../../db/schema.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { findAgent } from '../agents/agents.service.js';
+import type { AgentRow } from '../agents/agents.tables.js';
+import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
 import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
@@ -14,6 +15,7 @@ import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
 import { callOutcomeEvent, enqueueEvents } from '../webhooks/events.service.js';
 import * as repo from './calls.repository.js';
 import { metadataMaxBytes, type Call, type CallCreated, type CreateCallBody } from './calls.schemas.js';
+import type { CallRow } from './calls.tables.js';
 
 export interface CallsDeps {
   readonly db: Db;
@@ -242,6 +244,11 @@ export async function getCall(db: Db, accountId: string, id: string, mode?: Call
   if (hasNul(id)) return null;
   const row = await repo.findCallInAccount(db, accountId, id, mode);
   return row ? toCall(row) : null;
+}
+
+/** A call of any account: for a provider's webhook, which names the call but no account. */
+export async function findCallById(db: Db, id: string): Promise<CallRow | undefined> {
+  return repo.findCallById(db, id);
 }
 
 /** What recording a call's outcome did: whether it ended the call, and the webhook deliveries it wrote. */

@@ -63,7 +63,7 @@ export async function withIdempotency<Rep extends FastifyReply, Result>(
       throw new ApiError(
         'idempotency_conflict',
         'A request with this Idempotency-Key is still in progress. Retry later with the same key to get its result.',
-        { headers: { 'retry-after': '1' } },
+        { retryAfterSeconds: 1 },
       );
     case 'owned':
       try {

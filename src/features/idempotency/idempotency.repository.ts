@@ -1,7 +1,8 @@
 import { sql, type ExpressionBuilder } from 'kysely';
 import { dialectOf, type Db } from '../../db/database.js';
 import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
-import type { Database, IdempotencyKeysTable, IdempotencyRow } from '../../db/schema.js';
+import type { Database } from '../../db/schema.js';
+import type { IdempotencyKeysTable, IdempotencyRow } from './idempotency.tables.js';
 
 export interface IdempotencyScope {
   readonly apiKeyId: string;

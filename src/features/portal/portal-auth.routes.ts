@@ -1,8 +1,10 @@
 /** Sign-in and sign-out. */
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { signInCsrfCookie, signInCsrfToken } from './portal-csrf.js';
-import { formValue, queryValue, seeOther, sendPage, sessionCookie, sessionOf, type PortalDeps } from './portal-request.js';
-import { endSession, sessionMaxMs, signIn } from './portal-sessions.service.js';
+import { seeOther, sendPage, sessionCookie, sessionOf, type PortalDeps } from './portal-request.js';
+import { EmptyForm, SignInForm, SignInQuery } from './portal.schemas.js';
+import { endSession, sessionMaxMs, signIn } from '../identity/sessions.service.js';
 import { signInPage } from './views/auth.view.js';
 import { errorPage } from './views/errors.view.js';
 import { noticeFor } from './views/layout.view.js';
@@ -35,7 +37,7 @@ function throttledPage(request: FastifyRequest, reply: FastifyReply, retryAfterS
   );
 }
 
-export const portalAuthRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
+export const portalAuthRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
   /** Sets the sign-in form's token in its cookie (again, so it lasts as long as the page) and returns it. */
   const signInToken = (request: FastifyRequest, reply: FastifyReply): string => {
     const token = signInCsrfToken(request);
@@ -43,16 +45,16 @@ export const portalAuthRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async 
     return token;
   };
 
-  app.get('/sign-in', { config: { portalPublic: true } }, async (request, reply) => {
+  app.get('/sign-in', { schema: { querystring: SignInQuery }, config: { portalPublic: true } }, async (request, reply) => {
     if (request.portal) return seeOther(reply, '/developers');
     const csrfToken = signInToken(request, reply);
-    return sendPage(reply, 200, signInPage({ csrfToken, next: safeNext(queryValue(request, 'next')), notice: noticeFor(queryValue(request, 'notice')) }));
+    return sendPage(reply, 200, signInPage({ csrfToken, next: safeNext(request.query.next), notice: noticeFor(request.query.notice) }));
   });
 
-  app.post('/sign-in', { config: { portalPublic: true, portalSignIn: true } }, async (request, reply) => {
-    const email = formValue(request, 'email').slice(0, 320);
-    const password = formValue(request, 'password').slice(0, 1024);
-    const next = safeNext(formValue(request, 'next') || undefined);
+  app.post('/sign-in', { schema: { body: SignInForm }, config: { portalPublic: true, portalSignIn: true } }, async (request, reply) => {
+    const email = request.body.email.slice(0, 320);
+    const password = request.body.password.slice(0, 1024);
+    const next = safeNext(request.body.next || undefined);
     const result = await signIn({ db: deps.db, clock: deps.clock, limiters: deps.signInLimiters }, { email, password, ip: request.ip });
     if (result.kind === 'throttled') return throttledPage(request, reply, result.retryAfterSeconds);
     if (result.kind === 'invalid') {
@@ -71,7 +73,7 @@ export const portalAuthRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async 
     return seeOther(reply, next ?? '/developers');
   });
 
-  app.post('/sign-out', async (request, reply) => {
+  app.post('/sign-out', { schema: { body: EmptyForm } }, async (request, reply) => {
     await endSession(deps.db, sessionOf(request));
     reply.clearCookie(sessionCookie, { path: '/developers', httpOnly: true, sameSite: 'lax', secure: cookieIsSecure(request, deps.config.publicUrl) });
     return seeOther(reply, '/developers/sign-in?notice=signed_out');

@@ -1,9 +1,10 @@
 /** The account's calls: a filtered, paged list and a page per call with its events and their deliveries. */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { listAgents } from '../agents/agents.service.js';
-import type { CallRow } from '../../db/schema.js';
 import { listCalls } from '../calls/calls.service.js';
-import { frameUser, isPlainId, queryValue, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import type { CallRow } from '../calls/calls.tables.js';
+import { frameUser, isPlainId, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { CallsQuery, IdParams } from './portal.schemas.js';
 import { loadCallPage } from './portal.service.js';
 import { callPage, callsPage, callStatuses } from './views/calls.view.js';
 
@@ -18,14 +19,12 @@ function callsUrl(filters: { status?: string | undefined; agentId?: string | und
   return `/developers/calls${query ? `?${query}` : ''}`;
 }
 
-export const portalCallsRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
-  app.get('/calls', async (request, reply) => {
+export const portalCallsRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
+  app.get('/calls', { schema: { querystring: CallsQuery } }, async (request, reply) => {
     const session = sessionOf(request);
-    const statusParam = queryValue(request, 'status');
+    const { status: statusParam, agent_id: agentParam, starting_after: after } = request.query;
     const status = callStatuses.find((candidate) => candidate === statusParam);
-    const agentParam = queryValue(request, 'agent_id');
     const agentId = agentParam !== undefined && isPlainId(agentParam) ? agentParam : undefined;
-    const after = queryValue(request, 'starting_after');
     const startingAfter = after !== undefined && isPlainId(after) ? after : undefined;
     const filters = { status, agentId } satisfies { status?: CallRow['status'] | undefined; agentId?: string | undefined };
     const page = await listCalls(deps.db, session.accountId, {
@@ -52,9 +51,9 @@ export const portalCallsRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async
     );
   });
 
-  app.get<{ Params: { id: string } }>('/calls/:id', async (request, reply) => {
+  app.get('/calls/:id', { schema: { params: IdParams } }, async (request, reply) => {
     const session = sessionOf(request);
-    const data = isPlainId(request.params.id) ? await loadCallPage(deps.db, session.accountId, request.params.id) : null;
+    const data = await loadCallPage(deps.db, session.accountId, request.params.id);
     if (!data) return sendNotFound(request, reply);
     return sendPage(reply, 200, callPage({ user: frameUser(session), ...data }));
   });

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import type { PortalFormTokensTable } from '../../db/schema.js';
+import type { PortalFormTokensTable } from './portal.tables.js';
 
 /** Records a form token as used; false when it was used before (or is being used right now). */
 export async function claimFormToken(db: Db, row: PortalFormTokensTable): Promise<boolean> {

@@ -5,11 +5,11 @@
  * token of the new key is still shown exactly once: on the answer to the first submission.
  */
 import type { Db } from '../../db/database.js';
-import type { ApiKeyMode } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { createApiKey, getApiKey, type ApiKeyView } from '../api-keys/api-keys.service.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import * as repo from './portal-form-tokens.repository.js';
-import { randomToken, sessionMaxMs, tokenPattern } from './portal-sessions.service.js';
+import { randomToken, sessionMaxMs, tokenPattern } from '../identity/sessions.service.js';
 
 export const newFormToken = randomToken;
 

@@ -1,9 +1,12 @@
 /** Overview, agents (with the ElevenLabs sync, when the server has a key) and the request log. */
-import type { FastifyPluginAsync } from 'fastify';
-import { AgentSyncError, syncElevenLabsAgents } from '../agents/agents-sync.service.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ApiError } from '../../errors/api-error.js';
+import { syncAgents } from '../agents/agents-sync.service.js';
 import { listAgents } from '../agents/agents.service.js';
+import { elevenLabsKeySetting, missingSetting } from '../providers/provider-settings.js';
 import { listRecentRequests } from '../request-log/request-log.service.js';
-import { frameUser, queryValue, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { frameUser, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { EmptyForm, RequestsQuery } from './portal.schemas.js';
 import { loadOverview } from './portal.service.js';
 import { agentsPage } from './views/agents.view.js';
 import { overviewPage } from './views/overview.view.js';
@@ -12,18 +15,18 @@ import { requestsPage } from './views/requests.view.js';
 /** Requests on one page of the request log; older ones are a link away. */
 const requestLogPageSize = 100;
 
-export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
+export const portalPagesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
   app.get('/', async (request, reply) => {
     const session = sessionOf(request);
     const overview = await loadOverview(deps.db, session.accountId);
-    // The quick start's agent is one this server can call with: an ElevenLabs agent without ELEVENLABS_API_KEY
+    // The quick start's agent is one this server can call with: an agent of a provider it has no key for
     // would answer a live key's pasted command with 503.
-    const usable = (agent: (typeof overview.agents)[number]) => agent.provider !== 'elevenlabs' || Boolean(deps.config.elevenlabs.apiKey);
+    const usable = (agent: (typeof overview.agents)[number]) => missingSetting(agent.provider, deps.config) === undefined;
     const agents = [...overview.agents.filter(usable), ...overview.agents.filter((agent) => !usable(agent))];
     return sendPage(reply, 200, overviewPage({ user: frameUser(session), baseUrl: deps.config.publicUrl, ...overview, agents }));
   });
 
-  const canSync = deps.elevenlabsClient !== undefined;
+  const canSync = deps.agentDirectory !== undefined;
 
   app.get('/agents', async (request, reply) => {
     const session = sessionOf(request);
@@ -32,27 +35,27 @@ export const portalPagesRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async
 
   // The same sync as `callgate agents sync`, for the account of the signed-in user (the CSRF check of every
   // portal POST applies). Rendered, not redirected: the counts are in this answer only.
-  app.post('/agents/sync', async (request, reply) => {
+  app.post('/agents/sync', { schema: { body: EmptyForm } }, async (request, reply) => {
     const session = sessionOf(request);
     const page = async (status: number, outcome: { notice?: string; error?: string }) =>
       sendPage(reply, status, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId), { canSync, ...outcome }));
-    if (!deps.elevenlabsClient) {
-      return page(409, { error: 'This server has no ELEVENLABS_API_KEY, so it cannot sync agents from ElevenLabs. Ask your callgate operator to set it.' });
+    if (!deps.agentDirectory) {
+      return page(409, { error: `This server has no ${elevenLabsKeySetting}, so it cannot sync agents from ElevenLabs. Ask your callgate operator to set it.` });
     }
     try {
-      const result = await syncElevenLabsAgents(deps.db, deps.clock, deps.elevenlabsClient, session.accountId);
+      const result = await syncAgents(deps.db, deps.clock, deps.agentDirectory, session.accountId);
       const skipped = result.skipped.length > 0 ? ` Skipped (ids that do not look like agent_…): ${result.skipped.map((entry) => entry.agent_id).join(', ')}.` : '';
       return page(200, { notice: `Synced with ElevenLabs: ${result.added} added, ${result.updated} updated.${skipped}` });
     } catch (error) {
-      if (!(error instanceof AgentSyncError)) throw error;
+      if (!(error instanceof ApiError)) throw error;
       return page(502, { error: `The sync with ElevenLabs failed: ${error.message}. Try again in a minute; if it keeps failing, ask your callgate operator to check the ElevenLabs API key.` });
     }
   });
 
-  app.get('/requests', async (request, reply) => {
+  app.get('/requests', { schema: { querystring: RequestsQuery } }, async (request, reply) => {
     const session = sessionOf(request);
-    const search = queryValue(request, 'request_id')?.trim().slice(0, 100) || undefined;
-    const before = queryValue(request, 'before')?.trim().slice(0, 100) || undefined;
+    const search = request.query.request_id?.trim().slice(0, 100) || undefined;
+    const before = request.query.before?.trim().slice(0, 100) || undefined;
     // A NUL byte names no request (and PostgreSQL refuses it in a query).
     const page = search?.includes('\u0000') || before?.includes('\u0000')
       ? { rows: [], hasMore: false }

@@ -3,10 +3,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
-import type { PortalSession, SignInLimiters } from './portal-sessions.service.js';
+import type { PortalSession, SignInLimiters } from '../identity/sessions.service.js';
 import { errorPage } from './views/errors.view.js';
 import type { PageFrame } from './views/layout.view.js';
-import type { ElevenLabsClient } from '../providers/elevenlabs/elevenlabs.client.js';
+import type { AgentDirectory } from '../providers/provider.interface.js';
+import { PlainIdPattern } from './portal.schemas.js';
 
 /** The parts of the services the portal uses (the app passes its `Services`). */
 export interface PortalDeps {
@@ -16,8 +17,8 @@ export interface PortalDeps {
   /** Woken after a test event or a resend, so the worker delivers at once instead of at its next sweep. */
   readonly notifier: { notify(): void };
   readonly signInLimiters: SignInLimiters;
-  /** The ElevenLabs API client when the server has ELEVENLABS_API_KEY: the Agents page can then sync. */
-  readonly elevenlabsClient: ElevenLabsClient | undefined;
+  /** The provider's workspace when the server has its key: the Agents page can then sync. */
+  readonly agentDirectory: AgentDirectory | undefined;
 }
 
 declare module 'fastify' {
@@ -45,37 +46,42 @@ export function frameUser(session: PortalSession): NonNullable<PageFrame['user']
   return { email: session.email, accountId: session.accountId, accountName: session.accountName, csrfToken: session.csrfToken };
 }
 
-type FormBody = Record<string, string | string[] | undefined>;
-
-function formBody(request: FastifyRequest): FormBody {
-  const body = request.body;
-  return body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as FormBody) : {};
+/**
+ * A form or query string names a field once or several times, and its parser gives a string or a list
+ * accordingly. Before the route's schema checks them, fields take the shape their schema declares: the
+ * first value of a field sent twice (as the portal always read it), a list of one for a lone checkbox.
+ */
+export async function matchFieldShapes(request: FastifyRequest): Promise<void> {
+  const schema = request.routeOptions.schema;
+  if (!schema) return;
+  reshape(request.body, schema.body);
+  reshape(request.query, schema.querystring);
 }
 
-/** One field of a form (the first, when sent twice); '' when absent. */
-export function formValue(request: FastifyRequest, name: string): string {
-  const value = formBody(request)[name];
-  const first = Array.isArray(value) ? value[0] : value;
-  return typeof first === 'string' ? first : '';
+function reshape(values: unknown, schema: unknown): void {
+  if (values === null || typeof values !== 'object' || Array.isArray(values)) return;
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> } | undefined)?.properties;
+  if (!properties) return;
+  const fields = values as Record<string, unknown>;
+  for (const [name, { type }] of Object.entries(properties)) {
+    if (!Object.hasOwn(fields, name)) continue;
+    const value = fields[name];
+    if (type === 'string' && Array.isArray(value)) fields[name] = value[0];
+    else if (type === 'array' && typeof value === 'string') fields[name] = [value];
+  }
 }
 
-/** Every value of a repeated field (checkboxes). */
-export function formValues(request: FastifyRequest, name: string): string[] {
-  const value = formBody(request)[name];
-  if (value === undefined) return [];
-  return (Array.isArray(value) ? value : [value]).filter((item): item is string => typeof item === 'string');
+/** The CSRF field of a form, read before the route's handler (and whether or not its schema held). */
+export function csrfFieldOf(request: FastifyRequest): string {
+  const body = request.body as { _csrf?: unknown } | null | undefined;
+  return typeof body?._csrf === 'string' ? body._csrf : '';
 }
 
-/** One query-string parameter as text, or undefined. */
-export function queryValue(request: FastifyRequest, name: string): string | undefined {
-  const value = (request.query as Record<string, unknown> | undefined)?.[name];
-  const first = Array.isArray(value) ? value[0] : value;
-  return typeof first === 'string' && first !== '' ? first : undefined;
-}
+const plainId = new RegExp(PlainIdPattern);
 
-/** Ids in our URLs are short and plain; anything else (a NUL byte, a slash) cannot name a resource. */
+/** Ids in our URLs are short and plain; a query parameter that is not one filters nothing. */
 export function isPlainId(id: string): boolean {
-  return /^[A-Za-z0-9_-]{1,200}$/.test(id);
+  return plainId.test(id);
 }
 
 export function sendPage(reply: FastifyReply, status: number, page: string): FastifyReply {

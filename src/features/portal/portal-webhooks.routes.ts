@@ -1,6 +1,8 @@
 /** Webhook endpoints: add, edit, delete, reveal and rotate the secret, send a test event, resend a delivery. */
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { WebhookEndpointRow } from '../../db/schema.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Static } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../../errors/api-error.js';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -9,38 +11,37 @@ import {
   rotateSecret,
   sendTestEvent,
   updateEndpoint,
-  WebhookInputError,
 } from '../webhooks/endpoints.service.js';
 import { callEventTypes } from '../webhooks/events.service.js';
-import { formValue, formValues, frameUser, isPlainId, queryValue, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import type { WebhookEndpointRow } from '../webhooks/webhooks.tables.js';
+import { frameUser, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { DeliveryParams, EmptyForm, EndpointForm, IdParams, NoticeQuery, ResendForm } from './portal.schemas.js';
 import { loadEndpointPage, resendDelivery } from './portal.service.js';
 import { portalPath } from './views/components.js';
 import { noticeFor } from './views/layout.view.js';
 import { endpointFormPage, endpointPage, webhooksPage, type EndpointFormValues } from './views/webhooks.view.js';
 
-type IdParams = { Params: { id: string } };
-
-function formValuesOf(request: FastifyRequest): EndpointFormValues {
-  const wanted = formValues(request, 'event_types');
+function endpointValues(form: Static<typeof EndpointForm>): EndpointFormValues {
   return {
-    url: formValue(request, 'url').trim().slice(0, 2048),
-    description: formValue(request, 'description'),
-    eventTypes: callEventTypes.filter((type) => wanted.includes(type)),
-    enabled: formValue(request, 'enabled') === 'on',
+    url: form.url.trim().slice(0, 2048),
+    description: form.description,
+    eventTypes: callEventTypes.filter((type) => form.event_types.includes(type)),
+    enabled: form.enabled === 'on',
   };
 }
 
+/** A refused form field (the service's `invalid_request`) as a sentence on the page. */
 function problemOf(error: unknown): string {
-  if (!(error instanceof WebhookInputError)) throw error;
+  if (!(error instanceof ApiError && error.code === 'invalid_request')) throw error;
   return `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`;
 }
 
-export const portalWebhooksRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
+export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
   const allowPrivate = deps.config.webhookAllowPrivate;
 
   /** The endpoint of the URL in the signed-in account, or a 404 page already sent. */
-  async function endpointOr404(request: FastifyRequest<IdParams>, reply: FastifyReply): Promise<WebhookEndpointRow | null> {
-    const endpoint = isPlainId(request.params.id) ? await getEndpoint(deps.db, request.params.id, sessionOf(request).accountId) : null;
+  async function endpointOr404(request: FastifyRequest, reply: FastifyReply, id: string): Promise<WebhookEndpointRow | null> {
+    const endpoint = await getEndpoint(deps.db, id, sessionOf(request).accountId);
     if (!endpoint) await sendNotFound(request, reply);
     return endpoint;
   }
@@ -53,10 +54,10 @@ export const portalWebhooksRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = as
     return sendPage(reply, status, endpointPage({ user: frameUser(session), ...data, ...rest }));
   }
 
-  app.get('/webhooks', async (request, reply) => {
+  app.get('/webhooks', { schema: { querystring: NoticeQuery } }, async (request, reply) => {
     const session = sessionOf(request);
     const endpoints = await listEndpoints(deps.db, session.accountId);
-    return sendPage(reply, 200, webhooksPage(frameUser(session), endpoints, noticeFor(queryValue(request, 'notice'))));
+    return sendPage(reply, 200, webhooksPage(frameUser(session), endpoints, noticeFor(request.query.notice)));
   });
 
   app.get('/webhooks/new', async (request, reply) => {
@@ -64,9 +65,9 @@ export const portalWebhooksRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = as
     return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { values, allowPrivate }));
   });
 
-  app.post('/webhooks', async (request, reply) => {
+  app.post('/webhooks', { schema: { body: EndpointForm } }, async (request, reply) => {
     const session = sessionOf(request);
-    const values = formValuesOf(request);
+    const values = endpointValues(request.body);
     const fail = (error: string) => sendPage(reply, 400, endpointFormPage(frameUser(session), { values, error, allowPrivate }));
     if (values.eventTypes.length === 0) return fail('Choose at least one event type.');
     let endpoint;
@@ -87,13 +88,12 @@ export const portalWebhooksRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = as
     return seeOther(reply, `${portalPath('webhooks', endpoint.id)}?notice=endpoint_created`);
   });
 
-  app.get<IdParams>('/webhooks/:id', async (request, reply) => {
-    if (!isPlainId(request.params.id)) return sendNotFound(request, reply);
-    return renderEndpoint(request, reply, request.params.id, { notice: noticeFor(queryValue(request, 'notice')) });
-  });
+  app.get('/webhooks/:id', { schema: { params: IdParams, querystring: NoticeQuery } }, async (request, reply) =>
+    renderEndpoint(request, reply, request.params.id, { notice: noticeFor(request.query.notice) }),
+  );
 
-  app.get<IdParams>('/webhooks/:id/edit', async (request, reply) => {
-    const endpoint = await endpointOr404(request, reply);
+  app.get('/webhooks/:id/edit', { schema: { params: IdParams } }, async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply, request.params.id);
     if (!endpoint) return reply;
     const values = {
       url: endpoint.url,
@@ -104,10 +104,10 @@ export const portalWebhooksRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = as
     return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values, allowPrivate }));
   });
 
-  app.post<IdParams>('/webhooks/:id', async (request, reply) => {
-    const endpoint = await endpointOr404(request, reply);
+  app.post('/webhooks/:id', { schema: { params: IdParams, body: EndpointForm } }, async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply, request.params.id);
     if (!endpoint) return reply;
-    const values = formValuesOf(request);
+    const values = endpointValues(request.body);
     const fail = (error: string) => sendPage(reply, 400, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values, error, allowPrivate }));
     if (values.eventTypes.length === 0) return fail('Choose at least one event type.');
     try {
@@ -124,31 +124,31 @@ export const portalWebhooksRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = as
     return seeOther(reply, `${portalPath('webhooks', endpoint.id)}?notice=endpoint_updated`);
   });
 
-  app.post<IdParams>('/webhooks/:id/delete', async (request, reply) => {
-    const endpoint = await endpointOr404(request, reply);
+  app.post('/webhooks/:id/delete', { schema: { params: IdParams, body: EmptyForm } }, async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply, request.params.id);
     if (!endpoint) return reply;
     await deleteEndpoint(deps.db, deps.clock, endpoint);
     return seeOther(reply, '/developers/webhooks?notice=endpoint_deleted');
   });
 
   // Secrets are shown only on request, to a signed-in user of the account, and never cached.
-  app.post<IdParams>('/webhooks/:id/secret', async (request, reply) => {
-    const endpoint = await endpointOr404(request, reply);
+  app.post('/webhooks/:id/secret', { schema: { params: IdParams, body: EmptyForm } }, async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply, request.params.id);
     if (!endpoint) return reply;
     return renderEndpoint(request, reply, endpoint.id, { secret: endpoint.secret });
   });
 
   // Redirected, not rendered: a reload of a rendered answer (without JavaScript) would rotate again, and a
   // second rotation ends the overlap of the secret the receiver still uses. The new one is a reveal away.
-  app.post<IdParams>('/webhooks/:id/rotate', async (request, reply) => {
-    const endpoint = await endpointOr404(request, reply);
+  app.post('/webhooks/:id/rotate', { schema: { params: IdParams, body: EmptyForm } }, async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply, request.params.id);
     if (!endpoint) return reply;
     await rotateSecret(deps.db, deps.clock, endpoint);
     return seeOther(reply, `${portalPath('webhooks', endpoint.id)}?notice=secret_rotated`);
   });
 
-  app.post<IdParams>('/webhooks/:id/test', async (request, reply) => {
-    const endpoint = await endpointOr404(request, reply);
+  app.post('/webhooks/:id/test', { schema: { params: IdParams, body: EmptyForm } }, async (request, reply) => {
+    const endpoint = await endpointOr404(request, reply, request.params.id);
     if (!endpoint) return reply;
     try {
       await sendTestEvent(deps.db, deps.clock, endpoint);
@@ -159,17 +159,16 @@ export const portalWebhooksRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = as
     return seeOther(reply, `${portalPath('webhooks', endpoint.id)}?notice=test_sent`);
   });
 
-  app.post<{ Params: { id: string; deliveryId: string } }>('/webhooks/:id/deliveries/:deliveryId/resend', async (request, reply) => {
+  app.post('/webhooks/:id/deliveries/:deliveryId/resend', { schema: { params: DeliveryParams, body: ResendForm } }, async (request, reply) => {
     const session = sessionOf(request);
     const { id, deliveryId } = request.params;
-    if (!isPlainId(id) || !isPlainId(deliveryId)) return sendNotFound(request, reply);
     const result = await resendDelivery(deps.db, deps.clock, session.accountId, id, deliveryId);
     if (result === 'not_found') return sendNotFound(request, reply);
     if (result === 'endpoint_disabled') {
       return renderEndpoint(request, reply, id, { error: 'The endpoint is disabled or deleted: enable it to resend.', status: 409 });
     }
     deps.notifier.notify();
-    const back = formValue(request, 'back');
+    const { back } = request.body;
     const target = /^\/developers\/(webhooks|calls)\/[A-Za-z0-9_-]{1,200}$/.test(back) ? back : portalPath('webhooks', id);
     return seeOther(reply, `${target}?notice=resent`);
   });

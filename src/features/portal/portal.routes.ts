@@ -8,14 +8,15 @@ import fastifyCookie, { fastifyCookie as cookies } from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../errors/api-error.js';
+import { statusOf } from '../../errors/catalogue.js';
 import { findNul } from '../../http/nul-text.js';
 import { portalAuthRoutes } from './portal-auth.routes.js';
 import { portalCallsRoutes } from './portal-calls.routes.js';
 import { csrfTokenMatches, isSameOrigin, signInCsrfCookie } from './portal-csrf.js';
 import { portalKeysRoutes } from './portal-keys.routes.js';
 import { portalPagesRoutes } from './portal-pages.routes.js';
-import { formValue, frameUser, sendNotFound, sendPage, sessionCookie, type PortalDeps } from './portal-request.js';
-import { resolveSession } from './portal-sessions.service.js';
+import { csrfFieldOf, frameUser, matchFieldShapes, sendNotFound, sendPage, sessionCookie, type PortalDeps } from './portal-request.js';
+import { resolveSession } from '../identity/sessions.service.js';
 import { portalWebhooksRoutes } from './portal-webhooks.routes.js';
 import { errorPage } from './views/errors.view.js';
 
@@ -29,16 +30,14 @@ const securityHeaders = {
   'cache-control': 'no-store',
 };
 
-/*
- * The stylesheet and script live beside the sources. This module is three folders below the repository
- * root both as src/features/portal/*.ts and as dist/features/portal/*.js, so one relative path finds them.
- */
-const assetsDir = new URL('../../../src/features/portal/assets/', import.meta.url);
+/** The stylesheet and script beside this module: in src/ as written, in dist/ as the build copies them. */
+const assetsDir = new URL('./assets/', import.meta.url);
 const assets = {
   'portal.css': 'text/css; charset=utf-8',
   'portal.js': 'text/javascript; charset=utf-8',
 } as const;
 
+const unreadableFormMessage = 'The form could not be read. Go back and try again.';
 const serverFaultMessage = 'This is a fault on our side. Quote the request id below if you contact support.';
 
 /** Where a request without a session goes: the sign-in page, and back to the page it asked for (GET only). */
@@ -86,6 +85,12 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
   // no business here. Any other body is refused by Fastify with 415 before a route runs (the page below).
   app.removeContentTypeParser('application/json');
   app.decorateRequest('portal', null);
+  // A form or query that breaks its route's schema is answered by the hooks below, in the portal's pages,
+  // and only after the origin and NUL checks, so a forged form is still refused as such first.
+  app.addHook('onRoute', (route) => {
+    route.attachValidation = true;
+  });
+  app.addHook('preValidation', matchFieldShapes);
 
   // A form sent compressed would be read as its compressed bytes: refused as unsupported, before parsing.
   app.addHook('preParsing', async (request) => {
@@ -105,8 +110,8 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
     if (request.method === 'GET' || request.method === 'HEAD') return;
     const { config } = request.routeOptions;
     const genuine = config.portalSignIn
-      ? isSameOrigin(request, deps.config.publicUrl) && csrfTokenMatches(formValue(request, '_csrf'), request.cookies[signInCsrfCookie] ?? '')
-      : request.portal !== null && csrfTokenMatches(formValue(request, '_csrf'), request.portal.csrfToken);
+      ? isSameOrigin(request, deps.config.publicUrl) && csrfTokenMatches(csrfFieldOf(request), request.cookies[signInCsrfCookie] ?? '')
+      : request.portal !== null && csrfTokenMatches(csrfFieldOf(request), request.portal.csrfToken);
     if (genuine) return;
     return sendPage(
       reply,
@@ -141,9 +146,28 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
     );
   });
 
+  // Last of the checks: what its schema refused. An id that is not plain names nothing (the 404 of any
+  // unknown id); anything else is a form the page did not send.
+  app.addHook('preHandler', async (request, reply) => {
+    const failure = request.validationError;
+    if (!failure) return;
+    if (failure.validationContext === 'params') return sendNotFound(request, reply);
+    return sendPage(
+      reply,
+      400,
+      errorPage({
+        status: 400,
+        title: 'Bad request',
+        message: unreadableFormMessage,
+        requestId: request.id,
+        ...(request.portal ? { user: frameUser(request.portal) } : {}),
+      }),
+    );
+  });
+
   app.setErrorHandler((error, request, reply) => {
-    // Fastify's errors carry statusCode; the ApiError of a parser the app shares carries status.
-    const given = error instanceof ApiError ? error.status : (error as { statusCode?: unknown }).statusCode;
+    // Fastify's errors carry statusCode; the ApiError of a parser the app shares carries a catalogue code.
+    const given = error instanceof ApiError ? statusOf(error.code) : (error as { statusCode?: unknown }).statusCode;
     const status = typeof given === 'number' ? given : 500;
     const clientError = status >= 400 && status < 500;
     if (!clientError) request.log.error({ err: error }, 'portal request failed');
@@ -153,7 +177,7 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
         ? 'This page takes only forms sent by the portal (application/x-www-form-urlencoded, uncompressed). Go back and submit the form again.'
         : status === 413
           ? 'The form is larger than 64 KB. Go back, shorten it and try again.'
-          : 'The form could not be read. Go back and try again.';
+          : unreadableFormMessage;
     const page = clientError
       ? errorPage({ status, title: status === 415 ? 'Unsupported form' : status === 413 ? 'Form too large' : 'Bad request', message, requestId: request.id, ...user })
       : errorPage({ status: 500, title: 'Something went wrong', message: serverFaultMessage, requestId: request.id, ...user });

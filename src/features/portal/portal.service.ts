@@ -1,16 +1,16 @@
 /**
- * What the portal's pages show, gathered from the features' services and repositories. Every read is
- * scoped to the signed-in account: another account's endpoint, call or delivery is simply not found.
+ * What the portal's pages show, gathered from the features' services. Every read is scoped to the
+ * signed-in account: another account's endpoint, call or delivery is simply not found.
  */
 import type { Db } from '../../db/database.js';
-import type { WebhookAttemptRow } from '../../db/schema.js';
+import { ApiError } from '../../errors/api-error.js';
 import type { Clock } from '../../lib/clock.js';
 import { listAgents } from '../agents/agents.service.js';
 import { listApiKeys } from '../api-keys/api-keys.service.js';
 import { getCall, listCalls } from '../calls/calls.service.js';
+import { findDelivery, listDeliveriesWithAttempts, listEventsOfCall } from '../webhooks/deliveries.service.js';
 import { getEndpoint, listEndpoints } from '../webhooks/endpoints.service.js';
-import { EventNotFoundError, resendEvent } from '../webhooks/events.service.js';
-import * as webhooks from '../webhooks/webhooks.repository.js';
+import { resendEvent } from '../webhooks/events.service.js';
 
 export async function loadOverview(db: Db, accountId: string) {
   const [agents, keys, endpoints, recent] = await Promise.all([
@@ -27,32 +27,24 @@ export async function loadOverview(db: Db, accountId: string) {
   };
 }
 
-export type DeliveryRow = Awaited<ReturnType<typeof webhooks.listDeliveries>>[number];
-export type DeliveryWithAttempts = DeliveryRow & { attempts: WebhookAttemptRow[] };
-
-async function withAttempts(db: Db, deliveries: DeliveryRow[]): Promise<DeliveryWithAttempts[]> {
-  const attempts = await webhooks.listAttemptsOfDeliveries(db, deliveries.map((delivery) => delivery.id));
-  return deliveries.map((delivery) => ({ ...delivery, attempts: attempts.filter((attempt) => attempt.delivery_id === delivery.id) }));
-}
-
 /** How many recent deliveries an endpoint's page shows. */
 export const endpointDeliveriesShown = 25;
 
 export async function loadEndpointPage(db: Db, accountId: string, endpointId: string) {
   const endpoint = await getEndpoint(db, endpointId, accountId);
   if (!endpoint) return null;
-  const deliveries = await webhooks.listDeliveries(db, { accountId, endpointId, limit: endpointDeliveriesShown });
-  return { endpoint, deliveries: await withAttempts(db, deliveries) };
+  const deliveries = await listDeliveriesWithAttempts(db, { accountId, endpointId, limit: endpointDeliveriesShown });
+  return { endpoint, deliveries };
 }
 
 export async function loadCallPage(db: Db, accountId: string, callId: string) {
   const call = await getCall(db, accountId, callId);
   if (!call) return null;
-  const events = await webhooks.listEventsForCall(db, call.id, accountId);
+  const events = await listEventsOfCall(db, accountId, call.id);
   const eventsWithDeliveries = await Promise.all(
     events.map(async (event) => ({
       event,
-      deliveries: await withAttempts(db, await webhooks.listDeliveries(db, { accountId, eventId: event.id, limit: 50 })),
+      deliveries: await listDeliveriesWithAttempts(db, { accountId, eventId: event.id, limit: 50 }),
     })),
   );
   return { call, events: eventsWithDeliveries };
@@ -62,13 +54,14 @@ export type ResendResult = 'resent' | 'not_found' | 'endpoint_disabled';
 
 /** Sends a delivery's event again to the same endpoint; the delivery must be of this account and endpoint. */
 export async function resendDelivery(db: Db, clock: Clock, accountId: string, endpointId: string, deliveryId: string): Promise<ResendResult> {
-  const delivery = await webhooks.findDeliveryInAccount(db, accountId, deliveryId);
+  const delivery = await findDelivery(db, accountId, deliveryId);
   if (!delivery || delivery.endpoint_id !== endpointId) return 'not_found';
   try {
     await resendEvent(db, clock, delivery.event_id, { endpointId, accountId });
     return 'resent';
   } catch (error) {
-    if (error instanceof EventNotFoundError) return 'endpoint_disabled';
+    // The delivery's event is in this account, so what is not found is an enabled endpoint.
+    if (error instanceof ApiError && error.code === 'not_found') return 'endpoint_disabled';
     throw error;
   }
 }

@@ -1,5 +1,7 @@
-import type { AgentProvider, AgentRow, ApiKeyMode } from '../../db/schema.js';
 import { err } from '../../lib/result.js';
+import { requiredSettings } from './provider-settings.js';
+import type { AgentProvider, AgentRow } from '../agents/agents.tables.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { VoiceProvider } from './provider.interface.js';
 
 /** Picks the provider of a call. Test-mode keys always get the simulator: they never place real calls. */
@@ -20,7 +22,7 @@ export function unconfiguredProvider(name: AgentProvider, missingSetting: string
 
 export function createProviderRegistry(providers: Partial<Record<AgentProvider, VoiceProvider>> & { simulator: VoiceProvider }): ProviderRegistry {
   const byName = (name: AgentProvider): VoiceProvider =>
-    providers[name] ?? unconfiguredProvider(name, name === 'elevenlabs' ? 'ELEVENLABS_API_KEY' : name);
+    providers[name] ?? unconfiguredProvider(name, requiredSettings[name] ?? name);
   return {
     byName,
     forCall: (agent, mode) => (mode === 'test' ? providers.simulator : byName(agent.provider)),

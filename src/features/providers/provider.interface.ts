@@ -1,9 +1,10 @@
 /**
- * What the call service needs of a voice-agent provider. Vendor field names stay inside each adapter;
+ * What callgate needs of a voice-agent provider: placing and checking calls (the call service), and
+ * listing its workspace's agents and numbers (agents sync). Vendor field names stay inside each adapter;
  * failures come back as values that say whether trying again can help.
  */
-import type { AgentProvider } from '../../db/schema.js';
 import type { Result } from '../../lib/result.js';
+import type { AgentProvider } from '../agents/agents.tables.js';
 
 export interface PlaceCallRequest {
   /** The provider's agent id (`agent_…`). */
@@ -58,4 +59,39 @@ export interface VoiceProvider {
   placeCall(request: PlaceCallRequest): Promise<Result<PlacedCall, ProviderFailure>>;
   /** How the call stands now; used by the call monitor for calls whose end was not reported to us. */
   checkCall(call: CallReference): Promise<Result<CallCheck, ProviderFailure>>;
+}
+
+/** An agent defined at the provider. */
+export interface DirectoryAgent {
+  /** The provider's agent id (`agent_…`). */
+  readonly id: string;
+  readonly name: string;
+}
+
+/** A phone number of the provider's workspace that calls can come from. */
+export interface DirectoryPhoneNumber {
+  /** The provider's id of the number. */
+  readonly id: string;
+  /** How the provider dials out with it (ElevenLabs: `twilio` or `sip_trunk`). */
+  readonly kind: string;
+  /** The number itself (E.164), when the provider says. */
+  readonly number: string | null;
+  /** The agent the workspace assigns the number to (for inbound calls), if any. */
+  readonly assignedAgentId: string | null;
+}
+
+export interface AgentListProgress {
+  readonly agentsListed: number;
+  readonly page: number;
+}
+
+/**
+ * The agents and numbers a provider's workspace holds, for `agents sync`. Failures are worded for the
+ * operator: they name the setting to check, not a retry of a call.
+ */
+export interface AgentDirectory {
+  readonly provider: AgentProvider;
+  /** Every agent, over as many pages as the provider needs; `onProgress` hears after each page. */
+  listAgents(onProgress?: (progress: AgentListProgress) => void): Promise<Result<DirectoryAgent[], ProviderFailure>>;
+  listPhoneNumbers(): Promise<Result<DirectoryPhoneNumber[], ProviderFailure>>;
 }

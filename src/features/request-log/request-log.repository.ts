@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import type { RequestLogRow } from '../../db/schema.js';
+import type { RequestLogRow } from './request-log.tables.js';
 
 export async function insertRequestLogs(db: Db, rows: readonly RequestLogRow[]): Promise<void> {
   if (rows.length > 0) await db.insertInto('request_logs').values([...rows]).execute();

@@ -5,10 +5,10 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
-import type { RequestLogRow } from '../../db/schema.js';
 import { failureLogLevel } from '../../db/unavailable.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import * as repo from './request-log.repository.js';
+import type { RequestLogRow } from './request-log.tables.js';
 
 export const requestLogRetentionMs = 7 * 24 * 60 * 60 * 1000;
 const flushDelayMs = 50;

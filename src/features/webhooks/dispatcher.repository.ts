@@ -1,8 +1,8 @@
 /** The dispatcher's queries: claim due deliveries under a lease, record attempts, release claims. */
 import type { Db } from '../../db/database.js';
-import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/schema.js';
 import { sql, type Insertable } from 'kysely';
 import { claimDue, updateFromJson } from '../../jobs/claim.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './webhooks.tables.js';
 
 export interface ClaimedDelivery {
   id: string;

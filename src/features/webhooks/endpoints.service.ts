@@ -1,19 +1,16 @@
 /** Webhook endpoints of an account: URL, wanted event types, enabled flag and signing secret. */
 import type { Db } from '../../db/database.js';
-import type { WebhookEndpointRow } from '../../db/schema.js';
+import { ApiError } from '../../errors/api-error.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { enqueueEvent, webhookEventTypes } from './events.service.js';
 import { checkWebhookTarget } from './ssrf-guard.js';
 import { generateWebhookSecret } from './webhook-signing.js';
 import * as repo from './webhooks.repository.js';
+import type { WebhookEndpointRow } from './webhooks.tables.js';
 
 /** After a rotation the old secret keeps signing, beside the new one, for this long. */
 export const secretOverlapMs = 24 * 60 * 60 * 1000;
-
-export class WebhookInputError extends Error {
-  override readonly name = 'WebhookInputError';
-}
 
 export interface EndpointView {
   id: string;
@@ -47,14 +44,14 @@ function normaliseEventTypes(types: readonly string[] | undefined): string[] {
   const unique = [...new Set(types.map((type) => type.trim()).filter(Boolean))];
   const unknown = unique.filter((type) => !(webhookEventTypes as readonly string[]).includes(type));
   if (unknown.length > 0) {
-    throw new WebhookInputError(`unknown event type ${unknown.join(', ')}; known: ${webhookEventTypes.join(', ')}`);
+    throw new ApiError('invalid_request', `unknown event type ${unknown.join(', ')}; known: ${webhookEventTypes.join(', ')}`, { param: 'event_types' });
   }
   return unique.length === webhookEventTypes.length ? ['*'] : unique;
 }
 
 async function checkedUrl(url: string, allowPrivate: boolean): Promise<string> {
   const check = await checkWebhookTarget(url.trim(), allowPrivate);
-  if (!check.ok) throw new WebhookInputError(`the URL ${check.reason}`);
+  if (!check.ok) throw new ApiError('invalid_request', `the URL ${check.reason}`, { param: 'url' });
   return check.url.toString();
 }
 
@@ -72,12 +69,14 @@ function checkedDescription(text: string): string {
   const trimmed = text.trim();
   const length = [...trimmed].length;
   if (length > descriptionMaxChars) {
-    throw new WebhookInputError(`the description is ${length} characters long; at most ${descriptionMaxChars} are allowed`);
+    throw new ApiError('invalid_request', `the description is ${length} characters long; at most ${descriptionMaxChars} are allowed`, {
+      param: 'description',
+    });
   }
   return trimmed;
 }
 
-/** Creates an endpoint with a new secret; the view includes the secret. */
+/** Creates an endpoint with a new secret; the view includes the secret. A refused field is `invalid_request`. */
 export async function createEndpoint(
   db: Db,
   clock: Clock,
@@ -183,7 +182,7 @@ export function activeSecrets(endpoint: Pick<WebhookEndpointRow, 'secret' | 'pre
 
 /** Queues a signed `webhook.test` event for one endpoint. */
 export async function sendTestEvent(db: Db, clock: Clock, endpoint: WebhookEndpointRow): Promise<{ eventId: string; deliveryId: string | undefined }> {
-  if (endpoint.enabled !== 1) throw new WebhookInputError('the endpoint is disabled; enable it first');
+  if (endpoint.enabled !== 1) throw new ApiError('invalid_request', 'the endpoint is disabled; enable it first');
   const { eventId, deliveryIds } = await enqueueEvent(db, clock, {
     accountId: endpoint.account_id,
     type: 'webhook.test',

@@ -4,10 +4,12 @@
  */
 import type { Db } from '../../db/database.js';
 import type { Insertable } from 'kysely';
-import type { CallRow, DeliveryTrigger, WebhookDeliveriesTable, WebhookEndpointRow } from '../../db/schema.js';
+import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import type { CallRow } from '../calls/calls.tables.js';
 import * as repo from './webhooks.repository.js';
+import type { DeliveryTrigger, WebhookDeliveriesTable, WebhookEndpointRow } from './webhooks.tables.js';
 
 export const callEventTypes = ['call.completed', 'call.failed'] as const;
 export type CallEventType = (typeof callEventTypes)[number];
@@ -182,13 +184,10 @@ async function addDeliveries(
   return rows.map((row) => row.id);
 }
 
-export class EventNotFoundError extends Error {
-  override readonly name = 'EventNotFoundError';
-}
-
 /**
  * Sends an existing event again (same id, same body): a new manual delivery to one endpoint of the
- * event's account, or to every enabled endpoint that wants its type.
+ * event's account, or to every enabled endpoint that wants its type. An unknown event, or an endpoint not
+ * enabled in the event's account, is `not_found`.
  */
 export async function resendEvent(
   db: Db,
@@ -198,7 +197,7 @@ export async function resendEvent(
 ): Promise<string[]> {
   const event = await repo.findEvent(db, eventId);
   if (!event || (options.accountId !== undefined && event.account_id !== options.accountId)) {
-    throw new EventNotFoundError(`no event ${eventId}`);
+    throw new ApiError('not_found', `no event ${eventId}`, { param: 'event_id' });
   }
   // A test event belongs to the endpoint it tested: resent without --endpoint, it goes there only.
   const testedEndpoints =
@@ -213,7 +212,7 @@ export async function resendEvent(
         : endpointWants(endpoint, event.type as EventType),
   );
   if (options.endpointId !== undefined && endpoints.length === 0) {
-    throw new EventNotFoundError(`no enabled endpoint ${options.endpointId} in the event's account`);
+    throw new ApiError('not_found', `no enabled endpoint ${options.endpointId} in the event's account`, { param: 'endpoint_id' });
   }
   return addDeliveries(db, clock.now(), event.id, event.account_id, endpoints, 'manual');
 }

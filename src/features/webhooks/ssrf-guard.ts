@@ -160,9 +160,21 @@ export async function checkWebhookTarget(raw: string, allowPrivate: boolean): Pr
   }
 }
 
-export class BlockedAddressError extends Error {
-  override readonly name = 'BlockedAddressError';
-  readonly code = 'ERR_WEBHOOK_BLOCKED_ADDRESS';
+/**
+ * Whether a URL is refused only because private targets are not allowed: with
+ * CALLGATE_WEBHOOK_ALLOW_PRIVATE=true its form would be accepted (an http or local receiver).
+ */
+export function refusedOnlyAsPrivate(raw: string): boolean {
+  return !checkWebhookUrl(raw, false).ok && checkWebhookUrl(raw, true).ok;
+}
+
+/**
+ * The refusal `guardedLookup` hands to the connection: an errno-style Error (what a `lookup` callback
+ * takes), whose message becomes the failed attempt's error. Not a failure of ours to render, so not an
+ * ApiError.
+ */
+function blockedAddress(message: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(message), { code: 'ERR_WEBHOOK_BLOCKED_ADDRESS' });
 }
 
 /**
@@ -187,10 +199,7 @@ export function guardedLookup(allowPrivate: boolean) {
       const usable = allowPrivate ? list : list.filter((entry) => isPublicAddress(entry.address));
       if (usable.length === 0) {
         const addresses = list.map((entry) => entry.address).join(', ');
-        return callback(
-          new BlockedAddressError(`${hostname} resolves to no public address (${addresses}); ${allowPrivateHint}`) as NodeJS.ErrnoException,
-          '',
-        );
+        return callback(blockedAddress(`${hostname} resolves to no public address (${addresses}); ${allowPrivateHint}`), '');
       }
       if (options.all) return callback(null, usable);
       const first = usable[0]!;

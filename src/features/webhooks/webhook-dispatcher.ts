@@ -9,7 +9,6 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { failureLogLevel } from '../../db/unavailable.js';
-import type { WebhookEndpointsTable } from '../../db/schema.js';
 import type { Job, JobContext, JobHandle, JobRunner, PassResult } from '../../jobs/job-runner.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -19,6 +18,7 @@ import { activeSecrets } from './endpoints.service.js';
 import { nextDelayMs, parseRetryAfterMs } from './retry-schedule.js';
 import { signedHeaders } from './webhook-signing.js';
 import type { WebhookResponse, WebhookSender } from './webhook-sender.js';
+import type { WebhookEndpointsTable } from './webhooks.tables.js';
 
 export interface DispatcherOptions {
   readonly db: Db;

@@ -7,7 +7,7 @@ import type {
   WebhookEndpointsTable,
   WebhookEventRow,
   WebhookEventsTable,
-} from '../../db/schema.js';
+} from './webhooks.tables.js';
 
 export async function insertEndpoint(db: Db, row: Insertable<WebhookEndpointsTable>): Promise<void> {
   await db.insertInto('webhook_endpoints').values(row).execute();

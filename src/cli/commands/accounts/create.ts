@@ -1,4 +1,4 @@
-import { createAccount } from '../../../features/accounts/accounts.service.js';
+import { createAccount } from '../../../features/identity/accounts.service.js';
 import { optionalOption, requiredOption } from '../../args.js';
 import type { Command } from '../../command.js';
 import { formatFields } from '../../output.js';

@@ -1,4 +1,4 @@
-import { listAccounts } from '../../../features/accounts/accounts.service.js';
+import { listAccounts } from '../../../features/identity/accounts.service.js';
 import type { Command } from '../../command.js';
 import { formatTable } from '../../output.js';
 

@@ -1,5 +1,6 @@
-import type { AgentProvider } from '../../../db/schema.js';
 import { agentPolicyFor, agentProviders, upsertAgent } from '../../../features/agents/agents.service.js';
+import { elevenLabsKeySetting } from '../../../features/providers/provider-settings.js';
+import type { AgentProvider } from '../../../features/agents/agents.tables.js';
 import { choiceOption, optionalOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatFields } from '../../output.js';
@@ -15,7 +16,7 @@ export const addAgentCommand: Command = {
     name: { value: 'NAME', description: 'Name shown to people', required: true },
     provider: {
       value: agentProviders.join('|'),
-      description: `Voice provider (default ${defaultProvider}); elevenlabs needs ELEVENLABS_API_KEY set`,
+      description: `Voice provider (default ${defaultProvider}); elevenlabs needs ${elevenLabsKeySetting} set`,
     },
     'phone-number-id': { value: 'ID', description: "The provider's id of the phone number calls come from" },
   },
@@ -29,7 +30,7 @@ export const addAgentCommand: Command = {
     };
     return async ({ config, db, clock }) => {
       await requireAccount(db, input.accountId);
-      // The server's rule: no agents for a provider it has no credentials for (e.g. ELEVENLABS_API_KEY).
+      // The server's rule: no agents for a provider it has no credentials for (provider-settings.ts).
       const { agent, created } = await upsertAgent(db, clock, input, agentPolicyFor(config));
       const text = [
         `${created ? 'Added' : 'Updated'} agent ${agent.agent_id} in account ${agent.account_id}.`,

@@ -1,23 +1,26 @@
-import { syncElevenLabsAgents } from '../../../features/agents/agents-sync.service.js';
-import { createElevenLabsClient } from '../../../features/providers/elevenlabs/elevenlabs.client.js';
+import { ApiError } from '../../../errors/api-error.js';
+import { syncAgents } from '../../../features/agents/agents-sync.service.js';
+import { createElevenLabsDirectory } from '../../../features/providers/elevenlabs/elevenlabs.directory.js';
+import { elevenLabsClientFor, elevenLabsKeySetting } from '../../../features/providers/provider-settings.js';
 import { requiredOption } from '../../args.js';
-import { CliError, requireAccount, type Command } from '../../command.js';
+import { requireAccount, type Command } from '../../command.js';
 import { formatTable } from '../../output.js';
 
 export const syncAgentsCommand: Command = {
   name: 'sync',
   summary: "Add or update an account's agents from the ElevenLabs workspace, with their phone numbers",
   options: {
-    account: { value: 'ACCOUNT_ID', description: 'Account that receives the agents (acct_...); needs ELEVENLABS_API_KEY', required: true },
+    account: { value: 'ACCOUNT_ID', description: `Account that receives the agents (acct_...); needs ${elevenLabsKeySetting}`, required: true },
   },
   prepare(args) {
     const accountId = requiredOption(args, 'account');
     return async ({ config, db, clock, progress }) => {
-      const { apiKey, baseUrl } = config.elevenlabs;
-      if (!apiKey) throw new CliError('agents sync needs ELEVENLABS_API_KEY: set it to the API key of the ElevenLabs workspace');
+      const client = elevenLabsClientFor(config);
+      if (!client) {
+        throw new ApiError('provider_unavailable', `agents sync needs ${elevenLabsKeySetting}: set it to the API key of the ElevenLabs workspace`);
+      }
       await requireAccount(db, accountId);
-      const client = createElevenLabsClient({ apiKey, baseUrl, timeoutMs: config.providerTimeoutMs });
-      const result = await syncElevenLabsAgents(db, clock, client, accountId, ({ agentsListed, page }) =>
+      const result = await syncAgents(db, clock, createElevenLabsDirectory(client), accountId, ({ agentsListed, page }) =>
         progress(`listed ${agentsListed} agents (page ${page})…`),
       );
       const summary = `Synced account ${accountId} with ElevenLabs: ${result.added} added, ${result.updated} updated, ${result.skipped.length} skipped.`;

@@ -1,5 +1,5 @@
-import type { DeliveryStatus } from '../../../db/schema.js';
-import { listDeliveries } from '../../../features/webhooks/webhooks.repository.js';
+import { listDeliveries } from '../../../features/webhooks/deliveries.service.js';
+import type { DeliveryStatus } from '../../../features/webhooks/webhooks.tables.js';
 import { integerOption, optionalChoiceOption, optionalOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatTable } from '../../output.js';

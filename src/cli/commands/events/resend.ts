@@ -1,6 +1,7 @@
+import { ApiError } from '../../../errors/api-error.js';
 import { resendEvent } from '../../../features/webhooks/events.service.js';
 import { optionalOption } from '../../args.js';
-import { CliError, type Command } from '../../command.js';
+import type { Command } from '../../command.js';
 
 export const resendEventCommand: Command = {
   name: 'resend',
@@ -13,10 +14,10 @@ export const resendEventCommand: Command = {
     const eventId = args.positionals[0] ?? '';
     const endpointId = optionalOption(args, 'endpoint');
     return async ({ db, clock, wakeDeliveryWorkers }) => {
-      // EventNotFoundError (unknown event, or an endpoint not enabled in its account) carries its own text.
+      // An unknown event, or an endpoint not enabled in its account, is a not_found with its own text.
       const deliveryIds = await resendEvent(db, clock, eventId, endpointId === undefined ? {} : { endpointId });
       if (deliveryIds.length === 0) {
-        throw new CliError(`no enabled endpoint of the event's account wants ${eventId}; nothing was queued`);
+        throw new ApiError('not_found', `no enabled endpoint of the event's account wants ${eventId}; nothing was queued`);
       }
       await wakeDeliveryWorkers();
       const text = [

@@ -1,5 +1,5 @@
-import type { ApiKeyMode } from '../../../db/schema.js';
 import { createApiKey } from '../../../features/api-keys/api-keys.service.js';
+import type { ApiKeyMode } from '../../../features/api-keys/api-keys.tables.js';
 import { choiceOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatFields } from '../../output.js';

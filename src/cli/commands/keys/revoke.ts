@@ -1,5 +1,6 @@
 import { revokeApiKey } from '../../../features/api-keys/api-keys.service.js';
-import { CliError, type Command } from '../../command.js';
+import { ApiError } from '../../../errors/api-error.js';
+import type { Command } from '../../command.js';
 
 export const revokeKeyCommand: Command = {
   name: 'revoke',
@@ -11,7 +12,7 @@ export const revokeKeyCommand: Command = {
     return async ({ db, clock }) => {
       // Revoking twice is harmless: the key keeps its first revocation time.
       const key = await revokeApiKey(db, clock, keyId);
-      if (!key) throw new CliError(`no API key with id "${keyId}"`);
+      if (!key) throw new ApiError('not_found', `no API key with id "${keyId}"`);
       return { json: key, text: `Revoked key ${key.id} (${key.prefix}…, "${key.name}") at ${key.revoked_at}.` };
     };
   },

@@ -1,4 +1,4 @@
-import { addUser } from '../../../features/users/users.service.js';
+import { addUser } from '../../../features/identity/users.service.js';
 import { requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatFields } from '../../output.js';

@@ -1,4 +1,4 @@
-import { resetPassword } from '../../../features/users/users.service.js';
+import { resetPassword } from '../../../features/identity/users.service.js';
 import { requiredOption } from '../../args.js';
 import type { Command } from '../../command.js';
 

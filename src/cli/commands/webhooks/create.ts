@@ -1,5 +1,7 @@
+import { ApiError } from '../../../errors/api-error.js';
 import { webhookEventTypes } from '../../../features/webhooks/events.service.js';
-import { createEndpoint, WebhookInputError } from '../../../features/webhooks/endpoints.service.js';
+import { createEndpoint } from '../../../features/webhooks/endpoints.service.js';
+import { refusedOnlyAsPrivate } from '../../../features/webhooks/ssrf-guard.js';
 import { listOption, optionalOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatFields } from '../../output.js';
@@ -29,8 +31,10 @@ export const createWebhookCommand: Command = {
       // The same URL rules as the API: https and public addresses unless the server allows private ones.
       const endpoint = await createEndpoint(db, clock, config.webhookAllowPrivate, input).catch((error: unknown) => {
         // The CLI reads its own environment: a server started with the setting does not lend it to the CLI.
-        if (error instanceof WebhookInputError && !config.webhookAllowPrivate && /must use https|must not point to/.test(error.message)) {
-          throw new WebhookInputError(`${error.message} (for a local receiver, run this command with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true too)`);
+        const refusedUrl = error instanceof ApiError && error.code === 'invalid_request' && error.param === 'url';
+        if (refusedUrl && !config.webhookAllowPrivate && refusedOnlyAsPrivate(input.url.trim())) {
+          const hint = 'for a local receiver, run this command with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true too';
+          throw new ApiError(error.code, `${error.message} (${hint})`, { param: error.param });
         }
         throw error;
       });

@@ -1,11 +1,11 @@
 import type { Db } from '../../../db/database.js';
-import type { WebhookEndpointRow } from '../../../db/schema.js';
+import { ApiError } from '../../../errors/api-error.js';
 import { getEndpoint } from '../../../features/webhooks/endpoints.service.js';
-import { CliError } from '../../command.js';
+import type { WebhookEndpointRow } from '../../../features/webhooks/webhooks.tables.js';
 
-/** The endpoint named on the command line, or a `CliError` naming the id (deleted endpoints are gone). */
+/** The endpoint named on the command line, or a `not_found` naming the id (deleted endpoints are gone). */
 export async function requireEndpoint(db: Db, endpointId: string): Promise<WebhookEndpointRow> {
   const endpoint = await getEndpoint(db, endpointId);
-  if (!endpoint) throw new CliError(`no webhook endpoint with id "${endpointId}"`);
+  if (!endpoint) throw new ApiError('not_found', `no webhook endpoint with id "${endpointId}"`);
   return endpoint;
 }

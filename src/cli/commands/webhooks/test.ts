@@ -1,5 +1,6 @@
+import { ApiError } from '../../../errors/api-error.js';
 import { sendTestEvent } from '../../../features/webhooks/endpoints.service.js';
-import { CliError, type Command } from '../../command.js';
+import type { Command } from '../../command.js';
 import { formatFields } from '../../output.js';
 import { requireEndpoint } from './endpoint.js';
 
@@ -13,7 +14,8 @@ export const testWebhookCommand: Command = {
     return async ({ db, clock, wakeDeliveryWorkers }) => {
       const endpoint = await requireEndpoint(db, endpointId);
       if (endpoint.enabled !== 1) {
-        throw new CliError(
+        throw new ApiError(
+          'invalid_request',
           `webhook endpoint ${endpoint.id} is disabled (${endpoint.disabled_reason ?? 'no reason recorded'}); enable it first with "callgate webhooks enable ${endpoint.id}"`,
         );
       }

@@ -1,4 +1,5 @@
 import type { AgentView } from '../../agents/agents.service.js';
+import { elevenLabsKeySetting } from '../../providers/provider-settings.js';
 import { copyable, csrfField, table, time } from './components.js';
 import { html } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';
@@ -33,7 +34,7 @@ export function agentsPage(
   <p class="muted small">${
     options.canSync
       ? html`Agents are defined in ElevenLabs; your callgate operator can also add one by hand (<code>npx callgate agents add</code>).`
-      : html`Agents for real calls are defined at the voice provider and added by your callgate operator (<code>npx callgate agents add</code> or <code>agents sync</code>, once the server has <code>ELEVENLABS_API_KEY</code>).`
+      : html`Agents for real calls are defined at the voice provider and added by your callgate operator (<code>npx callgate agents add</code> or <code>agents sync</code>, once the server has <code>${elevenLabsKeySetting}</code>).`
   }</p>
 </section>`,
   );

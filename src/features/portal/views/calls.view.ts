@@ -1,7 +1,8 @@
-import type { CallRow, WebhookEventRow } from '../../../db/schema.js';
 import type { AgentView } from '../../agents/agents.service.js';
 import type { Call } from '../../calls/calls.schemas.js';
-import type { DeliveryWithAttempts } from '../portal.service.js';
+import type { CallRow } from '../../calls/calls.tables.js';
+import type { DeliveryWithAttempts } from '../../webhooks/deliveries.service.js';
+import type { WebhookEventRow } from '../../webhooks/webhooks.tables.js';
 import { badge, copyable, portalPath, pretty, table, time } from './components.js';
 import { deliveryList } from './deliveries.view.js';
 import { html, type SafeHtml } from './html.js';

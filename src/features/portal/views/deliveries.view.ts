@@ -1,5 +1,5 @@
 /** Deliveries with their attempts: what was sent where, when, and what the receiver answered. */
-import type { DeliveryWithAttempts } from '../portal.service.js';
+import type { DeliveryWithAttempts } from '../../webhooks/deliveries.service.js';
 import { badge, csrfField, portalPath, statusCode, table, time } from './components.js';
 import { html, type SafeHtml } from './html.js';
 

@@ -1,5 +1,5 @@
-import type { ApiKeyMode } from '../../../db/schema.js';
 import type { ApiKeyView } from '../../api-keys/api-keys.service.js';
+import type { ApiKeyMode } from '../../api-keys/api-keys.tables.js';
 import { badge, copyButton, csrfField, portalPath, table, time } from './components.js';
 import { html, type SafeHtml } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';

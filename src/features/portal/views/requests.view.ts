@@ -1,4 +1,4 @@
-import type { RequestLogRow } from '../../../db/schema.js';
+import type { RequestLogRow } from '../../request-log/request-log.tables.js';
 import { statusCode, table, time } from './components.js';
 import { html } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';

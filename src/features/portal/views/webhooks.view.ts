@@ -1,9 +1,10 @@
 /** Webhook endpoints: the list, the add/edit form, and an endpoint's page with its secret and deliveries. */
-import type { WebhookEndpointRow } from '../../../db/schema.js';
+import type { DeliveryWithAttempts } from '../../webhooks/deliveries.service.js';
 import { toEndpointView, type EndpointView } from '../../webhooks/endpoints.service.js';
 import { callEventTypes } from '../../webhooks/events.service.js';
 import { webhookUrlRule } from '../../webhooks/ssrf-guard.js';
-import { endpointDeliveriesShown, type DeliveryWithAttempts } from '../portal.service.js';
+import type { WebhookEndpointRow } from '../../webhooks/webhooks.tables.js';
+import { endpointDeliveriesShown } from '../portal.service.js';
 import { badge, copyButton, csrfField, portalPath, table, time } from './components.js';
 import { deliveryList } from './deliveries.view.js';
 import { html, type SafeHtml } from './html.js';

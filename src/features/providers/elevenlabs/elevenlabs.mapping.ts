@@ -3,6 +3,7 @@
  * `CallOutcome` and `ProviderFailure`.
  */
 import type { CallOutcome, FailureReason, ProviderFailure } from '../provider.interface.js';
+import { elevenLabsKeySetting } from '../provider-settings.js';
 import type { ElevenLabsResponse } from './elevenlabs.client.js';
 
 type Json = Record<string, unknown>;
@@ -143,13 +144,23 @@ const fieldNames: Record<string, string> = {
  * A failed request about the workspace itself (agents, phone numbers), in words for the operator who runs
  * `agents sync`: the setting to check, not an integrator's retry advice about a call.
  */
-export function workspaceFailure(response: Exclude<ElevenLabsResponse, { kind: 'ok' }>): string {
-  if (response.kind === 'timeout') return 'ElevenLabs did not answer in time (CALLGATE_PROVIDER_TIMEOUT_MS); try again, or raise it';
-  if (response.kind === 'unreachable') return `ElevenLabs could not be reached (${response.message}); check ELEVENLABS_BASE_URL and this machine's network`;
+export function workspaceFailure(response: Exclude<ElevenLabsResponse, { kind: 'ok' }>): ProviderFailure {
+  if (response.kind === 'timeout') {
+    return { kind: 'timeout', message: 'ElevenLabs did not answer in time (CALLGATE_PROVIDER_TIMEOUT_MS); try again, or raise it', retryable: true };
+  }
+  if (response.kind === 'unreachable') {
+    const message = `ElevenLabs could not be reached (${response.message}); check ELEVENLABS_BASE_URL and this machine's network`;
+    return { kind: 'unavailable', message, retryable: true };
+  }
   const { status } = response;
-  if (status === 401 || status === 403) return `ElevenLabs refused the API key (HTTP ${status}); check ELEVENLABS_API_KEY`;
-  if (status === 429) return 'ElevenLabs is limiting this workspace\'s requests (HTTP 429); try again in a minute';
-  return `ElevenLabs answered HTTP ${status}`;
+  if (status === 401 || status === 403) {
+    return { kind: 'rejected', message: `ElevenLabs refused the API key (HTTP ${status}); check ${elevenLabsKeySetting}`, retryable: false };
+  }
+  if (status === 429) {
+    return { kind: 'unavailable', message: 'ElevenLabs is limiting this workspace\'s requests (HTTP 429); try again in a minute', retryable: true };
+  }
+  const message = `ElevenLabs answered HTTP ${status}`;
+  return status >= 500 ? { kind: 'unavailable', message, retryable: true } : { kind: 'rejected', message, retryable: false };
 }
 
 /** The failure of an outbound-call request (issue: 4xx → rejected, 429 and 5xx → unavailable, …). */

@@ -6,8 +6,9 @@
  */
 import type { Clock } from '../../../lib/clock.js';
 import { err, ok } from '../../../lib/result.js';
-import type { CallCheck, PlaceCallRequest, ProviderFailure, VoiceProvider } from '../provider.interface.js';
+import type { CallCheck, DirectoryPhoneNumber, PlaceCallRequest, ProviderFailure, VoiceProvider } from '../provider.interface.js';
 import type { ElevenLabsClient } from './elevenlabs.client.js';
+import { phoneNumbersOf } from './elevenlabs.directory.js';
 import { completedOutcome, failedConversationOutcome, placeCallFailure } from './elevenlabs.mapping.js';
 
 /** A call with no outcome this long after creation ends as failed with reason `timeout`. */
@@ -22,38 +23,11 @@ const outboundPaths: Record<string, string> = {
   sip_trunk: '/v1/convai/sip-trunk/outbound-call',
 };
 
-export interface PhoneNumber {
-  readonly phoneNumberId: string;
-  readonly provider: string;
-  readonly phoneNumber: string | null;
-  readonly label: string | null;
-  readonly assignedAgentId: string | null;
-}
-
-/** `GET /v1/convai/phone-numbers`: a plain array, not paged. */
-export async function listPhoneNumbers(client: ElevenLabsClient): Promise<PhoneNumber[] | ProviderFailure> {
+/** The workspace's numbers, for their kinds; failures are worded for a call's integrator. */
+async function listPhoneNumbers(client: ElevenLabsClient): Promise<DirectoryPhoneNumber[] | ProviderFailure> {
   const response = await client.request('GET', '/v1/convai/phone-numbers');
   if (response.kind !== 'ok') return placeCallFailure(response);
   return phoneNumbersOf(response.body) ?? { kind: 'unavailable', message: 'Unexpected phone-number list from the voice provider.', retryable: true };
-}
-
-/** The workspace's phone numbers in the answer of GET /v1/convai/phone-numbers; null when it is not a list. */
-export function phoneNumbersOf(body: unknown): PhoneNumber[] | null {
-  if (!Array.isArray(body)) return null;
-  return body.flatMap((item): PhoneNumber[] => {
-    const entry = item as Record<string, unknown>;
-    if (typeof entry.phone_number_id !== 'string') return [];
-    const assigned = entry.assigned_agent as Record<string, unknown> | null | undefined;
-    return [
-      {
-        phoneNumberId: entry.phone_number_id,
-        provider: typeof entry.provider === 'string' ? entry.provider : 'unknown',
-        phoneNumber: typeof entry.phone_number === 'string' ? entry.phone_number : null,
-        label: typeof entry.label === 'string' ? entry.label : null,
-        assignedAgentId: assigned && typeof assigned.agent_id === 'string' ? assigned.agent_id : null,
-      },
-    ];
-  });
 }
 
 export function createElevenLabsProvider(options: {
@@ -70,7 +44,7 @@ export function createElevenLabsProvider(options: {
     if (!phoneKinds || clock.now().getTime() - phoneKinds.at > phoneNumberCacheMs || !phoneKinds.kinds.has(id)) {
       const numbers = await listPhoneNumbers(client);
       if (!Array.isArray(numbers)) return numbers;
-      phoneKinds = { at: clock.now().getTime(), kinds: new Map(numbers.map((n) => [n.phoneNumberId, n.provider])) };
+      phoneKinds = { at: clock.now().getTime(), kinds: new Map(numbers.map((n) => [n.id, n.kind])) };
     }
     return phoneKinds.kinds.get(id) ?? { kind: 'rejected', message: "The voice provider does not know the agent's phone number.", retryable: false };
   }

@@ -6,8 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../../db/database.js';
 import type { Clock } from '../../../lib/clock.js';
-import { recordOutcome } from '../../calls/calls.service.js';
-import { findCallById } from '../../calls/calls.repository.js';
+import { findCallById, recordOutcome } from '../../calls/calls.service.js';
 import { completedOutcome, initiationFailureOutcome, saneUnixSeconds, type OnAdjusted } from './elevenlabs.mapping.js';
 
 export interface ElevenLabsWebhookDeps {

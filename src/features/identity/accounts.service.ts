@@ -1,10 +1,12 @@
 import type { Db } from '../../db/database.js';
-import type { AccountRow } from '../../db/schema.js';
+import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { upsertAgent } from '../agents/agents.service.js';
 import * as repo from './accounts.repository.js';
-import { hashPassword } from './passwords.js';
+import type { AccountRow, UserRow } from './identity.tables.js';
+import { insertUser } from './users.repository.js';
+import { checkNewUser, newUserRow } from './users.service.js';
 
 export interface AccountView {
   id: string;
@@ -21,14 +23,6 @@ export interface AccountView {
  */
 export const testAgent = { agentId: 'agent_test_simulator', name: 'Test agent (simulator)' } as const;
 
-export class AccountInputError extends Error {
-  override readonly name = 'AccountInputError';
-}
-
-/** The rules for portal users' emails and passwords (the users feature applies the same). */
-export const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-export const minPasswordLength = 10;
-
 /**
  * Creates an account with its simulator agent (`testAgent`, or the one given; `false` for none) and, when
  * an email and password are given, its first portal user. Given a transaction, it writes in that one.
@@ -39,28 +33,23 @@ export async function createAccount(
   input: { name: string; email?: string; password?: string; simulatorAgent?: { agentId: string; name: string } | false },
 ): Promise<AccountView> {
   const name = input.name.trim();
-  if (name === '') throw new AccountInputError('an account needs a name');
+  if (name === '') throw new ApiError('invalid_request', 'an account needs a name', { param: 'name' });
   if ((input.email === undefined) !== (input.password === undefined)) {
-    throw new AccountInputError('give both an email and a password, or neither');
+    throw new ApiError('invalid_request', 'give both an email and a password, or neither');
   }
   const now = clock.now();
   const account: AccountRow = { id: newId('account', now.getTime()), name, created_at: isoTimestamp(now) };
   const view: AccountView = { ...account };
-  let user: { id: string; email: string; password_hash: string } | undefined;
+  let user: UserRow | undefined;
   if (input.email !== undefined && input.password !== undefined) {
-    const email = input.email.trim().toLowerCase();
-    if (!emailPattern.test(email)) throw new AccountInputError(`not an email address: ${input.email}`);
-    if (input.password.length < minPasswordLength) {
-      throw new AccountInputError(`a password needs at least ${minPasswordLength} characters`);
-    }
-    if (await repo.findUserByEmail(db, email)) throw new AccountInputError(`a user with email ${email} exists already`);
-    user = { id: newId('user', now.getTime()), email, password_hash: await hashPassword(input.password) };
+    const email = checkNewUser({ email: input.email, password: input.password });
+    user = await newUserRow(db, now, { accountId: account.id, email, password: input.password });
     view.users = [{ id: user.id, email }];
   }
   const agent = input.simulatorAgent === undefined ? testAgent : input.simulatorAgent;
   const write = async (trx: Db) => {
     await repo.insertAccount(trx, account);
-    if (user) await repo.insertUser(trx, { ...user, account_id: account.id, created_at: account.created_at });
+    if (user) await insertUser(trx, user);
     if (agent) {
       await upsertAgent(trx, clock, { accountId: account.id, agentId: agent.agentId, name: agent.name, provider: 'simulator' });
       view.agents = [{ agent_id: agent.agentId, name: agent.name, provider: 'simulator' }];
@@ -79,4 +68,9 @@ export async function listAccounts(db: Db): Promise<{ id: string; name: string; 
 
 export async function getAccount(db: Db, id: string): Promise<AccountRow | undefined> {
   return repo.findAccountById(db, id);
+}
+
+/** True once the installation has an account (the demo seed runs on an empty database only). */
+export async function hasAccounts(db: Db): Promise<boolean> {
+  return (await repo.countAccounts(db)) > 0;
 }

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import type { AccountRow, UserRow } from '../../db/schema.js';
+import type { AccountRow } from './identity.tables.js';
 
 export async function insertAccount(db: Db, row: AccountRow): Promise<void> {
   await db.insertInto('accounts').values(row).execute();
@@ -14,10 +14,6 @@ export async function countAccounts(db: Db): Promise<number> {
   return Number(row?.n ?? 0);
 }
 
-export async function listAccounts(db: Db): Promise<AccountRow[]> {
-  return db.selectFrom('accounts').selectAll().orderBy('id').execute();
-}
-
 /** Every account with how many portal users it has, oldest first (ids sort by creation time). */
 export async function listAccountsWithUserCounts(db: Db): Promise<(AccountRow & { users: number })[]> {
   const rows = await db
@@ -28,12 +24,4 @@ export async function listAccountsWithUserCounts(db: Db): Promise<(AccountRow & 
     .orderBy('accounts.id')
     .execute();
   return rows.map((row) => ({ ...row, users: Number(row.users) }));
-}
-
-export async function insertUser(db: Db, row: UserRow): Promise<void> {
-  await db.insertInto('users').values(row).execute();
-}
-
-export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
 }

@@ -3,18 +3,14 @@
  * a per-user salt (passwords.ts); emails are stored lower-case and are unique across the installation.
  */
 import type { Db } from '../../db/database.js';
-import type { UserRow } from '../../db/schema.js';
+import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { findAccountById, findUserByEmail, insertUser } from '../accounts/accounts.repository.js';
-import { emailPattern, minPasswordLength } from '../accounts/accounts.service.js';
-import { hashPassword, verifyPassword } from '../accounts/passwords.js';
-import { deleteSessionsOfUser } from '../portal/portal-sessions.repository.js';
+import { findAccountById } from './accounts.repository.js';
+import type { UserRow } from './identity.tables.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+import { deleteSessionsOfUser } from './sessions.repository.js';
 import * as repo from './users.repository.js';
-
-export class UserInputError extends Error {
-  override readonly name = 'UserInputError';
-}
 
 export interface UserView {
   id: string;
@@ -31,26 +27,45 @@ export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
+const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const minPasswordLength = 10;
+
 function checkPassword(password: string): void {
-  if (password.length < minPasswordLength) throw new UserInputError(`a password needs at least ${minPasswordLength} characters`);
+  if (password.length < minPasswordLength) {
+    throw new ApiError('invalid_request', `a password needs at least ${minPasswordLength} characters`, { param: 'password' });
+  }
+}
+
+/** The email as stored, once it and the password meet the rules for a new user. */
+export function checkNewUser(input: { email: string; password: string }): string {
+  const email = normaliseEmail(input.email);
+  if (!emailPattern.test(email)) throw new ApiError('invalid_request', `not an email address: ${input.email}`, { param: 'email' });
+  checkPassword(input.password);
+  return email;
+}
+
+/** The row of a new user (not stored yet), once `email` (checked by `checkNewUser`) is free. */
+export async function newUserRow(db: Db, now: Date, input: { accountId: string; email: string; password: string }): Promise<UserRow> {
+  if (await repo.findUserByEmail(db, input.email)) {
+    throw new ApiError('invalid_request', `a user with email ${input.email} exists already`, { param: 'email' });
+  }
+  return {
+    id: newId('user', now.getTime()),
+    account_id: input.accountId,
+    email: input.email,
+    password_hash: await hashPassword(input.password),
+    created_at: isoTimestamp(now),
+  };
 }
 
 /** Adds a portal user to an existing account. */
 export async function addUser(db: Db, clock: Clock, input: { accountId: string; email: string; password: string }): Promise<UserView> {
-  const email = normaliseEmail(input.email);
-  if (!emailPattern.test(email)) throw new UserInputError(`not an email address: ${input.email}`);
-  checkPassword(input.password);
-  if (!(await findAccountById(db, input.accountId))) throw new UserInputError(`no account with id "${input.accountId}"`);
-  if (await findUserByEmail(db, email)) throw new UserInputError(`a user with email ${email} exists already`);
-  const now = clock.now();
-  const row: UserRow = {
-    id: newId('user', now.getTime()),
-    account_id: input.accountId,
-    email,
-    password_hash: await hashPassword(input.password),
-    created_at: isoTimestamp(now),
-  };
-  await insertUser(db, row);
+  const email = checkNewUser(input);
+  if (!(await findAccountById(db, input.accountId))) {
+    throw new ApiError('not_found', `no account with id "${input.accountId}"`, { param: 'account' });
+  }
+  const row = await newUserRow(db, clock.now(), { accountId: input.accountId, email, password: input.password });
+  await repo.insertUser(db, row);
   return toUserView(row);
 }
 
@@ -58,8 +73,8 @@ export async function addUser(db: Db, clock: Clock, input: { accountId: string; 
 export async function resetPassword(db: Db, input: { email: string; password: string }): Promise<UserView & { sessionsEnded: number }> {
   const email = normaliseEmail(input.email);
   checkPassword(input.password);
-  const user = await findUserByEmail(db, email);
-  if (!user) throw new UserInputError(`no user with email ${email}`);
+  const user = await repo.findUserByEmail(db, email);
+  if (!user) throw new ApiError('not_found', `no user with email ${email}`, { param: 'email' });
   const passwordHash = await hashPassword(input.password);
   const sessionsEnded = await db.transaction().execute(async (trx) => {
     await repo.updatePasswordHash(trx, user.id, passwordHash);
@@ -73,7 +88,7 @@ let decoyHash: Promise<string> | undefined;
 
 /** The user with this email and password, or null (unknown email and wrong password look the same). */
 export async function authenticateUser(db: Db, email: string, password: string): Promise<UserRow | null> {
-  const user = await findUserByEmail(db, normaliseEmail(email));
+  const user = await repo.findUserByEmail(db, normaliseEmail(email));
   if (!user) {
     decoyHash ??= hashPassword('decoy password that no user has');
     await verifyPassword(password, await decoyHash);

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import type { PortalSessionRow } from '../../db/schema.js';
+import type { PortalSessionRow } from './identity.tables.js';
 
 export async function insertSession(db: Db, row: PortalSessionRow): Promise<void> {
   await db.insertInto('portal_sessions').values(row).execute();

@@ -5,13 +5,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/database.js';
-import type { UserRow } from '../../db/schema.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { sha256Hex } from '../../lib/json.js';
-import { findUserByEmail } from '../accounts/accounts.repository.js';
 import type { RateLimiter } from '../rate-limit/rate-limit.interface.js';
-import { authenticateUser, normaliseEmail } from '../users/users.service.js';
-import * as repo from './portal-sessions.repository.js';
+import type { UserRow } from './identity.tables.js';
+import * as repo from './sessions.repository.js';
+import { findUserByEmail } from './users.repository.js';
+import { authenticateUser, normaliseEmail } from './users.service.js';
 
 /** A session unused this long has ended. */
 export const sessionIdleMs = 12 * 60 * 60 * 1000;

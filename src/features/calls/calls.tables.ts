@@ -1,0 +1,39 @@
+import type { Selectable } from 'kysely';
+import type { AgentProvider } from '../agents/agents.tables.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
+
+export type CallStatus = 'initiated' | 'completed' | 'failed';
+
+export interface CallsTable {
+  id: string;
+  account_id: string;
+  api_key_id: string;
+  agent_id: string;
+  agent_ref: string;
+  mode: ApiKeyMode;
+  provider: AgentProvider;
+  provider_conversation_id: string;
+  to_number: string;
+  metadata: string | null;
+  status: CallStatus;
+  created_at: string;
+  updated_at: string;
+  /** When the worker should next look at a call that has not ended (simulator end, reconciliation). */
+  next_check_at: string | null;
+  started_at: string | null;
+  ended_at: string | null;
+  duration_seconds: number | null;
+  transcript_summary: string | null;
+  failure_reason: string | null;
+  failure_message: string | null;
+  failed_at: string | null;
+  /** The batch that placed the call (`batch_…`), and its recipient's `reference`; null for single calls. */
+  batch_id: string | null;
+  reference: string | null;
+}
+
+export interface CallsTables {
+  calls: CallsTable;
+}
+
+export type CallRow = Selectable<CallsTable>;

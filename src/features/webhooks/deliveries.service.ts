@@ -1,0 +1,33 @@
+/**
+ * An account's events and deliveries as people read them: the portal's pages and `callgate deliveries
+ * list`. Every read is scoped to the account: another account's delivery is as absent as an unknown one.
+ */
+import type { Db } from '../../db/database.js';
+import * as repo from './webhooks.repository.js';
+import type { WebhookAttemptRow, WebhookDeliveryRow, WebhookEventRow } from './webhooks.tables.js';
+
+export type DeliveryFilter = repo.DeliveryFilter;
+/** A delivery with its event's type and call and its endpoint's URL, for a list. */
+export type DeliveryListItem = Awaited<ReturnType<typeof repo.listDeliveries>>[number];
+export type DeliveryWithAttempts = DeliveryListItem & { attempts: WebhookAttemptRow[] };
+
+/** The account's deliveries that match, newest first. */
+export async function listDeliveries(db: Db, filter: DeliveryFilter): Promise<DeliveryListItem[]> {
+  return repo.listDeliveries(db, filter);
+}
+
+/** `listDeliveries`, each with every attempt in order. */
+export async function listDeliveriesWithAttempts(db: Db, filter: DeliveryFilter): Promise<DeliveryWithAttempts[]> {
+  const deliveries = await repo.listDeliveries(db, filter);
+  const attempts = await repo.listAttemptsOfDeliveries(db, deliveries.map((delivery) => delivery.id));
+  return deliveries.map((delivery) => ({ ...delivery, attempts: attempts.filter((attempt) => attempt.delivery_id === delivery.id) }));
+}
+
+/** The events of one of the account's calls, oldest first. */
+export async function listEventsOfCall(db: Db, accountId: string, callId: string): Promise<WebhookEventRow[]> {
+  return repo.listEventsForCall(db, callId, accountId);
+}
+
+export async function findDelivery(db: Db, accountId: string, id: string): Promise<WebhookDeliveryRow | undefined> {
+  return repo.findDeliveryInAccount(db, accountId, id);
+}
