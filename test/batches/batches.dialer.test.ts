@@ -24,9 +24,12 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
   const simulator = createSimulatorProvider({ clock, delayMs: callMs });
   /** The provider's next answer for a number, when it is a failure (used once). */
   const failures = new Map<string, ProviderFailure>();
+  /** Calls to a number wait for this before the provider answers. */
+  const gates = new Map<string, Promise<void>>();
   const provider: VoiceProvider = {
     ...simulator,
     placeCall: async (request) => {
+      await gates.get(request.to);
       const failure = failures.get(request.to);
       failures.delete(request.to);
       return failure ? err(failure) : simulator.placeCall(request);
@@ -136,6 +139,25 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
     const done = await readBatch(t, batch.id);
     assert.equal(done.status, 'completed');
     assert.deepEqual(done.counts, { total: 4, queued: 0, dialing: 0, in_progress: 0, completed: 2, failed: 2, cancelled: 0 });
+  });
+
+  it('a batch cancelled while the provider answers 429 does not take the recipient back: it ends cancelled, and so does the batch', async () => {
+    const [to] = numbers(1, 2500);
+    let answer!: () => void;
+    gates.set(to!, new Promise((resolve) => (answer = resolve)));
+    failures.set(to!, { kind: 'unavailable', message: 'Too many concurrent requests.', retryable: true });
+    const batch = await createBatch(t, [to!]);
+    await dialer().pass();
+    assert.deepEqual(await statuses(batch.id), ['dialing']);
+    const cancelled = (await apiPost(t, `/v1/batches/${batch.id}/cancel`)).json();
+    assert.equal(cancelled.completed_at, null, 'its recipient is being dialed');
+    answer();
+    await dialer().idle();
+    assert.deepEqual(await statuses(batch.id), ['cancelled']);
+    const ended = await readBatch(t, batch.id);
+    assert.equal(ended.status, 'cancelled');
+    assert.ok(ended.completed_at);
+    gates.clear();
   });
 
   it('test mode uses the simulator\'s magic numbers: busy and no_answer fail with their call, refused fails without one', async () => {

@@ -25,7 +25,7 @@ import { findAgent } from '../agents/agents.service.js';
 import { getCall, placeCall, storeCall, type CallsDeps } from '../calls/calls.service.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
 import * as dialerRepo from './batch-dialer.repository.js';
-import { failDialing, type FinishedBatches } from './batch-progress.service.js';
+import { failDialing, requeueDialing, type FinishedBatches } from './batch-progress.service.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
 
 export interface BatchDialerOptions {
@@ -191,7 +191,8 @@ export class BatchDialer implements Job {
     if (failure.kind === 'unavailable') {
       const now = clock.now();
       const next = addMs(now, deferralDelayMs(recipient.deferrals, failure, this.options.random ?? Math.random));
-      await dialerRepo.requeue(db, recipient.id, isoTimestamp(next), isoTimestamp(now));
+      const { cancelled, finished } = await requeueDialing(db, clock, batch.id, recipient.id, isoTimestamp(next));
+      if (cancelled) return this.afterFinishing(finished);
       logger.info({ batchId: batch.id, recipientId: recipient.id, retryAt: isoTimestamp(next) }, 'the provider cannot take a batch call now; it is queued again');
       this.handle.wakeAt(next);
       return;

@@ -102,16 +102,6 @@ export async function markPlaced(db: Db, recipientId: string, callId: string, no
   return false;
 }
 
-/** Back to the queue after the provider could not take the call now (429, unavailable): not a failure. */
-export async function requeue(db: Db, recipientId: string, nextAttemptAt: string, now: string): Promise<void> {
-  await db
-    .updateTable('batch_recipients')
-    .set((eb) => ({ status: 'queued', next_attempt_at: nextAttemptAt, deferrals: eb('deferrals', '+', 1), locked_until: null, updated_at: now }))
-    .where('id', '=', recipientId)
-    .where('status', '=', 'dialing')
-    .execute();
-}
-
 /** Recipients whose dialing lease ended: their worker died (or hung) while dialing. */
 export async function expiredDialing(db: Db, now: string, limit: number): Promise<Pick<RecipientRow, 'id' | 'batch_id'>[]> {
   return db

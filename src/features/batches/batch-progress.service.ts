@@ -65,6 +65,31 @@ export async function failDialing(
 }
 
 /**
+ * Puts a dialing recipient back in the queue until `nextAttemptAt` (the provider could not take the call
+ * now), under its batch's lock: had the batch been cancelled meanwhile, the recipient is cancelled instead,
+ * as cancel did to every queued one (and that may finish the batch).
+ */
+export async function requeueDialing(
+  db: Db,
+  clock: Clock,
+  batchId: string,
+  recipientId: string,
+  nextAttemptAt: string,
+): Promise<{ readonly cancelled: boolean; readonly finished: FinishedBatches }> {
+  return db.transaction().execute(async (trx) => {
+    await repo.lockBatches(trx, [batchId]);
+    const now = isoTimestamp(clock.now());
+    const batch = await repo.findBatch(trx, batchId);
+    if (batch?.status === 'cancelled') {
+      await repo.cancelDialingRecipient(trx, recipientId, now);
+      return { cancelled: true, finished: await finishBatchesIfDone(trx, clock, [batchId]) };
+    }
+    await repo.requeueDialingRecipient(trx, recipientId, nextAttemptAt, now);
+    return { cancelled: false, finished: new Map<string, number>() };
+  });
+}
+
+/**
  * Finishes those of the batches, locked by the caller in `trx`, that have no open recipient left, and
  * writes their `batch.completed` events. A batch is finished once only.
  */

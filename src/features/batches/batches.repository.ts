@@ -159,6 +159,26 @@ export async function cancelQueuedRecipients(db: Db, batchId: string, now: strin
     .execute();
 }
 
+/** Back to the queue after the provider could not take the call now (429, unavailable): not a failure. */
+export async function requeueDialingRecipient(db: Db, recipientId: string, nextAttemptAt: string, now: string): Promise<void> {
+  await db
+    .updateTable('batch_recipients')
+    .set((eb) => ({ status: 'queued', next_attempt_at: nextAttemptAt, deferrals: eb('deferrals', '+', 1), locked_until: null, updated_at: now }))
+    .where('id', '=', recipientId)
+    .where('status', '=', 'dialing')
+    .execute();
+}
+
+/** A dialing recipient of a batch cancelled meanwhile, whose call was not placed: cancelled with the rest. */
+export async function cancelDialingRecipient(db: Db, recipientId: string, now: string): Promise<void> {
+  await db
+    .updateTable('batch_recipients')
+    .set({ status: 'cancelled', locked_until: null, updated_at: now })
+    .where('id', '=', recipientId)
+    .where('status', '=', 'dialing')
+    .execute();
+}
+
 export type RecipientEnding = Readonly<{
   id: string;
   status: 'completed' | 'failed';
