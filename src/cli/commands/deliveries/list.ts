@@ -8,7 +8,6 @@ const deliveryStatuses: readonly DeliveryStatus[] = ['pending', 'succeeded', 'fa
 const defaultLimit = 20;
 const maxLimit = 100;
 
-/** What the last attempt got back: its HTTP status, else its error (timeout, refused connection). */
 /**
  * The error when there is one (`HTTP 500`, a timeout, or why the delivery ended without an attempt, such as
  * a deleted endpoint), else the status code of the last answer.

@@ -5,6 +5,9 @@ import { registerMethodNotAllowed } from '../../../errors/error-handler.js';
 import { parseSignatureHeader, verifyElevenLabsSignature, type SignatureFailure } from './elevenlabs.signature.js';
 import { handleElevenLabsWebhook, type ElevenLabsWebhookDeps } from './elevenlabs.webhook.service.js';
 
+/** Deeper than any post-call payload (a transcript's tool calls nest under ten levels), far below a stack. */
+const providerJsonMaxDepth = 64;
+
 /**
  * The largest body read. A post_call_transcription is JSON text: the whole transcript, analysis and
  * metadata, some kilobytes a minute of conversation (well under 1 MB for an hour with tool calls), so
@@ -13,9 +16,6 @@ import { handleElevenLabsWebhook, type ElevenLabsWebhookDeps } from './elevenlab
  * recording over this size is answered 413. Four concurrent 60 MB unsigned bodies took the process from
  * 350 to 700 MB before the signature was even looked at.
  */
-/** Deeper than any post-call payload (a transcript's tool calls nest under ten levels), far below a stack. */
-const providerJsonMaxDepth = 64;
-
 export const webhookBodyLimitBytes = 10 * 1024 * 1024;
 
 const refusals: Record<SignatureFailure, string> = {
