@@ -13,7 +13,7 @@ import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import * as repo from './calls.repository.js';
 import type { CallOutcome } from '../providers/provider.interface.js';
-import { recordOutcome, recordOutcomes, type OutcomeRecorded } from './calls.service.js';
+import { recordOutcome, recordOutcomes } from './calls.service.js';
 import type { CallRow } from './calls.tables.js';
 
 export interface CallMonitorOptions {
@@ -100,7 +100,7 @@ export class CallMonitor implements Job {
   /** Records the outcomes of one batch in one transaction; if that fails, each on its own. */
   private async record(ended: readonly Ended[]): Promise<void> {
     const { db, clock, logger } = this.options;
-    let results: OutcomeRecorded[];
+    let results: { ended: boolean; deliveries: number }[];
     try {
       results = await recordOutcomes(db, clock, ended);
     } catch (error) {

@@ -251,19 +251,18 @@ export async function findCallById(db: Db, id: string): Promise<CallRow | undefi
   return repo.findCallById(db, id);
 }
 
-/** What recording a call's outcome did: whether it ended the call, and the webhook deliveries it wrote. */
-export interface OutcomeRecorded {
-  readonly ended: boolean;
-  readonly deliveries: number;
-}
-
 /**
  * Records how a call ended, once, and in the same transaction writes its `call.completed` / `call.failed`
  * event with a delivery per subscribed endpoint (the outbox); a batch's call also ends its recipient there,
  * and may finish its batch. A second report for the same call changes nothing (`ended` false). Callers
  * wake the webhook dispatcher when `deliveries` is more than zero.
  */
-export async function recordOutcome(db: Db, clock: Clock, callId: string, outcome: CallOutcome): Promise<OutcomeRecorded> {
+export async function recordOutcome(
+  db: Db,
+  clock: Clock,
+  callId: string,
+  outcome: CallOutcome,
+): Promise<{ ended: boolean; deliveries: number }> {
   const [result] = await recordOutcomes(db, clock, [{ callId, outcome }]);
   return result!;
 }
@@ -278,7 +277,7 @@ export async function recordOutcomes(
   db: Db,
   clock: Clock,
   outcomes: readonly { readonly callId: string; readonly outcome: CallOutcome }[],
-): Promise<OutcomeRecorded[]> {
+): Promise<{ ended: boolean; deliveries: number }[]> {
   if (outcomes.length === 0) return [];
   const updatedAt = isoTimestamp(clock.now());
   // A call listed twice ends with its first outcome: the statement below would pick one at random.
