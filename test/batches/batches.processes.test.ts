@@ -84,8 +84,8 @@ await forEachDialect('Two worker processes dialing one batch', (dialect) => {
     await seeded?.database.drop();
   });
 
-  it(`never has more than max_concurrency (${maxConcurrency}) calls of the batch under way, and both workers dial`, async () => {
-    const env = { ...seeded.database.env, CALLGATE_SIMULATOR_DELAY_MS: '150' };
+  it(`never has more than max_concurrency (${maxConcurrency}) calls of the batch under way, with both workers dialing`, async () => {
+    const env = { ...seeded.database.env, CALLGATE_SIMULATOR_DELAY_MS: '300' };
     const api = await processes.start({ ...env, CALLGATE_ROLES: 'api' });
     const workers = [
       await processes.start({ ...env, CALLGATE_ROLES: 'worker', CALLGATE_LOG_LEVEL: 'debug' }),
@@ -94,30 +94,44 @@ await forEachDialect('Two worker processes dialing one batch', (dialect) => {
     const created = await request('POST', `${api.url}/v1/batches`, seeded.seed.token, {
       agent_id: seeded.seed.agentId,
       max_concurrency: maxConcurrency,
-      recipients: recipientsFor(numbers(48)),
+      recipients: recipientsFor(numbers(60)),
     });
     assert.equal(created.status, 201, JSON.stringify(created.json));
     const batchId = created.json.id as string;
-    const done = await until(
-      'the batch to complete',
-      async () => {
-        const batch = await request('GET', `${api.url}/v1/batches/${batchId}`, seeded.seed.token);
-        return batch.json.status === 'completed' ? batch.json : undefined;
-      },
-      120_000,
-    );
-    assert.equal(done.counts.completed, 48);
+    const readBatch = async () => (await request('GET', `${api.url}/v1/batches/${batchId}`, seeded.seed.token)).json;
 
+    // The worker that wakes first tends to take every free slot. While one has not dialed yet, the other
+    // is stopped (SIGSTOP) for a moment, as a stalled worker would be, so that both share the batch.
+    const dialed = (worker: ServerProcess) => /batch recipients claimed/.test(worker.output());
+    await until('a first call to end', async () => ((await readBatch()).counts.completed > 0 ? true : undefined), 60_000);
+    const dialing = async () =>
+      (await seeded.handle.db.selectFrom('batch_recipients').select('id').where('batch_id', '=', batchId).where('status', '=', 'dialing').execute()).length;
+    for (let attempt = 0; attempt < 5 && !workers.every(dialed); attempt++) {
+      const idle = workers.find((worker) => !dialed(worker))!;
+      const busy = workers.find((worker) => worker !== idle)!;
+      // Not while it dials: the recipients it holds as `dialing` would keep their slots until it goes on.
+      await until('a moment without a dial under way', async () => ((await dialing()) === 0 ? true : undefined));
+      process.kill(busy.pid, 'SIGSTOP');
+      try {
+        await until('the other worker to dial', () => (dialed(idle) ? true : undefined), 5_000).catch(() => undefined);
+      } finally {
+        process.kill(busy.pid, 'SIGCONT');
+      }
+    }
+    for (const [index, worker] of workers.entries()) assert.ok(dialed(worker), `worker ${index + 1} dialed nothing:\n${worker.output().slice(-2000)}`);
+
+    const done = await until('the batch to complete', async () => {
+      const batch = await readBatch();
+      return batch.status === 'completed' ? batch : undefined;
+    }, 120_000);
+    assert.equal(done.counts.completed, 60);
     const calls = await seeded.handle.db.selectFrom('calls').select(['created_at', 'ended_at']).where('batch_id', '=', batchId).execute();
-    assert.equal(calls.length, 48);
-    // Each call from its creation to its end as the simulator made it (150 ms later): a slot frees only
-    // once the monitor saw that end, so these spans are the calls under way as the provider sees them.
+    assert.equal(calls.length, 60);
+    // Each call from its creation to its end as the simulator made it (300 ms later): a slot frees only
+    // once a monitor saw that end, so these spans are the calls under way as the provider sees them.
     const overlap = highestOverlap(calls.map((call) => ({ start: Date.parse(call.created_at), end: Date.parse(call.ended_at!) })));
     assert.ok(overlap <= maxConcurrency, `${overlap} calls of the batch were under way at once`);
     assert.ok(overlap >= 2, `the limit was never approached (${overlap})`);
-    for (const [index, worker] of workers.entries()) {
-      assert.match(worker.output(), /batch recipients claimed/, `worker ${index + 1} dialed nothing:\n${worker.output().slice(-2000)}`);
-    }
   });
 });
 
