@@ -6,6 +6,7 @@ import { limits, statementTable } from './analysis.js';
 import { cell, dialectName, int, one, p99MaxMs, pct, postgresMinShare, sqliteMinShare, two } from './format.js';
 import type { ProfileSummary, Share } from './profile-summary.js';
 import { renderDispatcherSection, type DispatcherReportInput } from './dispatcher-report.js';
+import { latencyTargets, renderLatencySection, type LatencyReportInput } from './latency-report.js';
 
 export interface ProfileRun {
   readonly dialect: Dialect;
@@ -25,6 +26,8 @@ export interface ReportInput {
   readonly measurements: readonly Measurement[];
   readonly postgresSkip: string | null;
   readonly profiles: readonly ProfileRun[];
+  /** The open-loop latency runs, when any were asked for. */
+  readonly latency: LatencyReportInput | null;
   /** The webhook dispatcher runs, when any were asked for. */
   readonly dispatcher: DispatcherReportInput | null;
   readonly totalS: number;
@@ -104,6 +107,8 @@ export function renderReport(input: ReportInput): string {
   for (const m of [sqlite, postgres]) {
     if (m) targets.push(`| p99 < ${p99MaxMs} ms, ${dialectName(m.dialect)} | ${ms(m.p99Ms)} ms | ${verdict(m.p99Ms < p99MaxMs, m)} |`);
   }
+
+  if (input.latency) targets.push(...latencyTargets(input.latency));
 
   const noisiest = Math.max(0, ...input.measurements.map((m) => m.otherCpuCores ?? 0));
   const contention =
@@ -211,5 +216,5 @@ ${targets.join('\n')}
 ${limits(input, ceiling)}
 
 ${mixes.map((m) => `### SQL statements per created call, ${dialectName(m.dialect)} (diagnostic run)\n\n${statementTable(m)}\n`).join('\n')}
-${input.profiles.map(profileSection).join('\n')}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}`;
+${input.profiles.map(profileSection).join('\n')}${input.latency ? `\n${renderLatencySection(input.latency)}` : ''}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}`;
 }
