@@ -2,6 +2,15 @@
 import type { CommitCost } from './commit-cost.js';
 import { cell, dialectName, int, one, pct, two } from './format.js';
 import { commitSamples, type LatencyMeasurement, type LatencySettings } from './latency.js';
+import {
+  latencyAnalysis,
+  postgresDurableCommits,
+  postgresFloorMs,
+  postgresFloorSlack,
+  postgresRoundTrips,
+  sqliteP50MaxRatio,
+  sqliteP99MaxRatio,
+} from './latency-analysis.js';
 
 export interface LatencyReportInput {
   readonly settings: LatencySettings;
@@ -9,16 +18,8 @@ export interface LatencyReportInput {
   readonly simulatorDelayMs: number;
 }
 
-/** The issue's targets: SQLite within these multiples of bare Fastify at the same rate. */
-export const sqliteP50MaxRatio = 1.5;
-export const sqliteP99MaxRatio = 2;
-/** PostgreSQL's p50 above bare Fastify may be this much more than the commits and reads a created call needs. */
-export const postgresFloorSlack = 1.5;
-
-/** Commits a created call cannot do without on PostgreSQL: the key's claim, then the call with the key's completion. */
-export const postgresDurableCommits = 2;
-/** Reads on its path that must see the database: the API key, the agent, the rate limiter's counter. */
-export const postgresRoundTrips = 3;
+/** Other processes busier than this during a run make its figures unrepresentative. */
+const noisyOtherCores = 0.25;
 
 const msCell = (value: number) => (value < 10 ? value.toFixed(2) : value.toFixed(1));
 const ratio = (value: number, base: number | undefined) => (base && base > 0 ? `${one(value / base)}×` : '–');
@@ -35,18 +36,6 @@ function failures(m: LatencyMeasurement): string {
 
 function commitRow(c: CommitCost): string {
   return `| ${cell(c.label)} | ${msCell(c.p50Ms)} | | ${msCell(c.p99Ms)} | | | | |`;
-}
-
-/** The PostgreSQL floor above bare Fastify: its durable commits and its reads, as measured beside the run. */
-export function postgresFloorMs(m: LatencyMeasurement): { commitMs: number; roundTripMs: number; floorMs: number } | null {
-  const commit = m.commitCosts.find((c) => c.label.includes('commit, PostgreSQL'));
-  const roundTrip = m.commitCosts.find((c) => c.label.includes('round trip, PostgreSQL'));
-  if (!commit || !roundTrip) return null;
-  return {
-    commitMs: commit.p50Ms,
-    roundTripMs: roundTrip.p50Ms,
-    floorMs: postgresDurableCommits * commit.p50Ms + postgresRoundTrips * roundTrip.p50Ms,
-  };
 }
 
 /** Rows for the report's targets table. */
@@ -90,16 +79,12 @@ export function renderLatencySection(input: LatencyReportInput): string {
       `| ${cell(m.label)} | ${m.serverCpuMsPerRequest.toFixed(3)} | ${pct(m.serverEventLoopBusy)} | ${one(m.loopDelayP99Ms)} / ${one(m.loopDelayMaxMs)} | ` +
         `${two(m.sendLagP50Ms)} / ${two(m.sendLagP99Ms)} | ${int(m.peakOutstanding)} | ${m.otherCpuCores === null ? '–' : two(m.otherCpuCores)} (${m.loadAverageAtStart}) |`,
   );
-  const pgFloors = input.measurements
-    .filter((m) => m.dialect === 'postgres')
-    .map((m) => ({ m, floor: postgresFloorMs(m) }))
-    .filter((x) => x.floor !== null)
-    .map(
-      ({ m, floor }) =>
-        `PostgreSQL: a created call answered ${msCell(m.p50Ms - (bare?.p50Ms ?? 0))} ms after bare Fastify at the median; the ` +
-        `${postgresDurableCommits} commits it cannot do without cost ${msCell(postgresDurableCommits * floor!.commitMs)} ms and its ` +
-        `${postgresRoundTrips} reads ${msCell(postgresRoundTrips * floor!.roundTripMs)} ms (medians above).`,
-    );
+  const noisiest = Math.max(0, ...input.measurements.map((m) => m.otherCpuCores ?? 0));
+  const contention =
+    noisiest > noisyOtherCores
+      ? `\n> **The machine was shared during these runs**: other processes used up to ${two(noisiest)} cores (last column), so every figure here, bare ` +
+        `Fastify's included, is higher and noisier than on an idle machine; compare the targets with bare Fastify of the same run.\n`
+      : '';
   const names = [...new Set(input.measurements.filter((m) => m.dialect).map((m) => dialectName(m.dialect!)))].join(' and ');
   return `## Latency at ${int(settings.ratePerSecond)} requests/s (open loop)
 
@@ -126,5 +111,6 @@ ${rows.join('\n')}
 | target | server CPU, ms / request | event loop busy | event-loop delay p99 / max ms | send lag p50 / p99 ms | most requests outstanding | other processes, cores (load avg) |
 |---|---|---|---|---|---|---|
 ${details.join('\n')}
-${pgFloors.length > 0 ? `\n${pgFloors.join('\n')}\n` : ''}`;
+${contention}
+${latencyAnalysis(input)}`;
 }

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { postgresCommitCost, sqliteCommitCost, type CommitCost } from './commit-cost.js';
+import { postgresCommitCost, sqliteCommitCost, type CommitCost, type CommitCostSettings } from './commit-cost.js';
 import { machineBusyShare } from './machine.js';
 import { callBody, logProblems, percentile, probe, read, type Measurement, type Readings, type TargetSpec } from './measure.js';
 import { runOpenLoop, type OpenLoopSettings } from './open-loop.js';
@@ -49,6 +49,14 @@ export interface LatencyMeasurement {
 /** Commits timed per probe, at the latency run's rate. */
 export const commitSamples = 400;
 
+/** One commit on the service's database, timed before its run (none for bare Fastify and the floor). */
+async function commitCostsBeside(spec: TargetSpec, settings: CommitCostSettings, workDir: string): Promise<CommitCost[]> {
+  if (spec.kind !== 'app') return [];
+  if (spec.dialect === 'postgres' && spec.env.DATABASE_URL) return postgresCommitCost(spec.env.DATABASE_URL, settings);
+  if (spec.dialect === 'sqlite') return sqliteCommitCost(spec.env.CALLGATE_DATA_DIR ?? workDir, settings);
+  return [];
+}
+
 export async function measureLatency(spec: TargetSpec, settings: LatencySettings, workDir: string): Promise<LatencyMeasurement> {
   process.stderr.write(`bench: ${spec.label} …\n`);
   const logFile = path.join(workDir, `${spec.label.replace(/[^a-z0-9]+/gi, '-')}.log`);
@@ -56,13 +64,7 @@ export async function measureLatency(spec: TargetSpec, settings: LatencySettings
   const postgres = spec.env.DATABASE_URL ? new pg.Client({ connectionString: spec.env.DATABASE_URL }) : null;
   try {
     await postgres?.connect();
-    const probeSettings = { count: commitSamples, ratePerSecond: settings.ratePerSecond };
-    const commitCosts =
-      spec.dialect === 'postgres' && spec.env.DATABASE_URL
-        ? await postgresCommitCost(spec.env.DATABASE_URL, probeSettings)
-        : spec.dialect === 'sqlite'
-          ? await sqliteCommitCost(spec.env.CALLGATE_DATA_DIR ?? workDir, probeSettings)
-          : [];
+    const commitCosts = await commitCostsBeside(spec, { count: commitSamples, ratePerSecond: settings.ratePerSecond }, workDir);
     const tokens =
       target.tokens.length > 0 ? target.tokens : Array.from({ length: 1000 }, () => `cg_live_${randomBytes(32).toString('hex')}`);
     await probe(target, tokens[0]!);

@@ -10,8 +10,8 @@
  * BENCH_LATENCY_WARMUP_S (5), BENCH_WEBHOOK_RATE (200 outcomes a second) for BENCH_WEBHOOK_LATENCY_S (10),
  * BENCH_WEBHOOK_VERIFY_EVERY (50: every 50th signature is checked), BENCH_DISPATCHER_CPU_PROF (a folder: a V8 CPU
  * profile of the dispatcher process during the throughput phase, dispatcher-<dialect>.cpuprofile), BENCH_TARGETS
- * (ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-sqlite,latency-postgres,dispatcher-sqlite,
- * dispatcher-postgres), BENCH_OUTPUT (BENCHMARKS.md),
+ * (ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,
+ * latency-postgres,dispatcher-sqlite,dispatcher-postgres), BENCH_OUTPUT (BENCHMARKS.md),
  * CALLGATE_TEST_POSTGRES_URL (the PostgreSQL server's admin URL). Exits 1 when any request of any run failed,
  * or any webhook was lost, sent twice or badly signed; the report says which.
  */
@@ -63,7 +63,7 @@ const latencySettings: LatencySettings = {
 const targets = new Set(
   (
     process.env.BENCH_TARGETS ??
-    'ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-sqlite,latency-postgres,dispatcher-sqlite,dispatcher-postgres'
+    'ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,latency-postgres,dispatcher-sqlite,dispatcher-postgres'
   )
     .split(',')
     .map((t) => t.trim()),
@@ -127,13 +127,19 @@ async function main(): Promise<void> {
   if (targets.has('latency-ceiling')) {
     latencies.push(await measureLatency({ label: 'bare Fastify 5, one POST route', kind: 'ceiling', env: {} }, latencySettings, workDir));
   }
-  for (const dialect of (['sqlite', 'postgres'] as const).filter((d) => targets.has(`latency-${d}`) && !(d === 'postgres' && postgresSkip))) {
-    const database = await createTestDatabase(dialect);
-    try {
-      const label = `POST /v1/calls, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`;
-      latencies.push(await measureLatency({ label, kind: 'app', env: appEnv(database.env), dialect }, latencySettings, workDir));
-    } finally {
-      await database.drop();
+  for (const dialect of (['sqlite', 'postgres'] as const).filter((d) => !(d === 'postgres' && postgresSkip))) {
+    const name = dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL';
+    const runs = [
+      { target: `latency-floor-${dialect}`, label: `floor: the statements by hand, ${name}`, kind: 'floor' as const },
+      { target: `latency-${dialect}`, label: `POST /v1/calls, ${name}`, kind: 'app' as const },
+    ];
+    for (const run of runs.filter((r) => targets.has(r.target))) {
+      const database = await createTestDatabase(dialect);
+      try {
+        latencies.push(await measureLatency({ label: run.label, kind: run.kind, env: appEnv(database.env), dialect }, latencySettings, workDir));
+      } finally {
+        await database.drop();
+      }
     }
   }
 
