@@ -15,8 +15,8 @@ export const postgresFloorSlack = 1.5;
 
 /** Commits a created call cannot do without on PostgreSQL: the key's claim, then the call with the key's completion. */
 export const postgresDurableCommits = 2;
-/** Reads on its path that must see the database: the API key, the agent, the rate limiter's counter. */
-export const postgresRoundTrips = 3;
+/** Round trips on its path that commit nothing it must wait for: the API key's read, the rate limiter's count. */
+export const postgresRoundTrips = 2;
 
 /** The PostgreSQL floor above bare Fastify: its durable commits and its reads, as measured beside the run. */
 export function postgresFloorMs(m: LatencyMeasurement): { commitMs: number; roundTripMs: number; floorMs: number } | null {
@@ -92,15 +92,16 @@ function postgresParagraph(bare: LatencyMeasurement, app: LatencyMeasurement, fl
   const floorText = floor ? ` The floor (the same statements by hand) answered at p50 ${msText(floor.p50Ms)} ms.` : '';
   return (
     `- **PostgreSQL: the two commits a created call cannot do without.** POST /v1/calls answered at p50 ${msText(app.p50Ms)} ms, ${msText(above)} ms above bare Fastify (p99 ${msText(app.p99Ms)} ms).${behindNote(app)} ` +
-    `On its path are five round trips to PostgreSQL: the key's read, the rate limiter's count, the key's claim, the agent's read, and the call with the completion of its key ` +
-    `(one statement). Two of them commit and wait for the WAL's fsync, and must: the claim has to be on disk before the provider is asked to place the call (if a crash of the ` +
+    `On its path are four round trips to PostgreSQL, one after the other: the key's read, the rate limiter's count, the key's claim (the agent is read beside it, on another ` +
+    `connection), and the call with the completion of its key (one statement). Two of them commit and wait for the WAL's fsync, and must: the claim has to be on disk before the provider is asked to place the call (if a crash of the ` +
     `database lost it, a retry with the same key would place a second call), and the call with its key's completion before the 201 says it exists. The limiter's count was a third ` +
     `commit waiting for the disk; it now goes through a pool of its own whose sessions run with \`synchronous_commit = off\` (src/db/database.ts): the count is visible at once and ` +
     `its commit returns once its WAL is in PostgreSQL's buffers. A crash of the database server can lose the counts of its last few hundred ms, so a client may get that many more ` +
     `requests through once; never a claim, call or event, which commit through the main pool.` +
     (costs
       ? ` Measured beside the run, a commit costs ${msText(costs.commitMs)} ms and a round trip without one ${msText(costs.roundTripMs)} ms: ${postgresDurableCommits} commits and ` +
-        `${postgresRoundTrips} reads make ${msText(costs.floorMs)} ms of the ${msText(above)} ms; the rest is the request's work in the server (as on SQLite) and in PostgreSQL.`
+        `${postgresRoundTrips} round trips make ${msText(costs.floorMs)} ms of the ${msText(above)} ms; the rest is the request's work in the server (as on SQLite) and in ` +
+        `PostgreSQL, and the commits of the worker and the request log, which share the WAL's flushes.`
       : '') +
     floorText +
     ` Once a minute per API key, authentication also writes the key's \`last_used_at\` (a commit on that one request's path; the warm-up makes them before the window).`

@@ -158,10 +158,10 @@ Every figure below comes from that one run; run it again to refresh this file.
 - **Floor:** what a created call needs of this stack with none of callgate's own code on the path: a bare Fastify 5
   route with the request's body schema (the service's TypeBox schema) that runs, written by hand on the raw driver
   and prepared once, the statements the service runs for a created call: the key by its hash, the per-key
-  limiter's count (the service's own limiter), the idempotency claim, the agent, then the call with the completion
-  of its key (one transaction on SQLite, one statement on PostgreSQL). No Kysely, logger, hooks, request log,
-  provider, call monitor or webhooks; seeded and loaded as the service is. What the service costs above it is its
-  own; what the floor costs, no code of the service can remove.
+  limiter's count (the service's own limiter), the idempotency claim with the agent read beside it, then the call
+  with the completion of its key (one transaction on SQLite, one statement on PostgreSQL). No Kysely, logger, hooks,
+  request log, provider, call monitor or webhooks; seeded and loaded as the service is. What the service costs above
+  it is its own; what the floor costs, no code of the service can remove.
 - **POST /v1/calls:** the service as built in dist/ (\`createServices\` + \`buildApp\`, configured from the
   environment as \`src/server.ts\` is, worker started: call monitor and webhook dispatcher), log level
   \`${input.logLevel}\` (to a file), one account with one simulator agent and ${int(input.keyCount)} API keys made with
