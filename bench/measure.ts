@@ -107,7 +107,7 @@ function loadOptions(target: Target, tokens: readonly string[], durationS: numbe
 }
 
 /** One request before the load: the target must answer 201 with a created call. */
-async function probe(target: Target, token: string): Promise<number> {
+export async function probe(target: Target, token: string): Promise<number> {
   const response = await fetch(`${target.url}/v1/calls`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'idempotency-key': `probe-${randomBytes(6).toString('hex')}` },
@@ -146,7 +146,7 @@ export function logProblems(file: string): Measurement['logProblems'] {
 }
 
 /** Everything read at one end of the measured window. */
-interface Readings {
+export interface Readings {
   readonly atMs: number;
   readonly loadAverage: string;
   readonly target: TargetSample;
@@ -155,7 +155,7 @@ interface Readings {
   readonly ownCpu: NodeJS.CpuUsage;
 }
 
-async function read(target: Target, postgres: pg.Client | null): Promise<Readings> {
+export async function read(target: Target, postgres: pg.Client | null): Promise<Readings> {
   const sample = await target.sample();
   return {
     atMs: performance.now(),

@@ -6,6 +6,7 @@ import { limits, statementTable } from './analysis.js';
 import { cell, dialectName, int, one, p99MaxMs, pct, postgresMinShare, sqliteMinShare, two } from './format.js';
 import type { ProfileSummary, Share } from './profile-summary.js';
 import { renderDispatcherSection, type DispatcherReportInput } from './dispatcher-report.js';
+import { latencyTargets, renderLatencySection, type LatencyReportInput } from './latency-report.js';
 
 export interface ProfileRun {
   readonly dialect: Dialect;
@@ -25,6 +26,8 @@ export interface ReportInput {
   readonly measurements: readonly Measurement[];
   readonly postgresSkip: string | null;
   readonly profiles: readonly ProfileRun[];
+  /** The open-loop latency runs, when any were asked for. */
+  readonly latency: LatencyReportInput | null;
   /** The webhook dispatcher runs, when any were asked for. */
   readonly dispatcher: DispatcherReportInput | null;
   readonly totalS: number;
@@ -105,6 +108,8 @@ export function renderReport(input: ReportInput): string {
     if (m) targets.push(`| p99 < ${p99MaxMs} ms, ${dialectName(m.dialect)} | ${ms(m.p99Ms)} ms | ${verdict(m.p99Ms < p99MaxMs, m)} |`);
   }
 
+  if (input.latency) targets.push(...latencyTargets(input.latency));
+
   const noisiest = Math.max(0, ...input.measurements.map((m) => m.otherCpuCores ?? 0));
   const contention =
     noisiest > noisyOtherCores
@@ -153,10 +158,10 @@ Every figure below comes from that one run; run it again to refresh this file.
 - **Floor:** what a created call needs of this stack with none of callgate's own code on the path: a bare Fastify 5
   route with the request's body schema (the service's TypeBox schema) that runs, written by hand on the raw driver
   and prepared once, the statements the service runs for a created call: the key by its hash, the per-key
-  limiter's count (the service's own limiter), the idempotency claim, the agent, then the call with the completion
-  of its key (one transaction on SQLite, one statement on PostgreSQL). No Kysely, logger, hooks, request log,
-  provider, call monitor or webhooks; seeded and loaded as the service is. What the service costs above it is its
-  own; what the floor costs, no code of the service can remove.
+  limiter's count (the service's own limiter), the idempotency claim with the agent read beside it, then the call
+  with the completion of its key (one transaction on SQLite, one statement on PostgreSQL). No Kysely, logger, hooks,
+  request log, provider, call monitor or webhooks; seeded and loaded as the service is. What the service costs above
+  it is its own; what the floor costs, no code of the service can remove.
 - **POST /v1/calls:** the service as built in dist/ (\`createServices\` + \`buildApp\`, configured from the
   environment as \`src/server.ts\` is, worker started: call monitor and webhook dispatcher), log level
   \`${input.logLevel}\` (to a file), one account with one simulator agent and ${int(input.keyCount)} API keys made with
@@ -211,5 +216,5 @@ ${targets.join('\n')}
 ${limits(input, ceiling)}
 
 ${mixes.map((m) => `### SQL statements per created call, ${dialectName(m.dialect)} (diagnostic run)\n\n${statementTable(m)}\n`).join('\n')}
-${input.profiles.map(profileSection).join('\n')}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}`;
+${input.profiles.map(profileSection).join('\n')}${input.latency ? `\n${renderLatencySection(input.latency)}` : ''}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}`;
 }

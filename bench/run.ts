@@ -6,10 +6,12 @@
  * databases; writes BENCHMARKS.md. Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3),
  * BENCH_CONNECTIONS (50), BENCH_KEYS (1000), BENCH_PROFILE_S (5, 0 skips the profiles), BENCH_LOG_LEVEL
  * (info, the service's default), BENCH_SIMULATOR_DELAY_MS (3000, the service's default), BENCH_WEBHOOK_EVENTS
- * (20000, the dispatcher's backlog), BENCH_WEBHOOK_RATE (200 outcomes a second) for BENCH_WEBHOOK_LATENCY_S (10),
+ * (20000, the dispatcher's backlog), BENCH_LATENCY_RATE (200 requests a second, open loop) for BENCH_LATENCY_S (15) after
+ * BENCH_LATENCY_WARMUP_S (5), BENCH_WEBHOOK_RATE (200 outcomes a second) for BENCH_WEBHOOK_LATENCY_S (10),
  * BENCH_WEBHOOK_VERIFY_EVERY (50: every 50th signature is checked), BENCH_DISPATCHER_CPU_PROF (a folder: a V8 CPU
  * profile of the dispatcher process during the throughput phase, dispatcher-<dialect>.cpuprofile), BENCH_TARGETS
- * (ceiling,floor-sqlite,floor-postgres,sqlite,postgres,dispatcher-sqlite,dispatcher-postgres), BENCH_OUTPUT (BENCHMARKS.md),
+ * (ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,
+ * latency-postgres,dispatcher-sqlite,dispatcher-postgres), BENCH_OUTPUT (BENCHMARKS.md),
  * CALLGATE_TEST_POSTGRES_URL (the PostgreSQL server's admin URL). Exits 1 when any request of any run failed,
  * or any webhook was lost, sent twice or badly signed; the report says which.
  */
@@ -21,6 +23,7 @@ import { createTestDatabase, postgresAdminUrl, postgresUnavailableReason, type D
 import { measureDispatcher, type DispatcherMeasurement, type DispatcherSettings } from './dispatcher-bench.js';
 import { dispatcherProblems } from './dispatcher-report.js';
 import { describeMachine } from './machine.js';
+import { measureLatency, type LatencyMeasurement, type LatencySettings } from './latency.js';
 import { measure, type LoadSettings, type Measurement, type TargetSpec } from './measure.js';
 import { summariseProfile } from './profile-summary.js';
 import { renderReport, type ProfileRun } from './report.js';
@@ -49,8 +52,21 @@ const dispatcherSettings: DispatcherSettings = {
   verifyEvery: setting('BENCH_WEBHOOK_VERIFY_EVERY', 50, 0),
   logLevel,
 };
+const latencySettings: LatencySettings = {
+  ratePerSecond: setting('BENCH_LATENCY_RATE', 200, 1),
+  durationS: setting('BENCH_LATENCY_S', 15, 1),
+  warmupS: setting('BENCH_LATENCY_WARMUP_S', 5, 0),
+  // Enough that a request never waits for a socket at this rate unless the server stalls for over a second.
+  maxConnections: 256,
+  timeoutS: 10,
+};
 const targets = new Set(
-  (process.env.BENCH_TARGETS ?? 'ceiling,floor-sqlite,floor-postgres,sqlite,postgres,dispatcher-sqlite,dispatcher-postgres').split(',').map((t) => t.trim()),
+  (
+    process.env.BENCH_TARGETS ??
+    'ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,latency-postgres,dispatcher-sqlite,dispatcher-postgres'
+  )
+    .split(',')
+    .map((t) => t.trim()),
 );
 const output = path.resolve(fileURLToPath(new URL('..', import.meta.url)), process.env.BENCH_OUTPUT ?? 'BENCHMARKS.md');
 
@@ -107,6 +123,26 @@ async function main(): Promise<void> {
     measurements.push(await measureOnDatabase(dialect, `POST /v1/calls, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`));
   }
 
+  const latencies: LatencyMeasurement[] = [];
+  if (targets.has('latency-ceiling')) {
+    latencies.push(await measureLatency({ label: 'bare Fastify 5, one POST route', kind: 'ceiling', env: {} }, latencySettings, workDir));
+  }
+  for (const dialect of (['sqlite', 'postgres'] as const).filter((d) => !(d === 'postgres' && postgresSkip))) {
+    const name = dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL';
+    const runs = [
+      { target: `latency-floor-${dialect}`, label: `floor: the statements by hand, ${name}`, kind: 'floor' as const },
+      { target: `latency-${dialect}`, label: `POST /v1/calls, ${name}`, kind: 'app' as const },
+    ];
+    for (const run of runs.filter((r) => targets.has(r.target))) {
+      const database = await createTestDatabase(dialect);
+      try {
+        latencies.push(await measureLatency({ label: run.label, kind: run.kind, env: appEnv(database.env), dialect }, latencySettings, workDir));
+      } finally {
+        await database.drop();
+      }
+    }
+  }
+
   const profiles: ProfileRun[] = [];
   if (profileS > 0) {
     for (const dialect of dialects) {
@@ -137,6 +173,7 @@ async function main(): Promise<void> {
     measurements,
     postgresSkip,
     profiles,
+    latency: latencies.length > 0 ? { settings: latencySettings, measurements: latencies, simulatorDelayMs } : null,
     dispatcher:
       dispatcherDialects.length > 0
         ? {
@@ -151,7 +188,7 @@ async function main(): Promise<void> {
   fs.writeFileSync(output, markdown);
   for (const file of fs.readdirSync(workDir)) if (!file.endsWith('.cpuprofile')) fs.rmSync(path.join(workDir, file), { force: true });
   process.stderr.write(`bench: wrote ${output} in ${Math.round((Date.now() - started) / 1000)} s; CPU profiles in ${workDir}\n`);
-  const failed = [...measurements, ...profiles.map((p) => p.measurement)].filter((m) => m.non2xx + m.errors > 0);
+  const failed = [...measurements, ...profiles.map((p) => p.measurement), ...latencies].filter((m) => m.non2xx + m.errors > 0);
   if (failed.length > 0) {
     process.stderr.write(`bench: ${failed.map((m) => m.label).join('; ')} had non-2xx answers or errors (see the report)\n`);
     process.exitCode = 1;

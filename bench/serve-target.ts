@@ -193,9 +193,9 @@ async function startApp(keyCount: number): Promise<Running> {
 /**
  * The floor: what a created call needs of this stack, with none of callgate's own code on the path. A bare
  * Fastify route with the request's body schema runs the statements the service runs for it (the key by its
- * hash, the per-key limiter's count, the idempotency claim, the agent, then the call with the completion of
- * its key: one transaction on SQLite, one statement on PostgreSQL), written by hand on the raw driver and
- * prepared once. No Kysely, no logger, hooks, request log, provider or call monitor: whatever the service
+ * hash, the per-key limiter's count, the idempotency claim with the agent read beside it, then the call with
+ * the completion of its key: one transaction on SQLite, one statement on PostgreSQL), written by hand on the
+ * raw driver and prepared once. No Kysely, no logger, hooks, request log, provider or call monitor: whatever the service
  * costs above this is its own; what this costs, no code of the service can remove.
  */
 async function startFloor(keyCount: number): Promise<Running> {
@@ -276,9 +276,12 @@ async function startFloor(keyCount: number): Promise<Running> {
     const expiresAt = new Date(now.getTime() + dayMs).toISOString();
     const owner = randomBytes(9).toString('base64url');
     const requestHash = createHash('sha256').update(JSON.stringify(body)).digest('hex');
+    // As the service does: the agent is read beside the claim.
+    const agentRead = statements.agent(key.account_id, body.agent_id);
+    agentRead.catch(() => undefined);
     const claimed = await statements.claim([key.id, route, idempotencyKey, requestHash, 'in_flight', owner, null, null, null, new Date(now.getTime() + 60_000).toISOString(), expiresAt, createdAt]);
     if (claimed === 0) return reply.code(409).send({ error: 'idempotency_conflict' });
-    const agent = await statements.agent(key.account_id, body.agent_id);
+    const agent = await agentRead;
     if (!agent) return reply.code(403).send({ error: 'agent_not_found' });
     const conversationId = `conv_${randomBytes(13).toString('hex')}`;
     const created = { id: `call_${conversationId}`, agent_id: agent.agent_id, to: body.to, status: 'initiated', created_at: createdAt };

@@ -106,7 +106,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       redis = new Redis(config.redisUrl, { enableOfflineQueue: true, maxRetriesPerRequest: 2 });
       store = { kind: 'redis', client: redis };
     } else if (database.dialect === 'postgres') {
-      store = { kind: 'postgres', pool: database.pool };
+      store = { kind: 'postgres', pool: database.counterPool };
     }
     const windowSeconds = 60;
     const perKeyLimiter =

@@ -24,7 +24,14 @@ export type Db = Kysely<Database>;
 
 export type DatabaseHandle =
   | { readonly dialect: 'sqlite'; readonly db: Db; readonly sqlite: BetterSqlite3.Database; destroy(): Promise<void> }
-  | { readonly dialect: 'postgres'; readonly db: Db; readonly pool: pg.Pool; destroy(): Promise<void> };
+  | {
+      readonly dialect: 'postgres';
+      readonly db: Db;
+      readonly pool: pg.Pool;
+      /** For counters only (the rate limiters): its commits do not wait for the disk, see `counterPoolSize`. */
+      readonly counterPool: pg.Pool;
+      destroy(): Promise<void>;
+    };
 
 /**
  * The dialect behind a Kysely instance or transaction, for the few statements written per dialect (a
@@ -36,6 +43,17 @@ export function dialectOf(db: Db): 'sqlite' | 'postgres' {
 
 /** Pool size per process; several processes share one PostgreSQL server, so keep it modest. */
 const postgresPoolSize = 10;
+
+/**
+ * Connections of the second pool, the rate limiters' (`counterPool`). Its sessions run with
+ * `synchronous_commit = off`: a commit returns once it is in PostgreSQL's WAL buffers, without waiting for
+ * the fsync, which is most of what a commit costs and was one of the three a created call waited for. A
+ * crash of the database server (not of ours) can then lose the counts of its last few hundred ms, never
+ * more, and never leaves the table inconsistent; a limit may let through that many more requests once
+ * after such a crash, which protects nothing worth an fsync per request. Everything that must survive a
+ * crash (an idempotency claim, a call, an event) commits through the main pool, which waits for the disk.
+ */
+const counterPoolSize = 4;
 
 /** How long a new PostgreSQL connection may take before the query waiting for it fails. */
 const postgresConnectTimeoutMs = 5_000;
@@ -110,9 +128,27 @@ export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}):
       },
     };
   }
+  const pool = postgresPool(config.url, postgresPoolSize);
+  const counterPool = postgresPool(config.url, counterPoolSize, '-c synchronous_commit=off');
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    dialect: 'postgres',
+    db,
+    pool,
+    counterPool,
+    async destroy() {
+      await db.destroy();
+      await counterPool.end();
+    },
+  };
+}
+
+/** A pool of `max` connections (made when first needed), with server settings `options` for each session. */
+function postgresPool(url: string, max: number, options?: string): pg.Pool {
   const pool = new pg.Pool({
-    connectionString: config.url,
-    max: postgresPoolSize,
+    connectionString: url,
+    max,
+    ...(options === undefined ? {} : { options }),
     // While the server is unreachable a request fails within this time (503 database_unavailable) instead of hanging.
     connectionTimeoutMillis: postgresConnectTimeoutMs,
     // A connection that went silent (a dead peer, a dropped NAT entry) is noticed by TCP keepalives.
@@ -124,8 +160,7 @@ export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}):
   // pool drops the client when it is released, since it is no longer queryable.
   pool.on('connect', (client) => client.on('error', () => undefined));
   pool.on('error', () => undefined);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { dialect: 'postgres', db, pool, destroy: () => db.destroy() };
+  return pool;
 }
 
 const migrations: Record<string, Migration> = {

@@ -5,7 +5,7 @@ import { requireApiKey } from '../api-keys/api-auth.hook.js';
 import { withIdempotency } from '../idempotency/idempotency.hook.js';
 import { providerFailureError } from '../providers/provider-failure.js';
 import { Call, CallCreated, CallList, CallParams, CreateCallBody, CreateCallHeaders, ListCallsQuery, createCallPatternHints, errorResponses } from './calls.schemas.js';
-import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, type CallsDeps } from './calls.service.js';
+import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, readAgentAhead, type CallsDeps } from './calls.service.js';
 
 /** The scope of an Idempotency-Key within an API key on the endpoint that creates calls. */
 export const createCallRoute = 'POST /v1/calls';
@@ -23,9 +23,12 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
       attachValidation: true,
       config: { patternHints: createCallPatternHints },
     },
-    async (request, reply) =>
-      withIdempotency(deps, createCallRoute, request, reply, async (hold) => {
-        const result = await createCall(deps, requireApiKey(request), request.body, hold);
+    async (request, reply) => {
+      const apiKey = requireApiKey(request);
+      // The agent is read while withIdempotency claims the key, not after it.
+      const agentRead = request.validationError ? undefined : readAgentAhead(deps, apiKey, request.body.agent_id);
+      return withIdempotency(deps, createCallRoute, request, reply, async (hold) => {
+        const result = await createCall(deps, apiKey, request.body, hold, agentRead);
         switch (result.kind) {
           case 'invalid_metadata':
             throw new ApiError('invalid_request', result.message, { param: 'metadata' });
@@ -49,7 +52,8 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
               .headers(result.response.headers)
               .send(result.response.body as CallCreated);
         }
-      }),
+      });
+    },
   );
 
   app.get(

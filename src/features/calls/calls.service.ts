@@ -78,16 +78,34 @@ export function toCall(row: CallRow): Call {
 }
 
 /**
+ * Starts reading the agent a request names, to be handed to `createCall`: read while the Idempotency-Key is
+ * claimed, it costs PostgreSQL no round trip of its own on the request's path. A read that nobody awaits (a
+ * replay, a 409) may fail unobserved.
+ */
+export function readAgentAhead(deps: CallsDeps, apiKey: ApiKeyRow, agentId: string): Promise<AgentRow | undefined> {
+  // PostgreSQL text cannot hold U+0000 (the query would fail with a 500); no agent id contains it anyway.
+  const read = hasNul(agentId) ? Promise.resolve(undefined) : findAgent(deps.db, apiKey.account_id, agentId);
+  read.catch(() => undefined);
+  return read;
+}
+
+/**
  * Starts a call for the key's account. With an Idempotency-Key (`hold`, see idempotency.hook.ts), one
  * logical request places at most one call: the call is stored with the completion of its key, so that
- * duplicates replay this success; any other ending releases the key for a clean retry.
+ * duplicates replay this success; any other ending releases the key for a clean retry. `agentRead` is the
+ * agent's read if it was started already (`readAgentAhead`).
  */
-export async function createCall(deps: CallsDeps, apiKey: ApiKeyRow, body: CreateCallBody, hold: KeyHold | undefined): Promise<CreateCallResult> {
+export async function createCall(
+  deps: CallsDeps,
+  apiKey: ApiKeyRow,
+  body: CreateCallBody,
+  hold: KeyHold | undefined,
+  agentRead?: Promise<AgentRow | undefined>,
+): Promise<CreateCallResult> {
   const sizeProblem = metadataSizeProblem(body.metadata);
   if (sizeProblem) return { kind: 'invalid_metadata', message: sizeProblem };
 
-  // PostgreSQL text cannot hold U+0000 (the query would fail with a 500); no agent id contains it anyway.
-  const agent = hasNul(body.agent_id) ? undefined : await findAgent(deps.db, apiKey.account_id, body.agent_id);
+  const agent = await (agentRead ?? readAgentAhead(deps, apiKey, body.agent_id));
   if (!agent) return { kind: 'agent_not_found' };
 
   const placed = await placeCall(deps, { apiKey }, agent, { to: body.to, metadata: body.metadata ?? null });
