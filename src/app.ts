@@ -8,6 +8,7 @@ import type { Services } from './container.js';
 import { ApiError } from './errors/api-error.js';
 import { registerErrorHandling, sendError, sendFrameworkError } from './errors/error-handler.js';
 import { registerApiAuth } from './features/api-keys/api-auth.hook.js';
+import { batchesRoutes } from './features/batches/batches.routes.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
 import { healthRoutes } from './features/health/health.routes.js';
 import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './features/portal/portal.routes.js';
@@ -35,6 +36,7 @@ const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { servi
   v1.addHook('preValidation', refuseNulInQuery);
   v1.addHook('onResponse', requestLogHook(services.requestLog));
   await v1.register(callsRoutes, { deps: services.calls });
+  await v1.register(batchesRoutes, { deps: services.batches });
   // An unknown path under /v1 is still an API request: authenticated, counted against the key's limit and
   // listed in the request log (where a mistyped URL is found), then answered 404 with the path named.
   v1.setNotFoundHandler((request, reply) =>

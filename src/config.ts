@@ -75,6 +75,10 @@ export interface Config {
   };
   /** Timeout of one request to a voice provider. `CALLGATE_PROVIDER_TIMEOUT_MS`, default 10000. */
   readonly providerTimeoutMs: number;
+  /** How long a batch's dial may take before its worker is taken for dead and the recipient ends
+   * `interrupted` (never dialed twice). `CALLGATE_BATCH_DIAL_LEASE_MS`, default 60000; longer than
+   * CALLGATE_PROVIDER_TIMEOUT_MS. */
+  readonly batchDialLeaseMs: number;
   /** A call still `initiated` this long after creation is looked up at the provider.
    * `CALLGATE_RECONCILE_AFTER`, a duration such as `15m`, `900s` or `900000ms`; default 15m. */
   readonly reconcileAfterMs: number;
@@ -177,6 +181,12 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('CALLGATE_IDEMPOTENCY_LOCK_MS must be longer than CALLGATE_PROVIDER_TIMEOUT_MS');
   }
 
+  const batchDialLeaseMs = integer(env, 'CALLGATE_BATCH_DIAL_LEASE_MS', 60_000, 1_000, 3_600_000);
+  // A live worker still waiting for the provider must never be taken for dead.
+  if (batchDialLeaseMs <= providerTimeoutMs) {
+    throw new ConfigError('CALLGATE_BATCH_DIAL_LEASE_MS must be longer than CALLGATE_PROVIDER_TIMEOUT_MS');
+  }
+
   const displayHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
   const publicUrl = (env.CALLGATE_PUBLIC_URL?.trim() || `http://${displayHost}:${port}`).replace(/\/+$/, '');
   // HSTS only means something over https; a max-age of 0 lets an operator withdraw it from browsers.
@@ -218,6 +228,7 @@ export function loadConfig(env: Env = process.env): Config {
       baseUrl: elevenlabsBaseUrl,
     }),
     providerTimeoutMs,
+    batchDialLeaseMs,
     reconcileAfterMs,
     strictTransportSecurity,
     headersTimeoutMs,

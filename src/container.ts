@@ -8,6 +8,8 @@ import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase, type DatabaseHandle, type Db } from './db/database.js';
 import { isDatabaseUnavailable } from './db/unavailable.js';
+import { BatchDialer } from './features/batches/batch-dialer.job.js';
+import type { BatchesDeps } from './features/batches/batches.service.js';
 import { CallMonitor } from './features/calls/call-monitor.js';
 import { idempotencyPurgeJob } from './features/idempotency/idempotency-purge.job.js';
 import { requestLogPurgeJob } from './features/request-log/request-log-purge.job.js';
@@ -36,10 +38,12 @@ export interface Services {
   readonly logger: Logger;
   readonly perKeyLimiter: RateLimiter;
   readonly perIpLimiter: RateLimiter;
-  /** The worker role's job runner: the call monitor, the webhook dispatcher and the purges are its jobs. */
+  /** The worker role's job runner: the call monitor, the webhook dispatcher, the batch dialer and the purges are its jobs. */
   readonly jobs: JobRunner;
   readonly callMonitor: CallMonitor;
   readonly calls: CallsDeps;
+  readonly batchDialer: BatchDialer;
+  readonly batches: BatchesDeps;
   readonly notifier: DeliveryNotifier;
   readonly dispatcher: WebhookDispatcher;
   readonly requestLog: RequestLogWriter;
@@ -47,7 +51,7 @@ export interface Services {
   readonly signInLimiters: SignInLimiters;
   /** The ElevenLabs workspace's agents and numbers (agent sync), when the server has ElevenLabs' key. */
   readonly agentDirectory: AgentDirectory | undefined;
-  /** Starts the worker role's jobs: the call monitor, the webhook dispatcher and the purges. */
+  /** Starts the worker role's jobs: the call monitor, the webhook dispatcher, the batch dialer and the purges. */
   startWorker(): void;
   /**
    * Stops the worker and closes every connection. In-flight deliveries get up to `graceMs` in all (default
@@ -68,6 +72,8 @@ export interface ServiceOverrides {
   webhookSender?: WebhookSender;
   /** How often the dispatcher sweeps for due retries and expired leases. */
   dispatcherSweepIntervalMs?: number;
+  /** How often the batch dialer looks for recipients to dial and dialing leases that ran out. */
+  dialerSweepIntervalMs?: number;
   /** Jitter source of the retry schedule. */
   random?: () => number;
   /** How often expired idempotency records and old request-log rows are deleted. */
@@ -156,6 +162,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       logger,
       runner: jobs,
       onCallEnded: () => notifier.notify(),
+      // A batch's call ended: its batch has a free slot for the next recipient, which any worker may dial
+      // (the notifier wakes this one's dialer at once, and those of other processes through NOTIFY).
+      onBatchCallEnded: () => notifier.notify(),
       ...(overrides.monitorSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.monitorSweepIntervalMs }),
     });
 
@@ -180,6 +189,22 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       },
     };
 
+    const batchDialer = new BatchDialer({
+      db: database.db,
+      dialect: database.dialect,
+      clock,
+      logger,
+      runner: jobs,
+      calls,
+      // New and resumed batches wake it through the notifier, in every worker process on PostgreSQL.
+      wakeOn: notifier,
+      leaseMs: config.batchDialLeaseMs,
+      onEvents: () => notifier.notify(),
+      ...(overrides.dialerSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.dialerSweepIntervalMs }),
+      ...(overrides.random === undefined ? {} : { random: overrides.random }),
+    });
+    const batches: BatchesDeps = { db: database.db, clock, idempotency, wakeWorkers: () => notifier.notify() };
+
     return {
       config,
       database,
@@ -191,6 +216,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       jobs,
       callMonitor,
       calls,
+      batchDialer,
+      batches,
       notifier,
       dispatcher,
       agentDirectory: elevenlabsClient ? createElevenLabsDirectory(elevenlabsClient) : undefined,

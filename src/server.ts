@@ -42,7 +42,7 @@ async function main(): Promise<void> {
   const runsApi = config.roles.has('api');
   const runsWorker = config.roles.has('worker');
   const app = runsApi ? buildApp(services) : undefined;
-  // The worker role runs every job: the call monitor, the webhook dispatcher and the purges.
+  // The worker role runs every job: the call monitor, the webhook dispatcher, the batch dialer and the purges.
   if (runsWorker) {
     services.startWorker();
     // The jobs' timers are unref'd (so tests and the CLI can end), and a worker-only process has no listening

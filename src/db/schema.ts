@@ -5,6 +5,7 @@
  */
 import type { AgentsTables } from '../features/agents/agents.tables.js';
 import type { ApiKeysTables } from '../features/api-keys/api-keys.tables.js';
+import type { BatchesTables } from '../features/batches/batches.tables.js';
 import type { CallsTables } from '../features/calls/calls.tables.js';
 import type { IdempotencyTables } from '../features/idempotency/idempotency.tables.js';
 import type { IdentityTables } from '../features/identity/identity.tables.js';
@@ -20,4 +21,5 @@ export interface Database
     IdempotencyTables,
     WebhooksTables,
     RequestLogTables,
-    PortalTables {}
+    PortalTables,
+    BatchesTables {}

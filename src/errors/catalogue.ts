@@ -22,6 +22,8 @@ export const errorCatalogue = {
     status: 409,
     message: 'This Idempotency-Key was already used with a different request body.',
   },
+  batch_not_resumable: { status: 409, message: 'Only a paused batch can be resumed; a completed or cancelled batch cannot.' },
+  batch_finished: { status: 409, message: 'The batch has ended (completed or cancelled); it can no longer be paused or cancelled.' },
   payload_too_large: { status: 413, message: 'The request body is larger than 64 KB.' },
   unsupported_media_type: { status: 415, message: 'Content-Type must be application/json.' },
   expectation_failed: { status: 417, message: 'The Expect header can only be 100-continue. Send the request again without it.' },

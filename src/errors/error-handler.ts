@@ -23,17 +23,36 @@ function typeNames(types: string): string {
   return names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names.at(-1)}` : names[0] ?? types;
 }
 
-function fieldPath(instancePath: string, child?: unknown): string {
+/**
+ * A field as `param` names it: `metadata.note`, and an array's element by its index, `recipients[17].to`.
+ * `data` is the value validated, which says where an index is an array's rather than an object's key.
+ */
+function fieldPathIn(instancePath: string, child: unknown, data: unknown): string {
   const parts = instancePath.split('/').filter(Boolean).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (typeof child === 'string') parts.push(child);
-  return parts.join('.');
+  let path = '';
+  let value = data;
+  for (const part of parts) {
+    path = Array.isArray(value) ? `${path}[${part}]` : path === '' ? part : `${path}.${part}`;
+    value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[part] : undefined;
+  }
+  return path;
 }
 
-/** Friendlier wording for a pattern failure, by field path; a route declares its own in `config.patternHints`. */
-export type PatternHints = Readonly<Record<string, string>>;
+/**
+ * Friendlier wording for a pattern failure, by field path; a route declares its own in `config.patternHints`.
+ * A field in a list is found with its index left out (`recipients[].to`), and its hint may name the place.
+ */
+export type PatternHints = Readonly<Record<string, string | ((param: string) => string)>>;
 
 /** Turns the first schema-validation error into a param and a sentence a person can act on. */
-export function describeValidationError(error: AjvLikeError, context: string, patternHints: PatternHints = {}): { param?: string; message: string } {
+export function describeValidationError(
+  error: AjvLikeError,
+  context: string,
+  patternHints: PatternHints = {},
+  data?: unknown,
+): { param?: string; message: string } {
+  const fieldPath = (instancePath: string, child?: unknown) => fieldPathIn(instancePath, child, data);
   const where = context === 'body' ? '' : `${context} `;
   switch (error.keyword) {
     case 'required': {
@@ -62,8 +81,8 @@ export function describeValidationError(error: AjvLikeError, context: string, pa
       break;
     case 'pattern': {
       const param = fieldPath(error.instancePath);
-      const hint = patternHints[param];
-      if (hint) return { param, message: hint };
+      const hint = patternHints[param] ?? patternHints[param.replace(/\[\d+\]/g, '[]')];
+      if (hint) return { param, message: typeof hint === 'string' ? hint : hint(param) };
       break;
     }
     case 'type': {
@@ -82,6 +101,12 @@ export function describeValidationError(error: AjvLikeError, context: string, pa
       const param = fieldPath(error.instancePath);
       return { param, message: `${param} has a value of a type that is not allowed.` };
     }
+    case 'minItems':
+    case 'maxItems': {
+      const param = fieldPath(error.instancePath);
+      const bound = error.keyword === 'minItems' ? 'at least' : 'at most';
+      return { param, message: `${param} must have ${bound} ${Number(error.params.limit).toLocaleString('en-US')} items.` };
+    }
     default:
       break;
   }
@@ -90,18 +115,28 @@ export function describeValidationError(error: AjvLikeError, context: string, pa
   return { param, message: `${param} ${error.message ?? 'is invalid'}.` };
 }
 
+/** The 413 of a route that takes larger bodies than the default names its own limit. */
+function payloadTooLarge(request: FastifyRequest | undefined): ApiError {
+  const limit = request?.routeOptions.bodyLimit;
+  if (limit === undefined || limit <= 64 * 1024) return new ApiError('payload_too_large');
+  const size = limit % (1024 * 1024) === 0 ? `${limit / (1024 * 1024)} MB` : `${Math.floor(limit / 1024)} KB`;
+  return new ApiError('payload_too_large', `The request body is larger than ${size}.`);
+}
+
 /** Maps Fastify's own errors (body parsing, content type, validation) onto catalogue codes. */
-function fromFastifyError(error: FastifyError, patternHints: PatternHints | undefined): ApiError {
+function fromFastifyError(error: FastifyError, request: FastifyRequest | undefined): ApiError {
   if (error.validation && error.validation.length > 0) {
     const first = error.validation[0] as unknown as AjvLikeError;
-    const { param, message } = describeValidationError(first, error.validationContext ?? 'body', patternHints);
+    const context = error.validationContext ?? 'body';
+    const data = context === 'body' ? request?.body : context === 'querystring' ? request?.query : undefined;
+    const { param, message } = describeValidationError(first, context, request?.routeOptions.config.patternHints, data);
     return new ApiError('invalid_request', message, param === undefined ? {} : { param });
   }
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError('unsupported_media_type');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('payload_too_large');
+      return payloadTooLarge(request);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -119,7 +154,7 @@ function fromFastifyError(error: FastifyError, patternHints: PatternHints | unde
   const status = error.statusCode ?? 500;
   if (status === 404) return new ApiError('not_found');
   if (status === 405) return new ApiError('method_not_allowed');
-  if (status === 413) return new ApiError('payload_too_large');
+  if (status === 413) return payloadTooLarge(request);
   if (status === 415) return new ApiError('unsupported_media_type');
   if (status === 429) return new ApiError('rate_limit_exceeded');
   if (status >= 400 && status < 500) return new ApiError('invalid_request', 'The request could not be processed.');
@@ -129,14 +164,18 @@ function fromFastifyError(error: FastifyError, patternHints: PatternHints | unde
 /** Seconds a client is asked to wait after a database outage answer: a short outage is usually over by then. */
 const databaseRetryAfterSeconds = 2;
 
-export function toApiError(error: unknown, patternHints?: PatternHints): ApiError {
+/**
+ * `request`, when known, gives the route's wording for pattern failures, names array elements in `param`
+ * (`recipients[17].to`) and a route's own body limit in a 413.
+ */
+export function toApiError(error: unknown, request?: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   // A lost or refused connection (or an unwritable SQLite file) is an outage, not a bug: say so and when to retry.
   if (isDatabaseUnavailable(error)) {
     return new ApiError('database_unavailable', undefined, { cause: error, retryAfterSeconds: databaseRetryAfterSeconds });
   }
   if (error && typeof error === 'object' && ('statusCode' in error || 'validation' in error || 'code' in error)) {
-    return fromFastifyError(error as FastifyError, patternHints);
+    return fromFastifyError(error as FastifyError, request);
   }
   return new ApiError('internal_error', undefined, { cause: error });
 }
@@ -183,7 +222,7 @@ declare module 'fastify' {
 export function registerErrorHandling(app: FastifyInstance): void {
   app.decorateReply('errorCode', null);
   app.setErrorHandler((error, request, reply) => {
-    const apiError = toApiError(error, request.routeOptions.config.patternHints);
+    const apiError = toApiError(error, request);
     if (apiError.code === 'internal_error') {
       request.log.error({ err: apiError.cause ?? apiError, code: apiError.code }, 'request failed');
     } else if (apiError.code === 'database_unavailable') {

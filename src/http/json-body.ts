@@ -82,10 +82,15 @@ function decimalValue(token: string): string {
   return `${sign}${significant}e${power}`;
 }
 
+/** Keys joined with dots, an array's indexes in brackets: `metadata.n`, `recipients[3].metadata.n`. */
+function paramPath(path: readonly (string | number)[]): string {
+  return path.reduce<string>((text, part) => (typeof part === 'number' ? `${text}[${part}]` : text === '' ? part : `${text}.${part}`), '');
+}
+
 /** Where a number that cannot be kept was found, and what it would have become. */
 export interface InexactNumber {
   readonly token: string;
-  /** The field, as `param` names fields: `metadata.n`, `to`; empty at the top level. */
+  /** The field, as `param` names fields: `metadata.n`, `to`, `recipients[3].metadata.n`; empty at the top level. */
   readonly path: string;
   /** What it would read back as (`Infinity` out of range). */
   readonly readBack: string;
@@ -134,7 +139,7 @@ export function inexactNumber(text: string): InexactNumber | null {
       const token = number.exec(text)![0];
       const value = Number(token);
       const readBack = String(value);
-      if (!Number.isFinite(value) || decimalValue(readBack) !== decimalValue(token)) return { token, path: path.join('.'), readBack };
+      if (!Number.isFinite(value) || decimalValue(readBack) !== decimalValue(token)) return { token, path: paramPath(path), readBack };
       i += token.length;
     } else {
       i++; // white space, ':', and the letters of true, false and null

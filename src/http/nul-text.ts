@@ -9,7 +9,7 @@ import { ApiError } from '../errors/api-error.js';
 
 /** Where a U+0000 was found: in the value at `field`, or (`inKey`) in a key of the object at `field`. */
 export interface NulPlace {
-  /** As `param` names fields: `metadata.note`, `to`; '' for the value itself. */
+  /** As `param` names fields: `metadata.note`, `to`, `recipients[3].to`; '' for the value itself. */
   readonly field: string;
   readonly inKey: boolean;
 }
@@ -27,12 +27,13 @@ export function findNul(value: unknown): NulPlace | null {
       continue;
     }
     if (item === null || typeof item !== 'object') continue;
-    const entries = Array.isArray(item) ? item.map((element, index) => [String(index), element] as const) : Object.entries(item);
+    // An array's elements are named by index, as `param` names them: `recipients[3].to`.
+    const entries = Array.isArray(item) ? item.map((element, index) => [`[${index}]`, element] as const) : Object.entries(item);
     if (entries.some(([key]) => key.includes('\u0000'))) return { field: path, inKey: true };
     // Pushed in reverse, so the first field in document order is reported first.
     for (let index = entries.length - 1; index >= 0; index--) {
       const [key, element] = entries[index]!;
-      stack.push({ value: element, path: path === '' ? key : `${path}.${key}` });
+      stack.push({ value: element, path: path === '' || Array.isArray(item) ? `${path}${key}` : `${path}.${key}` });
     }
   }
   return null;

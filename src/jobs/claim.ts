@@ -7,7 +7,7 @@ import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 
 /** The tables jobs claim rows of; each has a text primary key `id`. */
-export type JobTable = 'calls' | 'webhook_deliveries';
+export type JobTable = 'calls' | 'webhook_deliveries' | 'batch_recipients';
 
 export interface ClaimSpec<T extends JobTable> {
   readonly table: T;

@@ -18,6 +18,8 @@ export const idPrefixes = {
   delivery: 'dlv',
   attempt: 'att',
   session: 'ses',
+  batch: 'batch',
+  recipient: 'rcp',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

@@ -65,6 +65,8 @@ await forEachDialect('Storing a call with its idempotency key', (dialect) => {
       failure_reason: null,
       failure_message: null,
       failed_at: null,
+      batch_id: null,
+      reference: null,
     };
   }
   const insertCallCompletingKey = (db: typeof t.services.db, row: CallRow, completion: CompletionParams) =>

@@ -31,6 +31,8 @@ export interface CallMonitorOptions {
   readonly claimLeaseMs?: number;
   /** Called after a call's outcome was recorded with webhook deliveries to make. */
   readonly onCallEnded?: (callId: string) => void;
+  /** Called after a batch's call ended: its batch has a free slot (the dialer's wake-up). */
+  readonly onBatchCallEnded?: () => void;
 }
 
 const defaultSweepIntervalMs = 1_000;
@@ -49,6 +51,8 @@ const checkConcurrency = 8;
 interface Ended {
   readonly callId: string;
   readonly outcome: CallOutcome;
+  /** The call's batch, if a batch placed it: its end frees a slot of that batch. */
+  readonly batchId: string | null;
 }
 
 /** A job of the worker's runner: each pass claims a batch of due calls, checks them and records the ends. */
@@ -123,6 +127,7 @@ export class CallMonitor implements Job {
     // Only events with deliveries give the dispatcher something to do; one wake-up serves the batch.
     const withDeliveries = ended.find((_, index) => results[index]!.deliveries > 0);
     if (withDeliveries) this.options.onCallEnded?.(withDeliveries.callId);
+    if (ended.some((item, index) => item.batchId !== null && results[index]!.ended)) this.options.onBatchCallEnded?.();
   }
 
   /** Asks the provider how a call stands: its outcome when it has ended, otherwise its next look is set. */
@@ -147,6 +152,6 @@ export class CallMonitor implements Job {
       this.schedule(callId, result.value.checkAgainAt);
       return undefined;
     }
-    return { callId, outcome: result.value.outcome };
+    return { callId, outcome: result.value.outcome, batchId: call.batch_id };
   }
 }

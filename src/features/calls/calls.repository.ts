@@ -33,6 +33,8 @@ function callColumns(p: CallRow): CallRow {
     failure_reason: p.failure_reason,
     failure_message: p.failure_message,
     failed_at: p.failed_at,
+    batch_id: p.batch_id,
+    reference: p.reference,
   };
 }
 

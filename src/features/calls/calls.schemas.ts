@@ -62,6 +62,9 @@ export const Call = Type.Object({
   failure_reason: Type.Optional(Type.String()),
   failure_message: Type.Optional(Nullable(Type.String())),
   failed_at: Type.Optional(Type.String()),
+  // Only on a call placed by a batch (src/features/batches), so a single call keeps exactly its shape.
+  batch_id: Type.Optional(Type.String()),
+  reference: Type.Optional(Nullable(Type.String())),
 });
 export type Call = Static<typeof Call>;
 

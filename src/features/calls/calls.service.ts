@@ -11,6 +11,7 @@ import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
 import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
+import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
 import { callOutcomeEvent, enqueueEvents } from '../webhooks/events.service.js';
 import * as repo from './calls.repository.js';
 import { metadataMaxBytes, type Call, type CallCreated, type CreateCallBody } from './calls.schemas.js';
@@ -69,6 +70,10 @@ export function toCall(row: CallRow): Call {
     call.failure_message = row.failure_message;
     if (row.failed_at) call.failed_at = row.failed_at;
   }
+  if (row.batch_id !== null) {
+    call.batch_id = row.batch_id;
+    call.reference = row.reference;
+  }
   return call;
 }
 
@@ -103,42 +108,9 @@ export async function createCall(
   const agent = await (agentRead ?? readAgentAhead(deps, apiKey, body.agent_id));
   if (!agent) return { kind: 'agent_not_found' };
 
-  const provider = deps.providers.forCall(agent, apiKey.mode);
-  const placed = await provider.placeCall({
-    agentId: agent.agent_id,
-    phoneNumberId: agent.phone_number_id,
-    phoneNumberProvider: agent.phone_number_provider,
-    to: body.to,
-    metadata: body.metadata ?? null,
-  });
-  if (!placed.ok) return { kind: 'provider_failed', failure: placed.error };
-
-  const now = deps.clock.now();
-  const createdAt = isoTimestamp(now);
-  const firstCheckAt = new Date(now.getTime() + provider.firstCheckDelayMs);
-  const row: CallRow = {
-    id: `call_${placed.value.conversationId}`,
-    account_id: apiKey.account_id,
-    api_key_id: apiKey.id,
-    agent_id: agent.agent_id,
-    agent_ref: agent.id,
-    mode: apiKey.mode,
-    provider: provider.name,
-    provider_conversation_id: placed.value.conversationId,
-    to_number: body.to,
-    metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
-    status: 'initiated',
-    created_at: createdAt,
-    updated_at: createdAt,
-    next_check_at: isoTimestamp(firstCheckAt),
-    started_at: null,
-    ended_at: null,
-    duration_seconds: null,
-    transcript_summary: null,
-    failure_reason: null,
-    failure_message: null,
-    failed_at: null,
-  };
+  const placed = await placeCall(deps, { apiKey }, agent, { to: body.to, metadata: body.metadata ?? null });
+  if (!placed.ok) return { kind: 'provider_failed', failure: placed.failure };
+  const { row, firstCheckAt } = placed;
   const response: StoredResponse = {
     status: 201,
     body: toCallCreated(row),
@@ -158,6 +130,74 @@ export async function createCall(
   }
   deps.onCallPlaced?.(row.id, firstCheckAt);
   return { kind: 'created', response };
+}
+
+/** Whom a call is placed for: an API key's account and mode, and, for a batch's call, its batch. */
+export interface CallOrigin {
+  readonly apiKey: Pick<ApiKeyRow, 'id' | 'account_id' | 'mode'>;
+  readonly batch?: { readonly id: string; readonly reference: string | null };
+}
+
+export type PlacedCallResult =
+  | { readonly ok: true; readonly row: CallRow; readonly firstCheckAt: Date }
+  | { readonly ok: false; readonly failure: ProviderFailure };
+
+/**
+ * Asks the agent's provider to place the call (test-mode keys always reach the simulator) and returns the
+ * call as it is to be stored, with when the monitor first looks at it. Stores nothing: POST /v1/calls
+ * stores it with its Idempotency-Key, the batch dialer with its recipient (`storeCall`), and either then
+ * tells the monitor (`deps.onCallPlaced`).
+ */
+export async function placeCall(
+  deps: Pick<CallsDeps, 'clock' | 'providers'>,
+  origin: CallOrigin,
+  agent: AgentRow,
+  request: { readonly to: string; readonly metadata: NonNullable<CreateCallBody['metadata']> | null },
+): Promise<PlacedCallResult> {
+  const provider = deps.providers.forCall(agent, origin.apiKey.mode);
+  const placed = await provider.placeCall({
+    agentId: agent.agent_id,
+    phoneNumberId: agent.phone_number_id,
+    phoneNumberProvider: agent.phone_number_provider,
+    to: request.to,
+    metadata: request.metadata,
+  });
+  if (!placed.ok) return { ok: false, failure: placed.error };
+
+  const now = deps.clock.now();
+  const createdAt = isoTimestamp(now);
+  const firstCheckAt = new Date(now.getTime() + provider.firstCheckDelayMs);
+  const row: CallRow = {
+    id: `call_${placed.value.conversationId}`,
+    account_id: origin.apiKey.account_id,
+    api_key_id: origin.apiKey.id,
+    agent_id: agent.agent_id,
+    agent_ref: agent.id,
+    mode: origin.apiKey.mode,
+    provider: provider.name,
+    provider_conversation_id: placed.value.conversationId,
+    to_number: request.to,
+    metadata: request.metadata === null ? null : JSON.stringify(request.metadata),
+    status: 'initiated',
+    created_at: createdAt,
+    updated_at: createdAt,
+    next_check_at: isoTimestamp(firstCheckAt),
+    started_at: null,
+    ended_at: null,
+    duration_seconds: null,
+    transcript_summary: null,
+    failure_reason: null,
+    failure_message: null,
+    failed_at: null,
+    batch_id: origin.batch?.id ?? null,
+    reference: origin.batch?.reference ?? null,
+  };
+  return { ok: true, row, firstCheckAt };
+}
+
+/** Stores a call `placeCall` returned, in `db` (the caller's transaction, for a batch's recipient). */
+export async function storeCall(db: Db, row: CallRow): Promise<void> {
+  await repo.insertCall(db, row);
 }
 
 /**
@@ -231,8 +271,9 @@ export async function findCallById(db: Db, id: string): Promise<CallRow | undefi
 
 /**
  * Records how a call ended, once, and in the same transaction writes its `call.completed` / `call.failed`
- * event with a delivery per subscribed endpoint (the outbox). A second report for the same call changes
- * nothing (`ended` false). Callers wake the webhook dispatcher when `deliveries` is more than zero.
+ * event with a delivery per subscribed endpoint (the outbox); a batch's call also ends its recipient there,
+ * and may finish its batch. A second report for the same call changes nothing (`ended` false). Callers
+ * wake the webhook dispatcher when `deliveries` is more than zero.
  */
 export async function recordOutcome(
   db: Db,
@@ -273,11 +314,16 @@ export async function recordOutcomes(
       withEvents.map(({ call, event }) => ({ accountId: call.account_id, type: event.type, callId: call.id, data: event.data })),
     );
     const deliveries = new Map(withEvents.map(({ call }, index) => [call.id, written[index]!.deliveryIds.length]));
+    // A batch's `batch.completed` deliveries count with the first of its calls that ended here.
+    const finished = new Map(await endRecipientsOfCalls(trx, clock, [...ended.values()]));
     const reported = new Set<string>();
     return outcomes.map(({ callId }) => {
-      if (!ended.has(callId) || reported.has(callId)) return { ended: false, deliveries: 0 };
+      const call = ended.get(callId);
+      if (!call || reported.has(callId)) return { ended: false, deliveries: 0 };
       reported.add(callId);
-      return { ended: true, deliveries: deliveries.get(callId) ?? 0 };
+      const batchDeliveries = call.batch_id === null ? 0 : (finished.get(call.batch_id) ?? 0);
+      if (call.batch_id !== null) finished.delete(call.batch_id);
+      return { ended: true, deliveries: (deliveries.get(callId) ?? 0) + batchDeliveries };
     });
   });
 }

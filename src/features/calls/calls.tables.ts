@@ -27,6 +27,9 @@ export interface CallsTable {
   failure_reason: string | null;
   failure_message: string | null;
   failed_at: string | null;
+  /** The batch that placed the call (`batch_…`), and its recipient's `reference`; null for single calls. */
+  batch_id: string | null;
+  reference: string | null;
 }
 
 export interface CallsTables {

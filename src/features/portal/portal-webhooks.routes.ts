@@ -12,7 +12,7 @@ import {
   sendTestEvent,
   updateEndpoint,
 } from '../webhooks/endpoints.service.js';
-import { callEventTypes } from '../webhooks/events.service.js';
+import { webhookEventTypes } from '../webhooks/events.service.js';
 import type { WebhookEndpointRow } from '../webhooks/webhooks.tables.js';
 import { frameUser, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { DeliveryParams, EmptyForm, EndpointForm, IdParams, NoticeQuery, ResendForm } from './portal.schemas.js';
@@ -25,7 +25,7 @@ function endpointValues(form: Static<typeof EndpointForm>): EndpointFormValues {
   return {
     url: form.url.trim().slice(0, 2048),
     description: form.description,
-    eventTypes: callEventTypes.filter((type) => form.event_types.includes(type)),
+    eventTypes: webhookEventTypes.filter((type) => form.event_types.includes(type)),
     enabled: form.enabled === 'on',
   };
 }
@@ -61,7 +61,7 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
   });
 
   app.get('/webhooks/new', async (request, reply) => {
-    const values = { url: '', description: '', eventTypes: [...callEventTypes], enabled: true };
+    const values = { url: '', description: '', eventTypes: [...webhookEventTypes], enabled: true };
     return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { values, allowPrivate }));
   });
 
@@ -98,7 +98,7 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
     const values = {
       url: endpoint.url,
       description: endpoint.description,
-      eventTypes: (JSON.parse(endpoint.event_types) as string[]).includes('*') ? [...callEventTypes] : (JSON.parse(endpoint.event_types) as string[]),
+      eventTypes: (JSON.parse(endpoint.event_types) as string[]).includes('*') ? [...webhookEventTypes] : (JSON.parse(endpoint.event_types) as string[]),
       enabled: endpoint.enabled === 1,
     };
     return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values, allowPrivate }));

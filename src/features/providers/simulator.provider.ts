@@ -61,7 +61,41 @@ export function simulatedOutcome(call: CallReference, delayMs: number): CallOutc
   };
 }
 
-export function createSimulatorProvider(options: { clock: Clock; delayMs: number }): VoiceProvider {
+/** What the simulator saw of the calls it placed: for tests and the benchmark (a batch's max_concurrency). */
+export interface SimulatorStats {
+  /** Calls placed since the start (or the last reset). */
+  readonly placed: number;
+  /** Calls in progress now: placed, and not yet at their end (`delayMs` after they were placed). */
+  readonly inProgress: number;
+  /** The most calls that were in progress at once. */
+  readonly highestConcurrency: number;
+}
+
+export interface SimulatorProvider extends VoiceProvider {
+  stats(): SimulatorStats;
+  resetStats(): void;
+}
+
+/**
+ * `delayMs` is how long every simulated call lasts (CALLGATE_SIMULATOR_DELAY_MS): 3 s by default, 50 ms in
+ * the tests, 500 ms in the benchmark's batch.
+ */
+export function createSimulatorProvider(options: { clock: Clock; delayMs: number }): SimulatorProvider {
+  // The end of each call in progress, in ms since the epoch by the clock; a call counts from its placing
+  // to its end, the span in which callgate must count it as in progress too. Every call lasts `delayMs`,
+  // so ends come in the order of placing: a queue whose ended head is dropped (cheap on the hot path).
+  let endsAt: number[] = [];
+  let head = 0;
+  let placed = 0;
+  let highestConcurrency = 0;
+  const inProgressAt = (now: number) => {
+    while (head < endsAt.length && endsAt[head]! <= now) head++;
+    if (head > 1024 && head * 2 > endsAt.length) {
+      endsAt = endsAt.slice(head);
+      head = 0;
+    }
+    return endsAt.length - head;
+  };
   return {
     name: 'simulator',
     firstCheckDelayMs: options.delayMs,
@@ -73,7 +107,11 @@ export function createSimulatorProvider(options: { clock: Clock; delayMs: number
           retryable: false,
         });
       }
-      return ok({ conversationId: newId('conversation', options.clock.now().getTime()) });
+      const now = options.clock.now().getTime();
+      endsAt.push(now + options.delayMs);
+      placed += 1;
+      highestConcurrency = Math.max(highestConcurrency, inProgressAt(now));
+      return ok({ conversationId: newId('conversation', now) });
     },
     async checkCall(call) {
       const endsAt = call.createdAt.getTime() + options.delayMs;
@@ -82,6 +120,13 @@ export function createSimulatorProvider(options: { clock: Clock; delayMs: number
         return ok(check);
       }
       return ok({ state: 'ended', outcome: simulatedOutcome(call, options.delayMs) });
+    },
+    stats: () => ({ placed, inProgress: inProgressAt(options.clock.now().getTime()), highestConcurrency }),
+    resetStats() {
+      endsAt = [];
+      head = 0;
+      placed = 0;
+      highestConcurrency = 0;
     },
   };
 }

@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.js';
 import { ApiError } from '../../errors/api-error.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { callEventTypes, enqueueEvent } from './events.service.js';
+import { enqueueEvent, webhookEventTypes } from './events.service.js';
 import { checkWebhookTarget } from './ssrf-guard.js';
 import { generateWebhookSecret } from './webhook-signing.js';
 import * as repo from './webhooks.repository.js';
@@ -32,7 +32,7 @@ export function toEndpointView(row: WebhookEndpointRow): EndpointView {
     url: row.url,
     description: row.description,
     enabled: row.enabled === 1,
-    event_types: types.includes('*') ? [...callEventTypes] : types,
+    event_types: types.includes('*') ? [...webhookEventTypes] : types,
     disabled_reason: row.disabled_reason,
     created_at: row.created_at,
     updated_at: row.updated_at,
@@ -42,11 +42,11 @@ export function toEndpointView(row: WebhookEndpointRow): EndpointView {
 function normaliseEventTypes(types: readonly string[] | undefined): string[] {
   if (types === undefined || types.length === 0) return ['*'];
   const unique = [...new Set(types.map((type) => type.trim()).filter(Boolean))];
-  const unknown = unique.filter((type) => !(callEventTypes as readonly string[]).includes(type));
+  const unknown = unique.filter((type) => !(webhookEventTypes as readonly string[]).includes(type));
   if (unknown.length > 0) {
-    throw new ApiError('invalid_request', `unknown event type ${unknown.join(', ')}; known: ${callEventTypes.join(', ')}`, { param: 'event_types' });
+    throw new ApiError('invalid_request', `unknown event type ${unknown.join(', ')}; known: ${webhookEventTypes.join(', ')}`, { param: 'event_types' });
   }
-  return unique.length === callEventTypes.length ? ['*'] : unique;
+  return unique.length === webhookEventTypes.length ? ['*'] : unique;
 }
 
 async function checkedUrl(url: string, allowPrivate: boolean): Promise<string> {

@@ -13,7 +13,9 @@ import type { DeliveryTrigger, WebhookDeliveriesTable, WebhookEndpointRow } from
 
 export const callEventTypes = ['call.completed', 'call.failed'] as const;
 export type CallEventType = (typeof callEventTypes)[number];
-export type EventType = CallEventType | 'webhook.test';
+/** Every type an endpoint may subscribe to; `["*"]` subscribes to all of them, those added later too. */
+export const webhookEventTypes = [...callEventTypes, 'batch.completed'] as const;
+export type EventType = (typeof webhookEventTypes)[number] | 'webhook.test';
 
 /** `data` of `call.completed` (spec 6). */
 export interface CallCompletedData {
@@ -24,6 +26,9 @@ export interface CallCompletedData {
   transcript_summary: string;
   started_at: string;
   ended_at: string;
+  /** Only on a call a batch placed (not in spec 6, which knows single calls only). */
+  batch_id?: string;
+  reference?: string | null;
 }
 
 /** `data` of `call.failed` (the spec leaves it open; see docs/webhooks.md). */
@@ -34,6 +39,8 @@ export interface CallFailedData {
   failure_reason: string;
   failure_message: string | null;
   failed_at: string;
+  batch_id?: string;
+  reference?: string | null;
 }
 
 export interface EventEnvelope<T = unknown> {
@@ -43,11 +50,16 @@ export interface EventEnvelope<T = unknown> {
   data: T;
 }
 
+/** A batch's call carries its batch and reference after the spec's fields; a single call only those. */
+function withBatch<T extends CallCompletedData | CallFailedData>(call: CallRow, data: T): T {
+  return call.batch_id === null ? data : { ...data, batch_id: call.batch_id, reference: call.reference };
+}
+
 export function callOutcomeEvent(call: CallRow): { type: CallEventType; data: CallCompletedData | CallFailedData } | null {
   if (call.status === 'completed') {
     return {
       type: 'call.completed',
-      data: {
+      data: withBatch(call, {
         id: call.id,
         agent_id: call.agent_id,
         status: 'completed',
@@ -55,20 +67,20 @@ export function callOutcomeEvent(call: CallRow): { type: CallEventType; data: Ca
         transcript_summary: call.transcript_summary ?? '',
         started_at: call.started_at ?? call.created_at,
         ended_at: call.ended_at ?? call.updated_at,
-      },
+      }),
     };
   }
   if (call.status === 'failed') {
     return {
       type: 'call.failed',
-      data: {
+      data: withBatch(call, {
         id: call.id,
         agent_id: call.agent_id,
         status: 'failed',
         failure_reason: call.failure_reason ?? 'unknown',
         failure_message: call.failure_message,
         failed_at: call.failed_at ?? call.updated_at,
-      },
+      }),
     };
   }
   return null;

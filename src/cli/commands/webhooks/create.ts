@@ -1,5 +1,5 @@
 import { ApiError } from '../../../errors/api-error.js';
-import { callEventTypes } from '../../../features/webhooks/events.service.js';
+import { webhookEventTypes } from '../../../features/webhooks/events.service.js';
 import { createEndpoint } from '../../../features/webhooks/endpoints.service.js';
 import { refusedOnlyAsPrivate } from '../../../features/webhooks/ssrf-guard.js';
 import { listOption, optionalOption, requiredOption } from '../../args.js';
@@ -16,7 +16,7 @@ export const createWebhookCommand: Command = {
       description: 'Where events are POSTed: a public https URL (http and private addresses only with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true)',
       required: true,
     },
-    events: { value: callEventTypes.join(','), description: 'Event types to send, comma-separated (default all)' },
+    events: { value: webhookEventTypes.join(','), description: 'Event types to send, comma-separated (default all)' },
     description: { value: 'TEXT', description: 'What the endpoint is for, shown to people' },
   },
   prepare(args) {

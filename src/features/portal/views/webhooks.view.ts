@@ -1,7 +1,7 @@
 /** Webhook endpoints: the list, the add/edit form, and an endpoint's page with its secret and deliveries. */
 import type { DeliveryWithAttempts } from '../../webhooks/deliveries.service.js';
 import { toEndpointView, type EndpointView } from '../../webhooks/endpoints.service.js';
-import { callEventTypes } from '../../webhooks/events.service.js';
+import { webhookEventTypes } from '../../webhooks/events.service.js';
 import { webhookUrlRule } from '../../webhooks/ssrf-guard.js';
 import type { WebhookEndpointRow } from '../../webhooks/webhooks.tables.js';
 import { endpointDeliveriesShown } from '../portal.service.js';
@@ -67,7 +67,7 @@ export function endpointFormPage(
     </div>
     <fieldset class="field">
       <legend>Events to send</legend>
-      ${callEventTypes.map(
+      ${webhookEventTypes.map(
         (type) => html`<label class="choice"><input type="checkbox" name="event_types" value="${type}"${values.eventTypes.includes(type) ? html` checked` : ''}> <code>${type}</code></label>`,
       )}
     </fieldset>

@@ -41,6 +41,7 @@ export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, paylo
   if (typeof event.event_timestamp === 'number' && at === now) onAdjusted('event_timestamp', event.event_timestamp, now.toISOString());
   const outcome = event.type === 'post_call_transcription' ? completedOutcome(event.data, at, onAdjusted) : initiationFailureOutcome(event.data, at);
   const recorded = await recordOutcome(deps.db, deps.clock, callId, outcome);
-  if (recorded.deliveries > 0) deps.onOutcome();
+  // Deliveries to make, or a batch's slot freed: the workers (of every process) look now.
+  if (recorded.deliveries > 0 || (recorded.ended && call.batch_id !== null)) deps.onOutcome();
   return recorded.ended ? 'recorded' : 'duplicate';
 }

@@ -1,0 +1,229 @@
+/**
+ * The batch dialer: a job of the worker's runner that places the calls of batches, never more at once per
+ * batch than its max_concurrency, each at most once.
+ *
+ * - Never over the limit: a pass claims a batch's recipients in one transaction that locks the batch's row
+ *   (SKIP LOCKED on PostgreSQL, so two workers never count the same free slots) and counts those
+ *   `dialing` or `in_progress` before it takes the rest; a slot frees only when a call's outcome is
+ *   recorded (calls.service), or a dial fails.
+ * - At most once: a recipient is committed `dialing`, under a lease, before the provider is asked. A
+ *   worker that dies mid-dial leaves it `dialing`; once its lease ends a pass fails it `interrupted` (the
+ *   provider may have placed the call), and it is never dialed again.
+ * - Each placed recipient is an ordinary call (calls.service placeCall), stored with its recipient's
+ *   change in one transaction, then watched by the call monitor like any call.
+ * A pass runs on its interval, on the delivery notifier's wake-ups (a new or resumed batch, NOTIFY on
+ * PostgreSQL), when a batch's call ends (the call monitor), and when a backoff ends.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/database.js';
+import { failureLogLevel, isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
+import type { AgentRow } from '../agents/agents.tables.js';
+import type { CallRow } from '../calls/calls.tables.js';
+import type { Job, JobContext, JobHandle, JobRunner, PassResult, WakeSignal } from '../../jobs/job-runner.js';
+import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import { findAgent } from '../agents/agents.service.js';
+import { getCall, placeCall, storeCall, type CallsDeps } from '../calls/calls.service.js';
+import type { ProviderFailure } from '../providers/provider.interface.js';
+import * as dialerRepo from './batch-dialer.repository.js';
+import { failDialing, requeueDialing, type FinishedBatches } from './batch-progress.service.js';
+import type { BatchRow, RecipientRow } from './batches.tables.js';
+
+export interface BatchDialerOptions {
+  readonly db: Db;
+  readonly dialect: 'sqlite' | 'postgres';
+  readonly clock: Clock;
+  readonly logger: FastifyBaseLogger;
+  readonly runner: JobRunner;
+  /** How calls are placed and handed to the call monitor: the same path as POST /v1/calls. */
+  readonly calls: CallsDeps;
+  /** Runs a pass on each signal (the delivery notifier). */
+  readonly wakeOn?: WakeSignal;
+  /** How long a dial may take before its worker is taken for dead; longer than the provider's timeout. */
+  readonly leaseMs: number;
+  readonly sweepIntervalMs?: number;
+  /** Called after `batch.completed` events were written with deliveries to make. */
+  readonly onEvents?: () => void;
+  /** Jitter source of the backoff after a 429. */
+  readonly random?: () => number;
+}
+
+const defaultSweepIntervalMs = 1_000;
+const batchesPerPass = 20;
+const expiredPerPass = 100;
+/** Backoff after the provider answered 429 or was unavailable: 1 s, doubling, at most 5 minutes (±20 %). */
+const backoffStartMs = 1_000;
+const backoffMaxMs = 5 * 60_000;
+
+export function deferralDelayMs(deferrals: number, failure: Extract<ProviderFailure, { kind: 'unavailable' }>, random: () => number): number {
+  const exponential = Math.min(backoffMaxMs, backoffStartMs * 2 ** Math.min(deferrals, 20));
+  const jittered = Math.round(exponential * (0.8 + 0.4 * random()));
+  return Math.max(jittered, Math.min(backoffMaxMs, (failure.retryAfterSeconds ?? 0) * 1000));
+}
+
+export class BatchDialer implements Job {
+  readonly name = 'batch-dialer';
+  readonly label = 'batch dialer pass';
+  readonly intervalMs: number;
+  private readonly handle: JobHandle;
+  private readonly dials = new Set<Promise<void>>();
+  private nextLeaseSweepAt = 0;
+
+  constructor(private readonly options: BatchDialerOptions) {
+    this.intervalMs = options.sweepIntervalMs ?? defaultSweepIntervalMs;
+    this.handle = options.runner.add(this, options.wakeOn);
+  }
+
+  /** A pass now (a slot freed, a batch was resumed). Cheap to call often: wake-ups fold into one pass. */
+  wake(): void {
+    this.handle.wake();
+  }
+
+  /** A pass now, resolved when it has ended (its dials may still be under way: see `idle`). */
+  pass(): Promise<void> {
+    return this.handle.run();
+  }
+
+  /** Resolves when no dial of this worker is under way; for tests and the benchmark. */
+  async idle(): Promise<void> {
+    while (this.dials.size > 0) await Promise.allSettled([...this.dials]);
+  }
+
+  /** A shutdown lets dials under way finish (and store their calls), up to its deadline. */
+  pending(): Promise<unknown> {
+    return Promise.allSettled([...this.dials]);
+  }
+
+  async runOnce({ now, stopping }: JobContext): Promise<PassResult> {
+    // Leases end on the scale of a minute: a look per interval is enough, not one per wake-up.
+    if (now.getTime() >= this.nextLeaseSweepAt) {
+      this.nextLeaseSweepAt = now.getTime() + this.intervalMs;
+      await this.failInterrupted(now);
+    }
+    const due = await dialerRepo.dueBatches(this.options.db, isoTimestamp(now), batchesPerPass);
+    let claimedAny = false;
+    for (const batch of due) {
+      if (stopping()) break;
+      // Read before the claim: a claimed recipient must reach the provider, or it ends interrupted.
+      const agent = await findAgent(this.options.db, batch.account_id, batch.agent_id);
+      const claim = await this.claim(batch.id, now);
+      if (!claim) continue;
+      claimedAny = true;
+      this.options.logger.debug({ batchId: batch.id, recipients: claim.recipients.length }, 'batch recipients claimed');
+      for (const recipient of claim.recipients) this.track(this.dial(claim.batch, agent, recipient));
+    }
+    return { more: claimedAny && due.length === batchesPerPass };
+  }
+
+  /** Claims as many due recipients as the batch has free slots, under its lock. */
+  private async claim(batchId: string, now: Date): Promise<{ batch: BatchRow; recipients: RecipientRow[] } | undefined> {
+    const { db, dialect } = this.options;
+    const at = isoTimestamp(now);
+    return db.transaction().execute(async (trx) => {
+      const batch = await dialerRepo.lockDueBatch(trx, dialect, batchId, at);
+      if (!batch) return undefined;
+      const free = batch.max_concurrency - (await dialerRepo.countActive(trx, batch.id));
+      if (free <= 0) return undefined;
+      const recipients = await dialerRepo.claimRecipients(trx, dialect, batch.id, at, isoTimestamp(addMs(now, this.options.leaseMs)), free);
+      if (recipients.length === 0) return undefined;
+      if (batch.status === 'scheduled') {
+        await trx.updateTable('batches').set({ status: 'running', updated_at: at }).where('id', '=', batch.id).where('status', '=', 'scheduled').execute();
+      }
+      return { batch, recipients };
+    });
+  }
+
+  private track(dial: Promise<void>): void {
+    const tracked = dial
+      .catch((error: unknown) => this.options.logger[failureLogLevel(error)]({ err: error }, 'dialing a batch recipient failed; it ends interrupted after its lease'))
+      .finally(() => this.dials.delete(tracked));
+    this.dials.add(tracked);
+  }
+
+  /** Places one recipient's call and stores it with the recipient's change. */
+  private async dial(batch: BatchRow, agent: AgentRow | undefined, recipient: RecipientRow): Promise<void> {
+    const { calls, logger } = this.options;
+    const placed = agent
+      ? await placeCall(
+          calls,
+          { apiKey: { id: batch.api_key_id, account_id: batch.account_id, mode: batch.mode }, batch: { id: batch.id, reference: recipient.reference } },
+          agent,
+          { to: recipient.to_number, metadata: recipient.metadata === null ? null : (JSON.parse(recipient.metadata) as Record<string, string>) },
+        )
+      : ({ ok: false, failure: { kind: 'rejected', message: `The agent ${batch.agent_id} is no longer in this account.`, retryable: false } } as const);
+    if (!placed.ok) return this.notPlaced(batch, recipient, placed.failure);
+    const stored = await this.store(recipient, placed.row);
+    if (stored === undefined) return;
+    if (!stored) logger.warn({ batchId: batch.id, recipientId: recipient.id, callId: placed.row.id }, 'a batch call was placed after its dialing lease ended; its recipient stays interrupted');
+    calls.onCallPlaced?.(placed.row.id, placed.firstCheckAt);
+  }
+
+  /**
+   * Stores the placed call and marks its recipient `in_progress`, in one transaction. While the database is
+   * away it tries again until it answers (the call exists at the provider: its outcome must not be lost).
+   * Returns whether the recipient took the call (false: it had been failed as interrupted meanwhile), or
+   * undefined when it could not be stored at all.
+   */
+  private async store(recipient: RecipientRow, row: CallRow): Promise<boolean | undefined> {
+    const { db, clock, logger } = this.options;
+    const store = () =>
+      db.transaction().execute(async (trx) => {
+        await storeCall(trx, row);
+        return dialerRepo.markPlaced(trx, recipient.id, row.id, isoTimestamp(clock.now()));
+      });
+    try {
+      return await store();
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      let placed = false;
+      await retryWhileUnavailable(
+        async () => {
+          // A first attempt may have committed just before its connection dropped.
+          placed = (await getCall(db, row.account_id, row.id)) ? true : await store();
+        },
+        { onUnavailable: () => logger.warn({ callId: row.id }, 'the database is still unavailable; storing a placed batch call again soon') },
+      );
+      return placed;
+    }
+  }
+
+  private async notPlaced(batch: BatchRow, recipient: RecipientRow, failure: ProviderFailure): Promise<void> {
+    const { db, clock, logger } = this.options;
+    if (failure.kind === 'unavailable') {
+      const now = clock.now();
+      const next = addMs(now, deferralDelayMs(recipient.deferrals, failure, this.options.random ?? Math.random));
+      const { cancelled, finished } = await requeueDialing(db, clock, batch.id, recipient.id, isoTimestamp(next));
+      if (cancelled) return this.afterFinishing(finished);
+      logger.info({ batchId: batch.id, recipientId: recipient.id, retryAt: isoTimestamp(next) }, 'the provider cannot take a batch call now; it is queued again');
+      this.handle.wakeAt(next);
+      return;
+    }
+    const reason = failure.kind === 'rejected' ? 'provider_error' : 'provider_timeout';
+    const message =
+      failure.kind === 'rejected' ? failure.message : `${failure.message} The call may have been placed, so it is not dialed again.`;
+    const { finished } = await failDialing(db, clock, batch.id, [recipient.id], { reason, message });
+    logger.warn({ batchId: batch.id, recipientId: recipient.id, reason }, 'a batch recipient failed at the provider');
+    this.afterFinishing(finished);
+    this.wake();
+  }
+
+  /** Fails the recipients whose dialing lease ran out: their worker stopped mid-dial. */
+  private async failInterrupted(now: Date): Promise<void> {
+    const at = isoTimestamp(now);
+    const expired = await dialerRepo.expiredDialing(this.options.db, at, expiredPerPass);
+    const byBatch = new Map<string, string[]>();
+    for (const { id, batch_id } of expired) byBatch.set(batch_id, [...(byBatch.get(batch_id) ?? []), id]);
+    for (const [batchId, ids] of byBatch) {
+      const { failed, finished } = await failDialing(this.options.db, this.options.clock, batchId, ids, {
+        reason: 'interrupted',
+        message: 'The worker dialing this recipient stopped before the provider answered; the call may have been placed, so it is not dialed again.',
+        leaseEndedBy: at,
+      });
+      if (failed.length > 0) this.options.logger.warn({ batchId, recipients: failed }, 'batch recipients were interrupted while dialing');
+      this.afterFinishing(finished);
+    }
+  }
+
+  private afterFinishing(finished: FinishedBatches): void {
+    if ([...finished.values()].some((deliveries) => deliveries > 0)) this.options.onEvents?.();
+  }
+}

@@ -1,0 +1,65 @@
+/** Rows of batches and recipients as the API, the events and the portal show them. */
+import type { Db } from '../../db/database.js';
+import type { Batch, BatchCounts, Recipient } from './batches.schemas.js';
+import type { BatchRow, RecipientRow, RecipientStatus } from './batches.tables.js';
+import * as repo from './batches.repository.js';
+
+/** Counts of a batch none of whose recipients has left `queued` (a new batch). */
+export function allQueued(total: number): BatchCounts {
+  return { total, queued: total, dialing: 0, in_progress: 0, completed: 0, failed: 0, cancelled: 0 };
+}
+
+/** Counts from the number of recipients in each state; they add up to `total` by construction. */
+export function countsFrom(total: number, byStatus: ReadonlyMap<RecipientStatus, number> | undefined): BatchCounts {
+  const of = (status: RecipientStatus) => byStatus?.get(status) ?? 0;
+  return {
+    total,
+    queued: of('queued'),
+    dialing: of('dialing'),
+    in_progress: of('in_progress'),
+    completed: of('completed'),
+    failed: of('failed'),
+    cancelled: of('cancelled'),
+  };
+}
+
+export function toBatch(row: BatchRow, counts: BatchCounts): Batch {
+  return {
+    id: row.id,
+    agent_id: row.agent_id,
+    name: row.name,
+    status: row.status,
+    scheduled_at: row.scheduled_at,
+    max_concurrency: row.max_concurrency,
+    counts,
+    created_at: row.created_at,
+    completed_at: row.completed_at,
+  };
+}
+
+/** Batches with their counts, read in one statement for all of them (`db` may be a transaction). */
+export async function batchesWithCounts(db: Db, rows: readonly BatchRow[]): Promise<Batch[]> {
+  if (rows.length === 0) return [];
+  const counts = await repo.countsByBatch(
+    db,
+    rows.map((row) => row.id),
+  );
+  return rows.map((row) => toBatch(row, countsFrom(row.total, counts.get(row.id))));
+}
+
+export function toRecipient(row: RecipientRow): Recipient {
+  const recipient: Recipient = {
+    id: row.id,
+    to: row.to_number,
+    reference: row.reference,
+    metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Recipient['metadata']),
+    status: row.status,
+    updated_at: row.updated_at,
+  };
+  if (row.call_id !== null) recipient.call_id = row.call_id;
+  if (row.status === 'failed') {
+    recipient.failure_reason = row.failure_reason ?? 'unknown';
+    recipient.failure_message = row.failure_message;
+  }
+  return recipient;
+}

@@ -1,0 +1,262 @@
+import { sql } from 'kysely';
+import { dialectOf, type Db } from '../../db/database.js';
+import type { InsertStatement } from '../../db/prepared.js';
+import { updateFromJson } from '../../jobs/claim.js';
+import {
+  openRecipientStatuses,
+  type BatchRow,
+  type BatchStatus,
+  type RecipientRow,
+  type RecipientStatus,
+} from './batches.tables.js';
+
+/** Every column given, none left to a default: the row is the whole batch. */
+export const batchInsert: InsertStatement<BatchRow> = function insertBatch(db, p) {
+  return db.insertInto('batches').values({
+    id: p.id,
+    account_id: p.account_id,
+    api_key_id: p.api_key_id,
+    mode: p.mode,
+    agent_id: p.agent_id,
+    agent_ref: p.agent_ref,
+    name: p.name,
+    status: p.status,
+    scheduled_at: p.scheduled_at,
+    max_concurrency: p.max_concurrency,
+    total: p.total,
+    created_at: p.created_at,
+    updated_at: p.updated_at,
+    completed_at: p.completed_at,
+  });
+};
+
+export async function insertBatch(db: Db, row: BatchRow): Promise<void> {
+  await batchInsert(db, row).execute();
+}
+
+/** Rows per INSERT: 15 columns each stays well under both databases' limits on parameters. */
+const insertChunkRows = 1_000;
+
+export async function insertRecipients(db: Db, rows: readonly RecipientRow[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += insertChunkRows) {
+    await db.insertInto('batch_recipients').values(rows.slice(start, start + insertChunkRows)).execute();
+  }
+}
+
+export async function deleteRecipientsOfBatch(db: Db, batchId: string): Promise<void> {
+  await db.deleteFrom('batch_recipients').where('batch_id', '=', batchId).execute();
+}
+
+export interface BatchScope {
+  /** Only a batch of this account; any account when absent (the operator's CLI). */
+  readonly accountId?: string;
+  /** Only a batch made in this mode (an API key's); both when absent (the portal, the CLI). */
+  readonly mode?: BatchRow['mode'];
+}
+
+export async function findBatch(db: Db, id: string, scope: BatchScope = {}): Promise<BatchRow | undefined> {
+  let query = db.selectFrom('batches').selectAll().where('id', '=', id);
+  if (scope.accountId !== undefined) query = query.where('account_id', '=', scope.accountId);
+  if (scope.mode !== undefined) query = query.where('mode', '=', scope.mode);
+  return query.executeTakeFirst();
+}
+
+export interface BatchListFilter {
+  readonly accountId: string;
+  readonly limit: number;
+  readonly startingAfter?: { readonly createdAt: string; readonly id: string };
+  readonly status?: BatchStatus;
+  readonly mode?: BatchRow['mode'];
+}
+
+/** Newest first, by creation time and then id, as calls are listed. */
+export async function listBatches(db: Db, filter: BatchListFilter): Promise<BatchRow[]> {
+  let query = db.selectFrom('batches').selectAll().where('account_id', '=', filter.accountId);
+  const after = filter.startingAfter;
+  if (after) {
+    query = query.where((eb) =>
+      eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
+    );
+  }
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.mode) query = query.where('mode', '=', filter.mode);
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
+}
+
+/** How many recipients of each batch are in each state, in one statement. */
+export async function countsByBatch(db: Db, batchIds: readonly string[]): Promise<Map<string, Map<RecipientStatus, number>>> {
+  const counts = new Map<string, Map<RecipientStatus, number>>();
+  if (batchIds.length === 0) return counts;
+  const rows = await db
+    .selectFrom('batch_recipients')
+    .select(['batch_id', 'status', (eb) => eb.fn.countAll<string | number>().as('n')])
+    .where('batch_id', 'in', batchIds)
+    .groupBy(['batch_id', 'status'])
+    .execute();
+  for (const row of rows) {
+    let of = counts.get(row.batch_id);
+    if (!of) counts.set(row.batch_id, (of = new Map()));
+    of.set(row.status, Number(row.n));
+  }
+  return counts;
+}
+
+export async function findRecipient(db: Db, batchId: string, id: string): Promise<RecipientRow | undefined> {
+  return db.selectFrom('batch_recipients').selectAll().where('batch_id', '=', batchId).where('id', '=', id).executeTakeFirst();
+}
+
+/** A batch's recipients in the order sent, after the one at `afterPosition`. */
+export async function listRecipients(
+  db: Db,
+  filter: { readonly batchId: string; readonly limit: number; readonly afterPosition?: number; readonly status?: RecipientStatus },
+): Promise<RecipientRow[]> {
+  let query = db.selectFrom('batch_recipients').selectAll().where('batch_id', '=', filter.batchId);
+  if (filter.afterPosition !== undefined) query = query.where('position', '>', filter.afterPosition);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  return query.orderBy('position').limit(filter.limit).execute();
+}
+
+/**
+ * Holds the batches' rows until the transaction ends, so that what is counted next (free slots, open
+ * recipients) cannot change under the caller: on PostgreSQL a row lock, taken in id order so that two
+ * transactions never wait for each other; on SQLite a write, which takes the database's one write lock
+ * at once instead of at the first later write (another process would otherwise count on a stale view).
+ */
+export async function lockBatches(db: Db, batchIds: readonly string[]): Promise<void> {
+  if (batchIds.length === 0) return;
+  const ids = [...new Set(batchIds)].sort();
+  if (dialectOf(db) === 'postgres') {
+    await db.selectFrom('batches').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute();
+  } else {
+    await db.updateTable('batches').set({ updated_at: sql`updated_at` }).where('id', 'in', ids).execute();
+  }
+}
+
+/** Moves a batch from one of `from` to `to`; returns the batch as it is now, or undefined if it was in no `from`. */
+export async function setBatchStatus(
+  db: Db,
+  id: string,
+  from: readonly BatchStatus[],
+  to: BatchStatus,
+  now: string,
+): Promise<BatchRow | undefined> {
+  return db
+    .updateTable('batches')
+    .set({ status: to, updated_at: now })
+    .where('id', '=', id)
+    .where('status', 'in', from)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Ends every queued recipient of the batch as cancelled. */
+export async function cancelQueuedRecipients(db: Db, batchId: string, now: string): Promise<void> {
+  await db
+    .updateTable('batch_recipients')
+    .set({ status: 'cancelled', updated_at: now })
+    .where('batch_id', '=', batchId)
+    .where('status', '=', 'queued')
+    .execute();
+}
+
+/** Back to the queue after the provider could not take the call now (429, unavailable): not a failure. */
+export async function requeueDialingRecipient(db: Db, recipientId: string, nextAttemptAt: string, now: string): Promise<void> {
+  await db
+    .updateTable('batch_recipients')
+    .set((eb) => ({ status: 'queued', next_attempt_at: nextAttemptAt, deferrals: eb('deferrals', '+', 1), locked_until: null, updated_at: now }))
+    .where('id', '=', recipientId)
+    .where('status', '=', 'dialing')
+    .execute();
+}
+
+/** A dialing recipient of a batch cancelled meanwhile, whose call was not placed: cancelled with the rest. */
+export async function cancelDialingRecipient(db: Db, recipientId: string, now: string): Promise<void> {
+  await db
+    .updateTable('batch_recipients')
+    .set({ status: 'cancelled', locked_until: null, updated_at: now })
+    .where('id', '=', recipientId)
+    .where('status', '=', 'dialing')
+    .execute();
+}
+
+export type RecipientEnding = Readonly<{
+  id: string;
+  status: 'completed' | 'failed';
+  failure_reason: string | null;
+  failure_message: string | null;
+  updated_at: string;
+}>;
+
+export async function recipientsOfCalls(db: Db, callIds: readonly string[]): Promise<Pick<RecipientRow, 'id' | 'call_id'>[]> {
+  if (callIds.length === 0) return [];
+  return db.selectFrom('batch_recipients').select(['id', 'call_id']).where('call_id', 'in', callIds).execute();
+}
+
+/** Ends recipients whose call ended, each only while `in_progress` (an interrupted one stays as it is). */
+export async function endRecipients(db: Db, endings: readonly RecipientEnding[]): Promise<void> {
+  const fields = [
+    ['status', 'text'],
+    ['failure_reason', 'text'],
+    ['failure_message', 'text'],
+    ['updated_at', 'text'],
+  ] as const;
+  await updateFromJson(db, dialectOf(db), {
+    table: 'batch_recipients',
+    rows: endings,
+    fields,
+    columns: fields.map(([column]) => column),
+    where: (unindexed) => sql`${unindexed('status')} = 'in_progress'`,
+    returning: 'id',
+  });
+}
+
+/**
+ * Fails recipients that are `dialing`; with `leaseEndedBy`, only those whose lease ended by then. Returns
+ * the ids it failed.
+ */
+export async function failDialingRecipients(
+  db: Db,
+  ids: readonly string[],
+  failure: { readonly reason: string; readonly message: string | null; readonly now: string; readonly leaseEndedBy?: string },
+): Promise<string[]> {
+  if (ids.length === 0) return [];
+  let query = db
+    .updateTable('batch_recipients')
+    .set({ status: 'failed', failure_reason: failure.reason, failure_message: failure.message, locked_until: null, updated_at: failure.now })
+    .where('id', 'in', ids)
+    .where('status', '=', 'dialing');
+  if (failure.leaseEndedBy !== undefined) query = query.where('locked_until', '<=', failure.leaseEndedBy);
+  return (await query.returning('id').execute()).map((row) => row.id);
+}
+
+/** Of these batches, those with a recipient that has not ended. */
+export async function batchesWithOpenRecipients(db: Db, batchIds: readonly string[]): Promise<Set<string>> {
+  if (batchIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('batch_recipients')
+    .select('batch_id')
+    .distinct()
+    .where('batch_id', 'in', batchIds)
+    .where('status', 'in', openRecipientStatuses)
+    .execute();
+  return new Set(rows.map((row) => row.batch_id));
+}
+
+/**
+ * Marks batches whose recipients have all ended: `completed` (a cancelled batch stays `cancelled`), with
+ * `completed_at`. Only once: returns the batches this call finished.
+ */
+export async function markBatchesFinished(db: Db, batchIds: readonly string[], now: string): Promise<BatchRow[]> {
+  if (batchIds.length === 0) return [];
+  return db
+    .updateTable('batches')
+    .set({
+      status: sql<BatchStatus>`case when status = 'cancelled' then 'cancelled' else 'completed' end`,
+      completed_at: now,
+      updated_at: now,
+    })
+    .where('id', 'in', batchIds)
+    .where('completed_at', 'is', null)
+    .returningAll()
+    .execute();
+}

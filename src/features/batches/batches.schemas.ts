@@ -1,0 +1,108 @@
+/** The shapes of the batches API. Request and response types come from these schemas. */
+import { Type, type Static } from '@sinclair/typebox';
+import type { PatternHints } from '../../errors/error-handler.js';
+import { Metadata, e164Pattern } from '../calls/calls.schemas.js';
+import { batchStatuses, recipientStatuses } from './batches.tables.js';
+
+export const recipientsMax = 10_000;
+export const referenceMaxLength = 255;
+export const nameMaxLength = 200;
+export const maxConcurrencyLimit = 100;
+export const maxConcurrencyDefault = 5;
+/** Bodies of POST /v1/batches may be this large (10,000 recipients with metadata); 64 KB elsewhere. */
+export const batchBodyLimitBytes = 10 * 1024 * 1024;
+
+/** The wording of a pattern failure, with the recipient's place: `recipients[17].to`. */
+export const createBatchPatternHints: PatternHints = {
+  'recipients[].to': (param) => `${param} must be a phone number in E.164 format, such as +14155550123 (pattern ${e164Pattern}).`,
+};
+
+export const RecipientInput = Type.Object(
+  {
+    to: Type.String({ pattern: e164Pattern, description: 'Destination in E.164 format; at most once in a batch.' }),
+    metadata: Type.Optional(Metadata),
+    reference: Type.Optional(Type.String({ minLength: 1, maxLength: referenceMaxLength, description: 'Your own id for this recipient.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateBatchBody = Type.Object(
+  {
+    agent_id: Type.String({ description: 'An agent of your account, agent_…' }),
+    recipients: Type.Array(RecipientInput, { minItems: 1, maxItems: recipientsMax }),
+    name: Type.Optional(Type.String({ maxLength: nameMaxLength })),
+    // Checked by the service, which says what is wrong with the time (a format error would not).
+    scheduled_at: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601 with a time zone; default now' })),
+    max_concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: maxConcurrencyLimit })),
+  },
+  { additionalProperties: false },
+);
+export type CreateBatchBody = Static<typeof CreateBatchBody>;
+
+export const CreateBatchHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String()),
+});
+
+const enumOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
+const count = Type.Integer({ minimum: 0 });
+
+export const BatchCounts = Type.Object({
+  total: count,
+  queued: count,
+  dialing: count,
+  in_progress: count,
+  completed: count,
+  failed: count,
+  cancelled: count,
+});
+export type BatchCounts = Static<typeof BatchCounts>;
+
+export const Batch = Type.Object({
+  id: Type.String(),
+  agent_id: Type.String(),
+  name: Type.Union([Type.String(), Type.Null()]),
+  status: enumOf(batchStatuses),
+  scheduled_at: Type.String(),
+  max_concurrency: Type.Integer(),
+  counts: BatchCounts,
+  created_at: Type.String(),
+  completed_at: Type.Union([Type.String(), Type.Null()]),
+});
+export type Batch = Static<typeof Batch>;
+
+export const Recipient = Type.Object({
+  id: Type.String(),
+  to: Type.String(),
+  reference: Type.Union([Type.String(), Type.Null()]),
+  metadata: Type.Union([Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])), Type.Null()]),
+  status: enumOf(recipientStatuses),
+  call_id: Type.Optional(Type.String()),
+  failure_reason: Type.Optional(Type.String()),
+  failure_message: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  updated_at: Type.String(),
+});
+export type Recipient = Static<typeof Recipient>;
+
+export const BatchParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+
+const listQuery = <T extends string>(statuses: readonly T[], cursorOf: string) =>
+  Type.Object(
+    {
+      // Checked by the route, which names the range in its message (a pattern error would show a regex).
+      limit: Type.Optional(Type.String({ description: 'An integer from 1 to 100, default 20' })),
+      starting_after: Type.Optional(Type.String({ maxLength: 200, description: `A ${cursorOf} id: the page starts after it` })),
+      // An enum: its validation error lists the allowed values.
+      status: Type.Optional(enumOf(statuses)),
+    },
+    { additionalProperties: false },
+  );
+
+export const ListBatchesQuery = listQuery(batchStatuses, 'batch');
+export type ListBatchesQuery = Static<typeof ListBatchesQuery>;
+export const ListRecipientsQuery = listQuery(recipientStatuses, 'recipient');
+export type ListRecipientsQuery = Static<typeof ListRecipientsQuery>;
+
+export const BatchList = Type.Object({ data: Type.Array(Batch), has_more: Type.Boolean() });
+export type BatchList = Static<typeof BatchList>;
+export const RecipientList = Type.Object({ data: Type.Array(Recipient), has_more: Type.Boolean() });
+export type RecipientList = Static<typeof RecipientList>;

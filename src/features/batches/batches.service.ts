@@ -1,0 +1,244 @@
+/**
+ * Batches: many calls from one request, dialed by the worker's batch dialer (batch-dialer.job.ts) under
+ * the batch's max_concurrency. This service creates, reads, pauses, resumes and cancels them; the HTTP
+ * layer, the CLI and the portal call it with parsed input and get values back.
+ */
+import type { Db } from '../../db/database.js';
+import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
+import { isoTimestamp, parseIsoDateTime, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { findAgent } from '../agents/agents.service.js';
+import { metadataSizeProblem } from '../calls/calls.service.js';
+import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
+import { finishBatchesIfDone } from './batch-progress.service.js';
+import { allQueued, batchesWithCounts, toBatch, toRecipient } from './batch-view.js';
+import { maxConcurrencyDefault, type Batch, type CreateBatchBody, type Recipient } from './batches.schemas.js';
+import type { BatchRow, BatchStatus, RecipientRow, RecipientStatus } from './batches.tables.js';
+import * as repo from './batches.repository.js';
+
+export interface BatchesDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly idempotency: IdempotencySettings;
+  /**
+   * Wakes the workers after a change they act on (a batch to dial, a `batch.completed` to deliver): the
+   * delivery notifier, which the dialer listens to as well (NOTIFY on PostgreSQL reaches every process).
+   */
+  readonly wakeWorkers?: () => void;
+}
+
+export type CreateBatchResult =
+  | { readonly kind: 'created'; readonly response: StoredResponse }
+  | { readonly kind: 'invalid'; readonly param: string; readonly message: string }
+  | { readonly kind: 'agent_not_found' };
+
+/** How far back `scheduled_at` may lie (a clock a little behind), and how far ahead. */
+export const scheduleGraceMs = 60_000;
+export const scheduleHorizonMs = 30 * 24 * 60 * 60 * 1000;
+
+/** The rules of a batch's body that its JSON schema cannot say; the first fault, in the body's order. */
+function bodyProblem(body: CreateBatchBody, now: Date): { param: string; message: string } | { scheduledAt: Date } {
+  const firstPlace = new Map<string, number>();
+  for (const [index, recipient] of body.recipients.entries()) {
+    const place = `recipients[${index}]`;
+    const earlier = firstPlace.get(recipient.to);
+    if (earlier !== undefined) {
+      return {
+        param: `${place}.to`,
+        message: `${place}.to ${recipient.to} is already in the batch at recipients[${earlier}].to; a number appears at most once in a batch.`,
+      };
+    }
+    firstPlace.set(recipient.to, index);
+    const sizeProblem = metadataSizeProblem(recipient.metadata);
+    if (sizeProblem) return { param: `${place}.metadata`, message: `${place}.${sizeProblem}` };
+  }
+  if (body.scheduled_at === undefined) return { scheduledAt: now };
+  const at = parseIsoDateTime(body.scheduled_at);
+  if (!at) {
+    return { param: 'scheduled_at', message: 'scheduled_at must be an ISO 8601 date and time with its time zone, such as 2026-11-24T09:00:00Z.' };
+  }
+  if (at.getTime() < now.getTime() - scheduleGraceMs) {
+    return { param: 'scheduled_at', message: 'scheduled_at is in the past; leave it out to start now.' };
+  }
+  if (at.getTime() > now.getTime() + scheduleHorizonMs) {
+    return { param: 'scheduled_at', message: 'scheduled_at must be at most 30 days ahead.' };
+  }
+  return { scheduledAt: at };
+}
+
+/**
+ * Creates a batch for the key's account, its recipients all queued. With an Idempotency-Key (`hold`), the
+ * batch row is stored with the completion of the key (KeyHold.insertCompleting), after its recipients:
+ * the batch appears whole or not at all, and a replay answers this very batch.
+ */
+export async function createBatch(deps: BatchesDeps, apiKey: ApiKeyRow, body: CreateBatchBody, hold: KeyHold | undefined): Promise<CreateBatchResult> {
+  const now = deps.clock.now();
+  const checked = bodyProblem(body, now);
+  if ('param' in checked) return { kind: 'invalid', ...checked };
+  const agent = await findAgent(deps.db, apiKey.account_id, body.agent_id);
+  if (!agent) return { kind: 'agent_not_found' };
+
+  const createdAt = isoTimestamp(now);
+  const scheduledAt = isoTimestamp(checked.scheduledAt);
+  const row: BatchRow = {
+    id: newId('batch', now.getTime()),
+    account_id: apiKey.account_id,
+    api_key_id: apiKey.id,
+    mode: apiKey.mode,
+    agent_id: agent.agent_id,
+    agent_ref: agent.id,
+    name: body.name ?? null,
+    status: checked.scheduledAt.getTime() > now.getTime() ? 'scheduled' : 'running',
+    scheduled_at: scheduledAt,
+    max_concurrency: body.max_concurrency ?? maxConcurrencyDefault,
+    total: body.recipients.length,
+    created_at: createdAt,
+    updated_at: createdAt,
+    completed_at: null,
+  };
+  const recipients = body.recipients.map(
+    (recipient, position): RecipientRow => ({
+      id: newId('recipient', now.getTime()),
+      batch_id: row.id,
+      position,
+      to_number: recipient.to,
+      reference: recipient.reference ?? null,
+      metadata: recipient.metadata === undefined ? null : JSON.stringify(recipient.metadata),
+      status: 'queued',
+      call_id: null,
+      failure_reason: null,
+      failure_message: null,
+      next_attempt_at: scheduledAt,
+      deferrals: 0,
+      locked_until: null,
+      created_at: createdAt,
+      updated_at: createdAt,
+    }),
+  );
+  const response: StoredResponse = { status: 201, body: toBatch(row, allQueued(row.total)), headers: { location: `/v1/batches/${row.id}` } };
+  if (hold) {
+    // Recipients without their batch row are never dialed or shown (everything reaches them through it).
+    await deps.db.transaction().execute((trx) => repo.insertRecipients(trx, recipients));
+    try {
+      await hold.insertCompleting(repo.batchInsert, row, response);
+    } catch (error) {
+      await repo.deleteRecipientsOfBatch(deps.db, row.id).catch(() => undefined);
+      throw error;
+    }
+  } else {
+    await deps.db.transaction().execute(async (trx) => {
+      await repo.insertRecipients(trx, recipients);
+      await repo.insertBatch(trx, row);
+    });
+  }
+  deps.wakeWorkers?.();
+  return { kind: 'created', response };
+}
+
+/** A batch, within `scope`: an API key sees its account's batches of its mode only. */
+export async function getBatch(db: Db, id: string, scope: repo.BatchScope = {}): Promise<Batch | null> {
+  const row = await repo.findBatch(db, id, scope);
+  if (!row) return null;
+  const [batch] = await batchesWithCounts(db, [row]);
+  return batch!;
+}
+
+export const listLimitDefault = 20;
+export const listLimitMax = 100;
+
+/**
+ * A page of the account's batches, newest first, as GET /v1/calls pages calls. `startingAfter` must be one
+ * of the batches listed (same account and mode), so a cursor cannot probe others; null when it is not.
+ */
+export async function listBatches(
+  db: Db,
+  accountId: string,
+  query: { limit: number; startingAfter?: string; status?: BatchStatus; mode?: BatchRow['mode'] },
+): Promise<{ data: Batch[]; has_more: boolean } | null> {
+  let cursor: BatchRow | undefined;
+  if (query.startingAfter !== undefined) {
+    cursor = await repo.findBatch(db, query.startingAfter, { accountId, ...(query.mode === undefined ? {} : { mode: query.mode }) });
+    if (!cursor) return null;
+  }
+  const rows = await repo.listBatches(db, {
+    accountId,
+    limit: query.limit + 1,
+    ...(cursor === undefined ? {} : { startingAfter: { createdAt: cursor.created_at, id: cursor.id } }),
+    ...(query.status === undefined ? {} : { status: query.status }),
+    ...(query.mode === undefined ? {} : { mode: query.mode }),
+  });
+  return { data: await batchesWithCounts(db, rows.slice(0, query.limit)), has_more: rows.length > query.limit };
+}
+
+/**
+ * A page of a batch's recipients in the order sent; `batchId` must already be known to be in the caller's
+ * scope. `startingAfter` must be a recipient of this batch; null when it is not.
+ */
+export async function listRecipients(
+  db: Db,
+  batchId: string,
+  query: { limit: number; startingAfter?: string; status?: RecipientStatus },
+): Promise<{ data: Recipient[]; has_more: boolean } | null> {
+  let afterPosition: number | undefined;
+  if (query.startingAfter !== undefined) {
+    const cursor = await repo.findRecipient(db, batchId, query.startingAfter);
+    if (!cursor) return null;
+    afterPosition = cursor.position;
+  }
+  const rows = await repo.listRecipients(db, {
+    batchId,
+    limit: query.limit + 1,
+    ...(afterPosition === undefined ? {} : { afterPosition }),
+    ...(query.status === undefined ? {} : { status: query.status }),
+  });
+  return { data: rows.slice(0, query.limit).map(toRecipient), has_more: rows.length > query.limit };
+}
+
+export type BatchAction = 'pause' | 'resume' | 'cancel';
+
+/** `refused`: the batch ended (completed or cancelled) and cannot take this action; it is shown as it is. */
+export type BatchActionResult =
+  | { readonly kind: 'done'; readonly batch: Batch }
+  | { readonly kind: 'refused'; readonly batch: Batch }
+  | { readonly kind: 'not_found' };
+
+const finished: readonly BatchStatus[] = ['completed', 'cancelled'];
+
+/**
+ * Pauses (no new dials; calls under way go on), resumes, or cancels (every recipient not yet dialed ends
+ * `cancelled`, and so does the batch) a batch within `scope`. The same action twice gives the same batch.
+ * Pausing or resuming a batch that ended, and cancelling a completed one, is refused.
+ */
+export async function changeBatch(deps: BatchesDeps, id: string, action: BatchAction, scope: repo.BatchScope = {}): Promise<BatchActionResult> {
+  const { db, clock } = deps;
+  let wake = false;
+  const result = await db.transaction().execute(async (trx): Promise<BatchActionResult> => {
+    const found = await repo.findBatch(trx, id, scope);
+    if (!found) return { kind: 'not_found' };
+    // Locked before it is read again: the dialer or a call's end may be changing it at this moment.
+    await repo.lockBatches(trx, [found.id]);
+    const row = (await repo.findBatch(trx, found.id))!;
+    const nowDate = clock.now();
+    const now = isoTimestamp(nowDate);
+    const show = async (batch: BatchRow) => (await batchesWithCounts(trx, [batch]))[0]!;
+    const refusing = action === 'cancel' ? row.status === 'completed' : finished.includes(row.status);
+    if (refusing) return { kind: 'refused', batch: await show(row) };
+    let changed: BatchRow | undefined;
+    if (action === 'pause' && (row.status === 'scheduled' || row.status === 'running')) {
+      changed = await repo.setBatchStatus(trx, row.id, [row.status], 'paused', now);
+    } else if (action === 'resume' && row.status === 'paused') {
+      const status = Date.parse(row.scheduled_at) > nowDate.getTime() ? 'scheduled' : 'running';
+      changed = await repo.setBatchStatus(trx, row.id, ['paused'], status, now);
+      wake = true;
+    } else if (action === 'cancel' && row.status !== 'cancelled') {
+      await repo.cancelQueuedRecipients(trx, row.id, now);
+      await repo.setBatchStatus(trx, row.id, [row.status], 'cancelled', now);
+      // With no call under way, the batch has ended now.
+      wake = (await finishBatchesIfDone(trx, clock, [row.id])).size > 0;
+      changed = await repo.findBatch(trx, row.id);
+    }
+    return { kind: 'done', batch: await show(changed ?? row) };
+  });
+  if (wake) deps.wakeWorkers?.();
+  return result;
+}

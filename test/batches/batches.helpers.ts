@@ -1,0 +1,76 @@
+/** Small readers and writers of the batches API for the batch tests, through the real app (inject). */
+import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
+import type { TestApp } from '../support/test-app.js';
+
+/** `count` distinct valid numbers, +1415555 followed by four digits from `first`. */
+export function numbers(count: number, first = 1000): string[] {
+  return Array.from({ length: count }, (_, index) => `+1415555${String(first + index).padStart(4, '0')}`);
+}
+
+export function recipientsFor(tos: readonly string[]): { to: string; reference: string; metadata: Record<string, string | number> }[] {
+  return tos.map((to, index) => ({ to, reference: `ref-${index}`, metadata: { customer_name: `Customer ${index}`, n: index } }));
+}
+
+export function postBatch(
+  t: TestApp,
+  body: unknown,
+  options: { token?: string; idempotencyKey?: string } = {},
+): Promise<LightMyRequestResponse> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${options.token ?? t.seed.token}` };
+  if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+  return t.inject({ method: 'POST', url: '/v1/batches', headers, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+}
+
+/** Creates a batch of the seed agent (or `agent_id` in `extra`) and returns it; fails the test otherwise. */
+export async function createBatch(
+  t: TestApp,
+  tos: readonly string[],
+  extra: Record<string, unknown> = {},
+  options: { token?: string } = {},
+): Promise<Record<string, any>> {
+  const res = await postBatch(t, { agent_id: t.seed.agentId, recipients: recipientsFor(tos), ...extra }, options);
+  assert.equal(res.statusCode, 201, res.body);
+  return res.json();
+}
+
+export function apiGet(t: TestApp, url: string, token = t.seed.token): Promise<LightMyRequestResponse> {
+  return t.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
+}
+
+export function apiPost(t: TestApp, url: string, token = t.seed.token): Promise<LightMyRequestResponse> {
+  return t.inject({ method: 'POST', url, headers: { authorization: `Bearer ${token}` } });
+}
+
+export async function readBatch(t: TestApp, id: string, token = t.seed.token): Promise<Record<string, any>> {
+  const res = await apiGet(t, `/v1/batches/${id}`, token);
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json();
+}
+
+/** Every recipient of a batch, in the order sent (all pages). */
+export async function allRecipients(t: TestApp, id: string, token = t.seed.token): Promise<Record<string, any>[]> {
+  const all: Record<string, any>[] = [];
+  for (let after: string | undefined; ; ) {
+    const res = await apiGet(t, `/v1/batches/${id}/recipients?limit=100${after ? `&starting_after=${after}` : ''}`, token);
+    assert.equal(res.statusCode, 200, res.body);
+    const page = res.json() as { data: Record<string, any>[]; has_more: boolean };
+    all.push(...page.data);
+    if (!page.has_more) return all;
+    after = page.data.at(-1)!.id as string;
+  }
+}
+
+/** The most intervals [start, end) that overlap at one instant. */
+export function highestOverlap(intervals: readonly { start: number; end: number }[]): number {
+  const edges = intervals.flatMap(({ start, end }) => [
+    { at: start, delta: 1 },
+    { at: end, delta: -1 },
+  ]);
+  // An end and a start at the same instant do not overlap: ends first.
+  edges.sort((a, b) => a.at - b.at || a.delta - b.delta);
+  let current = 0;
+  let highest = 0;
+  for (const edge of edges) highest = Math.max(highest, (current += edge.delta));
+  return highest;
+}

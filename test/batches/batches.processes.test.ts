@@ -1,0 +1,221 @@
+/**
+ * The batch dialer across real server processes (`node --import tsx src/server.ts`):
+ * - two worker processes on one PostgreSQL database dial one batch, and at no instant are more than its
+ *   max_concurrency calls of it under way;
+ * - on both databases, a worker killed with SIGKILL while the provider (a fake ElevenLabs that holds the
+ *   request) is placing a call leaves that recipient `failed` (`interrupted`) once its lease ends, never
+ *   dialed a second time, and the next worker completes every other recipient.
+ */
+import assert from 'node:assert/strict';
+import { after, before, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import { createServices } from '../../src/container.js';
+import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
+import { upsertAgent } from '../../src/features/agents/agents.service.js';
+import { signElevenLabs } from '../../src/features/providers/elevenlabs/elevenlabs.signature.js';
+import { forEachDialect } from '../support/dialects.js';
+import { apiKey, elevenLabsEnv, transcriptionEvent, webhookSecret, workspaceNumbers } from '../support/elevenlabs-fixtures.js';
+import { startFakeElevenLabs, type FakeElevenLabs } from '../support/fake-elevenlabs.js';
+import { startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { seedAccount, testEnvDefaults, type SeededAccount } from '../support/test-app.js';
+import { createTestDatabase, type Dialect, type TestDatabase } from '../support/test-database.js';
+import { until } from '../support/wait.js';
+import { highestOverlap, numbers, recipientsFor } from './batches.helpers.js';
+
+/** A database with a seeded account (a simulator agent, an ElevenLabs agent and a live key), and its handle. */
+async function seededDatabase(dialect: Dialect): Promise<{ database: TestDatabase; handle: DatabaseHandle; seed: SeededAccount }> {
+  const database = await createTestDatabase(dialect);
+  const services = await createServices(loadConfig({ ...testEnvDefaults, ...database.env }));
+  try {
+    const seed = await seedAccount(services);
+    await upsertAgent(services.db, services.clock, {
+      accountId: seed.accountId,
+      agentId: 'agent_el_twilio',
+      name: 'ElevenLabs',
+      provider: 'elevenlabs',
+      phoneNumberId: 'phnum_twilio_1',
+      phoneNumberProvider: 'twilio',
+    });
+    return { database, handle: openDatabase(database.config), seed };
+  } finally {
+    await services.close();
+  }
+}
+
+async function request(method: 'GET' | 'POST', url: string, token: string, body?: unknown): Promise<{ status: number; json: Record<string, any> }> {
+  const res = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: (await res.json()) as Record<string, any> };
+}
+
+function processesOf(): { start(env: Record<string, string>): Promise<ServerProcess>; stopAll(): Promise<void> } {
+  const running = new Set<ServerProcess>();
+  return {
+    async start(env) {
+      const server = await startServerProcess({ env });
+      running.add(server);
+      return server;
+    },
+    async stopAll() {
+      await Promise.all([...running].map((server) => server.stop()));
+      running.clear();
+    },
+  };
+}
+
+await forEachDialect('Two worker processes dialing one batch', (dialect) => {
+  if (dialect === 'sqlite') {
+    // Several processes share one database on PostgreSQL only (README); the SQLite runs are in-process.
+    it('runs on PostgreSQL', { skip: 'workers in several processes share a PostgreSQL database only' });
+    return;
+  }
+  const maxConcurrency = 4;
+  let seeded: Awaited<ReturnType<typeof seededDatabase>>;
+  const processes = processesOf();
+  before(async () => {
+    seeded = await seededDatabase(dialect);
+  });
+  after(async () => {
+    await processes.stopAll();
+    await seeded?.handle.destroy();
+    await seeded?.database.drop();
+  });
+
+  it(`never has more than max_concurrency (${maxConcurrency}) calls of the batch under way, with both workers dialing`, async () => {
+    const env = { ...seeded.database.env, CALLGATE_SIMULATOR_DELAY_MS: '300' };
+    const api = await processes.start({ ...env, CALLGATE_ROLES: 'api' });
+    const workers = [
+      await processes.start({ ...env, CALLGATE_ROLES: 'worker', CALLGATE_LOG_LEVEL: 'debug' }),
+      await processes.start({ ...env, CALLGATE_ROLES: 'worker', CALLGATE_LOG_LEVEL: 'debug' }),
+    ];
+    const created = await request('POST', `${api.url}/v1/batches`, seeded.seed.token, {
+      agent_id: seeded.seed.agentId,
+      max_concurrency: maxConcurrency,
+      recipients: recipientsFor(numbers(60)),
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    const batchId = created.json.id as string;
+    const readBatch = async () => (await request('GET', `${api.url}/v1/batches/${batchId}`, seeded.seed.token)).json;
+
+    // The worker that wakes first tends to take every free slot. While one has not dialed yet, the other
+    // is stopped (SIGSTOP) for a moment, as a stalled worker would be, so that both share the batch.
+    const dialed = (worker: ServerProcess) => /batch recipients claimed/.test(worker.output());
+    await until('a first call to end', async () => ((await readBatch()).counts.completed > 0 ? true : undefined), 60_000);
+    const dialing = async () =>
+      (await seeded.handle.db.selectFrom('batch_recipients').select('id').where('batch_id', '=', batchId).where('status', '=', 'dialing').execute()).length;
+    for (let attempt = 0; attempt < 5 && !workers.every(dialed); attempt++) {
+      const idle = workers.find((worker) => !dialed(worker))!;
+      const busy = workers.find((worker) => worker !== idle)!;
+      // Not while it dials: the recipients it holds as `dialing` would keep their slots until it goes on.
+      await until('a moment without a dial under way', async () => ((await dialing()) === 0 ? true : undefined));
+      process.kill(busy.pid, 'SIGSTOP');
+      try {
+        await until('the other worker to dial', () => (dialed(idle) ? true : undefined), 5_000).catch(() => undefined);
+      } finally {
+        process.kill(busy.pid, 'SIGCONT');
+      }
+    }
+    for (const [index, worker] of workers.entries()) assert.ok(dialed(worker), `worker ${index + 1} dialed nothing:\n${worker.output().slice(-2000)}`);
+
+    const done = await until('the batch to complete', async () => {
+      const batch = await readBatch();
+      return batch.status === 'completed' ? batch : undefined;
+    }, 120_000);
+    assert.equal(done.counts.completed, 60);
+    const calls = await seeded.handle.db.selectFrom('calls').select(['created_at', 'ended_at']).where('batch_id', '=', batchId).execute();
+    assert.equal(calls.length, 60);
+    // Each call from its creation to its end as the simulator made it (300 ms later): a slot frees only
+    // once a monitor saw that end, so these spans are the calls under way as the provider sees them.
+    const overlap = highestOverlap(calls.map((call) => ({ start: Date.parse(call.created_at), end: Date.parse(call.ended_at!) })));
+    assert.ok(overlap <= maxConcurrency, `${overlap} calls of the batch were under way at once`);
+    assert.ok(overlap >= 2, `the limit was never approached (${overlap})`);
+  });
+});
+
+await forEachDialect('A worker killed while dialing', (dialect) => {
+  const hangingTo = '+14155559000';
+  let seeded: Awaited<ReturnType<typeof seededDatabase>>;
+  let fake: FakeElevenLabs;
+  const processes = processesOf();
+  before(async () => {
+    seeded = await seededDatabase(dialect);
+    fake = await startFakeElevenLabs({ apiKey });
+    fake.phoneNumbers = structuredClone(workspaceNumbers);
+    // The call to this number hangs at the provider until long after the worker is gone.
+    fake.respond = (req) =>
+      req.route === 'outbound' && (req.body as { to_number?: string } | null)?.to_number === hangingTo ? { status: 500, delayMs: 12_000 } : undefined;
+  });
+  after(async () => {
+    await processes.stopAll();
+    await fake?.close();
+    await seeded?.handle.destroy();
+    await seeded?.database.drop();
+  });
+
+  it('leaves that recipient failed (interrupted) once its lease ends, never dials it again, and completes the others', async () => {
+    const env = {
+      ...seeded.database.env,
+      ...elevenLabsEnv(fake, { CALLGATE_PROVIDER_TIMEOUT_MS: '8000', CALLGATE_BATCH_DIAL_LEASE_MS: '9000' }),
+    };
+    const api = await processes.start({ ...env, CALLGATE_ROLES: 'api' });
+    const first = await processes.start({ ...env, CALLGATE_ROLES: 'worker' });
+    const tos = [hangingTo, ...numbers(3, 7000)];
+    const created = await request('POST', `${api.url}/v1/batches`, seeded.seed.token, {
+      agent_id: 'agent_el_twilio',
+      max_concurrency: 1,
+      recipients: recipientsFor(tos),
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    const batchId = created.json.id as string;
+    const recipients = async () => (await request('GET', `${api.url}/v1/batches/${batchId}/recipients`, seeded.seed.token)).json.data as Record<string, any>[];
+    const dialsTo = (to: string) => fake.requestsTo('outbound').filter((req) => (req.body as { to_number: string }).to_number === to).length;
+
+    await until('the provider to be asked for the first call', () => (dialsTo(hangingTo) === 1 ? true : undefined));
+    assert.equal((await recipients())[0]!.status, 'dialing');
+    const exit = await first.kill();
+    assert.equal(exit.signal, 'SIGKILL');
+
+    await processes.start({ ...env, CALLGATE_ROLES: 'worker' });
+    const interrupted = await until('the lease to end', async () => {
+      const [recipient] = await recipients();
+      return recipient!.status === 'failed' ? recipient : undefined;
+    }, 30_000);
+    assert.equal(interrupted!.failure_reason, 'interrupted');
+    assert.equal(interrupted!.call_id, undefined);
+
+    // The others are dialed one at a time; each call ends when "ElevenLabs" sends its post-call webhook.
+    const ended = new Set<string>();
+    await until(
+      'every other recipient to complete',
+      async () => {
+        const open = await seeded.handle.db.selectFrom('calls').select('provider_conversation_id').where('batch_id', '=', batchId).where('status', '=', 'initiated').execute();
+        for (const { provider_conversation_id: conversationId } of open) {
+          if (ended.has(conversationId)) continue;
+          const body = JSON.stringify(transcriptionEvent(conversationId, { startSecs: Math.floor(Date.now() / 1000) - 30, durationSecs: 20, summary: 'Reminded.' }));
+          const res = await fetch(`${api.url}/providers/elevenlabs/webhook`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'elevenlabs-signature': signElevenLabs(webhookSecret, Math.floor(Date.now() / 1000), body) },
+            body,
+          });
+          assert.equal(res.status, 200, await res.text());
+          ended.add(conversationId);
+        }
+        const all = await recipients();
+        return all.slice(1).every((recipient) => recipient.status === 'completed') ? all : undefined;
+      },
+      60_000,
+    );
+    assert.equal(dialsTo(hangingTo), 1, 'the interrupted recipient was never dialed again');
+    for (const to of tos.slice(1)) assert.equal(dialsTo(to), 1, to);
+    const batch = await until('the batch to complete', async () => {
+      const now = (await request('GET', `${api.url}/v1/batches/${batchId}`, seeded.seed.token)).json;
+      return now.status === 'completed' ? now : undefined;
+    });
+    assert.deepEqual(batch.counts, { total: 4, queued: 0, dialing: 0, in_progress: 0, completed: 3, failed: 1, cancelled: 0 });
+    const events = await seeded.handle.db.selectFrom('webhook_events').select('type').where('type', '=', 'batch.completed').execute();
+    assert.equal(events.length, 1);
+  });
+});
