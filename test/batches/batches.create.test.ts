@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { apiGet, createBatch, numbers, postBatch, readBatch, recipientsFor } from './batches.helpers.js';
+import { apiGet, createBatch, numbers, postBatch, readBatch, recipientsFor } from '../support/batch-client.js';
 
 await forEachDialect('POST /v1/batches', (dialect) => {
   let t: TestApp;

@@ -13,7 +13,7 @@ import type { ProviderFailure, VoiceProvider } from '../../src/features/provider
 import { createSimulatorProvider, simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { allRecipients, apiPost, createBatch, numbers, readBatch } from './batches.helpers.js';
+import { allRecipients, apiPost, createBatch, numbers, readBatch } from '../support/batch-client.js';
 
 const hour = 3600_000;
 /** The simulator's call length in these tests (CALLGATE_SIMULATOR_DELAY_MS of test-app). */

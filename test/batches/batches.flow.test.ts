@@ -21,7 +21,7 @@ import { createTestDatabase } from '../support/test-database.js';
 import { startTestApp, testEnvDefaults, type TestApp } from '../support/test-app.js';
 import { until } from '../support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
-import { allRecipients, apiGet, createBatch, highestOverlap, numbers, readBatch } from './batches.helpers.js';
+import { allRecipients, apiGet, createBatch, highestOverlap, numbers, readBatch } from '../support/batch-client.js';
 
 const callMs = 60;
 const maxConcurrency = 3;

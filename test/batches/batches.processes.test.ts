@@ -20,7 +20,7 @@ import { startServerProcess, type ServerProcess } from '../support/server-proces
 import { seedAccount, testEnvDefaults, type SeededAccount } from '../support/test-app.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/wait.js';
-import { highestOverlap, numbers, recipientsFor } from './batches.helpers.js';
+import { highestOverlap, numbers, recipientsFor } from '../support/batch-client.js';
 
 /** A database with a seeded account (a simulator agent, an ElevenLabs agent and a live key), and its handle. */
 async function seededDatabase(dialect: Dialect): Promise<{ database: TestDatabase; handle: DatabaseHandle; seed: SeededAccount }> {

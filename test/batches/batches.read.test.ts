@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { allRecipients, apiGet, apiPost, createBatch, numbers, readBatch } from './batches.helpers.js';
+import { allRecipients, apiGet, apiPost, createBatch, numbers, readBatch } from '../support/batch-client.js';
 
 await forEachDialect('Reading, pausing, resuming and cancelling batches', (dialect) => {
   let t: TestApp;

@@ -1,7 +1,7 @@
 /** Small readers and writers of the batches API for the batch tests, through the real app (inject). */
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
-import type { TestApp } from '../support/test-app.js';
+import type { TestApp } from './test-app.js';
 
 /** `count` distinct valid numbers, +1415555 followed by four digits from `first`. */
 export function numbers(count: number, first = 1000): string[] {
