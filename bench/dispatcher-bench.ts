@@ -17,7 +17,7 @@ import type { DispatcherMessage, DispatcherRequest } from './dispatcher-process.
 import { clockTicksPerSecond, machineBusyShare, machineCpuTicks, type CpuTicks } from './machine.js';
 import { logProblems, percentile, postgresBackendTicks, type Measurement } from './measure.js';
 import type { ProcessStats } from './process-stats.js';
-import type { Collected, ReceiverMessage, ReceiverRequest } from './receiver-process.js';
+import type { ReceiverMessage, ReceiverRequest } from './receiver-process.js';
 
 export interface DispatcherSettings {
   /** Events in the backlog of the throughput phase, one delivery each. */
@@ -177,7 +177,11 @@ async function latency(dispatcher: Dispatcher, receiver: Receiver, settings: Dis
   await sleep(1_000);
   let done: Extract<DispatcherMessage, { type: 'outcomes-done' }> | undefined;
   await arrivalsDuring(receiver, count, settings.latencyS * 1000 + 30_000, async () => {
-    done = await dispatcher.ask({ type: 'outcomes', perSecond: settings.outcomesPerSecond }, 'outcomes-done', settings.latencyS * 1000 + 60_000);
+    done = await dispatcher.ask(
+      { type: 'outcomes', perSecond: settings.outcomesPerSecond },
+      'outcomes-done',
+      settings.latencyS * 1000 + 60_000,
+    );
   });
   await dispatcher.ask({ type: 'drain' }, 'drained', 60_000);
   const { collected } = await receiver.ask({ type: 'collect' }, 'collected', answerTimeoutMs);
@@ -199,7 +203,11 @@ async function latency(dispatcher: Dispatcher, receiver: Receiver, settings: Dis
   };
 }
 
-export async function measureDispatcher(database: TestDatabase, settings: DispatcherSettings, workDir: string): Promise<DispatcherMeasurement> {
+export async function measureDispatcher(
+  database: TestDatabase,
+  settings: DispatcherSettings,
+  workDir: string,
+): Promise<DispatcherMeasurement> {
   const label = `webhook dispatcher, ${database.dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`;
   process.stderr.write(`bench: ${label} …\n`);
   const logFile = path.join(workDir, `${label.replace(/[^a-z0-9]+/gi, '-')}.log`);
@@ -236,7 +244,8 @@ export async function measureDispatcher(database: TestDatabase, settings: Dispat
       300_000,
     );
     const profileDir = process.env.BENCH_DISPATCHER_CPU_PROF;
-    const profileFile = settings.profileFile ?? (profileDir ? path.join(profileDir, `dispatcher-${database.dialect}.cpuprofile`) : undefined);
+    const profileFile =
+      settings.profileFile ?? (profileDir ? path.join(profileDir, `dispatcher-${database.dialect}.cpuprofile`) : undefined);
     const t = await throughput(dispatcher, receiver, postgres, settings.events, profileFile);
     const l = await latency(dispatcher, receiver, settings);
     const { stats } = await dispatcher.ask({ type: 'stats' }, 'stats', answerTimeoutMs);

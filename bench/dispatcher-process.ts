@@ -48,7 +48,9 @@ async function fromDist<T>(file: string): Promise<T> {
 
 const { loadConfig } = await fromDist<typeof import('../src/config.js')>('config.js');
 const { createServices } = await fromDist<typeof import('../src/container.js')>('container.js');
-const { createAccount } = await fromDist<typeof import('../src/features/identity/accounts.service.js')>('features/identity/accounts.service.js');
+const { createAccount } = await fromDist<typeof import('../src/features/identity/accounts.service.js')>(
+  'features/identity/accounts.service.js',
+);
 const { upsertAgent } = await fromDist<typeof import('../src/features/agents/agents.service.js')>('features/agents/agents.service.js');
 const { createEndpoint } = await fromDist<typeof import('../src/features/webhooks/endpoints.service.js')>(
   'features/webhooks/endpoints.service.js',
@@ -94,7 +96,8 @@ async function fillBacklog(services: Services, accountId: string, message: Extra
   // A production database has statistics (autovacuum analyses a table soon after it changes); without them
   // PostgreSQL plans the claim's subquery on this new table as a sort of every pending row. SQLite gathers
   // none unless told, and the service never tells it, so it goes without here too.
-  if (services.database.dialect === 'postgres') await sql`analyze webhook_deliveries, webhook_events, webhook_endpoints`.execute(services.db);
+  if (services.database.dialect === 'postgres')
+    await sql`analyze webhook_deliveries, webhook_events, webhook_endpoints`.execute(services.db);
   // The peak memory reported is the worker's, not that of writing the backlog.
   global.gc?.();
   resetPeakRss();
@@ -240,7 +243,7 @@ async function main(): Promise<void> {
           return;
       }
     })().catch((error: unknown) => {
-      send({ type: 'failed', message: error instanceof Error ? error.stack ?? error.message : String(error) });
+      send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
       process.exit(1);
     });
   });
@@ -253,6 +256,6 @@ if (!process.send) {
 }
 
 main().catch((error: unknown) => {
-  send({ type: 'failed', message: error instanceof Error ? error.stack ?? error.message : String(error) });
+  send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   process.exit(1);
 });

@@ -26,7 +26,8 @@ export function dispatcherProblems(m: DispatcherMeasurement): string[] {
   if (succeeded < m.events) problems.push(`${int(m.events - succeeded)} backlog deliveries not marked succeeded`);
   if (m.missing > 0) problems.push(`${int(m.missing)} of ${int(m.outcomes)} outcome events never arrived`);
   if (m.repeats > 0) problems.push(`${int(m.repeats)} requests repeated a webhook-id that had arrived before`);
-  if (m.signatureFailures > 0) problems.push(`${int(m.signatureFailures)} signatures did not verify (${cell(m.firstSignatureFailure ?? '')})`);
+  if (m.signatureFailures > 0)
+    problems.push(`${int(m.signatureFailures)} signatures did not verify (${cell(m.firstSignatureFailure ?? '')})`);
   return problems;
 }
 

@@ -12,4 +12,3 @@ export const one = (n: number) => n.toFixed(1);
 export const two = (n: number) => n.toFixed(2);
 export const cell = (text: string) => text.replace(/\|/g, '\\|');
 export const dialectName = (d: Dialect | null) => (d === 'postgres' ? 'PostgreSQL' : 'SQLite');
-

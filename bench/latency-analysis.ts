@@ -30,7 +30,6 @@ export function postgresFloorMs(m: LatencyMeasurement): { commitMs: number; roun
   };
 }
 
-
 const msText = (value: number) => (value < 10 ? value.toFixed(2) : value.toFixed(1));
 
 function commit(m: LatencyMeasurement | undefined, pattern: RegExp): CommitCost | undefined {

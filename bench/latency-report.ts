@@ -48,8 +48,12 @@ export function latencyTargets(input: LatencyReportInput): string[] {
     if (!bare) continue;
     const rate = `at ${int(m.ratePerSecond)} req/s`;
     if (m.dialect === 'sqlite') {
-      rows.push(`| SQLite p50 ≤ ${sqliteP50MaxRatio}× bare Fastify ${rate} | ${msCell(m.p50Ms)} ms, ${ratio(m.p50Ms, bare.p50Ms)} | ${verdict(m.p50Ms <= sqliteP50MaxRatio * bare.p50Ms, m)} |`);
-      rows.push(`| SQLite p99 ≤ ${sqliteP99MaxRatio}× bare Fastify ${rate} | ${msCell(m.p99Ms)} ms, ${ratio(m.p99Ms, bare.p99Ms)} | ${verdict(m.p99Ms <= sqliteP99MaxRatio * bare.p99Ms, m)} |`);
+      rows.push(
+        `| SQLite p50 ≤ ${sqliteP50MaxRatio}× bare Fastify ${rate} | ${msCell(m.p50Ms)} ms, ${ratio(m.p50Ms, bare.p50Ms)} | ${verdict(m.p50Ms <= sqliteP50MaxRatio * bare.p50Ms, m)} |`,
+      );
+      rows.push(
+        `| SQLite p99 ≤ ${sqliteP99MaxRatio}× bare Fastify ${rate} | ${msCell(m.p99Ms)} ms, ${ratio(m.p99Ms, bare.p99Ms)} | ${verdict(m.p99Ms <= sqliteP99MaxRatio * bare.p99Ms, m)} |`,
+      );
     } else {
       const floor = postgresFloorMs(m);
       if (!floor) continue;
@@ -77,7 +81,7 @@ export function renderLatencySection(input: LatencyReportInput): string {
   const details = input.measurements.map(
     (m) =>
       `| ${cell(m.label)} | ${m.serverCpuMsPerRequest.toFixed(3)} | ${pct(m.serverEventLoopBusy)} | ${one(m.loopDelayP99Ms)} / ${one(m.loopDelayMaxMs)} | ` +
-        `${two(m.sendLagP50Ms)} / ${two(m.sendLagP99Ms)} | ${int(m.peakOutstanding)} | ${m.otherCpuCores === null ? '–' : two(m.otherCpuCores)} (${m.loadAverageAtStart}) |`,
+      `${two(m.sendLagP50Ms)} / ${two(m.sendLagP99Ms)} | ${int(m.peakOutstanding)} | ${m.otherCpuCores === null ? '–' : two(m.otherCpuCores)} (${m.loadAverageAtStart}) |`,
   );
   const noisiest = Math.max(0, ...input.measurements.map((m) => m.otherCpuCores ?? 0));
   const contention =

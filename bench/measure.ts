@@ -110,7 +110,11 @@ function loadOptions(target: Target, tokens: readonly string[], durationS: numbe
 export async function probe(target: Target, token: string): Promise<number> {
   const response = await fetch(`${target.url}/v1/calls`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'idempotency-key': `probe-${randomBytes(6).toString('hex')}` },
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${token}`,
+      'idempotency-key': `probe-${randomBytes(6).toString('hex')}`,
+    },
     body: callBody(target.agentId),
   });
   const text = await response.text();

@@ -55,13 +55,7 @@ export interface WindowHooks {
 /** Wait this long with setImmediate before a request is due, instead of a timer that may fire late. */
 const spinMs = 1.2;
 
-function send(
-  agent: http.Agent,
-  url: URL,
-  request: OutgoingRequest,
-  timeoutMs: number,
-  done: (status: number | null) => void,
-): void {
+function send(agent: http.Agent, url: URL, request: OutgoingRequest, timeoutMs: number, done: (status: number | null) => void): void {
   const req = http.request(
     {
       agent,

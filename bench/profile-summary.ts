@@ -44,11 +44,20 @@ function packageOf(url: string): string | null {
 
 /** Families of packages, named for what they do here. */
 const families: readonly [RegExp, string][] = [
-  [/^(fastify|@fastify\/.*|find-my-way|avvio|fast-json-stringify|ajv|ajv-formats|fast-uri|secure-json-parse|toad-cache|light-my-request|fast-querystring|process-warning|abstract-logging|rfdc|json-schema-ref-resolver|proxy-addr|forwarded|ipaddr\.js|content-type|ret|safe-regex2|fast-decode-uri-component|fastq|reusify)$/, 'Fastify (routing, hooks, validation, serialisation, replies)'],
+  [
+    /^(fastify|@fastify\/.*|find-my-way|avvio|fast-json-stringify|ajv|ajv-formats|fast-uri|secure-json-parse|toad-cache|light-my-request|fast-querystring|process-warning|abstract-logging|rfdc|json-schema-ref-resolver|proxy-addr|forwarded|ipaddr\.js|content-type|ret|safe-regex2|fast-decode-uri-component|fastq|reusify)$/,
+    'Fastify (routing, hooks, validation, serialisation, replies)',
+  ],
   [/^kysely$/, 'Kysely (building and compiling queries)'],
   [/^better-sqlite3$/, 'better-sqlite3 (JavaScript part)'],
-  [/^(pg|pg-protocol|pg-pool|pg-types|pg-connection-string|postgres-.*|pgpass|split2|buffer-writer|packet-reader)$/, 'pg driver (protocol, socket I/O)'],
-  [/^(pino|sonic-boom|@pinojs\/.*|safe-stable-stringify|fast-redact|thread-stream|on-exit-leak-free|atomic-sleep|quick-format-unescaped|pino-std-serializers)$/, 'pino logging (incl. writing the log)'],
+  [
+    /^(pg|pg-protocol|pg-pool|pg-types|pg-connection-string|postgres-.*|pgpass|split2|buffer-writer|packet-reader)$/,
+    'pg driver (protocol, socket I/O)',
+  ],
+  [
+    /^(pino|sonic-boom|@pinojs\/.*|safe-stable-stringify|fast-redact|thread-stream|on-exit-leak-free|atomic-sleep|quick-format-unescaped|pino-std-serializers)$/,
+    'pino logging (incl. writing the log)',
+  ],
   [/^rate-limiter-flexible$/, 'rate-limiter-flexible'],
 ];
 

@@ -3,7 +3,7 @@ import type { Dialect } from '../test/support/test-database.js';
 import type { Machine } from './machine.js';
 import { ms, type LoadSettings, type Measurement } from './measure.js';
 import { limits, statementTable } from './analysis.js';
-import { cell, dialectName, int, one, p99MaxMs, pct, postgresMinShare, sqliteMinShare, two } from './format.js';
+import { cell, dialectName, int, p99MaxMs, pct, postgresMinShare, sqliteMinShare, two } from './format.js';
 import type { ProfileSummary, Share } from './profile-summary.js';
 import { renderDispatcherSection, type DispatcherReportInput } from './dispatcher-report.js';
 import { latencyTargets, renderLatencySection, type LatencyReportInput } from './latency-report.js';
@@ -96,11 +96,15 @@ export function renderReport(input: ReportInput): string {
   const targets: string[] = [];
   if (sqlite) {
     const r = ratio(sqlite);
-    targets.push(`| SQLite throughput ≥ ${pct(sqliteMinShare)} of the ceiling | ${r === null ? 'no ceiling measured' : pct(r)} | ${r === null ? 'not known' : verdict(r >= sqliteMinShare, sqlite)} |`);
+    targets.push(
+      `| SQLite throughput ≥ ${pct(sqliteMinShare)} of the ceiling | ${r === null ? 'no ceiling measured' : pct(r)} | ${r === null ? 'not known' : verdict(r >= sqliteMinShare, sqlite)} |`,
+    );
   }
   if (postgres) {
     const r = ratio(postgres);
-    targets.push(`| PostgreSQL throughput ≥ ${pct(postgresMinShare)} of the ceiling | ${r === null ? 'no ceiling measured' : pct(r)} | ${r === null ? 'not known' : verdict(r >= postgresMinShare, postgres)} |`);
+    targets.push(
+      `| PostgreSQL throughput ≥ ${pct(postgresMinShare)} of the ceiling | ${r === null ? 'no ceiling measured' : pct(r)} | ${r === null ? 'not known' : verdict(r >= postgresMinShare, postgres)} |`,
+    );
   } else {
     targets.push(`| PostgreSQL throughput ≥ ${pct(postgresMinShare)} of the ceiling | not measured | not known |`);
   }

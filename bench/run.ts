@@ -116,7 +116,11 @@ async function main(): Promise<void> {
     measurements.push(await measure({ label: 'ceiling: bare Fastify 5, one POST route', kind: 'ceiling', env: {} }, load, workDir));
   }
   for (const dialect of (['sqlite', 'postgres'] as const).filter((d) => targets.has(`floor-${d}`) && !(d === 'postgres' && postgresSkip))) {
-    measurements.push(await measureOnDatabase(dialect, `floor: the statements by hand, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`, { kind: 'floor' }));
+    measurements.push(
+      await measureOnDatabase(dialect, `floor: the statements by hand, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`, {
+        kind: 'floor',
+      }),
+    );
   }
   const dialects = (['sqlite', 'postgres'] as const).filter((d) => targets.has(d) && !(d === 'postgres' && postgresSkip));
   for (const dialect of dialects) {
@@ -136,7 +140,9 @@ async function main(): Promise<void> {
     for (const run of runs.filter((r) => targets.has(r.target))) {
       const database = await createTestDatabase(dialect);
       try {
-        latencies.push(await measureLatency({ label: run.label, kind: run.kind, env: appEnv(database.env), dialect }, latencySettings, workDir));
+        latencies.push(
+          await measureLatency({ label: run.label, kind: run.kind, env: appEnv(database.env), dialect }, latencySettings, workDir),
+        );
       } finally {
         await database.drop();
       }
@@ -202,6 +208,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`bench: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

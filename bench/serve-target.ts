@@ -106,9 +106,7 @@ async function startCeiling(): Promise<Running> {
   const id = `call_conv_${'0'.repeat(26)}`;
   app.post('/v1/calls', async (request, reply) => {
     const body = request.body as { agent_id: string; to: string };
-    return reply
-      .code(201)
-      .send({ id, agent_id: body.agent_id, to: body.to, status: 'initiated', created_at: new Date().toISOString() });
+    return reply.code(201).send({ id, agent_id: body.agent_id, to: body.to, status: 'initiated', created_at: new Date().toISOString() });
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, tokens: [], counts: async () => null, close: () => app.close() };
@@ -129,9 +127,7 @@ async function seededServices(keyCount: number): Promise<{ services: Services; t
   const { createAccount } = await fromDist<typeof import('../src/features/identity/accounts.service.js')>(
     'features/identity/accounts.service.js',
   );
-  const { upsertAgent } = await fromDist<typeof import('../src/features/agents/agents.service.js')>(
-    'features/agents/agents.service.js',
-  );
+  const { upsertAgent } = await fromDist<typeof import('../src/features/agents/agents.service.js')>('features/agents/agents.service.js');
   const { createApiKey } = await fromDist<typeof import('../src/features/api-keys/api-keys.service.js')>(
     'features/api-keys/api-keys.service.js',
   );
@@ -229,7 +225,9 @@ async function startFloor(keyCount: number): Promise<Running> {
   if (database.dialect === 'sqlite') {
     const sqlite = database.sqlite;
     const key = sqlite.prepare('select * from api_keys where token_hash = ?');
-    const claim = sqlite.prepare(`insert into idempotency_keys ${claimColumns} values (${Array(12).fill('?').join(', ')}) on conflict do nothing`);
+    const claim = sqlite.prepare(
+      `insert into idempotency_keys ${claimColumns} values (${Array(12).fill('?').join(', ')}) on conflict do nothing`,
+    );
     const agent = sqlite.prepare('select * from agents where account_id = ? and agent_id = ?');
     const insert = sqlite.prepare(`${callInsert} values (${Array(14).fill('?').join(', ')})`);
     const complete = sqlite.prepare(completion);
@@ -250,13 +248,18 @@ async function startFloor(keyCount: number): Promise<Running> {
       let n = 0;
       return sql.replace(/\?/g, () => `$${++n}`);
     };
-    const claimSql = numbered(`insert into idempotency_keys ${claimColumns} values (${Array(12).fill('?').join(', ')}) on conflict do nothing`);
-    const storeSql = numbered(`with inserted as (${callInsert} values (${Array(14).fill('?').join(', ')}) returning id) ${completion} and exists (select id from inserted)`);
+    const claimSql = numbered(
+      `insert into idempotency_keys ${claimColumns} values (${Array(12).fill('?').join(', ')}) on conflict do nothing`,
+    );
+    const storeSql = numbered(
+      `with inserted as (${callInsert} values (${Array(14).fill('?').join(', ')}) returning id) ${completion} and exists (select id from inserted)`,
+    );
     statements = {
       key: async (hash) => (await pool.query<Key>({ text: 'select * from api_keys where token_hash = $1', values: [hash] })).rows[0],
       claim: async (values) => (await pool.query({ text: claimSql, values })).rowCount ?? 0,
       agent: async (accountId, agentId) =>
-        (await pool.query<Agent>({ text: 'select * from agents where account_id = $1 and agent_id = $2', values: [accountId, agentId] })).rows[0],
+        (await pool.query<Agent>({ text: 'select * from agents where account_id = $1 and agent_id = $2', values: [accountId, agentId] }))
+          .rows[0],
       store: async (call, done) => {
         await pool.query({ text: storeSql, values: [...call, ...done] });
       },
@@ -279,7 +282,20 @@ async function startFloor(keyCount: number): Promise<Running> {
     // As the service does: the agent is read beside the claim.
     const agentRead = statements.agent(key.account_id, body.agent_id);
     agentRead.catch(() => undefined);
-    const claimed = await statements.claim([key.id, route, idempotencyKey, requestHash, 'in_flight', owner, null, null, null, new Date(now.getTime() + 60_000).toISOString(), expiresAt, createdAt]);
+    const claimed = await statements.claim([
+      key.id,
+      route,
+      idempotencyKey,
+      requestHash,
+      'in_flight',
+      owner,
+      null,
+      null,
+      null,
+      new Date(now.getTime() + 60_000).toISOString(),
+      expiresAt,
+      createdAt,
+    ]);
     if (claimed === 0) return reply.code(409).send({ error: 'idempotency_conflict' });
     const agent = await agentRead;
     if (!agent) return reply.code(403).send({ error: 'agent_not_found' });
@@ -287,7 +303,22 @@ async function startFloor(keyCount: number): Promise<Running> {
     const created = { id: `call_${conversationId}`, agent_id: agent.agent_id, to: body.to, status: 'initiated', created_at: createdAt };
     const headers = { location: `/v1/calls/${created.id}` };
     await statements.store(
-      [created.id, key.account_id, key.id, agent.agent_id, agent.id, key.mode, 'simulator', conversationId, body.to, body.metadata === undefined ? null : JSON.stringify(body.metadata), 'initiated', createdAt, createdAt, new Date(now.getTime() + 3_000).toISOString()],
+      [
+        created.id,
+        key.account_id,
+        key.id,
+        agent.agent_id,
+        agent.id,
+        key.mode,
+        'simulator',
+        conversationId,
+        body.to,
+        body.metadata === undefined ? null : JSON.stringify(body.metadata),
+        'initiated',
+        createdAt,
+        createdAt,
+        new Date(now.getTime() + 3_000).toISOString(),
+      ],
       [201, JSON.stringify(created), JSON.stringify(headers), expiresAt, key.id, route, idempotencyKey, owner],
     );
     return reply.code(201).headers(headers).send(created);
@@ -338,7 +369,7 @@ async function main(): Promise<void> {
         }
       }
     })().catch((error: unknown) => {
-      send({ type: 'failed', message: error instanceof Error ? error.stack ?? error.message : String(error) });
+      send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
       process.exit(1);
     });
   });
@@ -352,6 +383,6 @@ if (!process.send) {
 }
 
 main().catch((error: unknown) => {
-  send({ type: 'failed', message: error instanceof Error ? error.stack ?? error.message : String(error) });
+  send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   process.exit(1);
 });

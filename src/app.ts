@@ -32,7 +32,12 @@ declare module 'fastify' {
 
 /** The JSON API under /v1: every request authenticated, counted and logged, unknown paths included. */
 const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { services }) => {
-  registerApiAuth(v1, { db: services.db, clock: services.clock, perKeyLimiter: services.perKeyLimiter, perIpLimiter: services.perIpLimiter });
+  registerApiAuth(v1, {
+    db: services.db,
+    clock: services.clock,
+    perKeyLimiter: services.perKeyLimiter,
+    perIpLimiter: services.perIpLimiter,
+  });
   v1.addHook('preValidation', refuseNulInQuery);
   v1.addHook('onResponse', requestLogHook(services.requestLog));
   await v1.register(callsRoutes, { deps: services.calls });
@@ -40,7 +45,11 @@ const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { servi
   // An unknown path under /v1 is still an API request: authenticated, counted against the key's limit and
   // listed in the request log (where a mistyped URL is found), then answered 404 with the path named.
   v1.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, new ApiError('not_found', `Unrecognized request URL: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`)),
+    sendError(
+      request,
+      reply,
+      new ApiError('not_found', `Unrecognized request URL: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`),
+    ),
   );
 };
 
@@ -53,7 +62,9 @@ export function buildApp(services: Services): FastifyInstance {
     // the portal's pages answer them in HTML like their other errors.
     frameworkErrors: (error, request, reply) => {
       setStrictTransportSecurity(reply, config.strictTransportSecurity);
-      return isPortalUrl(request.url) ? void sendPortalFrameworkError(services, error, request, reply) : sendFrameworkError(error, request, reply);
+      return isPortalUrl(request.url)
+        ? void sendPortalFrameworkError(services, error, request, reply)
+        : sendFrameworkError(error, request, reply);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

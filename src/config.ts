@@ -6,9 +6,7 @@ import path from 'node:path';
 import { parseRetrySchedule } from './features/webhooks/retry-schedule.js';
 import { parseDuration } from './lib/duration.js';
 
-export type DatabaseConfig =
-  | { readonly dialect: 'sqlite'; readonly file: string }
-  | { readonly dialect: 'postgres'; readonly url: string };
+export type DatabaseConfig = { readonly dialect: 'sqlite'; readonly file: string } | { readonly dialect: 'postgres'; readonly url: string };
 
 export type Role = 'api' | 'worker';
 
@@ -151,7 +149,10 @@ export function loadConfig(env: Env = process.env): Config {
 
   const rolesText = env.CALLGATE_ROLES?.trim() || 'api,worker';
   // `both` reads as it is said: both roles, the same as the default.
-  const roleList = (rolesText === 'both' ? 'api,worker' : rolesText).split(',').map((role) => role.trim()).filter(Boolean);
+  const roleList = (rolesText === 'both' ? 'api,worker' : rolesText)
+    .split(',')
+    .map((role) => role.trim())
+    .filter(Boolean);
   if (roleList.length === 0 || roleList.some((role) => role !== 'api' && role !== 'worker')) {
     throw new ConfigError(`CALLGATE_ROLES must be api, worker, api,worker or both, got "${rolesText}"`);
   }
@@ -171,7 +172,8 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const elevenlabsBaseUrl = (env.ELEVENLABS_BASE_URL?.trim() || 'https://api.elevenlabs.io').replace(/\/+$/, '');
-  if (!/^https?:\/\//.test(elevenlabsBaseUrl)) throw new ConfigError('ELEVENLABS_BASE_URL must start with https:// (or http:// for a local fake)');
+  if (!/^https?:\/\//.test(elevenlabsBaseUrl))
+    throw new ConfigError('ELEVENLABS_BASE_URL must start with https:// (or http:// for a local fake)');
 
   const providerTimeoutMs = integer(env, 'CALLGATE_PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000);
   const idempotencyLockMs = integer(env, 'CALLGATE_IDEMPOTENCY_LOCK_MS', 60_000, 1_000, 3_600_000);

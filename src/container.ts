@@ -117,9 +117,24 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       (await createRateLimiter({ store, name: 'cg_ip', pointsPerWindow: config.ipRateLimitPerMinute, windowSeconds }));
     const signInWindowSeconds = 15 * 60;
     const signInLimiters = overrides.signInLimiters ?? {
-      perAccount: await createRateLimiter({ store, name: 'cg_signin_acct', pointsPerWindow: config.portalSignInPerAccount, windowSeconds: signInWindowSeconds }),
-      perAccountIp: await createRateLimiter({ store, name: 'cg_signin_acct_ip', pointsPerWindow: config.portalSignInPerAccountIp, windowSeconds: signInWindowSeconds }),
-      perIp: await createRateLimiter({ store, name: 'cg_signin_ip', pointsPerWindow: config.portalSignInPerIp, windowSeconds: signInWindowSeconds }),
+      perAccount: await createRateLimiter({
+        store,
+        name: 'cg_signin_acct',
+        pointsPerWindow: config.portalSignInPerAccount,
+        windowSeconds: signInWindowSeconds,
+      }),
+      perAccountIp: await createRateLimiter({
+        store,
+        name: 'cg_signin_acct_ip',
+        pointsPerWindow: config.portalSignInPerAccountIp,
+        windowSeconds: signInWindowSeconds,
+      }),
+      perIp: await createRateLimiter({
+        store,
+        name: 'cg_signin_ip',
+        pointsPerWindow: config.portalSignInPerIp,
+        windowSeconds: signInWindowSeconds,
+      }),
     };
 
     const elevenlabsClient = elevenLabsClientFor(config);
@@ -184,7 +199,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       onCallPlaced: (callId, checkAt) => callMonitor.schedule(callId, checkAt),
       onStoreRetry: ({ callId, stored, error }) => {
         if (stored) logger.info({ callId }, 'a placed call was stored once the database was back');
-        else if (isDatabaseUnavailable(error)) logger.warn({ callId, err: error }, 'the database is still unavailable; storing a placed call again soon');
+        else if (isDatabaseUnavailable(error))
+          logger.warn({ callId, err: error }, 'the database is still unavailable; storing a placed call again soon');
         else logger.error({ callId, err: error }, 'storing a placed call failed; it is not retried');
       },
     };

@@ -53,7 +53,10 @@ async function main(): Promise<void> {
 
   if (app) await app.listen({ port: config.port, host: config.host });
   // A worker alone listens on nothing, so it names no URL.
-  logger.info({ database: services.database.dialect, roles: [...config.roles], ...(app ? { url: config.publicUrl } : {}) }, 'callgate is running');
+  logger.info(
+    { database: services.database.dialect, roles: [...config.roles], ...(app ? { url: config.publicUrl } : {}) },
+    'callgate is running',
+  );
 
   let closing = false;
   const shutdown = (signal: string) => {

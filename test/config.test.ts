@@ -42,7 +42,10 @@ describe('HTTP server timeouts and HSTS', () => {
   it('sends Strict-Transport-Security only for an https public URL and a max-age above 0', () => {
     assert.equal(loadConfig({}).strictTransportSecurity, undefined);
     assert.equal(loadConfig({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com' }).strictTransportSecurity, 'max-age=31536000');
-    assert.equal(loadConfig({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com', CALLGATE_HSTS_MAX_AGE: '0' }).strictTransportSecurity, undefined);
+    assert.equal(
+      loadConfig({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com', CALLGATE_HSTS_MAX_AGE: '0' }).strictTransportSecurity,
+      undefined,
+    );
     assert.throws(() => loadConfig({ CALLGATE_HSTS_MAX_AGE: '1y' }), /CALLGATE_HSTS_MAX_AGE must be a whole number/);
   });
 });

@@ -125,7 +125,10 @@ export function integerOption(args: CommandArgs, name: string, range: { min: num
 export function listOption(args: CommandArgs, name: string): string[] | undefined {
   const value = args.options[name];
   if (value === undefined) return undefined;
-  const items = value.split(',').map((item) => item.trim()).filter(Boolean);
+  const items = value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
   if (items.length === 0) throw new UsageError(`option --${name} needs at least one value`);
   return items;
 }

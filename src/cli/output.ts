@@ -5,11 +5,7 @@ export function formatTable(headers: readonly string[], rows: readonly (readonly
   const cells = [headers.map((header) => header.toUpperCase()), ...rows.map((row) => row.map((cell) => cell ?? '-'))];
   const widths = headers.map((_, column) => Math.max(...cells.map((row) => (row[column] ?? '').length)));
   return cells
-    .map((row) =>
-      row
-        .map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
-        .join('  '),
-    )
+    .map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column] ?? 0))).join('  '))
     .join('\n');
 }
 

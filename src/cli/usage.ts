@@ -3,7 +3,7 @@ import { globalFlags } from './args.js';
 import type { Command, CommandGroup } from './command.js';
 
 const footer = [
-  'The database is the server\'s: DATABASE_URL (PostgreSQL) when set, else the SQLite file in',
+  "The database is the server's: DATABASE_URL (PostgreSQL) when set, else the SQLite file in",
   'CALLGATE_DATA_DIR (default ./data). Migrations run first, as at server start.',
   'Exit status: 0 on success, 1 when the command failed, 2 on a usage error.',
 ];
@@ -19,9 +19,7 @@ const flagRows: (readonly [string, string])[] = [
 ];
 
 export function rootUsage(groups: readonly CommandGroup[]): string {
-  const commands = groups.flatMap((group) =>
-    group.commands.map((command) => [`${group.name} ${command.name}`, command.summary] as const),
-  );
+  const commands = groups.flatMap((group) => group.commands.map((command) => [`${group.name} ${command.name}`, command.summary] as const));
   return [
     'callgate: operator commands for a callgate installation',
     '',

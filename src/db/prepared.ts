@@ -71,4 +71,5 @@ export function preparedQuery<Params extends object, Row>(
  * its parameters as `preparedQuery` says). Other features wrap it, e.g. with the completion of an
  * idempotency key; the `any` lets a test insert into a table of its own.
  */
+// biome-ignore lint/suspicious/noExplicitAny: the statement may insert into any table, a test's own included
 export type InsertStatement<P> = (db: Db, params: P) => InsertQueryBuilder<any, any, InsertResult>;

@@ -34,11 +34,13 @@ export const errorCatalogue = {
   provider_unavailable: { status: 503, message: 'The voice provider is unavailable. Retry with backoff.' },
   database_unavailable: {
     status: 503,
-    message: 'The database is unavailable for a moment. Retry with backoff; for POST /v1/calls use the same Idempotency-Key, so no call is placed twice.',
+    message:
+      'The database is unavailable for a moment. Retry with backoff; for POST /v1/calls use the same Idempotency-Key, so no call is placed twice.',
   },
   service_unavailable: {
     status: 503,
-    message: 'This server is shutting down. Retry the request with backoff (with the same Idempotency-Key); another instance, or this one once restarted, will answer.',
+    message:
+      'This server is shutting down. Retry the request with backoff (with the same Idempotency-Key); another instance, or this one once restarted, will answer.',
   },
   provider_timeout: { status: 504, message: 'The voice provider did not answer in time. Retry with the same Idempotency-Key.' },
 } as const satisfies Record<string, { status: number; message: string }>;

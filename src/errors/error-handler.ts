@@ -20,7 +20,7 @@ interface AjvLikeError {
 /** AJV's "string,number,boolean,null" as people write it: "a string, a number, a boolean or null". */
 function typeNames(types: string): string {
   const names = types.split(',').map((type) => (type === 'null' ? 'null' : `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`));
-  return names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names.at(-1)}` : names[0] ?? types;
+  return names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names.at(-1)}` : (names[0] ?? types);
 }
 
 /**
@@ -28,7 +28,10 @@ function typeNames(types: string): string {
  * `data` is the value validated, which says where an index is an array's rather than an object's key.
  */
 function fieldPathIn(instancePath: string, child: unknown, data: unknown): string {
-  const parts = instancePath.split('/').filter(Boolean).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = instancePath
+    .split('/')
+    .filter(Boolean)
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (typeof child === 'string') parts.push(child);
   let path = '';
   let value = data;

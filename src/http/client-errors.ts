@@ -33,7 +33,11 @@ function classify(error: ParserError): { code: ErrorCode; statusLine: string; me
     return { code: 'request_timeout', statusLine: '408 Request Timeout', message: errorCatalogue.request_timeout.message };
   }
   if (error.code === 'HPE_HEADER_OVERFLOW') {
-    return { code: 'headers_too_large', statusLine: '431 Request Header Fields Too Large', message: errorCatalogue.headers_too_large.message };
+    return {
+      code: 'headers_too_large',
+      statusLine: '431 Request Header Fields Too Large',
+      message: errorCatalogue.headers_too_large.message,
+    };
   }
   if (hasBadIdempotencyKey(error.rawPacket)) {
     return { code: 'invalid_idempotency_key', statusLine: '400 Bad Request', message: errorCatalogue.invalid_idempotency_key.message };
@@ -73,7 +77,12 @@ export function answerClientError(error: ParserError, socket: Duplex): void {
  */
 export function answerConnect(_request: IncomingMessage, socket: Duplex): void {
   if (!socket.writable) return void socket.destroy();
-  endWithJsonError(socket, '405 Method Not Allowed', 'method_not_allowed', 'callgate is not a proxy: CONNECT is not allowed. Send API requests with GET or POST.');
+  endWithJsonError(
+    socket,
+    '405 Method Not Allowed',
+    'method_not_allowed',
+    'callgate is not a proxy: CONNECT is not allowed. Send API requests with GET or POST.',
+  );
 }
 
 /** The server's 'checkExpectation' event: an `Expect` other than `100-continue`, which HTTP says to refuse. */

@@ -42,7 +42,11 @@ export function contentTypeCharset(contentType: string | undefined): string | un
   for (const parameter of contentType.split(';').slice(1)) {
     const [name, ...rest] = parameter.split('=');
     if (name?.trim().toLowerCase() !== 'charset') continue;
-    return rest.join('=').trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    return rest
+      .join('=')
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
   }
   return undefined;
 }
@@ -54,7 +58,10 @@ function encodingProblem(request: FastifyRequest): ApiError | null {
   }
   const encoding = request.headers['content-encoding']?.trim().toLowerCase();
   if (encoding && encoding !== 'identity') {
-    return new ApiError('unsupported_media_type', `Content-Encoding ${encoding.slice(0, 40)} is not supported; send the body uncompressed.`);
+    return new ApiError(
+      'unsupported_media_type',
+      `Content-Encoding ${encoding.slice(0, 40)} is not supported; send the body uncompressed.`,
+    );
   }
   return null;
 }
@@ -162,7 +169,10 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
     const text = bytes.toString('utf8');
     if (nestsDeeperThan(text, jsonMaxDepth)) {
       return done(
-        new ApiError('invalid_request', `The request body is nested deeper than ${jsonMaxDepth} levels of arrays and objects; metadata is flat, send a flat object.`),
+        new ApiError(
+          'invalid_request',
+          `The request body is nested deeper than ${jsonMaxDepth} levels of arrays and objects; metadata is flat, send a flat object.`,
+        ),
         undefined,
       );
     }
@@ -170,7 +180,10 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
       if (error && parsesAsPlainJson(text)) {
         // Valid JSON that the parser refused: it has a __proto__ or constructor.prototype key, a
         // prototype-pollution vector for every consumer of the data.
-        return done(new ApiError('invalid_request', 'Keys named __proto__, or constructor with a prototype key, are not accepted.'), undefined);
+        return done(
+          new ApiError('invalid_request', 'Keys named __proto__, or constructor with a prototype key, are not accepted.'),
+          undefined,
+        );
       }
       if (error) return done(error, undefined);
       const inexact = inexactNumber(text);

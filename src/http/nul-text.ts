@@ -41,7 +41,11 @@ export function findNul(value: unknown): NulPlace | null {
 
 /** The sentence that refuses it: what is wrong, where, and what to do. */
 export function nulMessage(place: NulPlace): string {
-  const where = place.inKey ? `A key ${place.field === '' ? 'of the body' : `of ${place.field}`}` : place.field === '' ? 'The value' : place.field;
+  const where = place.inKey
+    ? `A key ${place.field === '' ? 'of the body' : `of ${place.field}`}`
+    : place.field === ''
+      ? 'The value'
+      : place.field;
   return `${where} contains a NUL character (U+0000), which is not accepted in any text; remove it and send again.`;
 }
 

@@ -28,7 +28,11 @@ export function registerRequestEdge(app: FastifyInstance): void {
     }
     // HTTP/1.1 requires exactly one Host (RFC 9112 3.2); HTTP/1.0 did not have it.
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-      return sendError(request, reply, new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header. Send Host with the server name.'));
+      return sendError(
+        request,
+        reply,
+        new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header. Send Host with the server name.'),
+      );
     }
     if (hostHeaderCount(request.raw.rawHeaders) > 1) {
       return sendError(request, reply, new ApiError('invalid_request', 'The request has more than one Host header. Send Host once.'));

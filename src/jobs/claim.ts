@@ -2,7 +2,16 @@
  * The two statements every job's rows go through: a claim of the due rows under a lease, and the results
  * written back for many rows at once. One copy each, for every table a job works on.
  */
-import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool, type UpdateObject, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
+import {
+  sql,
+  type Expression,
+  type ExpressionBuilder,
+  type RawBuilder,
+  type SqlBool,
+  type UpdateObject,
+  type UpdateQueryBuilder,
+  type UpdateResult,
+} from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 

@@ -33,7 +33,7 @@ export interface Job {
   /** A pass at start (default), or only after the first interval (the purges). */
   readonly runAtStart?: boolean;
   /** One pass over the due work. */
-  runOnce(context: JobContext): Promise<PassResult | void>;
+  runOnce(context: JobContext): Promise<PassResult | undefined>;
   /** Work that outlives its pass (the dispatcher's attempts); a shutdown waits for it until its deadline. */
   pending?(): Promise<unknown>;
   /** After that wait: what is still under way is handed back (recorded, its claims released). */
@@ -160,7 +160,9 @@ export class JobRunner {
     clearTimeout(timer);
     await Promise.all(
       entries.map((entry) =>
-        entry.job.handBack?.().catch((error: unknown) => this.options.logger.warn({ err: error, job: entry.job.name }, 'handing back unfinished work failed')),
+        entry.job
+          .handBack?.()
+          .catch((error: unknown) => this.options.logger.warn({ err: error, job: entry.job.name }, 'handing back unfinished work failed')),
       ),
     );
   }
@@ -207,10 +209,13 @@ export class JobRunner {
     if (at.getTime() - now > (this.options.maxWakeDelayMs ?? defaultMaxWakeDelayMs)) return;
     const slot = Math.ceil(at.getTime() / granularity) * granularity;
     if (entry.slots.has(slot)) return;
-    const timer = setTimeout(() => {
-      entry.slots.delete(slot);
-      entry.handle.wake();
-    }, Math.max(0, slot - now));
+    const timer = setTimeout(
+      () => {
+        entry.slots.delete(slot);
+        entry.handle.wake();
+      },
+      Math.max(0, slot - now),
+    );
     timer.unref();
     entry.slots.set(slot, timer);
   }

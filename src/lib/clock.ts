@@ -47,7 +47,17 @@ export function parseIsoDateTime(text: string): Date | null {
   const [, year, month, day, hour, minute, second = '0', fraction = '0', sign, offsetHours = '0', offsetMinutes = '0'] = match;
   const [y, mo, d, h, mi, s] = [year, month, day, hour, minute, second].map(Number) as [number, number, number, number, number, number];
   const daysInMonth = new Date(Date.UTC(y, mo, 0)).getUTCDate();
-  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth || h > 23 || mi > 59 || s > 59 || Number(offsetHours) > 23 || Number(offsetMinutes) > 59) {
+  if (
+    mo < 1 ||
+    mo > 12 ||
+    d < 1 ||
+    d > daysInMonth ||
+    h > 23 ||
+    mi > 59 ||
+    s > 59 ||
+    Number(offsetHours) > 23 ||
+    Number(offsetMinutes) > 59
+  ) {
     return null;
   }
   const offsetMs = (sign === '-' ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000;

@@ -27,7 +27,12 @@ await forEachDialect('Agents', (dialect) => {
   const agentIds = async (account: SeededAccount) => (await listAgents(t.services.db, account.accountId)).map((agent) => agent.agent_id);
 
   it('adds agents to one account only: another account neither lists nor finds them', async () => {
-    const { agent, created } = await upsert({ accountId: ours.accountId, agentId: 'agent_support', name: 'Support line', provider: 'simulator' });
+    const { agent, created } = await upsert({
+      accountId: ours.accountId,
+      agentId: 'agent_support',
+      name: 'Support line',
+      provider: 'simulator',
+    });
     assert.equal(created, true);
     assert.equal(agent.account_id, ours.accountId);
     assert.deepEqual(await agentIds(ours), ['agent_ours', 'agent_support']);
@@ -47,7 +52,13 @@ await forEachDialect('Agents', (dialect) => {
   });
 
   it('adding an id again updates that agent: its number is kept for the same number id and dropped with another', async () => {
-    const input = { accountId: ours.accountId, agentId: 'agent_dialer', name: 'Dialer', provider: 'elevenlabs', phoneNumberId: 'phnum_1' } as const;
+    const input = {
+      accountId: ours.accountId,
+      agentId: 'agent_dialer',
+      name: 'Dialer',
+      provider: 'elevenlabs',
+      phoneNumberId: 'phnum_1',
+    } as const;
     const first = await upsert({ ...input, phoneNumber: '+14155550100', phoneNumberProvider: 'twilio' });
     const again = await upsert({ ...input, name: 'Dialer 2' });
     assert.equal(again.created, false);
@@ -62,10 +73,20 @@ await forEachDialect('Agents', (dialect) => {
   });
 
   it('refuses an id not shaped agent_…, and a provider this server is not set up for, storing nothing', async () => {
-    await assert.rejects(upsert({ accountId: ours.accountId, agentId: 'support bot', name: 'x', provider: 'simulator' }), /agent ids look like agent_/);
-    const noElevenLabs = agentPolicyFor({ elevenlabs: { apiKey: undefined, webhookSecret: undefined, baseUrl: 'https://api.elevenlabs.io' } });
     await assert.rejects(
-      upsertAgent(t.services.db, t.services.clock, { accountId: ours.accountId, agentId: 'agent_el', name: 'x', provider: 'elevenlabs' }, noElevenLabs),
+      upsert({ accountId: ours.accountId, agentId: 'support bot', name: 'x', provider: 'simulator' }),
+      /agent ids look like agent_/,
+    );
+    const noElevenLabs = agentPolicyFor({
+      elevenlabs: { apiKey: undefined, webhookSecret: undefined, baseUrl: 'https://api.elevenlabs.io' },
+    });
+    await assert.rejects(
+      upsertAgent(
+        t.services.db,
+        t.services.clock,
+        { accountId: ours.accountId, agentId: 'agent_el', name: 'x', provider: 'elevenlabs' },
+        noElevenLabs,
+      ),
       /ELEVENLABS_API_KEY/,
     );
     assert.deepEqual(await agentIds(ours), ['agent_ours']);

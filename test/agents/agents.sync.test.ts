@@ -18,16 +18,39 @@ import { startTestApp, type TestApp } from '../support/test-app.js';
 import { apiKey, providerInternals } from '../support/elevenlabs-fixtures.js';
 
 /** The sync as the CLI and the portal run it: through the ElevenLabs workspace's directory. */
-const syncElevenLabsAgents = (db: Db, clock: Clock, client: ElevenLabsClient, accountId: string, onProgress?: (progress: SyncProgress) => void) =>
-  syncAgents(db, clock, createElevenLabsDirectory(client), accountId, onProgress);
+const syncElevenLabsAgents = (
+  db: Db,
+  clock: Clock,
+  client: ElevenLabsClient,
+  accountId: string,
+  onProgress?: (progress: SyncProgress) => void,
+) => syncAgents(db, clock, createElevenLabsDirectory(client), accountId, onProgress);
 
 const remoteAgents: FakeAgent[] = Array.from({ length: 7 }, (_, i) => ({ agent_id: `agent_remote_${i + 1}`, name: `Remote ${i + 1}` }));
 
 const numbers = (): FakePhoneNumber[] => [
-  { provider: 'twilio', phone_number_id: 'phnum_tw', phone_number: '+14155550100', label: 'Main', assigned_agent: { agent_id: 'agent_remote_1', agent_name: 'Remote 1' } },
-  { provider: 'sip_trunk', phone_number_id: 'phnum_sip', phone_number: '+493012345670', label: 'PBX', assigned_agent: { agent_id: 'agent_remote_5', agent_name: 'Remote 5' } },
+  {
+    provider: 'twilio',
+    phone_number_id: 'phnum_tw',
+    phone_number: '+14155550100',
+    label: 'Main',
+    assigned_agent: { agent_id: 'agent_remote_1', agent_name: 'Remote 1' },
+  },
+  {
+    provider: 'sip_trunk',
+    phone_number_id: 'phnum_sip',
+    phone_number: '+493012345670',
+    label: 'PBX',
+    assigned_agent: { agent_id: 'agent_remote_5', agent_name: 'Remote 5' },
+  },
   { provider: 'twilio', phone_number_id: 'phnum_free', phone_number: '+14155550101', label: 'Spare', assigned_agent: null },
-  { provider: 'sip_trunk', phone_number_id: 'phnum_ghost', phone_number: '+493012345679', label: 'Other', assigned_agent: { agent_id: 'agent_not_listed', agent_name: 'Gone' } },
+  {
+    provider: 'sip_trunk',
+    phone_number_id: 'phnum_ghost',
+    phone_number: '+493012345679',
+    label: 'Other',
+    assigned_agent: { agent_id: 'agent_not_listed', agent_name: 'Gone' },
+  },
 ];
 
 await forEachDialect('ElevenLabs agent sync', (dialect) => {
@@ -53,7 +76,8 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     accountId = (await t.newAccount()).accountId;
   });
 
-  const remoteOf = async (account = accountId) => (await listAgents(t.services.db, account)).filter((agent) => agent.provider === 'elevenlabs');
+  const remoteOf = async (account = accountId) =>
+    (await listAgents(t.services.db, account)).filter((agent) => agent.provider === 'elevenlabs');
 
   it('follows the cursors over 3 pages and gives each agent its assigned number and its kind', async () => {
     const progress: SyncProgress[] = [];
@@ -61,10 +85,17 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     assert.equal(result.added, 7);
     assert.equal(result.updated, 0);
     assert.deepEqual(result.skipped, []);
-    assert.deepEqual(progress, [{ agentsListed: 3, page: 1 }, { agentsListed: 6, page: 2 }, { agentsListed: 7, page: 3 }]);
+    assert.deepEqual(progress, [
+      { agentsListed: 3, page: 1 },
+      { agentsListed: 6, page: 2 },
+      { agentsListed: 7, page: 3 },
+    ]);
 
     const pages = fake.requestsTo('agents');
-    assert.deepEqual(pages.map((request) => request.query.get('cursor')), [null, 'cursor_3', 'cursor_6']);
+    assert.deepEqual(
+      pages.map((request) => request.query.get('cursor')),
+      [null, 'cursor_3', 'cursor_6'],
+    );
     assert.ok(pages.every((request) => request.method === 'GET' && request.query.get('page_size') === '100'));
     assert.equal(fake.requestsTo('phoneNumbers').length, 1);
     assert.ok(fake.requests.every((request) => request.headers['xi-api-key'] === apiKey));
@@ -72,8 +103,14 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     const stored = await remoteOf();
     assert.deepEqual(stored.map((agent) => agent.agent_id).sort(), remoteAgents.map((agent) => agent.agent_id).sort());
     const byId = new Map(stored.map((agent) => [agent.agent_id, agent]));
-    assert.deepEqual([byId.get('agent_remote_1')!.phone_number_id, byId.get('agent_remote_1')!.phone_number_provider], ['phnum_tw', 'twilio']);
-    assert.deepEqual([byId.get('agent_remote_5')!.phone_number_id, byId.get('agent_remote_5')!.phone_number_provider], ['phnum_sip', 'sip_trunk']);
+    assert.deepEqual(
+      [byId.get('agent_remote_1')!.phone_number_id, byId.get('agent_remote_1')!.phone_number_provider],
+      ['phnum_tw', 'twilio'],
+    );
+    assert.deepEqual(
+      [byId.get('agent_remote_5')!.phone_number_id, byId.get('agent_remote_5')!.phone_number_provider],
+      ['phnum_sip', 'sip_trunk'],
+    );
     // The number itself, as the workspace gives it, for people to recognise.
     assert.equal(byId.get('agent_remote_1')!.phone_number, '+14155550100');
     assert.equal(byId.get('agent_remote_5')!.phone_number, '+493012345670');
@@ -100,7 +137,10 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     assert.equal(after.length, 8);
     const byId = new Map(after.map((agent) => [agent.agent_id, agent]));
     assert.equal(byId.get('agent_remote_2')!.name, 'Renamed 2');
-    assert.deepEqual([byId.get('agent_remote_2')!.phone_number_id, byId.get('agent_remote_2')!.phone_number_provider], ['phnum_tw', 'twilio']);
+    assert.deepEqual(
+      [byId.get('agent_remote_2')!.phone_number_id, byId.get('agent_remote_2')!.phone_number_provider],
+      ['phnum_tw', 'twilio'],
+    );
     assert.equal(byId.get('agent_remote_1')!.phone_number_id, null);
     // Same rows (same internal ids), not new ones.
     for (const agent of before) assert.equal(byId.get(agent.agent_id)!.id, agent.id);
@@ -121,7 +161,10 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
 
     await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
     let byId = new Map((await remoteOf()).map((agent) => [agent.agent_id, agent]));
-    assert.deepEqual([byId.get('agent_remote_3')!.phone_number_id, byId.get('agent_remote_3')!.phone_number_provider], ['phnum_free', 'twilio']);
+    assert.deepEqual(
+      [byId.get('agent_remote_3')!.phone_number_id, byId.get('agent_remote_3')!.phone_number_provider],
+      ['phnum_free', 'twilio'],
+    );
     assert.equal(byId.get('agent_remote_3')!.phone_number, '+14155550101', 'and its number filled in');
     // Set again by hand with the same id, the agent keeps the number the workspace gave; another id drops it.
     await byHand('agent_remote_3', 'phnum_free');
@@ -130,7 +173,7 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     assert.equal((await remoteOf()).find((agent) => agent.agent_id === 'agent_remote_3')!.phone_number, null);
     await byHand('agent_remote_3', 'phnum_free');
     assert.equal(byId.get('agent_remote_4')!.phone_number_id, null, 'a number the workspace no longer has is dropped');
-    assert.equal(byId.get('agent_remote_7')!.phone_number_id, null, "a number assigned to another agent is dropped");
+    assert.equal(byId.get('agent_remote_7')!.phone_number_id, null, 'a number assigned to another agent is dropped');
     assert.deepEqual([byId.get('agent_remote_1')!.phone_number_id, byId.get('agent_remote_5')!.phone_number_id], ['phnum_tw', 'phnum_sip']);
 
     fake.phoneNumbers[2]!.assigned_agent = { agent_id: 'agent_remote_6', agent_name: 'Remote 6' };
@@ -141,7 +184,10 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
   });
 
   it('an agent id that cannot be used here is skipped with its reason', async () => {
-    fake.agents = [{ agent_id: 'agent_ok_1', name: 'Fine' }, { agent_id: 'not an agent id', name: 'Odd' }];
+    fake.agents = [
+      { agent_id: 'agent_ok_1', name: 'Fine' },
+      { agent_id: 'not an agent id', name: 'Odd' },
+    ];
     const result = await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
     assert.equal(result.added, 1);
     assert.equal(result.skipped.length, 1);
@@ -150,11 +196,17 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
   });
 
   it('a cursor that comes back, or has_more without a cursor, ends the listing instead of looping', async () => {
-    const page = (ids: string[], next: string | null) => ({ status: 200, body: { agents: ids.map((id) => ({ agent_id: id, name: id })), next_cursor: next, has_more: true } });
+    const page = (ids: string[], next: string | null) => ({
+      status: 200,
+      body: { agents: ids.map((id) => ({ agent_id: id, name: id })), next_cursor: next, has_more: true },
+    });
     fake.queue('agents', page(['agent_loop_1'], 'c1'), page(['agent_loop_2'], 'c2'), page(['agent_loop_3'], 'c1'));
     const looped = await syncElevenLabsAgents(t.services.db, t.services.clock, client, accountId);
     assert.equal(fake.requestsTo('agents').length, 3);
-    assert.deepEqual(looped.agents.map((agent) => agent.agent_id), ['agent_loop_1', 'agent_loop_2', 'agent_loop_3']);
+    assert.deepEqual(
+      looped.agents.map((agent) => agent.agent_id),
+      ['agent_loop_1', 'agent_loop_2', 'agent_loop_3'],
+    );
 
     fake.reset();
     fake.queue('agents', page(['agent_loop_4'], null));
@@ -177,25 +229,50 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
   const failures: { name: string; arrange: (fake: FakeElevenLabs) => void; message: RegExp; timeoutMs?: number }[] = [
     {
       name: 'a 500 on page 2',
-      arrange: (f) => (f.respond = (request) => (request.route === 'agents' && request.query.has('cursor') ? { status: 500, body: { detail: { message: providerInternals } } } : undefined)),
+      arrange: (f) =>
+        (f.respond = (request) =>
+          request.route === 'agents' && request.query.has('cursor')
+            ? { status: 500, body: { detail: { message: providerInternals } } }
+            : undefined),
       message: /^could not list agents: ElevenLabs answered HTTP 500$/,
     },
-    { name: 'a 401 on page 1', arrange: (f) => f.queue('agents', { status: 401, body: { detail: { status: 'invalid_api_key', message: providerInternals } } }), message: /^could not list agents: ElevenLabs refused the API key \(HTTP 401\); check ELEVENLABS_API_KEY$/ },
-    { name: 'a page that is not an agent list', arrange: (f) => f.queue('agents', { status: 200, body: { items: [] } }), message: /^could not list agents: unexpected answer/ },
+    {
+      name: 'a 401 on page 1',
+      arrange: (f) => f.queue('agents', { status: 401, body: { detail: { status: 'invalid_api_key', message: providerInternals } } }),
+      message: /^could not list agents: ElevenLabs refused the API key \(HTTP 401\); check ELEVENLABS_API_KEY$/,
+    },
+    {
+      name: 'a page that is not an agent list',
+      arrange: (f) => f.queue('agents', { status: 200, body: { items: [] } }),
+      message: /^could not list agents: unexpected answer/,
+    },
     {
       name: 'a page slower than the timeout',
       arrange: (f) => f.queue('agents', { status: 200, delayMs: 1_500, body: { agents: [] } }),
       message: /^could not list agents: ElevenLabs did not answer in time \(CALLGATE_PROVIDER_TIMEOUT_MS\)/,
       timeoutMs: 300,
     },
-    { name: 'a failing phone-number list', arrange: (f) => f.queue('phoneNumbers', { status: 503, body: { detail: { message: providerInternals } } }), message: /^could not list phone numbers: ElevenLabs answered HTTP 503$/ },
-    { name: 'a 429 on page 1', arrange: (f) => f.queue('agents', { status: 429, body: {} }), message: /^could not list agents: .*HTTP 429.*try again/ },
-    { name: 'a phone-number list that is not an array', arrange: (f) => f.queue('phoneNumbers', { status: 200, body: { phone_numbers: [] } }), message: /^could not list phone numbers: unexpected answer from ElevenLabs$/ },
+    {
+      name: 'a failing phone-number list',
+      arrange: (f) => f.queue('phoneNumbers', { status: 503, body: { detail: { message: providerInternals } } }),
+      message: /^could not list phone numbers: ElevenLabs answered HTTP 503$/,
+    },
+    {
+      name: 'a 429 on page 1',
+      arrange: (f) => f.queue('agents', { status: 429, body: {} }),
+      message: /^could not list agents: .*HTTP 429.*try again/,
+    },
+    {
+      name: 'a phone-number list that is not an array',
+      arrange: (f) => f.queue('phoneNumbers', { status: 200, body: { phone_numbers: [] } }),
+      message: /^could not list phone numbers: unexpected answer from ElevenLabs$/,
+    },
   ];
   for (const failure of failures) {
     it(`${failure.name} gives a clear error and writes nothing`, async () => {
       failure.arrange(fake);
-      const using = failure.timeoutMs === undefined ? client : createElevenLabsClient({ apiKey, baseUrl: fake.url, timeoutMs: failure.timeoutMs });
+      const using =
+        failure.timeoutMs === undefined ? client : createElevenLabsClient({ apiKey, baseUrl: fake.url, timeoutMs: failure.timeoutMs });
       await assert.rejects(syncElevenLabsAgents(t.services.db, t.services.clock, using, accountId), (error: unknown) => {
         assert.ok(error instanceof ApiError, String(error));
         assert.match(error.message, failure.message);

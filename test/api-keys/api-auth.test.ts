@@ -121,10 +121,18 @@ await forEachDialect('API key authentication', (dialect) => {
 
     const theirs = await t.createCall({ agent_id: other.agentId, to: '+14155550123' }, { token: other.token });
     assert.equal(theirs.statusCode, 201);
-    const peek = await t.inject({ method: 'GET', url: `/v1/calls/${theirs.json().id}`, headers: { authorization: `Bearer ${t.seed.token}` } });
+    const peek = await t.inject({
+      method: 'GET',
+      url: `/v1/calls/${theirs.json().id}`,
+      headers: { authorization: `Bearer ${t.seed.token}` },
+    });
     assert.equal(peek.statusCode, 404);
     assert.equal(peek.json().error, 'not_found');
-    const own = await t.inject({ method: 'GET', url: `/v1/calls/${theirs.json().id}`, headers: { authorization: `Bearer ${other.token}` } });
+    const own = await t.inject({
+      method: 'GET',
+      url: `/v1/calls/${theirs.json().id}`,
+      headers: { authorization: `Bearer ${other.token}` },
+    });
     assert.equal(own.statusCode, 200);
   });
 

@@ -19,12 +19,24 @@ await forEachDialect('POST /v1/batches', (dialect) => {
 
   const stored = async () => {
     const count = async (table: 'batches' | 'batch_recipients') =>
-      Number((await t.services.db.selectFrom(table).select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirstOrThrow()).n);
+      Number(
+        (
+          await t.services.db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll<string | number>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     return { batches: await count('batches'), recipients: await count('batch_recipients') };
   };
 
   it('answers 201 with the batch, its Location, every recipient queued; GET shows the same batch', async () => {
-    const res = await postBatch(t, { agent_id: t.seed.agentId, name: 'Reminders', max_concurrency: 7, recipients: recipientsFor(numbers(3)) });
+    const res = await postBatch(t, {
+      agent_id: t.seed.agentId,
+      name: 'Reminders',
+      max_concurrency: 7,
+      recipients: recipientsFor(numbers(3)),
+    });
     assert.equal(res.statusCode, 201, res.body);
     const batch = res.json();
     assert.match(batch.id, /^batch_[0-9a-z]{26}$/);
@@ -36,7 +48,17 @@ await forEachDialect('POST /v1/batches', (dialect) => {
     assert.deepEqual(batch.counts, { total: 3, queued: 3, dialing: 0, in_progress: 0, completed: 0, failed: 0, cancelled: 0 });
     assert.equal(batch.completed_at, null);
     assert.equal(batch.scheduled_at, batch.created_at);
-    assert.deepEqual(Object.keys(batch).sort(), ['agent_id', 'completed_at', 'counts', 'created_at', 'id', 'max_concurrency', 'name', 'scheduled_at', 'status']);
+    assert.deepEqual(Object.keys(batch).sort(), [
+      'agent_id',
+      'completed_at',
+      'counts',
+      'created_at',
+      'id',
+      'max_concurrency',
+      'name',
+      'scheduled_at',
+      'status',
+    ]);
     assert.deepEqual(await readBatch(t, batch.id), batch);
 
     const recipients = (await apiGet(t, `/v1/batches/${batch.id}/recipients`)).json().data;
@@ -73,14 +95,39 @@ await forEachDialect('POST /v1/batches', (dialect) => {
     const now = () => t.services.clock.now().getTime();
     const cases: [string, () => unknown, string | undefined, RegExp][] = [
       ['a number not in E.164', () => withRecipient(17, { to: '4155550123' }), 'recipients[17].to', /E\.164/],
-      ['a recipient without to', () => ({ ...base(), recipients: [{ to: '+14155550100' }, { reference: 'x' }] }), 'recipients[1].to', /Missing required field/],
+      [
+        'a recipient without to',
+        () => ({ ...base(), recipients: [{ to: '+14155550100' }, { reference: 'x' }] }),
+        'recipients[1].to',
+        /Missing required field/,
+      ],
       ['an unknown field of a recipient', () => withRecipient(3, { phone: '+1' }), 'recipients[3].phone', /Unknown field/],
-      ['a number twice', () => withRecipient(12, { to: numbers(20)[4] }), 'recipients[12].to', /already in the batch at recipients\[4\]\.to/],
+      [
+        'a number twice',
+        () => withRecipient(12, { to: numbers(20)[4] }),
+        'recipients[12].to',
+        /already in the batch at recipients\[4\]\.to/,
+      ],
       ['metadata over 5 KB', () => withRecipient(2, { metadata: { pad: 'x'.repeat(5200) } }), 'recipients[2].metadata', /at most 5120/],
-      ['a metadata key over 64 characters', () => withRecipient(5, { metadata: { ['k'.repeat(65)]: 1 } }), 'recipients[5].metadata', /64 characters/],
-      ['a metadata value that is an object', () => withRecipient(6, { metadata: { a: { b: 1 } } }), 'recipients[6].metadata.a', /a string, a number, a boolean or null/],
+      [
+        'a metadata key over 64 characters',
+        () => withRecipient(5, { metadata: { ['k'.repeat(65)]: 1 } }),
+        'recipients[5].metadata',
+        /64 characters/,
+      ],
+      [
+        'a metadata value that is an object',
+        () => withRecipient(6, { metadata: { a: { b: 1 } } }),
+        'recipients[6].metadata.a',
+        /a string, a number, a boolean or null/,
+      ],
       ['an empty reference', () => withRecipient(0, { reference: '' }), 'recipients[0].reference', /fewer than 1 characters/],
-      ['a reference over 255 characters', () => withRecipient(9, { reference: 'r'.repeat(256) }), 'recipients[9].reference', /more than 255/],
+      [
+        'a reference over 255 characters',
+        () => withRecipient(9, { reference: 'r'.repeat(256) }),
+        'recipients[9].reference',
+        /more than 255/,
+      ],
       ['no recipients', () => ({ ...base(), recipients: [] }), 'recipients', /at least 1 items/],
       ['recipients not a list', () => ({ ...base(), recipients: { to: '+14155550100' } }), 'recipients', /must be an array/],
       ['a name over 200 characters', () => ({ ...base(), name: 'n'.repeat(201) }), 'name', /more than 200/],
@@ -89,11 +136,26 @@ await forEachDialect('POST /v1/batches', (dialect) => {
       ['max_concurrency 2.5', () => ({ ...base(), max_concurrency: 2.5 }), 'max_concurrency', /integer/],
       ['scheduled_at without a zone', () => ({ ...base(), scheduled_at: '2030-01-01T09:00:00' }), 'scheduled_at', /time zone/],
       ['scheduled_at on 30 February', () => ({ ...base(), scheduled_at: '2030-02-30T09:00:00Z' }), 'scheduled_at', /ISO 8601/],
-      ['scheduled_at over a minute ago', () => ({ ...base(), scheduled_at: new Date(now() - 90_000).toISOString() }), 'scheduled_at', /in the past/],
-      ['scheduled_at over 30 days ahead', () => ({ ...base(), scheduled_at: new Date(now() + 31 * 86_400_000).toISOString() }), 'scheduled_at', /30 days/],
+      [
+        'scheduled_at over a minute ago',
+        () => ({ ...base(), scheduled_at: new Date(now() - 90_000).toISOString() }),
+        'scheduled_at',
+        /in the past/,
+      ],
+      [
+        'scheduled_at over 30 days ahead',
+        () => ({ ...base(), scheduled_at: new Date(now() + 31 * 86_400_000).toISOString() }),
+        'scheduled_at',
+        /30 days/,
+      ],
       ['an unknown top-level field', () => ({ ...base(), callback: 'x' }), 'callback', /Unknown field/],
       ['a NUL in a recipient', () => withRecipient(1, { metadata: { note: 'a\u0000b' } }), 'recipients[1].metadata.note', /NUL/],
-      ['a number that would not read back', () => `{"agent_id":"${t.seed.agentId}","recipients":[{"to":"+14155550100","metadata":{"n":12345678901234567890}}]}`, 'recipients[0].metadata.n', /read back/],
+      [
+        'a number that would not read back',
+        () => `{"agent_id":"${t.seed.agentId}","recipients":[{"to":"+14155550100","metadata":{"n":12345678901234567890}}]}`,
+        'recipients[0].metadata.n',
+        /read back/,
+      ],
     ];
     for (const [what, body, param, message] of cases) {
       it(`400 invalid_request for ${what}`, async () => {
@@ -107,7 +169,7 @@ await forEachDialect('POST /v1/batches', (dialect) => {
       });
     }
 
-    it('403 agent_not_found for another account\'s agent, naming agent_id', async () => {
+    it("403 agent_not_found for another account's agent, naming agent_id", async () => {
       const other = await t.newAccount({ agentId: 'agent_elsewhere' });
       const res = await postBatch(t, { agent_id: other.agentId, recipients: recipientsFor(numbers(2)) });
       assert.equal(res.statusCode, 403, res.body);
@@ -132,12 +194,17 @@ await forEachDialect('POST /v1/batches', (dialect) => {
     });
 
     it('refuses a body over 10 MB with 413 naming that limit; POST /v1/calls keeps its 64 KB', async () => {
-      const body = JSON.stringify({ agent_id: t.seed.agentId, recipients: [{ to: '+14155550100', metadata: { pad: 'x'.repeat(10 * 1024 * 1024) } }] });
+      const body = JSON.stringify({
+        agent_id: t.seed.agentId,
+        recipients: [{ to: '+14155550100', metadata: { pad: 'x'.repeat(10 * 1024 * 1024) } }],
+      });
       const res = await postBatch(t, body);
       assert.equal(res.statusCode, 413, res.body);
       assert.equal(res.json().error, 'payload_too_large');
       assert.equal(res.json().message, 'The request body is larger than 10 MB.');
-      const call = await t.createCall(JSON.stringify({ agent_id: t.seed.agentId, to: '+14155550100', metadata: { pad: 'x'.repeat(70 * 1024) } }));
+      const call = await t.createCall(
+        JSON.stringify({ agent_id: t.seed.agentId, to: '+14155550100', metadata: { pad: 'x'.repeat(70 * 1024) } }),
+      );
       assert.equal(call.statusCode, 413);
       assert.equal(call.json().message, 'The request body is larger than 64 KB.');
     });

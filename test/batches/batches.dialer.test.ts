@@ -68,7 +68,10 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
 
   it('dials nothing before scheduled_at nor while paused, then keeps max_concurrency until every recipient ended', async () => {
     simulator.resetStats();
-    const batch = await createBatch(t, numbers(5), { max_concurrency: 2, scheduled_at: new Date(clock.now().getTime() + hour).toISOString() });
+    const batch = await createBatch(t, numbers(5), {
+      max_concurrency: 2,
+      scheduled_at: new Date(clock.now().getTime() + hour).toISOString(),
+    });
     await pass();
     clock.advance(hour - 1_000);
     await pass();
@@ -97,7 +100,11 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
     assert.equal(done.completed_at, clock.now().toISOString());
     assert.deepEqual(done.counts, { total: 5, queued: 0, dialing: 0, in_progress: 0, completed: 5, failed: 0, cancelled: 0 });
     assert.deepEqual(simulator.stats(), { placed: 5, inProgress: 0, highestConcurrency: 2 });
-    const events = await t.services.db.selectFrom('webhook_events').select(['type', 'payload']).where('type', '=', 'batch.completed').execute();
+    const events = await t.services.db
+      .selectFrom('webhook_events')
+      .select(['type', 'payload'])
+      .where('type', '=', 'batch.completed')
+      .execute();
     assert.deepEqual(
       events.map((event) => JSON.parse(event.payload).data),
       [done],
@@ -124,11 +131,19 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
     );
     assert.equal(recipients[2]!.failure_message, 'The number is blocked.');
     assert.match(recipients[3]!.failure_message, /may have been placed, so it is not dialed again/);
-    const next = await t.services.db.selectFrom('batch_recipients').select(['to_number', 'next_attempt_at', 'deferrals']).where('batch_id', '=', batch.id).orderBy('position').execute();
+    const next = await t.services.db
+      .selectFrom('batch_recipients')
+      .select(['to_number', 'next_attempt_at', 'deferrals'])
+      .where('batch_id', '=', batch.id)
+      .orderBy('position')
+      .execute();
     // The provider's Retry-After for the first; 1 s (the jitter's middle) for the second.
     assert.equal(Date.parse(next[0]!.next_attempt_at) - clock.now().getTime(), 3_000);
     assert.equal(Date.parse(next[1]!.next_attempt_at) - clock.now().getTime(), 1_000);
-    assert.deepEqual(next.slice(0, 2).map((row) => row.deferrals), [1, 1]);
+    assert.deepEqual(
+      next.slice(0, 2).map((row) => row.deferrals),
+      [1, 1],
+    );
 
     clock.advance(1_000);
     await pass();
@@ -160,8 +175,13 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
     gates.clear();
   });
 
-  it('test mode uses the simulator\'s magic numbers: busy and no_answer fail with their call, refused fails without one', async () => {
-    const batch = await createBatch(t, [simulatorMagicNumbers.busy, simulatorMagicNumbers.noAnswer, simulatorMagicNumbers.refused, '+14155550199']);
+  it("test mode uses the simulator's magic numbers: busy and no_answer fail with their call, refused fails without one", async () => {
+    const batch = await createBatch(t, [
+      simulatorMagicNumbers.busy,
+      simulatorMagicNumbers.noAnswer,
+      simulatorMagicNumbers.refused,
+      '+14155550199',
+    ]);
     await pass();
     await endCalls();
     const recipients = await allRecipients(t, batch.id);
@@ -194,7 +214,11 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
     assert.equal(ended.status, 'cancelled');
     assert.ok(ended.completed_at);
     assert.deepEqual(ended.counts, { total: 5, queued: 0, dialing: 0, in_progress: 0, completed: 2, failed: 0, cancelled: 3 });
-    const eventsAfter = await t.services.db.selectFrom('webhook_events').select(['id', 'payload']).where('type', '=', 'batch.completed').execute();
+    const eventsAfter = await t.services.db
+      .selectFrom('webhook_events')
+      .select(['id', 'payload'])
+      .where('type', '=', 'batch.completed')
+      .execute();
     assert.equal(eventsAfter.length, eventsBefore.length + 1);
     assert.deepEqual(JSON.parse(eventsAfter.find((event) => !eventsBefore.some((b) => b.id === event.id))!.payload).data, ended);
   });

@@ -52,7 +52,13 @@ await forEachDialect('Batches end to end', (dialect) => {
     callsOnly = await startWebhookReceiver();
     const { db, clock } = t.services;
     everythingSecret = (await createEndpoint(db, clock, true, { accountId: t.seed.accountId, url: everything.url })).secret;
-    callsOnlySecret = (await createEndpoint(db, clock, true, { accountId: t.seed.accountId, url: callsOnly.url, eventTypes: ['call.completed', 'call.failed'] })).secret;
+    callsOnlySecret = (
+      await createEndpoint(db, clock, true, {
+        accountId: t.seed.accountId,
+        url: callsOnly.url,
+        eventTypes: ['call.completed', 'call.failed'],
+      })
+    ).secret;
   });
   after(async () => {
     await secondWorker?.close();
@@ -67,10 +73,14 @@ await forEachDialect('Batches end to end', (dialect) => {
   it(`dials every recipient, never more than ${maxConcurrency} at once, each call with its event, then batch.completed`, async () => {
     const tos = [...numbers(30), simulatorMagicNumbers.busy, simulatorMagicNumbers.refused];
     const batch = await createBatch(t, tos, { max_concurrency: maxConcurrency, name: 'End to end' });
-    const done = await until('the batch to complete', async () => {
-      const now = await readBatch(t, batch.id);
-      return now.status === 'completed' ? now : undefined;
-    }, 60_000);
+    const done = await until(
+      'the batch to complete',
+      async () => {
+        const now = await readBatch(t, batch.id);
+        return now.status === 'completed' ? now : undefined;
+      },
+      60_000,
+    );
     assert.deepEqual(done.counts, { total: 32, queued: 0, dialing: 0, in_progress: 0, completed: 30, failed: 2, cancelled: 0 });
 
     // The provider's view: never more than the limit, and the limit was used.
@@ -124,8 +134,16 @@ await forEachDialect('Batches end to end', (dialect) => {
     const created = await t.createCall({ agent_id: t.seed.agentId, to: '+14155550123' });
     assert.equal(created.statusCode, 201, created.body);
     const id = created.json().id as string;
-    const event = await until('the single call\'s event', () => verified(everything, everythingSecret).find((p) => p.data.id === id));
-    assert.deepEqual(Object.keys(event.data).sort(), ['agent_id', 'duration_seconds', 'ended_at', 'id', 'started_at', 'status', 'transcript_summary']);
+    const event = await until("the single call's event", () => verified(everything, everythingSecret).find((p) => p.data.id === id));
+    assert.deepEqual(Object.keys(event.data).sort(), [
+      'agent_id',
+      'duration_seconds',
+      'ended_at',
+      'id',
+      'started_at',
+      'status',
+      'transcript_summary',
+    ]);
     const shown = (await apiGet(t, `/v1/calls/${id}`)).json();
     assert.ok(!('batch_id' in shown) && !('reference' in shown));
   });
@@ -156,7 +174,10 @@ await forEachDialect('Webhook endpoints made before batches (migration 0009)', (
         updated_at: at,
         deleted_at: null,
       });
-      await handle.db.insertInto('webhook_endpoints').values([endpoint('we_all', ['*']), endpoint('we_completed', ['call.completed'])]).execute();
+      await handle.db
+        .insertInto('webhook_endpoints')
+        .values([endpoint('we_all', ['*']), endpoint('we_completed', ['call.completed'])])
+        .execute();
       await batchesMigration.up(handle.db);
       const rows = await handle.db.selectFrom('webhook_endpoints').select(['id', 'event_types']).orderBy('id').execute();
       assert.deepEqual(rows, [

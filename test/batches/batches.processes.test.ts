@@ -42,7 +42,12 @@ async function seededDatabase(dialect: Dialect): Promise<{ database: TestDatabas
   }
 }
 
-async function request(method: 'GET' | 'POST', url: string, token: string, body?: unknown): Promise<{ status: number; json: Record<string, any> }> {
+async function request(
+  method: 'GET' | 'POST',
+  url: string,
+  token: string,
+  body?: unknown,
+): Promise<{ status: number; json: Record<string, any> }> {
   const res = await fetch(url, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -105,7 +110,14 @@ await forEachDialect('Two worker processes dialing one batch', (dialect) => {
     const dialed = (worker: ServerProcess) => /batch recipients claimed/.test(worker.output());
     await until('a first call to end', async () => ((await readBatch()).counts.completed > 0 ? true : undefined), 60_000);
     const dialing = async () =>
-      (await seeded.handle.db.selectFrom('batch_recipients').select('id').where('batch_id', '=', batchId).where('status', '=', 'dialing').execute()).length;
+      (
+        await seeded.handle.db
+          .selectFrom('batch_recipients')
+          .select('id')
+          .where('batch_id', '=', batchId)
+          .where('status', '=', 'dialing')
+          .execute()
+      ).length;
     for (let attempt = 0; attempt < 5 && !workers.every(dialed); attempt++) {
       const idle = workers.find((worker) => !dialed(worker))!;
       const busy = workers.find((worker) => worker !== idle)!;
@@ -118,12 +130,17 @@ await forEachDialect('Two worker processes dialing one batch', (dialect) => {
         process.kill(busy.pid, 'SIGCONT');
       }
     }
-    for (const [index, worker] of workers.entries()) assert.ok(dialed(worker), `worker ${index + 1} dialed nothing:\n${worker.output().slice(-2000)}`);
+    for (const [index, worker] of workers.entries())
+      assert.ok(dialed(worker), `worker ${index + 1} dialed nothing:\n${worker.output().slice(-2000)}`);
 
-    const done = await until('the batch to complete', async () => {
-      const batch = await readBatch();
-      return batch.status === 'completed' ? batch : undefined;
-    }, 120_000);
+    const done = await until(
+      'the batch to complete',
+      async () => {
+        const batch = await readBatch();
+        return batch.status === 'completed' ? batch : undefined;
+      },
+      120_000,
+    );
     assert.equal(done.counts.completed, 60);
     const calls = await seeded.handle.db.selectFrom('calls').select(['created_at', 'ended_at']).where('batch_id', '=', batchId).execute();
     assert.equal(calls.length, 60);
@@ -146,7 +163,9 @@ await forEachDialect('A worker killed while dialing', (dialect) => {
     fake.phoneNumbers = structuredClone(workspaceNumbers);
     // The call to this number hangs at the provider until long after the worker is gone.
     fake.respond = (req) =>
-      req.route === 'outbound' && (req.body as { to_number?: string } | null)?.to_number === hangingTo ? { status: 500, delayMs: 12_000 } : undefined;
+      req.route === 'outbound' && (req.body as { to_number?: string } | null)?.to_number === hangingTo
+        ? { status: 500, delayMs: 12_000 }
+        : undefined;
   });
   after(async () => {
     await processes.stopAll();
@@ -170,8 +189,10 @@ await forEachDialect('A worker killed while dialing', (dialect) => {
     });
     assert.equal(created.status, 201, JSON.stringify(created.json));
     const batchId = created.json.id as string;
-    const recipients = async () => (await request('GET', `${api.url}/v1/batches/${batchId}/recipients`, seeded.seed.token)).json.data as Record<string, any>[];
-    const dialsTo = (to: string) => fake.requestsTo('outbound').filter((req) => (req.body as { to_number: string }).to_number === to).length;
+    const recipients = async () =>
+      (await request('GET', `${api.url}/v1/batches/${batchId}/recipients`, seeded.seed.token)).json.data as Record<string, any>[];
+    const dialsTo = (to: string) =>
+      fake.requestsTo('outbound').filter((req) => (req.body as { to_number: string }).to_number === to).length;
 
     await until('the provider to be asked for the first call', () => (dialsTo(hangingTo) === 1 ? true : undefined));
     assert.equal((await recipients())[0]!.status, 'dialing');
@@ -179,10 +200,14 @@ await forEachDialect('A worker killed while dialing', (dialect) => {
     assert.equal(exit.signal, 'SIGKILL');
 
     await processes.start({ ...env, CALLGATE_ROLES: 'worker' });
-    const interrupted = await until('the lease to end', async () => {
-      const [recipient] = await recipients();
-      return recipient!.status === 'failed' ? recipient : undefined;
-    }, 30_000);
+    const interrupted = await until(
+      'the lease to end',
+      async () => {
+        const [recipient] = await recipients();
+        return recipient!.status === 'failed' ? recipient : undefined;
+      },
+      30_000,
+    );
     assert.equal(interrupted!.failure_reason, 'interrupted');
     assert.equal(interrupted!.call_id, undefined);
 
@@ -191,13 +216,23 @@ await forEachDialect('A worker killed while dialing', (dialect) => {
     await until(
       'every other recipient to complete',
       async () => {
-        const open = await seeded.handle.db.selectFrom('calls').select('provider_conversation_id').where('batch_id', '=', batchId).where('status', '=', 'initiated').execute();
+        const open = await seeded.handle.db
+          .selectFrom('calls')
+          .select('provider_conversation_id')
+          .where('batch_id', '=', batchId)
+          .where('status', '=', 'initiated')
+          .execute();
         for (const { provider_conversation_id: conversationId } of open) {
           if (ended.has(conversationId)) continue;
-          const body = JSON.stringify(transcriptionEvent(conversationId, { startSecs: Math.floor(Date.now() / 1000) - 30, durationSecs: 20, summary: 'Reminded.' }));
+          const body = JSON.stringify(
+            transcriptionEvent(conversationId, { startSecs: Math.floor(Date.now() / 1000) - 30, durationSecs: 20, summary: 'Reminded.' }),
+          );
           const res = await fetch(`${api.url}/providers/elevenlabs/webhook`, {
             method: 'POST',
-            headers: { 'content-type': 'application/json', 'elevenlabs-signature': signElevenLabs(webhookSecret, Math.floor(Date.now() / 1000), body) },
+            headers: {
+              'content-type': 'application/json',
+              'elevenlabs-signature': signElevenLabs(webhookSecret, Math.floor(Date.now() / 1000), body),
+            },
             body,
           });
           assert.equal(res.status, 200, await res.text());

@@ -24,7 +24,8 @@ await forEachDialect('Reading, pausing, resuming and cancelling batches', (diale
   describe('GET /v1/batches', () => {
     const made: string[] = [];
     before(async () => {
-      for (let i = 0; i < 5; i++) made.push((await createBatch(t, numbers(2, 100 * i), { agent_id: 'agent_lists', name: `b${i}` }, { token })).id);
+      for (let i = 0; i < 5; i++)
+        made.push((await createBatch(t, numbers(2, 100 * i), { agent_id: 'agent_lists', name: `b${i}` }, { token })).id);
     });
 
     it('lists newest first, with counts, in cursor pages', async () => {
@@ -78,12 +79,21 @@ await forEachDialect('Reading, pausing, resuming and cancelling batches', (diale
 
     it('lists in the order sent, in cursor pages', async () => {
       const pageOne = await apiGet(t, `/v1/batches/${batchId}/recipients?limit=3`, token);
-      assert.deepEqual(pageOne.json().data.map((r: { to: string }) => r.to), tos.slice(0, 3));
+      assert.deepEqual(
+        pageOne.json().data.map((r: { to: string }) => r.to),
+        tos.slice(0, 3),
+      );
       assert.equal(pageOne.json().has_more, true);
       const after = pageOne.json().data[2].id;
       const pageTwo = await apiGet(t, `/v1/batches/${batchId}/recipients?limit=3&starting_after=${after}`, token);
-      assert.deepEqual(pageTwo.json().data.map((r: { to: string }) => r.to), tos.slice(3, 6));
-      assert.deepEqual((await allRecipients(t, batchId, token)).map((r) => r.to), tos);
+      assert.deepEqual(
+        pageTwo.json().data.map((r: { to: string }) => r.to),
+        tos.slice(3, 6),
+      );
+      assert.deepEqual(
+        (await allRecipients(t, batchId, token)).map((r) => r.to),
+        tos,
+      );
     });
 
     it('filters by status, and refuses a cursor of another batch', async () => {
@@ -125,7 +135,10 @@ await forEachDialect('Reading, pausing, resuming and cancelling batches', (diale
       // Nothing was under way, so the batch ended then.
       assert.ok(cancelled.json().completed_at);
       assert.deepEqual((await apiPost(t, `/v1/batches/${batch.id}/cancel`, token)).json(), cancelled.json());
-      assert.deepEqual((await allRecipients(t, batch.id, token)).map((r) => r.status), ['cancelled', 'cancelled', 'cancelled']);
+      assert.deepEqual(
+        (await allRecipients(t, batch.id, token)).map((r) => r.status),
+        ['cancelled', 'cancelled', 'cancelled'],
+      );
 
       const resume = await apiPost(t, `/v1/batches/${batch.id}/resume`, token);
       assert.equal(resume.statusCode, 409);
@@ -139,7 +152,11 @@ await forEachDialect('Reading, pausing, resuming and cancelling batches', (diale
 
     it('a completed batch cannot be resumed, paused or cancelled', async () => {
       const batch = await createBatch(t, numbers(1, 7000), { agent_id: 'agent_lists' }, { token });
-      await t.services.db.updateTable('batches').set({ status: 'completed', completed_at: batch.created_at }).where('id', '=', batch.id).execute();
+      await t.services.db
+        .updateTable('batches')
+        .set({ status: 'completed', completed_at: batch.created_at })
+        .where('id', '=', batch.id)
+        .execute();
       for (const [action, code] of [
         ['resume', 'batch_not_resumable'],
         ['pause', 'batch_finished'],

@@ -35,7 +35,20 @@ await forEachDialect('Demo seed and its banner', (dialect) => {
     // The test app has its own accounts already: nothing is seeded there.
     assert.equal(await seedDemoIfEmpty(t.services.db, t.services.clock), null);
     await t.services.db.deleteFrom('calls').execute();
-    for (const table of ['webhook_attempts', 'webhook_deliveries', 'webhook_events', 'webhook_endpoints', 'idempotency_keys', 'request_logs', 'api_keys', 'agents', 'portal_sessions', 'portal_form_tokens', 'users', 'accounts'] as const) {
+    for (const table of [
+      'webhook_attempts',
+      'webhook_deliveries',
+      'webhook_events',
+      'webhook_endpoints',
+      'idempotency_keys',
+      'request_logs',
+      'api_keys',
+      'agents',
+      'portal_sessions',
+      'portal_form_tokens',
+      'users',
+      'accounts',
+    ] as const) {
       await t.services.db.deleteFrom(table).execute();
     }
     seed = await seedDemoIfEmpty(t.services.db, t.services.clock);
@@ -70,7 +83,10 @@ await forEachDialect('Demo seed and its banner', (dialect) => {
     // A server on another port (and, on SQLite, another data folder) than a CLI given nothing would assume.
     const config = loadConfig({ ...t.database.env, PORT: '3999' });
     const banner = demoBanner(seed, config.publicUrl, cliSettingsFor(config));
-    const hint = banner.split('\n').find((line) => line.includes('sign-in user: '))?.split('sign-in user: ')[1];
+    const hint = banner
+      .split('\n')
+      .find((line) => line.includes('sign-in user: '))
+      ?.split('sign-in user: ')[1];
     assert.ok(hint);
     // npx would run bin/callgate.js (the built CLI); here the same CLI runs from source.
     const script = `npx() { shift; node --import tsx src/cli/bin.ts "$@"; }\n${hint.replace("'…'", "'correct horse battery'")}`;
@@ -84,7 +100,14 @@ await forEachDialect('Demo seed and its banner', (dialect) => {
 
 async function seededRows(db: Db): Promise<{ accounts: number; agents: number; keys: number }> {
   const count = async (table: 'accounts' | 'agents' | 'api_keys') =>
-    Number((await db.selectFrom(table).select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<string | number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   return { accounts: await count('accounts'), agents: await count('agents'), keys: await count('api_keys') };
 }
 

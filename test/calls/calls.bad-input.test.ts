@@ -4,7 +4,7 @@
  * unknown paths, and requests Node's HTTP parser itself refuses on a real socket.
  */
 import assert from 'node:assert/strict';
-import net from 'node:net';
+import type net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
@@ -224,7 +224,11 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
 
     it('a charset other than UTF-8 is 415, and so is a compressed body', async () => {
       const json = JSON.stringify(callBody(t));
-      for (const contentType of ['application/json; charset=iso-8859-1', 'application/json; charset=utf-16', 'application/json; charset="latin1"']) {
+      for (const contentType of [
+        'application/json; charset=iso-8859-1',
+        'application/json; charset=utf-16',
+        'application/json; charset="latin1"',
+      ]) {
         const callsBefore = await countCalls(t.services);
         const error = assertErrorShape(await post(json, contentType), 415, 'unsupported_media_type');
         assert.match(String(error.message), /UTF-8/);
@@ -296,7 +300,13 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
         });
         const error = assertErrorShape(res, 405, 'method_not_allowed');
         assert.equal(error.message, 'Use GET or POST on /v1/calls.');
-        assert.deepEqual(String(res.headers.allow).split(',').map((m) => m.trim()), allowed, method);
+        assert.deepEqual(
+          String(res.headers.allow)
+            .split(',')
+            .map((m) => m.trim()),
+          allowed,
+          method,
+        );
       }
       const onACall = await t.inject({ method: 'DELETE', url: '/v1/calls/call_x', headers: auth() });
       assert.equal(assertErrorShape(onACall, 405, 'method_not_allowed').message, 'Use GET on /v1/calls/{id}.');

@@ -73,7 +73,8 @@ await forEachDialect('POST /v1/calls succeeds', (dialect) => {
     const base = t.services.config.publicUrl;
     assert.deepEqual(curl.json(), {
       name: 'callgate',
-      message: 'This is the callgate API: start a call with POST /v1/calls and a Bearer API key. API keys, webhooks and a quick start are in the developer portal.',
+      message:
+        'This is the callgate API: start a call with POST /v1/calls and a Bearer API key. API keys, webhooks and a quick start are in the developer portal.',
       portal_url: `${base}/developers`,
       api_url: `${base}/v1/calls`,
       health_url: `${base}/healthz`,

@@ -101,7 +101,17 @@ describe('POST /v1/calls properties [sqlite]', () => {
 
   it('a non-string `to` is never coerced: 400 with param to', async () => {
     // No `__proto__` key: the parser refuses such a body before any field is looked at (no param to name).
-    const nonString = fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), fc.array(e164Number, { minLength: 1, maxLength: 2 }), fc.dictionary(fc.string().filter((key) => key !== '__proto__'), e164Number));
+    const nonString = fc.oneof(
+      fc.integer(),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.boolean(),
+      fc.constant(null),
+      fc.array(e164Number, { minLength: 1, maxLength: 2 }),
+      fc.dictionary(
+        fc.string().filter((key) => key !== '__proto__'),
+        e164Number,
+      ),
+    );
     await fc.assert(
       fc.asyncProperty(nonString, async (to) => {
         const res = await t.createCall({ agent_id: t.seed.agentId, to });
@@ -252,7 +262,9 @@ describe('bodyFingerprint (canonical JSON)', () => {
 describe('isValidIdempotencyKey', () => {
   /** The spec's rule written without a regular expression. */
   const oracle = (key: string) =>
-    key.length >= 1 && key.length <= 255 && [...key].every((char) => char.length === 1 && char.charCodeAt(0) >= 0x21 && char.charCodeAt(0) <= 0x7e);
+    key.length >= 1 &&
+    key.length <= 255 &&
+    [...key].every((char) => char.length === 1 && char.charCodeAt(0) >= 0x21 && char.charCodeAt(0) <= 0x7e);
   const printable = fc.integer({ min: 0x21, max: 0x7e }).map((code) => String.fromCharCode(code));
 
   it('accepts every string of 1 to 255 characters from ! to ~', () => {
@@ -311,7 +323,9 @@ describe('isValidIdempotencyKey', () => {
 describe('inexactNumber (numbers JSON cannot keep as written)', () => {
   it('never refuses a number as JSON.stringify writes it: every double and every safe integer reads back the same', () => {
     const finite = fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.maxSafeInteger(), fc.integer());
-    fc.assert(fc.property(fc.dictionary(fc.string({ maxLength: 8 }), finite), (metadata) => inexactNumber(JSON.stringify({ metadata })) === null));
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ maxLength: 8 }), finite), (metadata) => inexactNumber(JSON.stringify({ metadata })) === null),
+    );
   });
 
   it('refuses an integer literal whose double reads back different, naming where it is among other values', () => {

@@ -13,18 +13,26 @@ await forEachDialect('Reading calls: GET /v1/calls and /v1/calls/{id}', (dialect
   });
   after(async () => t.close());
 
-  const get = (url: string, token = t.seed.token) =>
-    t.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
+  const get = (url: string, token = t.seed.token) => t.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
 
   it('lists newest first with cursor pagination', async () => {
     const first = await get('/v1/calls?limit=2');
     assert.equal(first.statusCode, 200);
-    assert.deepEqual(first.json().data.map((c: { id: string }) => c.id), [ids[4], ids[3]]);
+    assert.deepEqual(
+      first.json().data.map((c: { id: string }) => c.id),
+      [ids[4], ids[3]],
+    );
     assert.equal(first.json().has_more, true);
     const second = await get(`/v1/calls?limit=2&starting_after=${ids[3]}`);
-    assert.deepEqual(second.json().data.map((c: { id: string }) => c.id), [ids[2], ids[1]]);
+    assert.deepEqual(
+      second.json().data.map((c: { id: string }) => c.id),
+      [ids[2], ids[1]],
+    );
     const last = await get(`/v1/calls?limit=2&starting_after=${ids[1]}`);
-    assert.deepEqual(last.json().data.map((c: { id: string }) => c.id), [ids[0]]);
+    assert.deepEqual(
+      last.json().data.map((c: { id: string }) => c.id),
+      [ids[0]],
+    );
     assert.equal(last.json().has_more, false);
     const all = await get('/v1/calls');
     assert.equal(all.json().data.length, 5);
@@ -39,16 +47,26 @@ await forEachDialect('Reading calls: GET /v1/calls and /v1/calls/{id}', (dialect
     }
     const [a, b, c] = [...made].sort();
     // c has the greatest id but is the oldest; a and b were made in the same millisecond.
-    const setCreated = (id: string, at: string) => t.services.db.updateTable('calls').set({ created_at: at }).where('id', '=', id!).execute();
+    const setCreated = (id: string, at: string) =>
+      t.services.db.updateTable('calls').set({ created_at: at }).where('id', '=', id!).execute();
     await setCreated(a!, '2026-01-01T10:00:00.000Z');
     await setCreated(b!, '2026-01-01T10:00:00.000Z');
     await setCreated(c!, '2026-01-01T09:00:00.000Z');
     const all = await get('/v1/calls', other.token);
-    assert.deepEqual(all.json().data.map((call: { id: string }) => call.id), [b, a, c]);
+    assert.deepEqual(
+      all.json().data.map((call: { id: string }) => call.id),
+      [b, a, c],
+    );
     const page1 = await get('/v1/calls?limit=1', other.token);
-    assert.deepEqual(page1.json().data.map((call: { id: string }) => call.id), [b]);
+    assert.deepEqual(
+      page1.json().data.map((call: { id: string }) => call.id),
+      [b],
+    );
     const page2 = await get(`/v1/calls?limit=1&starting_after=${b}`, other.token);
-    assert.deepEqual(page2.json().data.map((call: { id: string }) => call.id), [a]);
+    assert.deepEqual(
+      page2.json().data.map((call: { id: string }) => call.id),
+      [a],
+    );
     const page3 = await get(`/v1/calls?limit=1&starting_after=${a}`, other.token);
     assert.deepEqual(page3.json(), { data: [page3.json().data[0]], has_more: false });
     assert.equal(page3.json().data[0].id, c);
@@ -57,7 +75,10 @@ await forEachDialect('Reading calls: GET /v1/calls and /v1/calls/{id}', (dialect
   it('filters by status and agent', async () => {
     await t.services.db.updateTable('calls').set({ status: 'failed', failure_reason: 'busy' }).where('id', '=', ids[0]!).execute();
     const failed = await get('/v1/calls?status=failed');
-    assert.deepEqual(failed.json().data.map((c: { id: string }) => c.id), [ids[0]]);
+    assert.deepEqual(
+      failed.json().data.map((c: { id: string }) => c.id),
+      [ids[0]],
+    );
     assert.equal(failed.json().data[0].failure_reason, 'busy');
     assert.equal((await get(`/v1/calls?agent_id=${t.seed.agentId}`)).json().data.length, 5);
     assert.equal((await get('/v1/calls?agent_id=agent_nobody')).json().data.length, 0);

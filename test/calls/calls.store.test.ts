@@ -8,7 +8,12 @@ import { after, before, it } from 'node:test';
 import { callInsert } from '../../src/features/calls/calls.repository.js';
 import { recordOutcome, recordOutcomes } from '../../src/features/calls/calls.service.js';
 import type { CallRow } from '../../src/features/calls/calls.tables.js';
-import { completionParams, insertCompletingKey, insertInFlight, type CompletionParams } from '../../src/features/idempotency/idempotency.repository.js';
+import {
+  completionParams,
+  insertCompletingKey,
+  insertInFlight,
+  type CompletionParams,
+} from '../../src/features/idempotency/idempotency.repository.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -85,19 +90,31 @@ await forEachDialect('Storing a call with its idempotency key', (dialect) => {
     await insertCallCompletingKey(t.services.db, row, completionParams(scope('store-1'), 'owner-1', response));
     const stored = await t.services.db.selectFrom('calls').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow();
     assert.deepEqual(stored, row);
-    assert.deepEqual(await record('store-1'), { state: 'completed', response_status: 201, response_body: '{"id":"call_x"}', expires_at: response.expiresAt });
+    assert.deepEqual(await record('store-1'), {
+      state: 'completed',
+      response_status: 201,
+      response_body: '{"id":"call_x"}',
+      expires_at: response.expiresAt,
+    });
   });
 
   it('a call that cannot be stored leaves the key in flight (for its release), and nothing else changes', async () => {
     await holdKey('store-2', 'owner-2');
     const row = await callRow('call_store_one'); // the id is taken
-    await assert.rejects(insertCallCompletingKey(t.services.db, row, completionParams(scope('store-2'), 'owner-2', response)), /duplicate key/);
+    await assert.rejects(
+      insertCallCompletingKey(t.services.db, row, completionParams(scope('store-2'), 'owner-2', response)),
+      /duplicate key/,
+    );
     assert.deepEqual(await record('store-2'), { state: 'in_progress', response_status: null, response_body: null, expires_at: null });
   });
 
   it('a key held by another request is not completed by this one', async () => {
     await holdKey('store-3', 'owner-3');
-    await insertCallCompletingKey(t.services.db, await callRow('call_store_three'), completionParams(scope('store-3'), 'someone-else', response));
+    await insertCallCompletingKey(
+      t.services.db,
+      await callRow('call_store_three'),
+      completionParams(scope('store-3'), 'someone-else', response),
+    );
     assert.equal((await record('store-3')).state, 'in_progress');
   });
 });
@@ -123,13 +140,22 @@ await forEachDialect('Ending calls in a batch', (dialect) => {
     const b = await place(t.seed.token, t.seed.agentId);
     const c = await place(other.token, 'agent_batch_other');
     const done = await place(t.seed.token, t.seed.agentId);
-    assert.deepEqual(await recordOutcome(t.services.db, clock, done, { status: 'failed', reason: 'busy', message: 'Busy.', failedAt: new Date() }), {
-      ended: true,
-      deliveries: 2,
-    });
+    assert.deepEqual(
+      await recordOutcome(t.services.db, clock, done, { status: 'failed', reason: 'busy', message: 'Busy.', failedAt: new Date() }),
+      {
+        ended: true,
+        deliveries: 2,
+      },
+    );
 
     const startedAt = new Date('2030-01-01T00:00:00.000Z');
-    const completed = { status: 'completed', startedAt, endedAt: new Date(startedAt.getTime() + 42_000), durationSeconds: 42, transcriptSummary: 'Ada said “oui”.' } as const;
+    const completed = {
+      status: 'completed',
+      startedAt,
+      endedAt: new Date(startedAt.getTime() + 42_000),
+      durationSeconds: 42,
+      transcriptSummary: 'Ada said “oui”.',
+    } as const;
     const failed = { status: 'failed', reason: 'no_answer', message: null, failedAt: startedAt } as const;
     const results = await recordOutcomes(t.services.db, clock, [
       { callId: a, outcome: completed },
@@ -150,11 +176,26 @@ await forEachDialect('Ending calls in a batch', (dialect) => {
 
     const call = (id: string) => t.services.db.selectFrom('calls').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     assert.deepEqual(
-      await call(a).then((row) => [row.status, row.started_at, row.ended_at, row.duration_seconds, row.transcript_summary, row.failure_reason, row.next_check_at]),
+      await call(a).then((row) => [
+        row.status,
+        row.started_at,
+        row.ended_at,
+        row.duration_seconds,
+        row.transcript_summary,
+        row.failure_reason,
+        row.next_check_at,
+      ]),
       ['completed', '2030-01-01T00:00:00.000Z', '2030-01-01T00:00:42.000Z', 42, 'Ada said “oui”.', null, null],
     );
     assert.deepEqual(
-      await call(b).then((row) => [row.status, row.failure_reason, row.failure_message, row.failed_at, row.duration_seconds, row.next_check_at]),
+      await call(b).then((row) => [
+        row.status,
+        row.failure_reason,
+        row.failure_message,
+        row.failed_at,
+        row.duration_seconds,
+        row.next_check_at,
+      ]),
       ['failed', 'no_answer', null, '2030-01-01T00:00:00.000Z', null, null],
     );
     assert.equal((await call(done)).status, 'failed', 'an ended call keeps its first outcome');

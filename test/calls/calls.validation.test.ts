@@ -172,7 +172,7 @@ await forEachDialect('POST /v1/calls validation', (dialect) => {
       }
     });
 
-    it("an agent of another account is 403 agent_not_found, exactly like one that does not exist", async () => {
+    it('an agent of another account is 403 agent_not_found, exactly like one that does not exist', async () => {
       const other = await t.newAccount({ agentId: 'agent_only_in_other_account' });
       await expectRefused(callBody(t, { agent_id: other.agentId }), { status: 403, error: 'agent_not_found', param: 'agent_id' });
       // The other account's own key may use it.
@@ -211,9 +211,7 @@ await forEachDialect('POST /v1/calls validation', (dialect) => {
     });
 
     it('keys are otherwise free: empty, spaces, dots, names of Object methods', async () => {
-      await expectCreated(
-        callBody(t, { metadata: { '': 1, 'a b': 2, 'a.b': 3, constructor: 'c', toString: 't', hasOwnProperty: null } }),
-      );
+      await expectCreated(callBody(t, { metadata: { '': 1, 'a b': 2, 'a.b': 3, constructor: 'c', toString: 't', hasOwnProperty: null } }));
     });
   });
 
@@ -241,7 +239,8 @@ await forEachDialect('POST /v1/calls validation', (dialect) => {
     });
 
     it("refuses a number that would not read back as sent (beyond a double's precision or range), naming it and its field", async () => {
-      const raw = (value: string) => `{"agent_id":"${t.seed.agentId}","to":"+14155550123","metadata":{"order":${value},"note":"1e400 in a string is text"}}`;
+      const raw = (value: string) =>
+        `{"agent_id":"${t.seed.agentId}","to":"+14155550123","metadata":{"order":${value},"note":"1e400 in a string is text"}}`;
       const refused: [string, string][] = [
         ['12345678901234567890', '12345678901234567000'],
         ['-9007199254740993', '-9007199254740992'],

@@ -21,8 +21,20 @@ const agents = [
 ];
 
 const phoneNumbers: FakePhoneNumber[] = [
-  { phone_number_id: 'phnum_a', provider: 'twilio', phone_number: '+14155550100', label: 'Main', assigned_agent: { agent_id: 'agent_alpha', agent_name: 'Alpha' } },
-  { phone_number_id: 'phnum_g', provider: 'sip_trunk', phone_number: '+14155550101', label: 'Trunk', assigned_agent: { agent_id: 'agent_gamma', agent_name: 'Gamma' } },
+  {
+    phone_number_id: 'phnum_a',
+    provider: 'twilio',
+    phone_number: '+14155550100',
+    label: 'Main',
+    assigned_agent: { agent_id: 'agent_alpha', agent_name: 'Alpha' },
+  },
+  {
+    phone_number_id: 'phnum_g',
+    provider: 'sip_trunk',
+    phone_number: '+14155550101',
+    label: 'Trunk',
+    assigned_agent: { agent_id: 'agent_gamma', agent_name: 'Gamma' },
+  },
   { phone_number_id: 'phnum_free', provider: 'twilio', phone_number: '+14155550102', label: 'Spare', assigned_agent: null },
 ];
 
@@ -54,7 +66,12 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
   });
 
   it('needs ELEVENLABS_API_KEY and names it when unset', async () => {
-    await runFailing(cliEnv({ ...database.env, ELEVENLABS_BASE_URL: fake.url }), ['agents', 'sync', '--account', accountId], 1, /^callgate: agents sync needs ELEVENLABS_API_KEY/);
+    await runFailing(
+      cliEnv({ ...database.env, ELEVENLABS_BASE_URL: fake.url }),
+      ['agents', 'sync', '--account', accountId],
+      1,
+      /^callgate: agents sync needs ELEVENLABS_API_KEY/,
+    );
     await runFailing(env, ['agents', 'sync', '--account', 'acct_missing'], 1, /no account with id "acct_missing"/);
     assert.deepEqual(requestLines(fake), [], 'nothing was asked of ElevenLabs');
   });
@@ -65,7 +82,7 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
     assert.equal(run.stderr, 'listed 2 agents (page 1)…\nlisted 4 agents (page 2)…\n');
     assert.match(run.stdout, new RegExp(`^Synced account ${accountId} with ElevenLabs: 3 added, 0 updated, 1 skipped\\.\\n`));
     assert.match(run.stdout, /agent_alpha +Alpha +phnum_a +twilio +\+14155550100\n/);
-    assert.match(run.stdout, /Skipped:\n  legacy-7: agent ids look like agent_/);
+    assert.match(run.stdout, /Skipped:\n {2}legacy-7: agent ids look like agent_/);
     assert.deepEqual(requestLines(fake), [
       { path: 'GET /v1/convai/agents?page_size=100', apiKey },
       { path: 'GET /v1/convai/agents?page_size=100&cursor=cursor_2', apiKey },
@@ -90,15 +107,26 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
     assert.equal(result.added, 0);
     assert.equal(result.updated, 3);
     const skipped: { agent_id: string; reason: string }[] = result.skipped;
-    assert.deepEqual(skipped.map((entry) => entry.agent_id), ['legacy-7']);
+    assert.deepEqual(
+      skipped.map((entry) => entry.agent_id),
+      ['legacy-7'],
+    );
     assert.match(skipped[0]?.reason ?? '', /agent ids look like agent_/);
-    assert.deepEqual(result.agents.map((agent: { agent_id: string }) => agent.agent_id), ['agent_alpha', 'agent_beta', 'agent_gamma']);
+    assert.deepEqual(
+      result.agents.map((agent: { agent_id: string }) => agent.agent_id),
+      ['agent_alpha', 'agent_beta', 'agent_gamma'],
+    );
     assert.equal(result.agents[0].account_id, accountId);
   });
 
   it('a refusal by ElevenLabs fails the command with the reason and changes nothing', async () => {
     // The key ElevenLabs no longer accepts: their 401 invalid_api_key.
-    await runFailing({ ...env, ELEVENLABS_API_KEY: 'xi-revoked-key' }, ['agents', 'sync', '--account', accountId], 1, /^callgate: could not list agents: ElevenLabs refused the API key \(HTTP 401\); check ELEVENLABS_API_KEY/);
+    await runFailing(
+      { ...env, ELEVENLABS_API_KEY: 'xi-revoked-key' },
+      ['agents', 'sync', '--account', accountId],
+      1,
+      /^callgate: could not list agents: ElevenLabs refused the API key \(HTTP 401\); check ELEVENLABS_API_KEY/,
+    );
     const listed = await runJson(env, ['agents', 'list', '--account', accountId]);
     assert.equal(listed.data.length, 4);
   });
@@ -109,6 +137,11 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const { port } = closed.address() as net.AddressInfo;
     await new Promise((resolve) => closed.close(resolve));
-    await runFailing({ ...env, ELEVENLABS_BASE_URL: `http://127.0.0.1:${port}` }, ['agents', 'sync', '--account', accountId], 1, /^callgate: could not list agents: ElevenLabs could not be reached \(ECONNREFUSED\); check ELEVENLABS_BASE_URL/);
+    await runFailing(
+      { ...env, ELEVENLABS_BASE_URL: `http://127.0.0.1:${port}` },
+      ['agents', 'sync', '--account', accountId],
+      1,
+      /^callgate: could not list agents: ElevenLabs could not be reached \(ECONNREFUSED\); check ELEVENLABS_BASE_URL/,
+    );
   });
 });

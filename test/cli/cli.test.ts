@@ -36,9 +36,22 @@ describe('callgate CLI usage (no database needed)', () => {
     ]);
     assert.equal(root.code, 0);
     const commands = [
-      'accounts create', 'accounts list', 'agents add', 'agents list', 'agents sync', 'keys create', 'keys list', 'keys revoke',
-      'webhooks create', 'webhooks list', 'webhooks enable', 'webhooks delete', 'webhooks rotate-secret', 'webhooks test',
-      'deliveries list', 'events resend',
+      'accounts create',
+      'accounts list',
+      'agents add',
+      'agents list',
+      'agents sync',
+      'keys create',
+      'keys list',
+      'keys revoke',
+      'webhooks create',
+      'webhooks list',
+      'webhooks enable',
+      'webhooks delete',
+      'webhooks rotate-secret',
+      'webhooks test',
+      'deliveries list',
+      'events resend',
     ];
     for (const command of commands) {
       assert.ok(root.stdout.includes(command), command);
@@ -61,14 +74,20 @@ describe('callgate CLI usage (no database needed)', () => {
       [['accounts', 'create', '--name', ' '], /option --name must not be empty/],
       [['accounts', 'create', '--name', 'X', '--colour', 'red'], /unknown option --colour/],
       [['keys', 'create', '--account', 'acct_x', '--name', 'k', '--mode', 'staging'], /--mode must be one of live, test/],
-      [['agents', 'add', '--account', 'a', '--agent-id', 'agent_a', '--name', 'n', '--provider', 'x'], /--provider must be one of simulator, elevenlabs/],
+      [
+        ['agents', 'add', '--account', 'a', '--agent-id', 'agent_a', '--name', 'n', '--provider', 'x'],
+        /--provider must be one of simulator, elevenlabs/,
+      ],
       [['keys', 'revoke'], /missing argument KEY_ID/],
       [['keys', 'revoke', 'key_a', 'key_b'], /unexpected argument "key_b"/],
       [['webhooks', 'create', '--account', 'acct_x'], /missing option --url URL/],
       [['webhooks', 'delete'], /missing argument ENDPOINT_ID/],
       [['webhooks', 'rotate-secret', '--account', 'acct_x'], /unknown option --account/],
       [['webhooks', 'test', 'we_a', 'we_b'], /unexpected argument "we_b"/],
-      [['webhooks', 'create', '--account', 'acct_x', '--url', 'https://example.com', '--events', ' , '], /--events needs at least one value/],
+      [
+        ['webhooks', 'create', '--account', 'acct_x', '--url', 'https://example.com', '--events', ' , '],
+        /--events needs at least one value/,
+      ],
       [['deliveries', 'list', '--account', 'acct_x', '--status', 'done'], /--status must be one of pending, succeeded, failed, got "done"/],
       [['deliveries', 'list', '--account', 'acct_x', '--limit', '0'], /--limit must be a whole number from 1 to 100/],
       [['deliveries', 'list', '--account', 'acct_x', '--limit', '2.5'], /--limit must be a whole number/],
@@ -80,7 +99,12 @@ describe('callgate CLI usage (no database needed)', () => {
   });
 
   it('a bad configuration exits 1 and names the variable', async () => {
-    await runFailing(cliEnv({ DATABASE_URL: 'mysql://localhost/x' }), ['keys', 'list', '--account', 'acct_x'], 1, /configuration error: DATABASE_URL/);
+    await runFailing(
+      cliEnv({ DATABASE_URL: 'mysql://localhost/x' }),
+      ['keys', 'list', '--account', 'acct_x'],
+      1,
+      /configuration error: DATABASE_URL/,
+    );
   });
 });
 
@@ -142,7 +166,16 @@ await forEachDialect('callgate CLI', (dialect) => {
     assert.deepEqual(account.agents, [{ agent_id: 'agent_test_simulator', name: 'Test agent (simulator)', provider: 'simulator' }]);
     accountId = account.id;
 
-    const withUser = await runJson(env, ['accounts', 'create', '--name', 'Beta', '--email', 'Ops@Example.com', '--password', 'correct horse battery']);
+    const withUser = await runJson(env, [
+      'accounts',
+      'create',
+      '--name',
+      'Beta',
+      '--email',
+      'Ops@Example.com',
+      '--password',
+      'correct horse battery',
+    ]);
     assert.deepEqual(Object.keys(withUser).sort(), ['agents', 'created_at', 'id', 'name', 'users']);
     assert.equal(withUser.users.length, 1);
     assert.match(withUser.users[0].id, /^usr_/);
@@ -158,7 +191,10 @@ await forEachDialect('callgate CLI', (dialect) => {
   it('accounts list shows every account with its id, oldest first', async () => {
     const listed = await runJson(env, ['accounts', 'list']);
     assert.deepEqual(Object.keys(listed), ['data']);
-    assert.deepEqual(listed.data.map((account: { name: string }) => account.name), ['Acme Health', 'Beta', 'Gamma']);
+    assert.deepEqual(
+      listed.data.map((account: { name: string }) => account.name),
+      ['Acme Health', 'Beta', 'Gamma'],
+    );
     assert.deepEqual(listed.data[0], { id: accountId, name: 'Acme Health', users: 0, created_at: listed.data[0].created_at });
     assert.equal(listed.data[1].users, 1);
 
@@ -178,8 +214,18 @@ await forEachDialect('callgate CLI', (dialect) => {
     assert.equal(added.phone_number_id, null);
 
     const toElevenlabs = [
-      'agents', 'add', '--account', accountId, '--agent-id', 'agent_reminders', '--name', 'Reminders v2',
-      '--provider', 'elevenlabs', '--phone-number-id', 'phnum_123',
+      'agents',
+      'add',
+      '--account',
+      accountId,
+      '--agent-id',
+      'agent_reminders',
+      '--name',
+      'Reminders v2',
+      '--provider',
+      'elevenlabs',
+      '--phone-number-id',
+      'phnum_123',
     ];
     // The server's rule holds here too: no ElevenLabs agents without ElevenLabs credentials.
     await runFailing(env, toElevenlabs, 1, /agents of provider elevenlabs cannot be added: this server has no ELEVENLABS_API_KEY set/);
@@ -200,7 +246,11 @@ await forEachDialect('callgate CLI', (dialect) => {
 
     const listed = await runJson(env, ['agents', 'list', '--account', accountId]);
     assert.deepEqual(Object.keys(listed), ['data']);
-    assert.deepEqual(listed.data.map((agent: { agent_id: string }) => agent.agent_id).sort(), ['agent_reminders', 'agent_sim', 'agent_test_simulator']);
+    assert.deepEqual(listed.data.map((agent: { agent_id: string }) => agent.agent_id).sort(), [
+      'agent_reminders',
+      'agent_sim',
+      'agent_test_simulator',
+    ]);
     const reminders = listed.data.find((agent: { agent_id: string }) => agent.agent_id === 'agent_reminders');
     assert.equal(reminders.name, 'Reminders v2');
     assert.equal(reminders.provider, 'elevenlabs');
@@ -258,7 +308,15 @@ await forEachDialect('callgate CLI', (dialect) => {
     assert.equal(listed.data.length, 4);
     for (const key of listed.data) {
       assert.deepEqual(Object.keys(key).sort(), [
-        'account_id', 'created_at', 'id', 'last_used_at', 'mode', 'name', 'prefix', 'revoked_at', 'status',
+        'account_id',
+        'created_at',
+        'id',
+        'last_used_at',
+        'mode',
+        'name',
+        'prefix',
+        'revoked_at',
+        'status',
       ]);
     }
   });
@@ -311,7 +369,10 @@ await forEachDialect('callgate CLI', (dialect) => {
 
   it('failures exit 1 with the reason on stderr and nothing on stdout', async () => {
     const cases: [string[], RegExp][] = [
-      [['agents', 'list', '--account', 'acct_missing'], /^callgate: no account with id "acct_missing" in this database; `callgate accounts list` shows the ids, and the CLI reads DATABASE_URL or CALLGATE_DATA_DIR from its own environment: give it the server's\n$/],
+      [
+        ['agents', 'list', '--account', 'acct_missing'],
+        /^callgate: no account with id "acct_missing" in this database; `callgate accounts list` shows the ids, and the CLI reads DATABASE_URL or CALLGATE_DATA_DIR from its own environment: give it the server's\n$/,
+      ],
       [['agents', 'add', '--account', 'acct_missing', '--agent-id', 'agent_x', '--name', 'X'], /no account with id "acct_missing"/],
       [['keys', 'create', '--account', 'acct_missing', '--name', 'k', '--json'], /no account with id "acct_missing"/],
       [['keys', 'list', '--account', 'acct_missing'], /no account with id "acct_missing"/],

@@ -73,11 +73,36 @@ await forEachDialect('callgate CLI users', (dialect) => {
   });
 
   it('refuses what it cannot do, naming why', async () => {
-    await runFailing(env, ['users', 'add', '--account', 'acct_nope', '--email', 'x@acme.test', '--password', 'long enough!'], 1, /no account with id "acct_nope"/);
-    await runFailing(env, ['users', 'add', '--account', accountId, '--email', 'ada@acme.test', '--password', 'long enough!'], 1, /exists already/);
-    await runFailing(env, ['users', 'add', '--account', accountId, '--email', 'not-an-email', '--password', 'long enough!'], 1, /not an email address/);
-    await runFailing(env, ['users', 'add', '--account', accountId, '--email', 'short@acme.test', '--password', 'short'], 1, /at least 10 characters/);
-    await runFailing(env, ['users', 'reset-password', '--email', 'nobody@acme.test', '--password', 'long enough!'], 1, /no user with email nobody@acme\.test/);
+    await runFailing(
+      env,
+      ['users', 'add', '--account', 'acct_nope', '--email', 'x@acme.test', '--password', 'long enough!'],
+      1,
+      /no account with id "acct_nope"/,
+    );
+    await runFailing(
+      env,
+      ['users', 'add', '--account', accountId, '--email', 'ada@acme.test', '--password', 'long enough!'],
+      1,
+      /exists already/,
+    );
+    await runFailing(
+      env,
+      ['users', 'add', '--account', accountId, '--email', 'not-an-email', '--password', 'long enough!'],
+      1,
+      /not an email address/,
+    );
+    await runFailing(
+      env,
+      ['users', 'add', '--account', accountId, '--email', 'short@acme.test', '--password', 'short'],
+      1,
+      /at least 10 characters/,
+    );
+    await runFailing(
+      env,
+      ['users', 'reset-password', '--email', 'nobody@acme.test', '--password', 'long enough!'],
+      1,
+      /no user with email nobody@acme\.test/,
+    );
     await runFailing(env, ['users', 'add', '--email', 'x@acme.test', '--password', 'long enough!'], 2, /missing option --account/);
   });
 });

@@ -4,7 +4,7 @@
  * worker's periodic sweep is set to a minute, so a prompt delivery proves that the CLI's NOTIFY woke it.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -72,8 +72,18 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
   it('webhooks create refuses a private URL unless CALLGATE_WEBHOOK_ALLOW_PRIVATE is set, and returns the secret', async () => {
     const strict = cliEnv(database.env);
     const create = ['webhooks', 'create', '--account', accountId, '--url'];
-    await runFailing(strict, [...create, receiver.url], 1, /^callgate: the URL must use https \(for a local receiver, run this command with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true too\)\n$/);
-    await runFailing(strict, [...create, 'https://127.0.0.1/hooks'], 1, /the URL must not point to a loopback, private, link-local or reserved address/);
+    await runFailing(
+      strict,
+      [...create, receiver.url],
+      1,
+      /^callgate: the URL must use https \(for a local receiver, run this command with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true too\)\n$/,
+    );
+    await runFailing(
+      strict,
+      [...create, 'https://127.0.0.1/hooks'],
+      1,
+      /the URL must not point to a loopback, private, link-local or reserved address/,
+    );
     await runFailing(env, [...create, receiver.url, '--events', 'call.completed,call.started'], 1, /unknown event type call\.started/);
 
     endpoint = await runJson(env, [...create, receiver.url, '--events', 'call.completed, call.failed', '--description', ' CRM ']);
@@ -133,7 +143,10 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
 
     const text = await runCli(env, ['webhooks', 'test', endpoint.id]);
     assert.equal(text.code, 0, text.stderr);
-    assert.match(text.stdout, /^Queued a webhook\.test event for http:\/\/127\.0\.0\.1:\d+\/hooks\.\n +event: +evt_\S+\n +delivery: +dlv_\S+\n/);
+    assert.match(
+      text.stdout,
+      /^Queued a webhook\.test event for http:\/\/127\.0\.0\.1:\d+\/hooks\.\n +event: +evt_\S+\n +delivery: +dlv_\S+\n/,
+    );
     await receiver.waitFor(2, 5_000);
   });
 
@@ -157,7 +170,14 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     }
     // Two test events to `endpoint`, then the call's outcome to each of the three endpoints (all want it).
     const data = await deliveriesWhen([], (rows) => rows.length === 5 && rows.every((row) => row.status === 'succeeded'));
-    assert.deepEqual(data.map((row) => row.id), data.map((row) => row.id).sort().reverse(), 'newest first');
+    assert.deepEqual(
+      data.map((row) => row.id),
+      data
+        .map((row) => row.id)
+        .sort()
+        .reverse(),
+      'newest first',
+    );
     const [newest] = data;
     assert.equal(newest?.event_type, 'call.completed');
     assert.equal(newest?.call_id, callId);
@@ -188,7 +208,10 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
       runJson(env, ['deliveries', 'list', '--account', accountId, '--endpoint', endpoint.id, '--status', 'succeeded']),
       runJson(env, ['deliveries', 'list', '--account', accountId, '--status', 'pending']),
     ]);
-    assert.deepEqual(limited.data.map((row: { id: string }) => row.id), [newest?.id]);
+    assert.deepEqual(
+      limited.data.map((row: { id: string }) => row.id),
+      [newest?.id],
+    );
     assert.equal(ofEndpoint.data.length, 3);
     assert.deepEqual(pending.data, []);
 
@@ -225,10 +248,15 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
 
     const other = await runJson(env, ['accounts', 'create', '--name', 'Other']);
     const elsewhere = await runJson(env, ['webhooks', 'create', '--account', other.id, '--url', receiver.url]);
-    await runFailing(env, ['events', 'resend', testEventId, '--endpoint', elsewhere.id], 1, /no enabled endpoint we_\S+ in the event's account/);
+    await runFailing(
+      env,
+      ['events', 'resend', testEventId, '--endpoint', elsewhere.id],
+      1,
+      /no enabled endpoint we_\S+ in the event's account/,
+    );
   });
 
-  it("webhooks rotate-secret prints a new secret; the old one keeps signing for 24 hours", async () => {
+  it('webhooks rotate-secret prints a new secret; the old one keeps signing for 24 hours', async () => {
     const startedAt = Date.now();
     const rotated = await runJson(env, ['webhooks', 'rotate-secret', endpoint.id]);
     assert.equal(rotated.id, endpoint.id);
@@ -272,12 +300,17 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
         env,
         ['webhooks', 'test', created.id],
         1,
-        new RegExp(`^callgate: webhook endpoint ${created.id} is disabled \\(The endpoint answered 410 Gone, so it was disabled\\.\\); enable it first with "callgate webhooks enable ${created.id}"\n$`),
+        new RegExp(
+          `^callgate: webhook endpoint ${created.id} is disabled \\(The endpoint answered 410 Gone, so it was disabled\\.\\); enable it first with "callgate webhooks enable ${created.id}"\n$`,
+        ),
       );
 
       const text = await runCli(env, ['webhooks', 'enable', created.id]);
       assert.equal(text.code, 0, text.stderr);
-      assert.match(text.stdout, /^Enabled webhook endpoint we_\S+ \(http:\/\/127\.0\.0\.1:\d+\/hooks\)\.\nIt had been disabled: The endpoint answered 410 Gone/);
+      assert.match(
+        text.stdout,
+        /^Enabled webhook endpoint we_\S+ \(http:\/\/127\.0\.0\.1:\d+\/hooks\)\.\nIt had been disabled: The endpoint answered 410 Gone/,
+      );
       const enabled = await runJson(env, ['webhooks', 'enable', created.id]);
       assert.equal(enabled.enabled, true);
       assert.equal(enabled.disabled_reason, null);
@@ -309,16 +342,26 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     assert.equal(data[0].last_error, 'The endpoint was deleted.');
     assert.match(data[0].endpoint_deleted_at, /^\d{4}-\d\d-\d\dT/, 'the row says its endpoint is gone');
     const table = await runCli(env, ['deliveries', 'list', '--account', accountId, '--endpoint', endpoint.id, '--limit', '1']);
-    assert.match(table.stdout, new RegExp(`${queued.delivery_id} +webhook\\.test .* failed +0 +The endpoint was deleted\\.`), 'the table says why');
+    assert.match(
+      table.stdout,
+      new RegExp(`${queued.delivery_id} +webhook\\.test .* failed +0 +The endpoint was deleted\\.`),
+      'the table says why',
+    );
 
     const listed = await runJson(env, ['webhooks', 'list', '--account', accountId]);
-    assert.equal(listed.data.some((row: { id: string }) => row.id === endpoint.id), false);
+    assert.equal(
+      listed.data.some((row: { id: string }) => row.id === endpoint.id),
+      false,
+    );
     await runFailing(env, ['webhooks', 'delete', endpoint.id], 1, /no webhook endpoint with id "we_/);
     await runFailing(env, ['webhooks', 'test', endpoint.id], 1, /no webhook endpoint with id "we_/);
     await runFailing(env, ['events', 'resend', testEventId, '--endpoint', endpoint.id], 1, /no enabled endpoint/);
 
     const text = await runCli(env, ['webhooks', 'delete', (await runJson(env, ['webhooks', 'list', '--account', accountId])).data[0].id]);
     assert.equal(text.code, 0);
-    assert.match(text.stdout, /^Deleted webhook endpoint we_\S+ \(http:\/\/127\.0\.0\.1:\d+\/hooks\?\w+\)\. Its pending deliveries ended as failed\.\n$/);
+    assert.match(
+      text.stdout,
+      /^Deleted webhook endpoint we_\S+ \(http:\/\/127\.0\.0\.1:\d+\/hooks\?\w+\)\. Its pending deliveries ended as failed\.\n$/,
+    );
   });
 });

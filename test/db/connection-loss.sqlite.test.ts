@@ -146,7 +146,9 @@ function mountSmallDisk(): { dir: string; unmount(): void } | string {
 const probe = mountSmallDisk();
 if (typeof probe !== 'string') probe.unmount();
 
-it('SQLite on a disk that fills up mid-run: a real server process answers 503, lives, recovers and loses no event', { skip: typeof probe === 'string' ? probe : false }, async () => {
+it('SQLite on a disk that fills up mid-run: a real server process answers 503, lives, recovers and loses no event', {
+  skip: typeof probe === 'string' ? probe : false,
+}, async () => {
   const disk = mountSmallDisk();
   if (typeof disk === 'string') assert.fail(disk);
   const receiver = await startWebhookReceiver();
@@ -166,7 +168,11 @@ it('SQLite on a disk that fills up mid-run: a real server process answers 503, l
         headers: { 'content-type': 'application/json', authorization: `Bearer ${seed.token}`, 'idempotency-key': key },
         body: JSON.stringify({ agent_id: seed.agentId, to: '+14155550123', metadata: { filler: 'x'.repeat(4_000) } }),
       });
-      return { status: res.status, requestId: res.headers.get('x-request-id'), body: (await res.json()) as { id: string; error: string; request_id: string } };
+      return {
+        status: res.status,
+        requestId: res.headers.get('x-request-id'),
+        body: (await res.json()) as { id: string; error: string; request_id: string },
+      };
     };
     const acknowledged: string[] = [];
     for (let index = 0; index < 5; index++) {

@@ -63,7 +63,12 @@ await describe('Connection loss on PostgreSQL (real processes through a TCP prox
     proxy?.resume();
     await Promise.all([...processes].map((server) => server.stop()));
     // A database that went away and came back is expected: warnings only, never an error-level line.
-    const errors = [...processes].flatMap((server) => server.output().split('\n').filter((line) => /"level":(50|60)\b/.test(line)));
+    const errors = [...processes].flatMap((server) =>
+      server
+        .output()
+        .split('\n')
+        .filter((line) => /"level":(50|60)\b/.test(line)),
+    );
     processes.clear();
     await proxy?.close();
     assert.deepEqual(errors, [], 'error-level log lines during a database outage');
@@ -106,7 +111,15 @@ await describe('Connection loss on PostgreSQL (real processes through a TCP prox
         while (!stopped) {
           const key = `load-${process.pid}-${Date.now()}-${next++}`;
           // No answer at all (the process died) is kept as status 0, so that the test says why.
-          answers.push(await post(url, key).catch((error: Error) => ({ key, status: 0, requestIdHeader: null, body: { fetch: error.message }, at: Date.now() })));
+          answers.push(
+            await post(url, key).catch((error: Error) => ({
+              key,
+              status: 0,
+              requestIdHeader: null,
+              body: { fetch: error.message },
+              at: Date.now(),
+            })),
+          );
           if (answers.at(-1)!.status === 0) await sleep(50);
         }
       }),
@@ -144,7 +157,11 @@ await describe('Connection loss on PostgreSQL (real processes through a TCP prox
     assert.ok(server.alive(), `the process died:\n${server.output()}`);
     proxy.resume();
     const backAt = Date.now();
-    const first201 = await until('a 201 once the database is back', () => load.answers.find((a) => a.at > backAt && a.status === 201), 15_000);
+    const first201 = await until(
+      'a 201 once the database is back',
+      () => load.answers.find((a) => a.at > backAt && a.status === 201),
+      15_000,
+    );
     await load.stop();
     assert.ok(first201.at - backAt < 10_000, `answered 201 only ${first201.at - backAt} ms after the database came back`);
     assert.ok(server.alive(), `the process died:\n${server.output()}`);
@@ -266,7 +283,8 @@ await describe('Connection loss on PostgreSQL (real processes through a TCP prox
     ).catch((error: Error) => assert.fail(`${error.message}:\n${worker.output()}`));
     // A failed attempt to LISTEN again shows the process lived on past the drop and keeps trying.
     await until('a failed reconnection attempt', async () => {
-      if (!worker.alive()) assert.fail(`the worker exited (${JSON.stringify(await worker.exited)}) while the database was away:\n${worker.output()}`);
+      if (!worker.alive())
+        assert.fail(`the worker exited (${JSON.stringify(await worker.exited)}) while the database was away:\n${worker.output()}`);
       return worker.output().includes('could not LISTEN for webhook wake-ups') ? true : undefined;
     });
     assert.ok(worker.alive(), `the worker exited:\n${worker.output()}`);
@@ -280,7 +298,9 @@ await describe('Connection loss on PostgreSQL (real processes through a TCP prox
     }
     proxy.resume();
     await outcomesDelivered(acknowledged, 30_000);
-    await until('the listener to be connected again', () => (worker.output().includes('webhook wake-up listener is connected again') ? true : undefined));
+    await until('the listener to be connected again', () =>
+      worker.output().includes('webhook wake-up listener is connected again') ? true : undefined,
+    );
     assert.equal((await listeners()).length, 1);
     // And a new event reaches it through LISTEN/NOTIFY again (or its sweep), while idle drops go on.
     proxy.dropAll();

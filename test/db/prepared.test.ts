@@ -57,7 +57,10 @@ await forEachDialect('preparedQuery', (dialect) => {
 
   it('refuses a parameter that Kysely would not pass as a value', async () => {
     const bad = preparedQuery('raw parameter', (db, p: { id: string }) =>
-      db.selectFrom('accounts').selectAll().where(sql<boolean>`id = ${sql.raw(`'${p.id}'`)}`),
+      db
+        .selectFrom('accounts')
+        .selectAll()
+        .where(sql<boolean>`id = ${sql.raw(`'${p.id}'`)}`),
     );
     await assert.rejects(() => bad(handle.db, { id: 'acct_a' }), /must be passed to Kysely as a value/);
   });

@@ -13,7 +13,10 @@ const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
 const webhooksDoc = fs.readFileSync(path.join(repoRoot, 'docs/webhooks.md'), 'utf8');
 
 it('has no unfilled {…_url} placeholder', () => {
-  for (const [name, text] of [['README.md', readme], ['docs/webhooks.md', webhooksDoc]] as const) {
+  for (const [name, text] of [
+    ['README.md', readme],
+    ['docs/webhooks.md', webhooksDoc],
+  ] as const) {
     assert.deepEqual(text.match(/\{[a-z_]*url\}/gi) ?? [], [], name);
   }
 });

@@ -113,7 +113,10 @@ describe('slow clients are cut off at the configured timeouts', () => {
     const server = serverSockets.get(client.localPort!)!;
     if (server.destroyed) return;
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`connection from port ${client.localPort} still open at the deadline`)), deadline - Date.now());
+      const timer = setTimeout(
+        () => reject(new Error(`connection from port ${client.localPort} still open at the deadline`)),
+        deadline - Date.now(),
+      );
       server.once('close', () => {
         clearTimeout(timer);
         resolve();
@@ -128,7 +131,10 @@ describe('slow clients are cut off at the configured timeouts', () => {
     );
     const bodyTricklers = await Promise.all(
       Array.from({ length: 50 }, () =>
-        slowClient(`POST /v1/calls HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.seed.token}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{`, ' '),
+        slowClient(
+          `POST /v1/calls HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.seed.token}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{`,
+          ' ',
+        ),
       ),
     );
     const silent = await Promise.all(Array.from({ length: 20 }, () => slowClient('', null)));
@@ -212,7 +218,10 @@ describe('Strict-Transport-Security', () => {
   }
 
   it('is sent on every response of the API and the portal when CALLGATE_PUBLIC_URL is https', async () => {
-    assert.deepEqual(await headersWith({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com' }), requests.map(() => 'max-age=31536000'));
+    assert.deepEqual(
+      await headersWith({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com' }),
+      requests.map(() => 'max-age=31536000'),
+    );
     assert.deepEqual(
       await headersWith({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com', CALLGATE_HSTS_MAX_AGE: '600' }),
       requests.map(() => 'max-age=600'),
@@ -220,7 +229,13 @@ describe('Strict-Transport-Security', () => {
   });
 
   it('is not sent over http, nor with CALLGATE_HSTS_MAX_AGE=0', async () => {
-    assert.deepEqual(await headersWith({ CALLGATE_PUBLIC_URL: 'http://127.0.0.1:3000' }), requests.map(() => undefined));
-    assert.deepEqual(await headersWith({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com', CALLGATE_HSTS_MAX_AGE: '0' }), requests.map(() => undefined));
+    assert.deepEqual(
+      await headersWith({ CALLGATE_PUBLIC_URL: 'http://127.0.0.1:3000' }),
+      requests.map(() => undefined),
+    );
+    assert.deepEqual(
+      await headersWith({ CALLGATE_PUBLIC_URL: 'https://callgate.example.com', CALLGATE_HSTS_MAX_AGE: '0' }),
+      requests.map(() => undefined),
+    );
   });
 });

@@ -37,7 +37,11 @@ await forEachDialect('Handlers still running at shutdown', (dialect) => {
       release();
       assert.equal(await t.app.inFlight.idle(10_000), true);
       assert.equal(await countCalls(t.services), 1, 'the placed call is stored');
-      const key = await t.services.db.selectFrom('idempotency_keys').select('state').where('idempotency_key', '=', 'hung-up').executeTakeFirst();
+      const key = await t.services.db
+        .selectFrom('idempotency_keys')
+        .select('state')
+        .where('idempotency_key', '=', 'hung-up')
+        .executeTakeFirst();
       assert.equal(key?.state, 'completed');
     } finally {
       release();

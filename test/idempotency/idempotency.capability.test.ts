@@ -41,7 +41,8 @@ await forEachDialect('Idempotency as a capability of any creating route', (diale
               // The one line that makes the route idempotent:
               withIdempotency(services.calls, 'POST /test/widgets', request, reply, async (hold) => {
                 const { name } = request.body as { name: string };
-                if (name === 'refused') throw new ApiError('invalid_request', 'This name is refused by a rule of the service.', { param: 'name' });
+                if (name === 'refused')
+                  throw new ApiError('invalid_request', 'This name is refused by a rule of the service.', { param: 'name' });
                 // 'taken' always gets the same id, so its second insert fails: neither it nor the key's completion stays.
                 const row = { id: name === 'taken' ? 'widget_taken' : `widget_${++nextWidget}`, name };
                 const response = { status: 201, body: row, headers: { location: `/test/widgets/${row.id}` } };
@@ -73,7 +74,13 @@ await forEachDialect('Idempotency as a capability of any creating route', (diale
       },
       payload: JSON.stringify(body),
     });
-  const widgets = async () => (await t.services.db.selectFrom('widgets' as never).selectAll().execute()).length;
+  const widgets = async () =>
+    (
+      await t.services.db
+        .selectFrom('widgets' as never)
+        .selectAll()
+        .execute()
+    ).length;
   const keyRecord = (key: string) =>
     t.services.db
       .selectFrom('idempotency_keys')
@@ -153,6 +160,15 @@ await forEachDialect('Idempotency as a capability of any creating route', (diale
       expiresAt: '2030-01-01T00:00:00.000Z',
     });
     await assert.rejects(insertCompletingKey(t.services.db, clashing, { id: 'widget_clash', key: 'x' }, completion), /parameter key/);
-    assert.equal((await t.services.db.selectFrom('widgets' as never).selectAll().where('id' as never, '=', 'widget_clash' as never).execute()).length, 0);
+    assert.equal(
+      (
+        await t.services.db
+          .selectFrom('widgets' as never)
+          .selectAll()
+          .where('id' as never, '=', 'widget_clash' as never)
+          .execute()
+      ).length,
+      0,
+    );
   });
 });

@@ -29,11 +29,7 @@ async function seedDatabase(database: TestDatabase): Promise<SeededAccount> {
  * Holds an exclusive lock on idempotency_keys while `send` fires its requests, until `waiting` of them are
  * blocked on it (or ten seconds have passed); then lets go, so the blocked requests race at the same instant.
  */
-async function raceBehindLock<T>(
-  url: string,
-  waiting: number,
-  send: () => Promise<T>,
-): Promise<{ result: T; blocked: number }> {
+async function raceBehindLock<T>(url: string, waiting: number, send: () => Promise<T>): Promise<{ result: T; blocked: number }> {
   const holder = new pg.Client({ connectionString: url });
   // A second session watches: pg_stat_activity is read once per transaction, so the holder would see a stale view.
   const watcher = new pg.Client({ connectionString: url });

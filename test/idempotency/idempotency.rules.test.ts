@@ -111,7 +111,11 @@ await forEachDialect('Idempotency-Key rules (spec 2.5, 4.1 rule 3)', (dialect) =
     const refused = await t.createCall(callBody(t, { to: '+15005550003' }), { idempotencyKey: 'provider-refused' });
     assert.equal(refused.statusCode, 502);
     assert.equal(refused.json().error, 'provider_error');
-    const row = await t.services.db.selectFrom('idempotency_keys').selectAll().where('idempotency_key', '=', 'provider-refused').executeTakeFirst();
+    const row = await t.services.db
+      .selectFrom('idempotency_keys')
+      .selectAll()
+      .where('idempotency_key', '=', 'provider-refused')
+      .executeTakeFirst();
     assert.equal(row, undefined);
     const again = await t.createCall(callBody(t, { to: '+15005550003' }), { idempotencyKey: 'provider-refused' });
     assert.equal(again.statusCode, 502, 'a retry runs again instead of replaying the error');

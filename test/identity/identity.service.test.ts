@@ -61,7 +61,10 @@ await forEachDialect('Identity: accounts and users', (dialect) => {
       createAccount(t.services.db, t.services.clock, { name: 'Copycat', email: 'once@example.test', password }),
       /a user with email once@example\.test exists already/,
     );
-    assert.deepEqual((await usersWithEmail('once@example.test')).map((user) => user.id), [first.id]);
+    assert.deepEqual(
+      (await usersWithEmail('once@example.test')).map((user) => user.id),
+      [first.id],
+    );
     assert.equal(await authenticateUser(t.services.db, 'once@example.test', 'another password'), null);
   });
 
@@ -71,7 +74,11 @@ await forEachDialect('Identity: accounts and users', (dialect) => {
     await assert.rejects(add({ email: 'short@example.test', password: 'too short' }), /at least 10 characters/);
     await assert.rejects(add({ email: 'not-an-email', password }), /not an email address/);
     await assert.rejects(add({ accountId: 'acct_missing', email: 'lost@example.test', password }), /no account with id "acct_missing"/);
-    const stored = await t.services.db.selectFrom('users').select('email').where('email', 'in', ['short@example.test', 'not-an-email', 'lost@example.test']).execute();
+    const stored = await t.services.db
+      .selectFrom('users')
+      .select('email')
+      .where('email', 'in', ['short@example.test', 'not-an-email', 'lost@example.test'])
+      .execute();
     assert.deepEqual(stored, []);
   });
 
@@ -81,6 +88,9 @@ await forEachDialect('Identity: accounts and users', (dialect) => {
     assert.equal(reset.email, 'reset@example.test');
     assert.equal(await authenticateUser(t.services.db, 'reset@example.test', password), null);
     assert.equal((await authenticateUser(t.services.db, 'reset@example.test', 'a brand new secret'))?.id, reset.id);
-    await assert.rejects(resetPassword(t.services.db, { email: 'nobody@example.test', password }), /no user with email nobody@example\.test/);
+    await assert.rejects(
+      resetPassword(t.services.db, { email: 'nobody@example.test', password }),
+      /no user with email nobody@example\.test/,
+    );
   });
 });

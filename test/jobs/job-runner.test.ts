@@ -13,7 +13,17 @@ import { ManualClock, addMs, isoTimestamp, systemClock } from '../../src/lib/clo
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
-const silent = { level: 'silent', info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal() {}, child: () => silent, silent() {} } as never;
+const silent = {
+  level: 'silent',
+  info() {},
+  warn() {},
+  error() {},
+  debug() {},
+  trace() {},
+  fatal() {},
+  child: () => silent,
+  silent() {},
+} as never;
 
 /** Polls until `check` holds, or fails after `ms`. */
 async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
@@ -46,8 +56,14 @@ await forEachDialect('Job runner', (dialect) => {
 
   // A call that has not ended has none of these yet.
   const outcomeFields = Object.fromEntries(
-    ['started_at', 'ended_at', 'duration_seconds', 'transcript_summary', 'failure_reason', 'failure_message', 'failed_at'].map((column) => [column, null]),
-  ) as Record<'started_at' | 'ended_at' | 'duration_seconds' | 'transcript_summary' | 'failure_reason' | 'failure_message' | 'failed_at', null>;
+    ['started_at', 'ended_at', 'duration_seconds', 'transcript_summary', 'failure_reason', 'failure_message', 'failed_at'].map((column) => [
+      column,
+      null,
+    ]),
+  ) as Record<
+    'started_at' | 'ended_at' | 'duration_seconds' | 'transcript_summary' | 'failure_reason' | 'failure_message' | 'failed_at',
+    null
+  >;
 
   const insertDueCalls = async (count: number, dueAt: string): Promise<string[]> => {
     const prefix = `call_job_${Math.random().toString(36).slice(2, 8)}_`;
@@ -68,7 +84,11 @@ await forEachDialect('Job runner', (dialect) => {
       next_check_at: dueAt,
       ...outcomeFields,
     }));
-    for (let i = 0; i < rows.length; i += 100) await t.services.db.insertInto('calls').values(rows.slice(i, i + 100)).execute();
+    for (let i = 0; i < rows.length; i += 100)
+      await t.services.db
+        .insertInto('calls')
+        .values(rows.slice(i, i + 100))
+        .execute();
     return rows.map((row) => row.id);
   };
 
@@ -100,7 +120,10 @@ await forEachDialect('Job runner', (dialect) => {
     const all = [...claimedBy[0]!, ...claimedBy[1]!];
     assert.equal(new Set(all).size, all.length, 'no row was claimed by both runners');
     assert.equal(all.length, ids.length, 'every due row was claimed');
-    assert.ok(claimedBy[0]!.length > 0 && claimedBy[1]!.length > 0, `both runners claimed: ${claimedBy[0]!.length} and ${claimedBy[1]!.length}`);
+    assert.ok(
+      claimedBy[0]!.length > 0 && claimedBy[1]!.length > 0,
+      `both runners claimed: ${claimedBy[0]!.length} and ${claimedBy[1]!.length}`,
+    );
   });
 
   it('a claimed row comes back once its lease has ended, not before', async () => {
@@ -134,10 +157,14 @@ await forEachDialect('Job runner', (dialect) => {
         runner.add(remote, notifier);
         runner.start([remote.name]);
         try {
-          await waitFor(async () => {
-            if (second.dialect === 'postgres') await notifyDeliveryWorkers(second.pool);
-            return remote.passes.length > 0;
-          }, 5_000, 'the pass a NOTIFY asks for');
+          await waitFor(
+            async () => {
+              if (second.dialect === 'postgres') await notifyDeliveryWorkers(second.pool);
+              return remote.passes.length > 0;
+            },
+            5_000,
+            'the pass a NOTIFY asks for',
+          );
         } finally {
           await notifier.close();
         }
@@ -195,19 +222,51 @@ await forEachDialect('Job runner', (dialect) => {
     const old = new Date(t.services.clock.now().getTime() - 30 * 24 * 60 * 60 * 1000).toISOString();
     await t.services.db
       .insertInto('request_logs')
-      .values({ id: 'req_job_purge_old', account_id: t.seed.accountId, api_key_id: t.seed.keyId, key_prefix: t.seed.token.slice(0, 12), method: 'POST', path: '/v1/calls', status: 201, error_code: null, idempotency_key: null, duration_ms: 3, created_at: old })
+      .values({
+        id: 'req_job_purge_old',
+        account_id: t.seed.accountId,
+        api_key_id: t.seed.keyId,
+        key_prefix: t.seed.token.slice(0, 12),
+        method: 'POST',
+        path: '/v1/calls',
+        status: 201,
+        error_code: null,
+        idempotency_key: null,
+        duration_ms: 3,
+        created_at: old,
+      })
       .execute();
     await waitFor(
-      async () => (await t.services.db.selectFrom('request_logs').select('id').where('id', '=', 'req_job_purge_old').executeTakeFirst()) === undefined,
+      async () =>
+        (await t.services.db.selectFrom('request_logs').select('id').where('id', '=', 'req_job_purge_old').executeTakeFirst()) ===
+        undefined,
       5_000,
       'the request-log purge job',
     );
     await t.services.db
       .insertInto('idempotency_keys')
-      .values({ api_key_id: t.seed.keyId, route: 'POST /v1/calls', idempotency_key: 'job-purge-expired', request_hash: 'x', state: 'completed', owner: 'o', response_status: 201, response_body: '{}', response_headers: null, locked_until: old, expires_at: old, created_at: old })
+      .values({
+        api_key_id: t.seed.keyId,
+        route: 'POST /v1/calls',
+        idempotency_key: 'job-purge-expired',
+        request_hash: 'x',
+        state: 'completed',
+        owner: 'o',
+        response_status: 201,
+        response_body: '{}',
+        response_headers: null,
+        locked_until: old,
+        expires_at: old,
+        created_at: old,
+      })
       .execute();
     await waitFor(
-      async () => (await t.services.db.selectFrom('idempotency_keys').select('idempotency_key').where('idempotency_key', '=', 'job-purge-expired').executeTakeFirst()) === undefined,
+      async () =>
+        (await t.services.db
+          .selectFrom('idempotency_keys')
+          .select('idempotency_key')
+          .where('idempotency_key', '=', 'job-purge-expired')
+          .executeTakeFirst()) === undefined,
       5_000,
       'the idempotency purge job',
     );
@@ -216,10 +275,17 @@ await forEachDialect('Job runner', (dialect) => {
   it('periodic jobs run on their interval, and a failing pass is logged and tried again', async () => {
     const runner = new JobRunner({ clock: systemClock, logger: silent });
     let runs = 0;
-    runner.add(periodicJob({ name: 'flaky', label: 'flaky', intervalMs: 20, run: async () => {
-      runs++;
-      if (runs === 1) throw new Error('first run fails');
-    } }));
+    runner.add(
+      periodicJob({
+        name: 'flaky',
+        label: 'flaky',
+        intervalMs: 20,
+        run: async () => {
+          runs++;
+          if (runs === 1) throw new Error('first run fails');
+        },
+      }),
+    );
     runner.start();
     try {
       await waitFor(() => runs >= 3, 3_000, 'three runs of the periodic job');

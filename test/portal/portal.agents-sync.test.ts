@@ -26,7 +26,13 @@ await forEachDialect('Portal: account id and agent sync', (dialect) => {
       { agent_id: 'not-an-agent-id', name: 'Odd' },
     ];
     fake.phoneNumbers = [
-      { provider: 'twilio', phone_number_id: 'phnum_main', phone_number: '+14155550100', label: 'Main', assigned_agent: { agent_id: 'agent_remote_support', agent_name: 'Support' } },
+      {
+        provider: 'twilio',
+        phone_number_id: 'phnum_main',
+        phone_number: '+14155550100',
+        label: 'Main',
+        assigned_agent: { agent_id: 'agent_remote_support', agent_name: 'Support' },
+      },
     ];
     t = await startTestApp(dialect, { env: elevenLabsEnv(fake) });
     client = await signedInClient(t);
@@ -47,7 +53,10 @@ await forEachDialect('Portal: account id and agent sync', (dialect) => {
 
   it('the Agents page syncs the account with ElevenLabs, behind the CSRF check', async () => {
     const page = await client.get('/developers/agents');
-    assert.match(page.body, /<form method="post" action="\/developers\/agents\/sync"[^>]*><input type="hidden" name="_csrf" value="[^"]+">/);
+    assert.match(
+      page.body,
+      /<form method="post" action="\/developers\/agents\/sync"[^>]*><input type="hidden" name="_csrf" value="[^"]+">/,
+    );
     assert.match(page.body, />Sync from ElevenLabs</);
 
     const forged = await client.post('/developers/agents/sync', {}, { csrf: 'forged' });
@@ -56,7 +65,10 @@ await forEachDialect('Portal: account id and agent sync', (dialect) => {
 
     const synced = await client.post('/developers/agents/sync', { _csrf: csrfOf(page.body) });
     assert.equal(synced.statusCode, 200, synced.body);
-    assert.match(synced.body, /Synced with ElevenLabs: 1 added, 0 updated\. Skipped \(ids that do not look like agent_…\): not-an-agent-id\./);
+    assert.match(
+      synced.body,
+      /Synced with ElevenLabs: 1 added, 0 updated\. Skipped \(ids that do not look like agent_…\): not-an-agent-id\./,
+    );
     assert.match(synced.body, /agent_remote_support/);
     const agents = await listAgents(t.services.db, t.seed.accountId);
     const remote = agents.find((agent) => agent.agent_id === 'agent_remote_support');

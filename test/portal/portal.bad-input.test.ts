@@ -33,7 +33,12 @@ await forEachDialect('Portal: bodies and text it cannot take', (dialect) => {
   after(async () => t.close());
 
   /** Bodies the portal's forms never are, each with the headers that make it so. */
-  const unreadable: { name: string; contentType: string; payload: string | Buffer | ((csrf: string) => string | Buffer); encoding?: string }[] = [
+  const unreadable: {
+    name: string;
+    contentType: string;
+    payload: string | Buffer | ((csrf: string) => string | Buffer);
+    encoding?: string;
+  }[] = [
     { name: 'JSON', contentType: 'application/json', payload: '{"email":"a@x.test","password":"p"}' },
     { name: 'gzip JSON', contentType: 'application/json', payload: gzipSync('{"email":"a@x.test"}'), encoding: 'gzip' },
     { name: 'latin1 JSON', contentType: 'application/json; charset=latin1', payload: Buffer.from('{"email":"\xe9@x.test"}', 'latin1') },
@@ -43,8 +48,16 @@ await forEachDialect('Portal: bodies and text it cannot take', (dialect) => {
     { name: 'deep JSON', contentType: 'application/json', payload: `${'['.repeat(3000)}${']'.repeat(3000)}` },
     { name: 'gzip form', contentType: 'application/x-www-form-urlencoded', payload: gzipSync('email=a%40x.test'), encoding: 'gzip' },
     { name: 'text', contentType: 'text/plain', payload: 'email=a@x.test' },
-    { name: '__proto__ form', contentType: 'application/x-www-form-urlencoded', payload: (csrf) => `_csrf=${csrf}&__proto__=x&constructor=y&email=a%40x.test` },
-    { name: 'latin1 form with invalid UTF-8', contentType: 'application/x-www-form-urlencoded; charset=latin1', payload: (csrf) => Buffer.from(`_csrf=${csrf}&email=\xe9%FF%C0@x.test&password=p`, 'latin1') },
+    {
+      name: '__proto__ form',
+      contentType: 'application/x-www-form-urlencoded',
+      payload: (csrf) => `_csrf=${csrf}&__proto__=x&constructor=y&email=a%40x.test`,
+    },
+    {
+      name: 'latin1 form with invalid UTF-8',
+      contentType: 'application/x-www-form-urlencoded; charset=latin1',
+      payload: (csrf) => Buffer.from(`_csrf=${csrf}&email=\xe9%FF%C0@x.test&password=p`, 'latin1'),
+    },
     { name: 'XML', contentType: 'application/xml', payload: '<email/>' },
   ];
 
@@ -122,7 +135,12 @@ await forEachDialect('Portal: bodies and text it cannot take', (dialect) => {
     assert.match(key.body, /The field name contains a NUL character/);
     assert.equal((await t.services.db.selectFrom('api_keys').select('id').execute()).length, keysBefore.length);
 
-    const oddName = await client.post('/developers/api-keys', { 'na\u0000me': 'x', name: 'ok', mode: 'test', form_token: await client.keyFormToken() });
+    const oddName = await client.post('/developers/api-keys', {
+      'na\u0000me': 'x',
+      name: 'ok',
+      mode: 'test',
+      form_token: await client.keyFormToken(),
+    });
     assert.equal(oddName.statusCode, 400);
     assert.match(oddName.body, /A field name contains a NUL character/);
     assert.equal((await t.services.db.selectFrom('api_keys').select('id').execute()).length, keysBefore.length);
@@ -142,7 +160,11 @@ await forEachDialect('Portal: bodies and text it cannot take', (dialect) => {
     const [after] = await t.services.db.selectFrom('webhook_endpoints').select('description').execute();
     assert.equal(after!.description, 'fine');
 
-    for (const url of ['/developers/calls?agent_id=%00', '/developers/requests?request_id=a%00', '/developers/calls?starting_after=call_%00']) {
+    for (const url of [
+      '/developers/calls?agent_id=%00',
+      '/developers/requests?request_id=a%00',
+      '/developers/calls?starting_after=call_%00',
+    ]) {
       const response = await client.get(url);
       assertPortalRefusal(response, url);
       assert.equal(response.statusCode, 400, url);

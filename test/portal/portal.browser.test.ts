@@ -19,223 +19,237 @@ const password = 'correct horse battery';
 const skipReason = browserSkipReason();
 // A skipped test (not a skipped suite) so that the run's summary counts it as skipped.
 if (skipReason) it('Portal in a browser [sqlite]', { skip: skipReason }, () => undefined);
-else describe('Portal in a browser [sqlite]', () => {
-  let t: TestApp;
-  let receiver: WebhookReceiver;
-  let browser: Browser;
-  let context: BrowserContext;
-  let page: Page;
-  let baseUrl: string;
-  let token: string;
+else
+  describe('Portal in a browser [sqlite]', () => {
+    let t: TestApp;
+    let receiver: WebhookReceiver;
+    let browser: Browser;
+    let context: BrowserContext;
+    let page: Page;
+    let baseUrl: string;
+    let token: string;
 
-  async function callApi(bearer: string) {
-    const response = await fetch(`${baseUrl}/v1/calls`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
-      body: JSON.stringify(callBody(t, { metadata: { customer_name: 'Ada', note: '<b>not bold</b>' } })),
-    });
-    return { status: response.status, body: (await response.json()) as Record<string, string> };
-  }
-
-  before(async () => {
-    const port = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    t = await startTestApp('sqlite', {
-      startWorker: true,
-      env: { CALLGATE_SIMULATOR_DELAY_MS: '50', PORT: String(port), CALLGATE_PUBLIC_URL: baseUrl },
-      overrides: { dispatcherSweepIntervalMs: 100, monitorSweepIntervalMs: 20 },
-    });
-    await t.app.listen({ port, host: '127.0.0.1' });
-    await addUser(t.services.db, t.services.clock, { accountId: t.seed.accountId, email, password });
-    receiver = await startWebhookReceiver();
-    browser = await launchBrowser();
-    context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl });
-    page = await context.newPage();
-  });
-  after(async () => {
-    await browser?.close();
-    await receiver?.close();
-    await t?.close();
-  });
-
-  it('signs in', async () => {
-    await page.goto(`${baseUrl}/developers/api-keys`);
-    assert.match(page.url(), /\/developers\/sign-in\?next=/);
-    await screenshot(page, '01-sign-in');
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill('wrong password!');
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('alert').filter({ hasText: 'do not match' }).waitFor();
-    await screenshot(page, '02-sign-in-failed');
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${baseUrl}/developers/api-keys`);
-    await page.goto(`${baseUrl}/developers`);
-    await page.getByRole('heading', { name: 'Get your first call working' }).waitFor();
-    await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate<string>('document.activeElement.textContent'), 'Skip to content', 'the first Tab reaches the skip link');
-    assert.ok((await page.locator('#curl').textContent())?.includes(`${baseUrl}/v1/calls`));
-    assert.ok((await page.locator('#curl').textContent())?.includes(t.seed.agentId));
-    await screenshot(page, '03-overview');
-  });
-
-  it('creates a key and shows its token once, with a copy button', async () => {
-    await page.goto(`${baseUrl}/developers/api-keys`);
-    await page.getByLabel('Name').fill('Browser test key');
-    await page.getByRole('radio', { name: /^Test/ }).check();
-    await page.getByRole('button', { name: 'Create key' }).click();
-    token = ((await page.locator('#new-token').textContent()) ?? '').trim();
-    assert.match(token, /^cg_test_[0-9a-f]{64}$/);
-    assert.equal(new URL(page.url()).pathname, '/developers/api-keys', 'the address no longer points at the form');
-    await page.getByRole('button', { name: 'Copy token to clipboard' }).click();
-    await page.getByRole('button', { name: 'Copy token to clipboard' }).filter({ hasText: 'Copied' }).waitFor();
-    assert.equal(await page.evaluate<string>('navigator.clipboard.readText()'), token);
-    await screenshot(page, '04-key-created');
-    await page.reload();
-    const content = await page.content();
-    assert.ok(!content.includes(token), 'a reload shows the token no more');
-    assert.ok(content.includes(`${token.slice(0, 12)}…`), 'only its prefix');
-    await screenshot(page, '05-keys');
-  });
-
-  it('without JavaScript, a reload of the answer sends the form again and makes no second key', async () => {
-    const noScript = await browser.newContext({ viewport: { width: 1280, height: 860 }, javaScriptEnabled: false, storageState: await context.storageState() });
-    try {
-      const plain = await noScript.newPage();
-      await plain.goto(`${baseUrl}/developers/api-keys`);
-      await plain.getByLabel('Name').fill('No-script key');
-      await plain.getByRole('button', { name: 'Create key' }).click();
-      const shown = ((await plain.locator('#new-token').textContent()) ?? '').trim();
-      assert.match(shown, /^cg_test_[0-9a-f]{64}$/);
-      // Copy buttons need the script: without it none is shown (the token is there to select by hand).
-      const copies = plain.locator('button.copy');
-      assert.ok((await copies.count()) > 0, 'the page has its copy button');
-      for (const button of await copies.all()) assert.equal(await button.isVisible(), false, 'a copy button shows without JavaScript');
-      assert.equal(new URL(plain.url()).pathname, '/developers/api-keys');
-      const resent = await plain.reload(); // no script to replace the address: the browser posts the form again
-      assert.equal(resent?.request().method(), 'POST');
-      assert.equal(resent?.status(), 409);
-      await plain.getByRole('heading', { name: /This form was already sent/ }).waitFor();
-      assert.ok(!(await plain.content()).includes(shown), 'the token is not shown again');
-      await screenshot(plain, '04b-key-form-sent-again');
-      const named = await t.services.db.selectFrom('api_keys').select('id').where('name', '=', 'No-script key').execute();
-      assert.equal(named.length, 1, 'one key');
-    } finally {
-      await noScript.close();
+    async function callApi(bearer: string) {
+      const response = await fetch(`${baseUrl}/v1/calls`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
+        body: JSON.stringify(callBody(t, { metadata: { customer_name: 'Ada', note: '<b>not bold</b>' } })),
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, string> };
     }
-  });
 
-  it('uses the key against POST /v1/calls, then revokes it after a confirmation and gets 401', async () => {
-    const created = await callApi(token);
-    assert.equal(created.status, 201);
-    await page.reload();
-    const row = page.locator('tr', { hasText: 'Browser test key' });
-    await page.getByRole('link', { name: 'Revoke key Browser test key' }).click();
-    await page.getByText('immediate and irreversible').waitFor();
-    await screenshot(page, '06-revoke-confirm');
-    await page.getByRole('button', { name: 'Revoke key now' }).click();
-    await page.getByRole('status').filter({ hasText: 'The key is revoked' }).waitFor();
-    assert.ok(await row.getByText('revoked').first().isVisible());
-    const refused = await callApi(token);
-    assert.equal(refused.status, 401);
-    assert.equal(refused.body.error, 'unauthorized');
-  });
-
-  it('adds a webhook endpoint, sends a test event and sees the delivery with its 200', async () => {
-    await page.goto(`${baseUrl}/developers/webhooks`);
-    await screenshot(page, '07-webhooks-empty');
-    await page.getByRole('link', { name: 'Add endpoint' }).click();
-    await page.getByLabel('Endpoint URL').fill(receiver.url);
-    await page.getByLabel(/^Description/).fill('Local receiver');
-    await screenshot(page, '08-webhook-new');
-    await page.getByRole('button', { name: 'Add endpoint' }).click();
-    await page.getByRole('status').filter({ hasText: 'The endpoint is added' }).waitFor();
-    await page.getByRole('button', { name: 'Reveal secret' }).click();
-    assert.match((await page.locator('#endpoint-secret').textContent()) ?? '', /^whsec_/);
-    await page.getByRole('button', { name: 'Send test event' }).click();
-    await receiver.waitFor(1);
-    await reloadUntil(page, '.delivery summary', /200/);
-    assert.ok(await page.locator('.delivery').first().getByText('webhook.test').first().isVisible());
-    await screenshot(page, '09-endpoint-delivered');
-    await page.goto(`${baseUrl}/developers/webhooks`);
-    await screenshot(page, '10-webhooks');
-  });
-
-  it('opens a call and sees its outcome and its delivered event', async () => {
-    const created = await callApi(t.seed.token);
-    assert.equal(created.status, 201);
-    await page.goto(`${baseUrl}/developers/calls`);
-    await page.getByRole('link', { name: created.body.id }).click();
-    await reloadUntil(page, '.delivery summary', /200/);
-    assert.ok(await page.getByText('completed').first().isVisible());
-    assert.ok(await page.getByText('call.completed').first().isVisible());
-    assert.ok((await page.locator('pre.json').textContent())?.includes('<b>not bold</b>'), 'metadata shown as text');
-    await screenshot(page, '11-call');
-    await page.goto(`${baseUrl}/developers/calls`);
-    await screenshot(page, '12-calls');
-  });
-
-  it('shows the agents and finds a request by its request_id', async () => {
-    await page.goto(`${baseUrl}/developers/agents`);
-    assert.ok(await page.getByText(t.seed.agentId).first().isVisible());
-    await screenshot(page, '13-agents');
-    const refused = await callApi(token);
-    await t.services.requestLog.flush();
-    await page.goto(`${baseUrl}/developers/requests`);
-    await screenshot(page, '14-requests');
-    const errorRequest = await fetch(`${baseUrl}/v1/calls`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${t.seed.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ agent_id: 'agent_missing', to: '+14155550123' }),
+    before(async () => {
+      const port = await freePort();
+      baseUrl = `http://127.0.0.1:${port}`;
+      t = await startTestApp('sqlite', {
+        startWorker: true,
+        env: { CALLGATE_SIMULATOR_DELAY_MS: '50', PORT: String(port), CALLGATE_PUBLIC_URL: baseUrl },
+        overrides: { dispatcherSweepIntervalMs: 100, monitorSweepIntervalMs: 20 },
+      });
+      await t.app.listen({ port, host: '127.0.0.1' });
+      await addUser(t.services.db, t.services.clock, { accountId: t.seed.accountId, email, password });
+      receiver = await startWebhookReceiver();
+      browser = await launchBrowser();
+      context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl });
+      page = await context.newPage();
     });
-    const { request_id: requestId } = (await errorRequest.json()) as { request_id: string };
-    assert.equal(refused.status, 401);
-    await t.services.requestLog.flush();
-    await page.getByLabel('Request id').fill(requestId);
-    await page.getByRole('button', { name: 'Search' }).click();
-    assert.ok(await page.getByText('agent_not_found').isVisible());
-    await screenshot(page, '15-request-found');
-  });
+    after(async () => {
+      await browser?.close();
+      await receiver?.close();
+      await t?.close();
+    });
 
-  it('reads well on a phone', async () => {
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, storageState: await context.storageState() });
-    const small = await phone.newPage();
-    const callId = (await t.services.db.selectFrom('calls').select('id').orderBy('id', 'desc').executeTakeFirstOrThrow()).id;
-    const endpointId = (await t.services.db.selectFrom('webhook_endpoints').select('id').executeTakeFirstOrThrow()).id;
-    const pages: [string, string][] = [
-      ['overview', '/developers'],
-      ['keys', '/developers/api-keys'],
-      ['webhooks', '/developers/webhooks'],
-      ['endpoint', `/developers/webhooks/${endpointId}`],
-      ['calls', '/developers/calls'],
-      ['call', `/developers/calls/${callId}`],
-      ['agents', '/developers/agents'],
-      ['requests', '/developers/requests'],
-      ['endpoint-edit', `/developers/webhooks/${endpointId}/edit`],
-      ['endpoint-new', '/developers/webhooks/new'],
-    ];
-    const failures: string[] = [];
-    for (const [name, path] of pages) {
-      await small.goto(`${baseUrl}${path}`);
-      await screenshot(small, `phone-${name}`);
-      const unlabelled = await small.evaluate<string[]>(
-        "[...document.querySelectorAll('input:not([type=hidden]), select, textarea')].filter((field) => field.labels.length === 0).map((field) => field.name)",
+    it('signs in', async () => {
+      await page.goto(`${baseUrl}/developers/api-keys`);
+      assert.match(page.url(), /\/developers\/sign-in\?next=/);
+      await screenshot(page, '01-sign-in');
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Password').fill('wrong password!');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').filter({ hasText: 'do not match' }).waitFor();
+      await screenshot(page, '02-sign-in-failed');
+      await page.getByLabel('Password').fill(password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${baseUrl}/developers/api-keys`);
+      await page.goto(`${baseUrl}/developers`);
+      await page.getByRole('heading', { name: 'Get your first call working' }).waitFor();
+      await page.keyboard.press('Tab');
+      assert.equal(
+        await page.evaluate<string>('document.activeElement.textContent'),
+        'Skip to content',
+        'the first Tab reaches the skip link',
       );
-      if (unlabelled.length > 0) failures.push(`${name} has fields without a label: ${unlabelled.join(', ')}`);
-      const overflow = await small.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
-      if (overflow > 1) failures.push(`${name} is ${overflow}px wider than the phone`);
-    }
-    await phone.close();
-    assert.deepEqual(failures, []);
-  });
+      assert.ok((await page.locator('#curl').textContent())?.includes(`${baseUrl}/v1/calls`));
+      assert.ok((await page.locator('#curl').textContent())?.includes(t.seed.agentId));
+      await screenshot(page, '03-overview');
+    });
 
-  it('signs out, and the old session is over', async () => {
-    await page.goto(`${baseUrl}/developers`);
-    await page.getByRole('button', { name: 'Sign out' }).click();
-    await page.getByRole('status').filter({ hasText: 'You are signed out.' }).waitFor();
-    await screenshot(page, '16-signed-out');
-    await page.goto(`${baseUrl}/developers/api-keys`);
-    assert.match(page.url(), /\/developers\/sign-in/);
+    it('creates a key and shows its token once, with a copy button', async () => {
+      await page.goto(`${baseUrl}/developers/api-keys`);
+      await page.getByLabel('Name').fill('Browser test key');
+      await page.getByRole('radio', { name: /^Test/ }).check();
+      await page.getByRole('button', { name: 'Create key' }).click();
+      token = ((await page.locator('#new-token').textContent()) ?? '').trim();
+      assert.match(token, /^cg_test_[0-9a-f]{64}$/);
+      assert.equal(new URL(page.url()).pathname, '/developers/api-keys', 'the address no longer points at the form');
+      await page.getByRole('button', { name: 'Copy token to clipboard' }).click();
+      await page.getByRole('button', { name: 'Copy token to clipboard' }).filter({ hasText: 'Copied' }).waitFor();
+      assert.equal(await page.evaluate<string>('navigator.clipboard.readText()'), token);
+      await screenshot(page, '04-key-created');
+      await page.reload();
+      const content = await page.content();
+      assert.ok(!content.includes(token), 'a reload shows the token no more');
+      assert.ok(content.includes(`${token.slice(0, 12)}…`), 'only its prefix');
+      await screenshot(page, '05-keys');
+    });
+
+    it('without JavaScript, a reload of the answer sends the form again and makes no second key', async () => {
+      const noScript = await browser.newContext({
+        viewport: { width: 1280, height: 860 },
+        javaScriptEnabled: false,
+        storageState: await context.storageState(),
+      });
+      try {
+        const plain = await noScript.newPage();
+        await plain.goto(`${baseUrl}/developers/api-keys`);
+        await plain.getByLabel('Name').fill('No-script key');
+        await plain.getByRole('button', { name: 'Create key' }).click();
+        const shown = ((await plain.locator('#new-token').textContent()) ?? '').trim();
+        assert.match(shown, /^cg_test_[0-9a-f]{64}$/);
+        // Copy buttons need the script: without it none is shown (the token is there to select by hand).
+        const copies = plain.locator('button.copy');
+        assert.ok((await copies.count()) > 0, 'the page has its copy button');
+        for (const button of await copies.all()) assert.equal(await button.isVisible(), false, 'a copy button shows without JavaScript');
+        assert.equal(new URL(plain.url()).pathname, '/developers/api-keys');
+        const resent = await plain.reload(); // no script to replace the address: the browser posts the form again
+        assert.equal(resent?.request().method(), 'POST');
+        assert.equal(resent?.status(), 409);
+        await plain.getByRole('heading', { name: /This form was already sent/ }).waitFor();
+        assert.ok(!(await plain.content()).includes(shown), 'the token is not shown again');
+        await screenshot(plain, '04b-key-form-sent-again');
+        const named = await t.services.db.selectFrom('api_keys').select('id').where('name', '=', 'No-script key').execute();
+        assert.equal(named.length, 1, 'one key');
+      } finally {
+        await noScript.close();
+      }
+    });
+
+    it('uses the key against POST /v1/calls, then revokes it after a confirmation and gets 401', async () => {
+      const created = await callApi(token);
+      assert.equal(created.status, 201);
+      await page.reload();
+      const row = page.locator('tr', { hasText: 'Browser test key' });
+      await page.getByRole('link', { name: 'Revoke key Browser test key' }).click();
+      await page.getByText('immediate and irreversible').waitFor();
+      await screenshot(page, '06-revoke-confirm');
+      await page.getByRole('button', { name: 'Revoke key now' }).click();
+      await page.getByRole('status').filter({ hasText: 'The key is revoked' }).waitFor();
+      assert.ok(await row.getByText('revoked').first().isVisible());
+      const refused = await callApi(token);
+      assert.equal(refused.status, 401);
+      assert.equal(refused.body.error, 'unauthorized');
+    });
+
+    it('adds a webhook endpoint, sends a test event and sees the delivery with its 200', async () => {
+      await page.goto(`${baseUrl}/developers/webhooks`);
+      await screenshot(page, '07-webhooks-empty');
+      await page.getByRole('link', { name: 'Add endpoint' }).click();
+      await page.getByLabel('Endpoint URL').fill(receiver.url);
+      await page.getByLabel(/^Description/).fill('Local receiver');
+      await screenshot(page, '08-webhook-new');
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
+      await page.getByRole('status').filter({ hasText: 'The endpoint is added' }).waitFor();
+      await page.getByRole('button', { name: 'Reveal secret' }).click();
+      assert.match((await page.locator('#endpoint-secret').textContent()) ?? '', /^whsec_/);
+      await page.getByRole('button', { name: 'Send test event' }).click();
+      await receiver.waitFor(1);
+      await reloadUntil(page, '.delivery summary', /200/);
+      assert.ok(await page.locator('.delivery').first().getByText('webhook.test').first().isVisible());
+      await screenshot(page, '09-endpoint-delivered');
+      await page.goto(`${baseUrl}/developers/webhooks`);
+      await screenshot(page, '10-webhooks');
+    });
+
+    it('opens a call and sees its outcome and its delivered event', async () => {
+      const created = await callApi(t.seed.token);
+      assert.equal(created.status, 201);
+      await page.goto(`${baseUrl}/developers/calls`);
+      await page.getByRole('link', { name: created.body.id }).click();
+      await reloadUntil(page, '.delivery summary', /200/);
+      assert.ok(await page.getByText('completed').first().isVisible());
+      assert.ok(await page.getByText('call.completed').first().isVisible());
+      assert.ok((await page.locator('pre.json').textContent())?.includes('<b>not bold</b>'), 'metadata shown as text');
+      await screenshot(page, '11-call');
+      await page.goto(`${baseUrl}/developers/calls`);
+      await screenshot(page, '12-calls');
+    });
+
+    it('shows the agents and finds a request by its request_id', async () => {
+      await page.goto(`${baseUrl}/developers/agents`);
+      assert.ok(await page.getByText(t.seed.agentId).first().isVisible());
+      await screenshot(page, '13-agents');
+      const refused = await callApi(token);
+      await t.services.requestLog.flush();
+      await page.goto(`${baseUrl}/developers/requests`);
+      await screenshot(page, '14-requests');
+      const errorRequest = await fetch(`${baseUrl}/v1/calls`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.seed.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ agent_id: 'agent_missing', to: '+14155550123' }),
+      });
+      const { request_id: requestId } = (await errorRequest.json()) as { request_id: string };
+      assert.equal(refused.status, 401);
+      await t.services.requestLog.flush();
+      await page.getByLabel('Request id').fill(requestId);
+      await page.getByRole('button', { name: 'Search' }).click();
+      assert.ok(await page.getByText('agent_not_found').isVisible());
+      await screenshot(page, '15-request-found');
+    });
+
+    it('reads well on a phone', async () => {
+      const phone = await browser.newContext({
+        viewport: { width: 390, height: 844 },
+        isMobile: true,
+        hasTouch: true,
+        storageState: await context.storageState(),
+      });
+      const small = await phone.newPage();
+      const callId = (await t.services.db.selectFrom('calls').select('id').orderBy('id', 'desc').executeTakeFirstOrThrow()).id;
+      const endpointId = (await t.services.db.selectFrom('webhook_endpoints').select('id').executeTakeFirstOrThrow()).id;
+      const pages: [string, string][] = [
+        ['overview', '/developers'],
+        ['keys', '/developers/api-keys'],
+        ['webhooks', '/developers/webhooks'],
+        ['endpoint', `/developers/webhooks/${endpointId}`],
+        ['calls', '/developers/calls'],
+        ['call', `/developers/calls/${callId}`],
+        ['agents', '/developers/agents'],
+        ['requests', '/developers/requests'],
+        ['endpoint-edit', `/developers/webhooks/${endpointId}/edit`],
+        ['endpoint-new', '/developers/webhooks/new'],
+      ];
+      const failures: string[] = [];
+      for (const [name, path] of pages) {
+        await small.goto(`${baseUrl}${path}`);
+        await screenshot(small, `phone-${name}`);
+        const unlabelled = await small.evaluate<string[]>(
+          "[...document.querySelectorAll('input:not([type=hidden]), select, textarea')].filter((field) => field.labels.length === 0).map((field) => field.name)",
+        );
+        if (unlabelled.length > 0) failures.push(`${name} has fields without a label: ${unlabelled.join(', ')}`);
+        const overflow = await small.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+        if (overflow > 1) failures.push(`${name} is ${overflow}px wider than the phone`);
+      }
+      await phone.close();
+      assert.deepEqual(failures, []);
+    });
+
+    it('signs out, and the old session is over', async () => {
+      await page.goto(`${baseUrl}/developers`);
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('status').filter({ hasText: 'You are signed out.' }).waitFor();
+      await screenshot(page, '16-signed-out');
+      await page.goto(`${baseUrl}/developers/api-keys`);
+      assert.match(page.url(), /\/developers\/sign-in/);
+    });
   });
-});

@@ -40,7 +40,11 @@ it('a field sent twice counts once, with its first value, in a form and in a que
     ['form_token', formToken],
   ]);
   assert.equal(created.statusCode, 200, created.body.slice(0, 300));
-  const keys = await t.services.db.selectFrom('api_keys').select(['name', 'mode']).where('name', 'in', ['First name', 'Second name']).execute();
+  const keys = await t.services.db
+    .selectFrom('api_keys')
+    .select(['name', 'mode'])
+    .where('name', 'in', ['First name', 'Second name'])
+    .execute();
   assert.deepEqual(keys, [{ name: 'First name', mode: 'live' }]);
 
   const calls = await client.get('/developers/calls?status=failed&status=completed&status=initiated');
@@ -49,7 +53,11 @@ it('a field sent twice counts once, with its first value, in a form and in a que
 });
 
 it('one ticked checkbox is a list of one; none is an empty list, refused with the form', async () => {
-  const one = await client.post('/developers/webhooks', { url: 'https://hooks.example.test/one', event_types: 'call.failed', enabled: 'on' });
+  const one = await client.post('/developers/webhooks', {
+    url: 'https://hooks.example.test/one',
+    event_types: 'call.failed',
+    enabled: 'on',
+  });
   assert.equal(one.statusCode, 303, one.body.slice(0, 300));
   const [endpoint] = await t.services.db.selectFrom('webhook_endpoints').select('event_types').execute();
   assert.deepEqual(JSON.parse(endpoint!.event_types), ['call.failed']);

@@ -47,7 +47,11 @@ await forEachDialect('Portal pages', (dialect) => {
   });
 
   it('shows a new key token once; the list then shows only its prefix; the key works until revoked', async () => {
-    const created = await client.post('/developers/api-keys', { name: 'CRM staging', mode: 'test', form_token: await client.keyFormToken() });
+    const created = await client.post('/developers/api-keys', {
+      name: 'CRM staging',
+      mode: 'test',
+      form_token: await client.keyFormToken(),
+    });
     assert.equal(created.statusCode, 200);
     assert.equal(created.headers['cache-control'], 'no-store');
     const token = /cg_test_[0-9a-f]{64}/.exec(created.body)?.[0];
@@ -59,7 +63,7 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.ok(list.body.includes(`${token.slice(0, 12)}…`), 'the prefix is listed');
     assert.equal((await t.createCall(callBody(t), { token })).statusCode, 201);
 
-    const keyId = new RegExp(`/developers/api-keys/(key_[a-z0-9]+)/revoke`).exec(list.body)?.[1];
+    const keyId = /\/developers\/api-keys\/(key_[a-z0-9]+)\/revoke/.exec(list.body)?.[1];
     assert.ok(keyId);
     const confirm = await client.get(`/developers/api-keys/${keyId}/revoke`);
     assert.equal(confirm.statusCode, 200);
@@ -73,7 +77,14 @@ await forEachDialect('Portal pages', (dialect) => {
 
   it('makes one key per form: the form sent again (a reload without JavaScript, a double click) makes no second key and shows no token', async () => {
     const namesOf = async (name: string) =>
-      (await t.services.db.selectFrom('api_keys').select('id').where('account_id', '=', t.seed.accountId).where('name', '=', name).execute()).length;
+      (
+        await t.services.db
+          .selectFrom('api_keys')
+          .select('id')
+          .where('account_id', '=', t.seed.accountId)
+          .where('name', '=', name)
+          .execute()
+      ).length;
     const form = { name: 'Resubmitted', mode: 'live', form_token: await client.keyFormToken() };
     const first = await client.post('/developers/api-keys', form);
     assert.equal(first.statusCode, 200);
@@ -100,7 +111,10 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.equal(stale.statusCode, 400);
     assert.match(stale.body, /This form is out of date/);
     assert.equal(await namesOf('No form token'), 0);
-    assert.equal((await client.post('/developers/api-keys', { name: 'No form token', mode: 'test', form_token: formTokenOf(stale.body) })).statusCode, 200);
+    assert.equal(
+      (await client.post('/developers/api-keys', { name: 'No form token', mode: 'test', form_token: formTokenOf(stale.body) })).statusCode,
+      200,
+    );
   });
 
   it('refuses a key without a name and keeps the form', async () => {
@@ -125,12 +139,20 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.equal(bad.statusCode, 400);
     // One rule, one message: this server allows private targets, so its hint and its refusal both say http too.
     assert.match(bad.body, /The URL must use https or http\./);
-    assert.match(bad.body, /id="url-hint">Where events are POSTed\. An https or http URL; this server also accepts local and private addresses/);
+    assert.match(
+      bad.body,
+      /id="url-hint">Where events are POSTed\. An https or http URL; this server also accepts local and private addresses/,
+    );
     const none = await client.post('/developers/webhooks', { url: receiver.url, enabled: 'on' });
     assert.equal(none.statusCode, 400);
     assert.match(none.body, /Choose at least one event type\./);
 
-    const created = await client.post('/developers/webhooks', { url: receiver.url, description: 'Local receiver', event_types: ['call.completed', 'call.failed'], enabled: 'on' });
+    const created = await client.post('/developers/webhooks', {
+      url: receiver.url,
+      description: 'Local receiver',
+      event_types: ['call.completed', 'call.failed'],
+      enabled: 'on',
+    });
     assert.equal(created.statusCode, 303);
     const page = String(created.headers.location).split('?')[0]!;
     const shown = await client.get(page);
@@ -149,7 +171,11 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.doesNotMatch(afterRotation.body, /whsec_[A-Za-z0-9+/=]{20,}/, 'still hidden until asked for');
     const newSecret = /whsec_[A-Za-z0-9+/=]{20,}/.exec((await client.post(`${page}/secret`, {})).body)?.[0];
     assert.ok(newSecret && newSecret !== secret);
-    const endpointRow = await t.services.db.selectFrom('webhook_endpoints').select(['secret', 'previous_secret']).where('id', '=', page.split('/').at(-1)!).executeTakeFirstOrThrow();
+    const endpointRow = await t.services.db
+      .selectFrom('webhook_endpoints')
+      .select(['secret', 'previous_secret'])
+      .where('id', '=', page.split('/').at(-1)!)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(endpointRow, { secret: newSecret, previous_secret: secret }, 'the old secret still signs for the overlap');
 
     receiver.respond = (hook) => (hook.body.includes('"type":"webhook.test"') ? { status: 200, body: 'thanks' } : undefined);
@@ -165,7 +191,12 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.match(withAttempt, /<code>webhook\.test<\/code>/);
 
     const endpointId = page.split('/').at(-1)!;
-    const { id: deliveryId } = await t.services.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpointId).where('trigger', '=', 'test').executeTakeFirstOrThrow();
+    const { id: deliveryId } = await t.services.db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('endpoint_id', '=', endpointId)
+      .where('trigger', '=', 'test')
+      .executeTakeFirstOrThrow();
     assert.ok(withAttempt.includes(`/deliveries/${deliveryId}/resend`), 'a resend button for the delivery');
     const resent = await client.post(`${page}/deliveries/${deliveryId}/resend`, { back: page });
     assert.equal(resent.headers.location, `${page}?notice=resent`);
@@ -198,15 +229,32 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.ok(onlyFailed.body.includes(failed.id) && !onlyFailed.body.includes(completed.id));
     const byOtherAgent = await client.get('/developers/calls?agent_id=agent_nobody');
     assert.match(byOtherAgent.body, /No calls match these filters\./);
-    await upsertAgent(t.services.db, t.services.clock, { accountId: t.seed.accountId, agentId: 'agent_second', name: 'Second bot', provider: 'simulator', phoneNumberId: 'phnum_second', phoneNumber: '+14155550177' });
+    await upsertAgent(t.services.db, t.services.clock, {
+      accountId: t.seed.accountId,
+      agentId: 'agent_second',
+      name: 'Second bot',
+      provider: 'simulator',
+      phoneNumberId: 'phnum_second',
+      phoneNumber: '+14155550177',
+    });
     const agentsPage = (await client.get('/developers/agents')).body;
-    assert.match(agentsPage, /\+14155550177<br><code class="small">phnum_second<\/code>/, 'the agent\'s number, then its id at the provider');
+    assert.match(
+      agentsPage,
+      /\+14155550177<br><code class="small">phnum_second<\/code>/,
+      "the agent's number, then its id at the provider",
+    );
     const second = (await t.createCall(callBody(t, { agent_id: 'agent_second' }))).json();
     const bySecond = await client.get('/developers/calls?agent_id=agent_second');
-    assert.ok(bySecond.body.includes(second.id) && !bySecond.body.includes(completed.id) && !bySecond.body.includes(failed.id), 'only the agent’s calls');
+    assert.ok(
+      bySecond.body.includes(second.id) && !bySecond.body.includes(completed.id) && !bySecond.body.includes(failed.id),
+      'only the agent’s calls',
+    );
     assert.match(bySecond.body, /<option value="agent_second" selected>Second bot \(agent_second\)<\/option>/, 'the filter stays chosen');
     const bySeed = await client.get(`/developers/calls?agent_id=${t.seed.agentId}&status=failed`);
-    assert.ok(bySeed.body.includes(failed.id) && !bySeed.body.includes(completed.id) && !bySeed.body.includes(second.id), 'agent and status together');
+    assert.ok(
+      bySeed.body.includes(failed.id) && !bySeed.body.includes(completed.id) && !bySeed.body.includes(second.id),
+      'agent and status together',
+    );
 
     const page = await until(async () => {
       const response = await client.get(`/developers/calls/${completed.id}`);
@@ -215,13 +263,17 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.match(page, /Duration<\/dt><dd>\d+ s/);
     assert.match(page, /&quot;customer&quot;: &quot;Ada&quot;/);
     assert.ok(page.includes(receiver.url));
-    assert.ok(page.includes(`href="/developers/webhooks/${endpoint.id}"`) && page.includes(`/developers/webhooks/${endpoint.id}/deliveries/`));
+    assert.ok(
+      page.includes(`href="/developers/webhooks/${endpoint.id}"`) && page.includes(`/developers/webhooks/${endpoint.id}/deliveries/`),
+    );
 
     // Once the endpoint is deleted, its deliveries stay on the call's page, without a link or a resend.
     assert.equal((await client.post(`/developers/webhooks/${endpoint.id}/delete`, {})).statusCode, 303);
     const after = (await client.get(`/developers/calls/${completed.id}`)).body;
     assert.ok(after.includes(receiver.url) && after.includes('(deleted)'));
-    assert.ok(!after.includes(`href="/developers/webhooks/${endpoint.id}"`) && !after.includes(`/developers/webhooks/${endpoint.id}/deliveries/`));
+    assert.ok(
+      !after.includes(`href="/developers/webhooks/${endpoint.id}"`) && !after.includes(`/developers/webhooks/${endpoint.id}/deliveries/`),
+    );
   });
 
   it('finds a request by the request_id of its error', async () => {
@@ -239,30 +291,73 @@ await forEachDialect('Portal pages', (dialect) => {
   it('escapes hostile names, descriptions, metadata, paths and response excerpts on every page', async () => {
     const evil = await t.newAccount({ agentId: 'agent_evil', mode: 'test' });
     await t.services.db.updateTable('accounts').set({ name: hostile }).where('id', '=', evil.accountId).execute();
-    await upsertAgent(t.services.db, t.services.clock, { accountId: evil.accountId, agentId: 'agent_evil', name: hostile, provider: 'simulator', phoneNumberId: hostileAttr, phoneNumber: hostile });
+    await upsertAgent(t.services.db, t.services.clock, {
+      accountId: evil.accountId,
+      agentId: 'agent_evil',
+      name: hostile,
+      provider: 'simulator',
+      phoneNumberId: hostileAttr,
+      phoneNumber: hostile,
+    });
     const evilClient = await signedInClient(t, evil);
-    await evilClient.post('/developers/api-keys', { name: hostile + hostileAttr, mode: 'test', form_token: await evilClient.keyFormToken() });
+    await evilClient.post('/developers/api-keys', {
+      name: hostile + hostileAttr,
+      mode: 'test',
+      form_token: await evilClient.keyFormToken(),
+    });
     receiver.fallback = { status: 200, body: `<script>alert("r")</script>${hostileAttr}` };
-    const created = await evilClient.post('/developers/webhooks', { url: receiver.url, description: hostile + hostileAttr, event_types: ['call.completed', 'call.failed'], enabled: 'on' });
+    const created = await evilClient.post('/developers/webhooks', {
+      url: receiver.url,
+      description: hostile + hostileAttr,
+      event_types: ['call.completed', 'call.failed'],
+      enabled: 'on',
+    });
     const endpointPage = String(created.headers.location).split('?')[0]!;
-    const call = await t.createCall({ agent_id: 'agent_evil', to: '+14155550123', metadata: { note: hostile, [hostileAttr.slice(0, 30)]: hostileAttr } }, { token: evil.token });
+    const call = await t.createCall(
+      { agent_id: 'agent_evil', to: '+14155550123', metadata: { note: hostile, [hostileAttr.slice(0, 30)]: hostileAttr } },
+      { token: evil.token },
+    );
     assert.equal(call.statusCode, 201);
     const callId = call.json().id as string;
     // A raw HTTP client can put these bytes in a path (inject would percent-encode them), so log one directly.
     t.services.requestLog.add({
-      id: 'req_hostile_path', account_id: evil.accountId, api_key_id: evil.keyId, key_prefix: 'cg_test_0000', method: 'GET',
-      path: `/v1/calls?x=<script>alert("p")</script>`, status: 400, error_code: 'invalid_request', idempotency_key: hostile,
-      duration_ms: 1, created_at: new Date().toISOString(),
+      id: 'req_hostile_path',
+      account_id: evil.accountId,
+      api_key_id: evil.keyId,
+      key_prefix: 'cg_test_0000',
+      method: 'GET',
+      path: `/v1/calls?x=<script>alert("p")</script>`,
+      status: 400,
+      error_code: 'invalid_request',
+      idempotency_key: hostile,
+      duration_ms: 1,
+      created_at: new Date().toISOString(),
     });
     await t.services.requestLog.flush();
-    await until(async () => (await evilClient.get(endpointPage)).body.includes('&lt;script&gt;alert(&quot;r&quot;)'), 'the hostile excerpt');
+    await until(
+      async () => (await evilClient.get(endpointPage)).body.includes('&lt;script&gt;alert(&quot;r&quot;)'),
+      'the hostile excerpt',
+    );
     await until(async () => (await evilClient.get(`/developers/calls/${callId}`)).body.includes('call.completed'), 'the call event');
 
-    for (const url of ['/developers', '/developers/api-keys', '/developers/webhooks', endpointPage, `${endpointPage}/edit`, '/developers/agents', '/developers/calls', `/developers/calls/${callId}`, '/developers/requests']) {
+    for (const url of [
+      '/developers',
+      '/developers/api-keys',
+      '/developers/webhooks',
+      endpointPage,
+      `${endpointPage}/edit`,
+      '/developers/agents',
+      '/developers/calls',
+      `/developers/calls/${callId}`,
+      '/developers/requests',
+    ]) {
       const response = await evilClient.get(url);
       assert.equal(response.statusCode, 200, url);
       assertEscaped(response.body, url);
-      assert.ok(response.body.includes('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;') || url.endsWith('/requests'), `${url} shows the hostile text as text`);
+      assert.ok(
+        response.body.includes('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;') || url.endsWith('/requests'),
+        `${url} shows the hostile text as text`,
+      );
     }
     const requests = await evilClient.get('/developers/requests');
     assert.ok(requests.body.includes('&lt;script&gt;alert(&quot;p&quot;)'), 'the hostile path as text');
@@ -272,19 +367,29 @@ await forEachDialect('Portal pages', (dialect) => {
     assertEscaped(signIn.body, 'sign-in next');
   });
 
-  it("answers 404 for every id of another account, by page and by form, and changes nothing there", async () => {
+  it('answers 404 for every id of another account, by page and by form, and changes nothing there', async () => {
     const other = await t.newAccount({ agentId: 'agent_other' });
     const otherEndpoint = await createEndpoint(t.services.db, t.services.clock, true, { accountId: other.accountId, url: receiver.url });
     const otherCall = (await t.createCall({ agent_id: 'agent_other', to: '+14155550123' }, { token: other.token })).json();
     const otherDelivery = await until(
-      () => t.services.db.selectFrom('webhook_deliveries').select(['id', 'endpoint_id']).where('account_id', '=', other.accountId).executeTakeFirst(),
+      () =>
+        t.services.db
+          .selectFrom('webhook_deliveries')
+          .select(['id', 'endpoint_id'])
+          .where('account_id', '=', other.accountId)
+          .executeTakeFirst(),
       "the other account's delivery",
     );
     const ownEndpoint = await createEndpoint(t.services.db, t.services.clock, true, { accountId: t.seed.accountId, url: receiver.url });
     const before = {
       key: await t.services.db.selectFrom('api_keys').selectAll().where('id', '=', other.keyId).executeTakeFirstOrThrow(),
-      endpoint: await t.services.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', otherEndpoint.id).executeTakeFirstOrThrow(),
-      deliveries: (await t.services.db.selectFrom('webhook_deliveries').select('id').where('account_id', '=', other.accountId).execute()).length,
+      endpoint: await t.services.db
+        .selectFrom('webhook_endpoints')
+        .selectAll()
+        .where('id', '=', otherEndpoint.id)
+        .executeTakeFirstOrThrow(),
+      deliveries: (await t.services.db.selectFrom('webhook_deliveries').select('id').where('account_id', '=', other.accountId).execute())
+        .length,
     };
 
     const pages = [
@@ -313,11 +418,28 @@ await forEachDialect('Portal pages', (dialect) => {
       assert.equal(response.statusCode, 404, url);
       assert.ok(!response.body.includes(otherEndpoint.secret), `${url} shows no secret`);
     }
-    assert.deepEqual(await t.services.db.selectFrom('api_keys').selectAll().where('id', '=', other.keyId).executeTakeFirstOrThrow(), before.key);
-    assert.deepEqual(await t.services.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', otherEndpoint.id).executeTakeFirstOrThrow(), before.endpoint);
-    assert.equal((await t.services.db.selectFrom('webhook_deliveries').select('id').where('account_id', '=', other.accountId).execute()).length, before.deliveries);
+    assert.deepEqual(
+      await t.services.db.selectFrom('api_keys').selectAll().where('id', '=', other.keyId).executeTakeFirstOrThrow(),
+      before.key,
+    );
+    assert.deepEqual(
+      await t.services.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', otherEndpoint.id).executeTakeFirstOrThrow(),
+      before.endpoint,
+    );
+    assert.equal(
+      (await t.services.db.selectFrom('webhook_deliveries').select('id').where('account_id', '=', other.accountId).execute()).length,
+      before.deliveries,
+    );
 
-    const lists = ['/developers', '/developers/api-keys', '/developers/webhooks', '/developers/agents', '/developers/calls', `/developers/calls?agent_id=agent_other`, '/developers/requests'];
+    const lists = [
+      '/developers',
+      '/developers/api-keys',
+      '/developers/webhooks',
+      '/developers/agents',
+      '/developers/calls',
+      `/developers/calls?agent_id=agent_other`,
+      '/developers/requests',
+    ];
     for (const url of lists) {
       const body = (await client.get(url)).body;
       for (const foreign of [other.keyId, otherEndpoint.id, otherCall.id, 'agent_other']) {
@@ -329,8 +451,14 @@ await forEachDialect('Portal pages', (dialect) => {
   it('answers unknown portal paths and odd ids with an HTML 404, while /v1 stays JSON-only', async () => {
     const long = 'x'.repeat(101); // over Fastify's maxParamLength: the router refuses it before any hook runs
     const notFound = [
-      '/developers/nothing-here', '/developers/calls/%00', '/developers/webhooks/a%2Fb', `/developers/calls/${'x'.repeat(90)}`,
-      `/developers/calls/${long}`, `/developers/webhooks/${long}`, `/developers/webhooks/${long}/edit`, `/developers/api-keys/${long}/revoke`,
+      '/developers/nothing-here',
+      '/developers/calls/%00',
+      '/developers/webhooks/a%2Fb',
+      `/developers/calls/${'x'.repeat(90)}`,
+      `/developers/calls/${long}`,
+      `/developers/webhooks/${long}`,
+      `/developers/webhooks/${long}/edit`,
+      `/developers/api-keys/${long}/revoke`,
       `/developers/webhooks/we_1/deliveries/${long}/resend`,
     ];
     const ordinary = await client.get('/developers/nothing-here');
@@ -361,7 +489,12 @@ await forEachDialect('Portal pages', (dialect) => {
     const apiLong = await t.inject({ method: 'GET', url: `/v1/calls/${long}`, headers: { authorization: `Bearer ${t.seed.token}` } });
     assert.equal(apiLong.statusCode, 404);
     assert.equal(apiLong.json().error, 'not_found');
-    const form = await t.inject({ method: 'POST', url: '/v1/calls', headers: { authorization: `Bearer ${t.seed.token}`, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'agent_id=x' });
+    const form = await t.inject({
+      method: 'POST',
+      url: '/v1/calls',
+      headers: { authorization: `Bearer ${t.seed.token}`, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'agent_id=x',
+    });
     assert.equal(form.statusCode, 415);
     assert.equal(form.json().error, 'unsupported_media_type');
     const css = await client.get('/developers/assets/portal.css');

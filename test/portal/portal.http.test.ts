@@ -13,7 +13,16 @@ import { sha256Hex } from '../../src/lib/json.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
-import { encodeForm, password, portalClient, portalOrigin, sessionCookieOf, setCookieOf, signedInClient, signInForm } from '../support/portal-client.js';
+import {
+  encodeForm,
+  password,
+  portalClient,
+  portalOrigin,
+  sessionCookieOf,
+  setCookieOf,
+  signedInClient,
+  signInForm,
+} from '../support/portal-client.js';
 
 const perAccountLimit = 6;
 const perAccountIpLimit = 3;
@@ -40,7 +49,15 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
 
   it('sends a visitor without a session to the sign-in page, keeping where they were going', async () => {
     const client = portalClient(t);
-    for (const url of ['/developers', '/developers/api-keys', '/developers/webhooks', '/developers/agents', '/developers/calls', '/developers/requests', '/developers/calls/call_x']) {
+    for (const url of [
+      '/developers',
+      '/developers/api-keys',
+      '/developers/webhooks',
+      '/developers/agents',
+      '/developers/calls',
+      '/developers/requests',
+      '/developers/calls/call_x',
+    ]) {
       const response = await client.get(url);
       assert.equal(response.statusCode, 303, url);
       assert.equal(response.headers.location, `/developers/sign-in?next=${encodeURIComponent(url)}`);
@@ -71,7 +88,10 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     assert.doesNotMatch(setCookie, /Secure/, 'plain http: no Secure flag');
     const token = sessionCookieOf(response)!;
     const rows = await t.services.db.selectFrom('portal_sessions').selectAll().execute();
-    assert.ok(rows.every((row) => row.id !== token && row.csrf_token !== token), 'the token itself is never stored');
+    assert.ok(
+      rows.every((row) => row.id !== token && row.csrf_token !== token),
+      'the token itself is never stored',
+    );
     const overview = await again.get('/developers');
     assert.equal(overview.statusCode, 200);
     assert.ok(overview.body.includes(client.email));
@@ -86,7 +106,11 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
       const response = await app.inject({
         method: 'POST',
         url: '/developers/sign-in',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://portal.example.test', cookie: `cg_signin=${form.token}` },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          origin: 'https://portal.example.test',
+          cookie: `cg_signin=${form.token}`,
+        },
         payload: encodeForm({ _csrf: form.token, email, password }),
         remoteAddress: '10.200.0.1',
       });
@@ -100,11 +124,26 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
   it('marks the cookie Secure behind a TLS-terminating proxy only when CALLGATE_TRUST_PROXY is on', async () => {
     const { email } = await signedInClient(t, await t.newAccount());
     const form = await signInForm(t);
-    const viaProxy = { 'content-type': 'application/x-www-form-urlencoded', host: 'portal.example.test', 'x-forwarded-proto': 'https', origin: 'https://portal.example.test', cookie: `cg_signin=${form.token}` };
+    const viaProxy = {
+      'content-type': 'application/x-www-form-urlencoded',
+      host: 'portal.example.test',
+      'x-forwarded-proto': 'https',
+      origin: 'https://portal.example.test',
+      cookie: `cg_signin=${form.token}`,
+    };
     for (const trustProxy of [true, false]) {
-      const app = buildApp({ ...t.services, config: Object.freeze({ ...t.services.config, trustProxy, publicUrl: 'http://localhost:3000' }) });
+      const app = buildApp({
+        ...t.services,
+        config: Object.freeze({ ...t.services.config, trustProxy, publicUrl: 'http://localhost:3000' }),
+      });
       try {
-        const response = await app.inject({ method: 'POST', url: '/developers/sign-in', headers: viaProxy, payload: encodeForm({ _csrf: form.token, email, password }), remoteAddress: '10.201.0.1' });
+        const response = await app.inject({
+          method: 'POST',
+          url: '/developers/sign-in',
+          headers: viaProxy,
+          payload: encodeForm({ _csrf: form.token, email, password }),
+          remoteAddress: '10.201.0.1',
+        });
         if (trustProxy) {
           assert.equal(response.statusCode, 303);
           assert.match(String(response.headers['set-cookie']), /; Secure/, 'https at the proxy: Secure');
@@ -112,7 +151,13 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
           // The forwarded scheme is not believed, so the https Origin is not this site's either.
           assert.equal(response.statusCode, 403);
           assert.equal(sessionCookieOf(response), undefined);
-          const direct = await app.inject({ method: 'POST', url: '/developers/sign-in', headers: { ...viaProxy, origin: 'http://portal.example.test' }, payload: encodeForm({ _csrf: form.token, email, password }), remoteAddress: '10.201.0.2' });
+          const direct = await app.inject({
+            method: 'POST',
+            url: '/developers/sign-in',
+            headers: { ...viaProxy, origin: 'http://portal.example.test' },
+            payload: encodeForm({ _csrf: form.token, email, password }),
+            remoteAddress: '10.201.0.2',
+          });
           assert.equal(direct.statusCode, 303);
           assert.doesNotMatch(String(direct.headers['set-cookie']), /Secure/, 'an untrusted X-Forwarded-Proto does not count');
         }
@@ -159,7 +204,11 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     assert.notEqual(browser.cookie, attackerToken, 'a new session id at sign-in');
     assert.ok((await browser.get('/developers')).body.includes(victim.email));
     assert.equal((await attacker.get('/developers')).statusCode, 303, 'the replaced session is over');
-    const row = await t.services.db.selectFrom('portal_sessions').select('id').where('id', '=', sha256Hex(`portal-session:${attackerToken}`)).executeTakeFirst();
+    const row = await t.services.db
+      .selectFrom('portal_sessions')
+      .select('id')
+      .where('id', '=', sha256Hex(`portal-session:${attackerToken}`))
+      .executeTakeFirst();
     assert.equal(row, undefined);
   });
 
@@ -210,20 +259,46 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
 
   it('refuses every state-changing form without the session CSRF token, and changes nothing', async () => {
     const client = await signedInClient(t, await t.newAccount());
-    const accountId = (await t.services.db.selectFrom('users').select('account_id').where('email', '=', client.email).executeTakeFirstOrThrow()).account_id;
+    const accountId = (
+      await t.services.db.selectFrom('users').select('account_id').where('email', '=', client.email).executeTakeFirstOrThrow()
+    ).account_id;
     const csrf = await client.csrf();
-    const created = await client.post('/developers/webhooks', { url: receiver.url, description: 'd', event_types: ['call.completed', 'call.failed'], enabled: 'on' });
+    const created = await client.post('/developers/webhooks', {
+      url: receiver.url,
+      description: 'd',
+      event_types: ['call.completed', 'call.failed'],
+      enabled: 'on',
+    });
     assert.equal(created.statusCode, 303);
     const endpointId = /\/developers\/webhooks\/(we_[a-z0-9]+)/.exec(String(created.headers.location))![1]!;
     const keyPage = await client.post('/developers/api-keys', { name: 'k', mode: 'test', form_token: await client.keyFormToken() });
     const keyId = /\/developers\/api-keys\/(key_[a-z0-9]+)\/revoke/.exec(keyPage.body)![1]!;
     assert.equal((await client.post(`/developers/webhooks/${endpointId}/test`, {})).statusCode, 303);
-    const delivery = await t.services.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpointId).executeTakeFirstOrThrow();
+    const delivery = await t.services.db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('endpoint_id', '=', endpointId)
+      .executeTakeFirstOrThrow();
 
     const snapshot = async () => ({
-      keys: await t.services.db.selectFrom('api_keys').select(['id', 'revoked_at', 'name']).where('account_id', '=', accountId).orderBy('id').execute(),
-      endpoints: await t.services.db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId).orderBy('id').execute(),
-      deliveries: await t.services.db.selectFrom('webhook_deliveries').select('id').where('account_id', '=', accountId).orderBy('id').execute(),
+      keys: await t.services.db
+        .selectFrom('api_keys')
+        .select(['id', 'revoked_at', 'name'])
+        .where('account_id', '=', accountId)
+        .orderBy('id')
+        .execute(),
+      endpoints: await t.services.db
+        .selectFrom('webhook_endpoints')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .orderBy('id')
+        .execute(),
+      deliveries: await t.services.db
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .orderBy('id')
+        .execute(),
     });
     const before = await snapshot();
     const forms: [string, Record<string, string | string[]>][] = [
@@ -286,10 +361,20 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
       t.inject({
         method: 'POST',
         url: '/developers/sign-in',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: portalOrigin, ...(cookie ? { cookie: `cg_signin=${cookie}` } : {}) },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          origin: portalOrigin,
+          ...(cookie ? { cookie: `cg_signin=${cookie}` } : {}),
+        },
         payload: encodeForm({ ...(field === undefined ? {} : { _csrf: field }), email, password }),
       });
-    for (const [cookie, field] of [[undefined, undefined], [form.token, undefined], [undefined, form.token], [form.token, other.token], [form.token, '']] as const) {
+    for (const [cookie, field] of [
+      [undefined, undefined],
+      [form.token, undefined],
+      [undefined, form.token],
+      [form.token, other.token],
+      [form.token, ''],
+    ] as const) {
       const refused = await post(cookie, field);
       assert.equal(refused.statusCode, 403, `cookie ${String(cookie)}, field ${String(field)}`);
       assert.equal(sessionCookieOf(refused), undefined);

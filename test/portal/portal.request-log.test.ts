@@ -32,11 +32,31 @@ await forEachDialect('Portal request log', (dialect) => {
     const json = { ...auth, 'content-type': 'application/json' };
     const requests = [
       { line: 'POST /v1/calls', expect: [201, null], send: () => t.createCall(body, { token: account.token, idempotencyKey: 'order-1' }) },
-      { line: 'POST /v1/calls', expect: [409, 'idempotency_conflict'], send: () => t.createCall({ ...body, to: '+14155550999' }, { token: account.token, idempotencyKey: 'order-1' }) },
-      { line: 'POST /v1/calls', expect: [400, 'invalid_json'], send: () => t.inject({ method: 'POST', url: '/v1/calls', headers: json, payload: '{"agent_id":' }) },
-      { line: 'POST /v1/calls', expect: [403, 'agent_not_found'], send: () => t.createCall({ ...body, agent_id: 'agent_missing' }, { token: account.token }) },
-      { line: 'GET /v1/calls/call_missing', expect: [404, 'not_found'], send: () => t.inject({ method: 'GET', url: '/v1/calls/call_missing', headers: auth }) },
-      { line: 'POST /v1/call', expect: [404, 'not_found'], send: () => t.inject({ method: 'POST', url: '/v1/call', headers: json, payload: '{}' }) },
+      {
+        line: 'POST /v1/calls',
+        expect: [409, 'idempotency_conflict'],
+        send: () => t.createCall({ ...body, to: '+14155550999' }, { token: account.token, idempotencyKey: 'order-1' }),
+      },
+      {
+        line: 'POST /v1/calls',
+        expect: [400, 'invalid_json'],
+        send: () => t.inject({ method: 'POST', url: '/v1/calls', headers: json, payload: '{"agent_id":' }),
+      },
+      {
+        line: 'POST /v1/calls',
+        expect: [403, 'agent_not_found'],
+        send: () => t.createCall({ ...body, agent_id: 'agent_missing' }, { token: account.token }),
+      },
+      {
+        line: 'GET /v1/calls/call_missing',
+        expect: [404, 'not_found'],
+        send: () => t.inject({ method: 'GET', url: '/v1/calls/call_missing', headers: auth }),
+      },
+      {
+        line: 'POST /v1/call',
+        expect: [404, 'not_found'],
+        send: () => t.inject({ method: 'POST', url: '/v1/call', headers: json, payload: '{}' }),
+      },
     ] as const;
     const seen: { id: string; line: string; status: number; error: string | null }[] = [];
     for (const request of requests) {
@@ -46,15 +66,21 @@ await forEachDialect('Portal request log', (dialect) => {
     }
     // Spend the rest of the key's minute, then one more: 429.
     let limited;
-    for (let sent = requests.length; sent <= perKeyLimit; sent++) limited = await t.inject({ method: 'GET', url: '/v1/calls/call_missing', headers: auth });
+    for (let sent = requests.length; sent <= perKeyLimit; sent++)
+      limited = await t.inject({ method: 'GET', url: '/v1/calls/call_missing', headers: auth });
     assert.equal(limited?.statusCode, 429);
-    seen.push({ id: String(limited?.headers['x-request-id']), line: 'GET /v1/calls/call_missing', status: 429, error: 'rate_limit_exceeded' });
+    seen.push({
+      id: String(limited?.headers['x-request-id']),
+      line: 'GET /v1/calls/call_missing',
+      status: 429,
+      error: 'rate_limit_exceeded',
+    });
 
     const keyPrefix = account.token.slice(0, 12);
     for (const { id, line, status, error } of seen) {
       await t.services.requestLog.flush();
       const page = (await own.get(`/developers/requests?request_id=${id}`)).body;
-      assert.match(page, new RegExp(`<time datetime="\\d{4}-\\d\\d-\\d\\dT`), `${id}: the time`);
+      assert.match(page, /<time datetime="\d{4}-\d\d-\d\dT/, `${id}: the time`);
       assert.ok(page.includes(`<code>${keyPrefix}…</code>`), `${id}: the key prefix`);
       assert.ok(page.includes(`<code>${line}</code>`), `${id}: method and path ${line}`);
       assert.ok(page.includes(`">${status}</span>`), `${id}: status ${status}`);
@@ -71,16 +97,32 @@ await forEachDialect('Portal request log', (dialect) => {
     const refused = await t.createCall(callBody(t), { token: 'cg_live_not_a_key' });
     assert.equal(refused.statusCode, 401);
     await t.services.requestLog.flush();
-    const stored = await t.services.db.selectFrom('request_logs').select('id').where('id', '=', String(refused.headers['x-request-id'])).execute();
+    const stored = await t.services.db
+      .selectFrom('request_logs')
+      .select('id')
+      .where('id', '=', String(refused.headers['x-request-id']))
+      .execute();
     assert.equal(stored.length, 0);
-    assert.match((await client.get('/developers/requests')).body, /Requests without a valid API key \(401\) belong to no account and are not listed\./);
+    assert.match(
+      (await client.get('/developers/requests')).body,
+      /Requests without a valid API key \(401\) belong to no account and are not listed\./,
+    );
   });
 
   it('shows the last 7 days, and the purge removes older rows', async () => {
     const now = t.services.clock.now().getTime();
     const row = (id: string, ageMs: number) => ({
-      id, account_id: t.seed.accountId, api_key_id: t.seed.keyId, key_prefix: t.seed.token.slice(0, 12), method: 'POST', path: '/v1/calls',
-      status: 201, error_code: null, idempotency_key: null, duration_ms: 3, created_at: new Date(now - ageMs).toISOString(),
+      id,
+      account_id: t.seed.accountId,
+      api_key_id: t.seed.keyId,
+      key_prefix: t.seed.token.slice(0, 12),
+      method: 'POST',
+      path: '/v1/calls',
+      status: 201,
+      error_code: null,
+      idempotency_key: null,
+      duration_ms: 3,
+      created_at: new Date(now - ageMs).toISOString(),
     });
     t.services.requestLog.add(row('req_six_days_old', requestLogRetentionMs - 24 * 60 * 60 * 1000));
     t.services.requestLog.add(row('req_eight_days_old', requestLogRetentionMs + 24 * 60 * 60 * 1000));
@@ -88,11 +130,21 @@ await forEachDialect('Portal request log', (dialect) => {
     const page = (await client.get('/developers/requests')).body;
     assert.ok(page.includes('req_six_days_old'), 'six days old: listed');
     assert.ok(!page.includes('req_eight_days_old'), 'eight days old: not listed');
-    assert.match((await client.get('/developers/requests?request_id=req_eight_days_old')).body, /No request <code>req_eight_days_old<\/code> in this account in the last 7 days\./);
+    assert.match(
+      (await client.get('/developers/requests?request_id=req_eight_days_old')).body,
+      /No request <code>req_eight_days_old<\/code> in this account in the last 7 days\./,
+    );
 
     assert.ok((await purgeOldRequests(t.services.db, t.services.clock)) >= 1);
-    const left = await t.services.db.selectFrom('request_logs').select('id').where('id', 'in', ['req_six_days_old', 'req_eight_days_old']).execute();
-    assert.deepEqual(left.map((r) => r.id), ['req_six_days_old']);
+    const left = await t.services.db
+      .selectFrom('request_logs')
+      .select('id')
+      .where('id', 'in', ['req_six_days_old', 'req_eight_days_old'])
+      .execute();
+    assert.deepEqual(
+      left.map((r) => r.id),
+      ['req_six_days_old'],
+    );
   });
 
   it('shows 100 requests a page, newest first, with a link to the older ones until there are none', async () => {
@@ -100,13 +152,22 @@ await forEachDialect('Portal request log', (dialect) => {
     const own = await signedInClient(t, account);
     const start = t.services.clock.now().getTime() - 60 * 60 * 1000;
     const ids = Array.from({ length: 230 }, (_, i) => `req_page_${String(i).padStart(3, '0')}`);
-    ids.forEach((id, i) =>
+    for (const [i, id] of ids.entries()) {
       t.services.requestLog.add({
-        id, account_id: account.accountId, api_key_id: account.keyId, key_prefix: account.token.slice(0, 12), method: 'GET', path: '/v1/calls',
+        id,
+        account_id: account.accountId,
+        api_key_id: account.keyId,
+        key_prefix: account.token.slice(0, 12),
+        method: 'GET',
+        path: '/v1/calls',
         // Two requests in each millisecond: the id orders those.
-        status: 200, error_code: null, idempotency_key: null, duration_ms: 1, created_at: new Date(start + Math.floor(i / 2)).toISOString(),
-      }),
-    );
+        status: 200,
+        error_code: null,
+        idempotency_key: null,
+        duration_ms: 1,
+        created_at: new Date(start + Math.floor(i / 2)).toISOString(),
+      });
+    }
     await t.services.requestLog.flush();
     const shown: string[] = [];
     let url: string | undefined = '/developers/requests';
@@ -119,7 +180,10 @@ await forEachDialect('Portal request log', (dialect) => {
       assert.ok(pages.length <= 3, 'at most three pages');
     }
     assert.deepEqual(shown, [...ids].reverse(), 'every request once, newest first');
-    assert.deepEqual(pages.map((page) => (page.match(/<tr>/g) ?? []).length - 1), [100, 100, 30]);
+    assert.deepEqual(
+      pages.map((page) => (page.match(/<tr>/g) ?? []).length - 1),
+      [100, 100, 30],
+    );
     assert.ok(!pages[0]!.includes('← Newest') && pages[1]!.includes('← Newest'));
     // Another account's request id as the cursor shows nothing of either account.
     const foreign = (await client.get(`/developers/requests?before=${ids[150]}`)).body;

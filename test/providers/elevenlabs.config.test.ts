@@ -24,7 +24,10 @@ describe('ElevenLabs configuration', () => {
       CALLGATE_PROVIDER_TIMEOUT_MS: '2500',
       CALLGATE_RECONCILE_AFTER: '90s',
     });
-    assert.deepEqual({ ...config.elevenlabs }, { apiKey: 'sk_abc', webhookSecret: undefined, baseUrl: 'https://api.eu.residency.elevenlabs.io' });
+    assert.deepEqual(
+      { ...config.elevenlabs },
+      { apiKey: 'sk_abc', webhookSecret: undefined, baseUrl: 'https://api.eu.residency.elevenlabs.io' },
+    );
     assert.equal(config.providerTimeoutMs, 2_500);
     assert.equal(config.reconcileAfterMs, 90_000);
   });
@@ -38,7 +41,11 @@ describe('ElevenLabs configuration', () => {
       [{ CALLGATE_PROVIDER_TIMEOUT_MS: '60000' }, /CALLGATE_IDEMPOTENCY_LOCK_MS must be longer than CALLGATE_PROVIDER_TIMEOUT_MS/],
     ];
     for (const [env, message] of cases) {
-      assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && message.test(error.message), JSON.stringify(env));
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => error instanceof ConfigError && message.test(error.message),
+        JSON.stringify(env),
+      );
     }
   });
 

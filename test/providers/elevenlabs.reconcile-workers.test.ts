@@ -61,7 +61,8 @@ await forEachDialect('ElevenLabs reconciliation with several workers', (dialect)
 
   const lookupsOf = (conversationId: string) =>
     fake.requestsTo('conversation').filter((request) => request.path === `/v1/convai/conversations/${conversationId}`).length;
-  const sweepEverywhere = () => Promise.all([t.services.callMonitor.sweep(), ...otherWorkers.map((services) => services.callMonitor.sweep())]);
+  const sweepEverywhere = () =>
+    Promise.all([t.services.callMonitor.sweep(), ...otherWorkers.map((services) => services.callMonitor.sweep())]);
 
   it('three monitors and racing webhooks: one look-up per call, one event per ended call', async () => {
     for (const kind of kinds) {
@@ -72,13 +73,24 @@ await forEachDialect('ElevenLabs reconciliation with several workers', (dialect)
     const startSecs = nowSeconds(t) + 5;
     for (const kind of kinds) {
       for (const { conversationId } of calls.get(kind)!) {
-        const base = { agent_id: 'agent_el_twilio', conversation_id: conversationId, transcript: [], has_audio: true, has_user_audio: true, has_response_audio: true };
+        const base = {
+          agent_id: 'agent_el_twilio',
+          conversation_id: conversationId,
+          transcript: [],
+          has_audio: true,
+          has_user_audio: true,
+          has_response_audio: true,
+        };
         const state =
           kind === 'failed'
             ? { status: 'failed', metadata: { start_time_unix_secs: startSecs, call_duration_secs: 0 }, analysis: null }
             : kind === 'inProgress'
               ? { status: 'in-progress', metadata: { start_time_unix_secs: startSecs, call_duration_secs: 0 }, analysis: null }
-              : { status: 'done', metadata: { start_time_unix_secs: startSecs, call_duration_secs: 30 }, analysis: { transcript_summary: 'Looked up.' } };
+              : {
+                  status: 'done',
+                  metadata: { start_time_unix_secs: startSecs, call_duration_secs: 30 },
+                  analysis: { transcript_summary: 'Looked up.' },
+                };
         fake.conversations.set(conversationId, { ...base, ...state });
       }
     }
@@ -91,9 +103,11 @@ await forEachDialect('ElevenLabs reconciliation with several workers', (dialect)
     };
 
     clock.advance(10 * minute + 1_000);
-    const webhooks = calls.get('webhooked')!.map(({ conversationId }) =>
-      sendSignedWebhook(t, transcriptionEvent(conversationId, { startSecs, durationSecs: 30, summary: 'Via webhook.' })),
-    );
+    const webhooks = calls
+      .get('webhooked')!
+      .map(({ conversationId }) =>
+        sendSignedWebhook(t, transcriptionEvent(conversationId, { startSecs, durationSecs: 30, summary: 'Via webhook.' })),
+      );
     const [answers] = await Promise.all([Promise.all(webhooks), sweepEverywhere(), sweepEverywhere()]);
     for (const answer of answers) {
       assert.equal(answer.statusCode, 200, answer.body);
@@ -126,7 +140,11 @@ await forEachDialect('ElevenLabs reconciliation with several workers', (dialect)
     await Promise.all([sweepEverywhere(), sweepEverywhere()]);
     for (const { id } of running) {
       const events = await eventsOf(t, id);
-      assert.deepEqual(events.map((event) => [event.type, event.payload.data.failure_reason]), [['call.failed', 'timeout']], id);
+      assert.deepEqual(
+        events.map((event) => [event.type, event.payload.data.failure_reason]),
+        [['call.failed', 'timeout']],
+        id,
+      );
     }
   });
 

@@ -55,7 +55,8 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
     await fake?.close();
   });
 
-  const lookups = (name: Name) => fake.requestsTo('conversation').filter((request) => request.path === `/v1/convai/conversations/${calls[name].conversationId}`);
+  const lookups = (name: Name) =>
+    fake.requestsTo('conversation').filter((request) => request.path === `/v1/convai/conversations/${calls[name].conversationId}`);
   const sweep = () => t.services.callMonitor.sweep();
   async function nextCheckAt(name: Name): Promise<number> {
     const row = await t.services.db.selectFrom('calls').select('next_check_at').where('id', '=', calls[name].id).executeTakeFirstOrThrow();
@@ -63,7 +64,15 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
     return Date.parse(row.next_check_at);
   }
   function setConversation(name: Name, state: Record<string, unknown> & { status: string }): void {
-    fake.conversations.set(calls[name].conversationId, { agent_id: 'agent_el_twilio', conversation_id: calls[name].conversationId, transcript: [], has_audio: true, has_user_audio: true, has_response_audio: true, ...state });
+    fake.conversations.set(calls[name].conversationId, {
+      agent_id: 'agent_el_twilio',
+      conversation_id: calls[name].conversationId,
+      transcript: [],
+      has_audio: true,
+      has_user_audio: true,
+      has_response_audio: true,
+      ...state,
+    });
   }
 
   it('a silent call is not looked up before CALLGATE_RECONCILE_AFTER', async () => {
@@ -76,15 +85,30 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
     });
     setConversation('failed', {
       status: 'failed',
-      metadata: { start_time_unix_secs: startSecs, call_duration_secs: 0, error: { code: 1002, reason: 'The SIP trunk refused the call.' } },
+      metadata: {
+        start_time_unix_secs: startSecs,
+        call_duration_secs: 0,
+        error: { code: 1002, reason: 'The SIP trunk refused the call.' },
+      },
       analysis: null,
     });
-    setConversation('inProgress', { status: 'in-progress', metadata: { start_time_unix_secs: startSecs, call_duration_secs: 0 }, analysis: null });
-    setConversation('processing', { status: 'processing', metadata: { start_time_unix_secs: startSecs, call_duration_secs: 48 }, analysis: null });
+    setConversation('inProgress', {
+      status: 'in-progress',
+      metadata: { start_time_unix_secs: startSecs, call_duration_secs: 0 },
+      analysis: null,
+    });
+    setConversation('processing', {
+      status: 'processing',
+      metadata: { start_time_unix_secs: startSecs, call_duration_secs: 48 },
+      analysis: null,
+    });
     fake.conversations.delete(calls.unknown.conversationId);
     fake.respond = (request) =>
       request.path.endsWith(`/${calls.erroring.conversationId}`) ? { status: 500, body: { detail: { message: 'internal' } } } : undefined;
-    const webhook = await sendSignedWebhook(t, transcriptionEvent(calls.webhooked.conversationId, { startSecs, durationSecs: 20, summary: 'Via webhook.' }));
+    const webhook = await sendSignedWebhook(
+      t,
+      transcriptionEvent(calls.webhooked.conversationId, { startSecs, durationSecs: 20, summary: 'Via webhook.' }),
+    );
     assert.equal(webhook.json().handling, 'recorded');
 
     clock.advance(reconcileAfterMs - 1_000);
@@ -123,7 +147,10 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
     assert.equal(failed.status, 'failed');
     assert.equal(failed.failure_reason, 'provider_error');
     assert.equal(typeof failed.failure_message, 'string');
-    assert.deepEqual((await eventsOf(t, calls.failed.id)).map((event) => [event.type, event.payload.data.failure_reason]), [['call.failed', 'provider_error']]);
+    assert.deepEqual(
+      (await eventsOf(t, calls.failed.id)).map((event) => [event.type, event.payload.data.failure_reason]),
+      [['call.failed', 'provider_error']],
+    );
 
     const now = clock.now().getTime();
     for (const name of ['initiated', 'inProgress', 'processing', 'unknown'] as const) {
@@ -171,7 +198,10 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
   });
 
   it('a provider webhook after reconciliation recorded the outcome makes no second event', async () => {
-    const res = await sendSignedWebhook(t, transcriptionEvent(calls.done.conversationId, { startSecs, durationSecs: 95, summary: 'Again.' }));
+    const res = await sendSignedWebhook(
+      t,
+      transcriptionEvent(calls.done.conversationId, { startSecs, durationSecs: 95, summary: 'Again.' }),
+    );
     assert.equal(res.statusCode, 200);
     assert.equal(res.json().handling, 'duplicate');
     assert.equal((await eventsOf(t, calls.done.id)).length, 1);
@@ -186,7 +216,11 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
       assert.equal(call.status, 'failed', name);
       assert.equal(call.failure_reason, 'timeout', name);
       const events = await eventsOf(t, calls[name].id);
-      assert.deepEqual(events.map((event) => [event.type, event.payload.data.failure_reason]), [['call.failed', 'timeout']], name);
+      assert.deepEqual(
+        events.map((event) => [event.type, event.payload.data.failure_reason]),
+        [['call.failed', 'timeout']],
+        name,
+      );
     }
     const stillDue = await t.services.db.selectFrom('calls').select('id').where('status', '=', 'initiated').execute();
     assert.deepEqual(stillDue, []);

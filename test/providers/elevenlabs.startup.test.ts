@@ -30,7 +30,20 @@ before(async () => {
   const withKey = cliEnv({ ...database.env, ELEVENLABS_API_KEY: apiKey, ELEVENLABS_BASE_URL: fake.url });
   const accountId = (await runJson(withKey, ['accounts', 'create', '--name', 'Outside'])).id as string;
   token = (await runJson(withKey, ['keys', 'create', '--account', accountId, '--name', 'live', '--mode', 'live'])).token as string;
-  const addAgent = ['agents', 'add', '--account', accountId, '--agent-id', 'agent_el_twilio', '--name', 'Reminders', '--provider', 'elevenlabs', '--phone-number-id', 'phnum_twilio_1'];
+  const addAgent = [
+    'agents',
+    'add',
+    '--account',
+    accountId,
+    '--agent-id',
+    'agent_el_twilio',
+    '--name',
+    'Reminders',
+    '--provider',
+    'elevenlabs',
+    '--phone-number-id',
+    'phnum_twilio_1',
+  ];
   // Refused by hand without the key, naming it; accepted with it.
   await runFailing(cliEnv(database.env), addAgent, 1, /provider elevenlabs cannot be added: this server has no ELEVENLABS_API_KEY set/);
   await runJson(withKey, addAgent);
@@ -47,7 +60,14 @@ after(async () => {
 async function start(settings: Record<string, string>, level = 'info'): Promise<ServerProcess> {
   // Set explicitly, even empty: nothing of the test runner's own environment decides.
   server = await startServerProcess({
-    env: { ...database.env, ELEVENLABS_API_KEY: '', ELEVENLABS_WEBHOOK_SECRET: '', ELEVENLABS_BASE_URL: fake.url, CALLGATE_LOG_LEVEL: level, ...settings },
+    env: {
+      ...database.env,
+      ELEVENLABS_API_KEY: '',
+      ELEVENLABS_WEBHOOK_SECRET: '',
+      ELEVENLABS_BASE_URL: fake.url,
+      CALLGATE_LOG_LEVEL: level,
+      ...settings,
+    },
   });
   return server;
 }
@@ -98,7 +118,9 @@ it('without ELEVENLABS_WEBHOOK_SECRET: a warning at start-up, and their webhooks
   assert.equal(logLines(proc, missingKeyWarning).length, 0);
   assert.equal(logLines(proc, missingSecretWarning).length, 1, proc.output());
 
-  const body = JSON.stringify(transcriptionEvent('conv_any', { startSecs: Math.floor(Date.now() / 1000) - 60, durationSecs: 5, summary: 'x' }));
+  const body = JSON.stringify(
+    transcriptionEvent('conv_any', { startSecs: Math.floor(Date.now() / 1000) - 60, durationSecs: 5, summary: 'x' }),
+  );
   const res = await postWebhook(proc.url, body, signElevenLabs(webhookSecret, Math.floor(Date.now() / 1000), body));
   assert.equal(res.status, 503);
   const answer = (await res.json()) as Record<string, string>;
@@ -119,7 +141,9 @@ it('with both set: no warning; a call placed and ended by webhook; no secret in 
   assert.equal(id, `call_${[...fake.conversations.keys()].at(-1)}`);
 
   const now = Math.floor(Date.now() / 1000);
-  const body = JSON.stringify(transcriptionEvent(id.slice('call_'.length), { startSecs: now - 60, durationSecs: 42, summary: 'Confirmed.' }));
+  const body = JSON.stringify(
+    transcriptionEvent(id.slice('call_'.length), { startSecs: now - 60, durationSecs: 42, summary: 'Confirmed.' }),
+  );
   const refused = await postWebhook(proc.url, body, signElevenLabs('wsec_wrong', now, body));
   assert.equal(refused.status, 401);
   const accepted = await postWebhook(proc.url, body, signElevenLabs(webhookSecret, now, body));
@@ -136,8 +160,15 @@ it('with both set: no warning; a call placed and ended by webhook; no secret in 
 
   const output = proc.output();
   // Lines below info (debug = 20, trace = 10) are there: the secrets were checked at the most talkative level.
-  assert.ok(logLines(proc, '"level":').some((line) => (line.level as number) < 30), output);
-  for (const [name, secretText] of [['ELEVENLABS_API_KEY', apiKey], ['ELEVENLABS_WEBHOOK_SECRET', webhookSecret], ['API token', token]] as const) {
+  assert.ok(
+    logLines(proc, '"level":').some((line) => (line.level as number) < 30),
+    output,
+  );
+  for (const [name, secretText] of [
+    ['ELEVENLABS_API_KEY', apiKey],
+    ['ELEVENLABS_WEBHOOK_SECRET', webhookSecret],
+    ['API token', token],
+  ] as const) {
     assert.ok(!output.includes(secretText), `${name} appears in the server's output`);
   }
 });

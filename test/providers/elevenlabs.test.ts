@@ -46,7 +46,7 @@ interface ErrorCase {
   readonly retryAfter?: string | RegExp;
 }
 
-const errorBody = (status: number, code: string) => ({
+const errorBody = (_status: number, code: string) => ({
   detail: { type: 'error', code, message: `${providerInternals} key=${apiKey}`, status: code, request_id: 'req_provider_internal' },
 });
 
@@ -58,11 +58,35 @@ const errorCases: ErrorCase[] = [
     error: 'provider_error',
     message: /rejected the call request as invalid \(to\)/,
   },
-  { name: '400 in the general error envelope', reply: { status: 400, body: errorBody(400, 'invalid_parameters') }, status: 502, error: 'provider_error', message: /invalid/ },
-  { name: '401 invalid_api_key', reply: { status: 401, body: errorBody(401, 'invalid_api_key') }, status: 502, error: 'provider_error', message: /credentials/ },
+  {
+    name: '400 in the general error envelope',
+    reply: { status: 400, body: errorBody(400, 'invalid_parameters') },
+    status: 502,
+    error: 'provider_error',
+    message: /invalid/,
+  },
+  {
+    name: '401 invalid_api_key',
+    reply: { status: 401, body: errorBody(401, 'invalid_api_key') },
+    status: 502,
+    error: 'provider_error',
+    message: /credentials/,
+  },
   { name: '403', reply: { status: 403, body: errorBody(403, 'forbidden') }, status: 502, error: 'provider_error', message: /credentials/ },
-  { name: '404', reply: { status: 404, body: errorBody(404, 'not_found') }, status: 502, error: 'provider_error', message: /does not know/ },
-  { name: '409 (any other 4xx)', reply: { status: 409, body: errorBody(409, 'conflict') }, status: 502, error: 'provider_error', message: /HTTP 409/ },
+  {
+    name: '404',
+    reply: { status: 404, body: errorBody(404, 'not_found') },
+    status: 502,
+    error: 'provider_error',
+    message: /does not know/,
+  },
+  {
+    name: '409 (any other 4xx)',
+    reply: { status: 409, body: errorBody(409, 'conflict') },
+    status: 502,
+    error: 'provider_error',
+    message: /HTTP 409/,
+  },
   {
     name: '429 with Retry-After',
     reply: { status: 429, body: errorBody(429, 'rate_limit_exceeded'), headers: { 'retry-after': '7' } },
@@ -78,13 +102,44 @@ const errorCases: ErrorCase[] = [
     retryAfter: /^[1-9]\d*$/,
   },
   { name: '500', reply: { status: 500, body: errorBody(500, 'internal_error') }, status: 503, error: 'provider_unavailable' },
-  { name: '502 with an HTML page', reply: { status: 502, body: `<html>${providerInternals}</html>`, headers: { 'content-type': 'text/html' } }, status: 503, error: 'provider_unavailable' },
+  {
+    name: '502 with an HTML page',
+    reply: { status: 502, body: `<html>${providerInternals}</html>`, headers: { 'content-type': 'text/html' } },
+    status: 503,
+    error: 'provider_unavailable',
+  },
   { name: '503', reply: { status: 503, body: errorBody(503, 'system_busy') }, status: 503, error: 'provider_unavailable' },
-  { name: 'a dropped connection', reply: { status: 200, destroy: true }, status: 503, error: 'provider_unavailable', message: /could not be reached/ },
-  { name: 'an answer slower than the timeout', reply: { status: 200, delayMs: providerTimeoutMs + 1_500, body: { success: true, conversation_id: 'conv_late' } }, status: 504, error: 'provider_timeout' },
-  { name: '200 with success:false', reply: { status: 200, body: { success: false, message: providerInternals, conversation_id: null, callSid: null } }, status: 502, error: 'provider_error' },
-  { name: '200 without conversation_id', reply: { status: 200, body: { success: true, message: 'ok', callSid: 'CA1' } }, status: 502, error: 'provider_error' },
-  { name: '200 with conversation_id null', reply: { status: 200, body: { success: true, conversation_id: null } }, status: 502, error: 'provider_error' },
+  {
+    name: 'a dropped connection',
+    reply: { status: 200, destroy: true },
+    status: 503,
+    error: 'provider_unavailable',
+    message: /could not be reached/,
+  },
+  {
+    name: 'an answer slower than the timeout',
+    reply: { status: 200, delayMs: providerTimeoutMs + 1_500, body: { success: true, conversation_id: 'conv_late' } },
+    status: 504,
+    error: 'provider_timeout',
+  },
+  {
+    name: '200 with success:false',
+    reply: { status: 200, body: { success: false, message: providerInternals, conversation_id: null, callSid: null } },
+    status: 502,
+    error: 'provider_error',
+  },
+  {
+    name: '200 without conversation_id',
+    reply: { status: 200, body: { success: true, message: 'ok', callSid: 'CA1' } },
+    status: 502,
+    error: 'provider_error',
+  },
+  {
+    name: '200 with conversation_id null',
+    reply: { status: 200, body: { success: true, conversation_id: null } },
+    status: 502,
+    error: 'provider_error',
+  },
   { name: '200 with a body that is not JSON', reply: { status: 200, body: 'OK' }, status: 502, error: 'provider_error' },
 ];
 
@@ -105,7 +160,8 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
     });
     await addElevenLabsAgents(t);
     receiver = await startWebhookReceiver();
-    endpointSecret = (await createEndpoint(t.services.db, t.services.clock, true, { accountId: t.seed.accountId, url: receiver.url })).secret;
+    endpointSecret = (await createEndpoint(t.services.db, t.services.clock, true, { accountId: t.seed.accountId, url: receiver.url }))
+      .secret;
   });
   after(async () => {
     await t?.close();
@@ -269,7 +325,11 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
         await fake.restart();
       }
       assert.equal(await countCalls(t.services), calls);
-      const held = await t.services.db.selectFrom('idempotency_keys').selectAll().where('idempotency_key', '=', `el-down-${dialect}`).execute();
+      const held = await t.services.db
+        .selectFrom('idempotency_keys')
+        .selectAll()
+        .where('idempotency_key', '=', `el-down-${dialect}`)
+        .execute();
       assert.equal(held.length, 0);
     });
   });
@@ -288,7 +348,12 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
         ['timestamp 31 minutes ahead', signElevenLabs(webhookSecret, now + 31 * 60, body), body, /ahead of this server's clock/],
         ['missing header', undefined, body, /missing/],
         ['malformed header', 'v0=deadbeef', body, /invalid/],
-        ['signature of another timestamp', signElevenLabs(webhookSecret, now - 1, body).replace(`t=${now - 1}`, `t=${now}`), body, /invalid/],
+        [
+          'signature of another timestamp',
+          signElevenLabs(webhookSecret, now - 1, body).replace(`t=${now - 1}`, `t=${now}`),
+          body,
+          /invalid/,
+        ],
       ];
       for (const [name, signature, sent, message] of refusals) {
         const res = await postWebhook(t, sent, signature);
@@ -358,7 +423,8 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
     it('a webhook delivered twice, one after the other or at once, makes one outcome and one event', async () => {
       const sequential = await placeCall(t, 'agent_el_twilio');
       const concurrent = await placeCall(t, 'agent_el_twilio');
-      const event = (conversationId: string) => transcriptionEvent(conversationId, { startSecs: nowSeconds(t) - 90, durationSecs: 30, summary: 'Done.' });
+      const event = (conversationId: string) =>
+        transcriptionEvent(conversationId, { startSecs: nowSeconds(t) - 90, durationSecs: 30, summary: 'Done.' });
 
       const first = await sendSignedWebhook(t, event(sequential.conversationId));
       const second = await sendSignedWebhook(t, event(sequential.conversationId));
@@ -370,7 +436,10 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
 
       const body = event(concurrent.conversationId);
       const both = await Promise.all([sendSignedWebhook(t, body), sendSignedWebhook(t, body)]);
-      assert.deepEqual(both.map((res) => res.statusCode), [200, 200]);
+      assert.deepEqual(
+        both.map((res) => res.statusCode),
+        [200, 200],
+      );
       assert.deepEqual(both.map((res) => res.json().handling).sort(), ['duplicate', 'recorded']);
 
       await deliveredFor(sequential.id);
@@ -378,7 +447,10 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
       await sleep(150);
       for (const { id } of [sequential, concurrent]) {
         const events = await eventsOf(t, id);
-        assert.deepEqual(events.map((e) => e.type), ['call.completed']);
+        assert.deepEqual(
+          events.map((e) => e.type),
+          ['call.completed'],
+        );
         const hooks = receiver.received.filter((hook) => hook.body.includes(`"id":"${id}"`));
         assert.equal(hooks.length, 1, `one delivery for ${id}`);
         assert.equal((await readCall(t, id)).status, 'completed');
@@ -397,7 +469,9 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
         // Logged under the request's id, so that an operator can find the request it came with.
         const requestId = res.headers['x-request-id'];
         assert.ok(
-          logs.lines.some((line) => line.includes(`"reqId":"${requestId}"`) && /unknown conversation|without a usable conversation_id/.test(line)),
+          logs.lines.some(
+            (line) => line.includes(`"reqId":"${requestId}"`) && /unknown conversation|without a usable conversation_id/.test(line),
+          ),
           `no log line of request ${requestId} about the unknown conversation`,
         );
       }
@@ -431,13 +505,20 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
       const body = JSON.stringify({
         type: 'post_call_audio',
         event_timestamp: nowSeconds(t),
-        data: { agent_id: 'agent_el_twilio', conversation_id: conversationId, full_audio: Buffer.alloc(3 * 1024 * 1024, 1).toString('base64') },
+        data: {
+          agent_id: 'agent_el_twilio',
+          conversation_id: conversationId,
+          full_audio: Buffer.alloc(3 * 1024 * 1024, 1).toString('base64'),
+        },
       });
       const signature = signElevenLabs(webhookSecret, nowSeconds(t), body);
       const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
         const request = http.request(
           `${address}/providers/elevenlabs/webhook`,
-          { method: 'POST', headers: { 'content-type': 'application/json', 'elevenlabs-signature': signature, 'transfer-encoding': 'chunked' } },
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'elevenlabs-signature': signature, 'transfer-encoding': 'chunked' },
+          },
           (response) => {
             const chunks: Buffer[] = [];
             response.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -475,13 +556,19 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
       const cases: { name: string; event: (conversationId: string) => Record<string, any>; duration: number; field: string }[] = [
         {
           name: 'event_timestamp, start and duration of 1e300',
-          event: (id) => ({ ...transcriptionEvent(id, { startSecs: 1e300, durationSecs: 1e300, summary: 'Far.' }), event_timestamp: 1e300 }),
+          event: (id) => ({
+            ...transcriptionEvent(id, { startSecs: 1e300, durationSecs: 1e300, summary: 'Far.' }),
+            event_timestamp: 1e300,
+          }),
           duration: 24 * 60 * 60,
           field: 'metadata.call_duration_secs',
         },
         {
           name: 'event_timestamp -1e20',
-          event: (id) => ({ ...transcriptionEvent(id, { startSecs: now - 60, durationSecs: 30, summary: 'Past.' }), event_timestamp: -1e20 }),
+          event: (id) => ({
+            ...transcriptionEvent(id, { startSecs: now - 60, durationSecs: 30, summary: 'Past.' }),
+            event_timestamp: -1e20,
+          }),
           duration: 30,
           field: 'event_timestamp',
         },
@@ -519,8 +606,14 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
         assert.equal(ended - started, testCase.duration * 1000, testCase.name);
         assert.doesNotMatch(call.transcript_summary, /\u0000/, testCase.name);
         const warnings = logs.lines.slice(linesBefore).filter((line) => line.includes('value out of range'));
-        assert.ok(warnings.some((line) => (JSON.parse(line) as { field: string }).field === testCase.field), `${testCase.name}: ${warnings.join('')}`);
-        assert.ok(warnings.every((line) => (JSON.parse(line) as { level: number }).level === 40), testCase.name);
+        assert.ok(
+          warnings.some((line) => (JSON.parse(line) as { field: string }).field === testCase.field),
+          `${testCase.name}: ${warnings.join('')}`,
+        );
+        assert.ok(
+          warnings.every((line) => (JSON.parse(line) as { level: number }).level === 40),
+          testCase.name,
+        );
         await deliveredFor(id);
       }
     });
@@ -547,7 +640,12 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
             socket.destroy();
             resolve({ status: Number(text.split(' ')[1]), body: text.slice(split + 4) });
           });
-          const head = Object.entries({ host: 'localhost', 'content-type': 'application/json', 'content-length': String(length), ...headers })
+          const head = Object.entries({
+            host: 'localhost',
+            'content-type': 'application/json',
+            'content-length': String(length),
+            ...headers,
+          })
             .map(([name, value]) => `${name}: ${value}\r\n`)
             .join('');
           socket.write(`POST /providers/elevenlabs/webhook HTTP/1.1\r\n${head}\r\n`);

@@ -62,7 +62,12 @@ describe('simulatedOutcome', () => {
 
   it('busy and unanswered calls fail at the end of the delay', () => {
     const busy = simulatedOutcome({ conversationId: 'conv_b', to: '+15005550001', createdAt }, 3_000);
-    assert.deepEqual(busy, { status: 'failed', reason: 'busy', message: 'The line was busy.', failedAt: new Date(createdAt.getTime() + 3_000) });
+    assert.deepEqual(busy, {
+      status: 'failed',
+      reason: 'busy',
+      message: 'The line was busy.',
+      failedAt: new Date(createdAt.getTime() + 3_000),
+    });
   });
 });
 
@@ -73,7 +78,7 @@ await forEachDialect('The simulator provider', (dialect) => {
   });
   after(async () => t.close());
 
-  it('ends an ordinary call as completed, its times within the call\'s life, with a summary', async () => {
+  it("ends an ordinary call as completed, its times within the call's life, with a summary", async () => {
     const created = (await t.createCall(callBody(t))).json();
     const call = await waitForEnd(t, t.seed.token, created.id);
     const seenEndedAt = Date.now();
@@ -143,7 +148,11 @@ await forEachDialect('Calls survive a restart', (dialect) => {
         let status = 'initiated';
         while (status === 'initiated' && Date.now() < deadline) {
           await sleep(25);
-          const res = await app.inject({ method: 'GET', url: `/v1/calls/${created.id}`, headers: { authorization: `Bearer ${t.seed.token}` } });
+          const res = await app.inject({
+            method: 'GET',
+            url: `/v1/calls/${created.id}`,
+            headers: { authorization: `Bearer ${t.seed.token}` },
+          });
           status = res.json().status;
         }
         assert.equal(status, 'completed');

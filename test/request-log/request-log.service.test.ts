@@ -73,7 +73,12 @@ await forEachDialect('Request log', (dialect) => {
   it("lists an account's last 7 days newest first, a page at a time, and nothing of another account", async () => {
     const account = await t.newAccount({ agentId: 'agent_listed' });
     const other = await t.newAccount({ agentId: 'agent_other' });
-    const ages = { req_list_a: 60 * minuteMs, req_list_b: 2 * 24 * 60 * minuteMs, req_list_c: requestLogRetentionMs - minuteMs, req_list_old: requestLogRetentionMs + minuteMs };
+    const ages = {
+      req_list_a: 60 * minuteMs,
+      req_list_b: 2 * 24 * 60 * minuteMs,
+      req_list_c: requestLogRetentionMs - minuteMs,
+      req_list_old: requestLogRetentionMs + minuteMs,
+    };
     for (const [id, ageMs] of Object.entries(ages)) t.services.requestLog.add(row(account, id, ageMs));
     t.services.requestLog.add(row(other, 'req_list_other', minuteMs));
     await t.services.requestLog.flush();

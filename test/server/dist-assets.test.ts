@@ -38,7 +38,9 @@ it('the built server serves the portal assets from dist/, with no src/ beside it
   assert.ok(!fs.existsSync(path.join(workDir, 'src')));
 
   const port = await freePort();
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(CALLGATE_|DATABASE_URL$|REDIS_URL$|PORT$|HOST$)/.test(name)));
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^(CALLGATE_|DATABASE_URL$|REDIS_URL$|PORT$|HOST$)/.test(name)),
+  );
   const child = spawn(process.execPath, ['dist/server.js'], {
     cwd: workDir,
     env: { ...inherited, ...serverProcessEnvDefaults, CALLGATE_DATA_DIR: path.join(workDir, 'data'), PORT: String(port) },
@@ -58,7 +60,10 @@ it('the built server serves the portal assets from dist/, with no src/ beside it
     60_000,
   );
 
-  for (const [name, type] of [['portal.css', /^text\/css/], ['portal.js', /^text\/javascript/]] as const) {
+  for (const [name, type] of [
+    ['portal.css', /^text\/css/],
+    ['portal.js', /^text\/javascript/],
+  ] as const) {
     const response = await fetch(`${base}/developers/assets/${name}`);
     assert.equal(response.status, 200, name);
     assert.match(String(response.headers.get('content-type')), type, name);
@@ -66,6 +71,8 @@ it('the built server serves the portal assets from dist/, with no src/ beside it
   }
 
   child.kill('SIGTERM');
-  const code = await new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
+  const code = await new Promise<number | null>((resolve) =>
+    child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve),
+  );
   assert.equal(code, 0, output);
 });

@@ -37,10 +37,18 @@ it('SIGTERM to `npm start` stops the node server gracefully', { timeout: 180_000
     const code = await new Promise<number | null>((resolve) => build.once('exit', resolve));
     assert.equal(code, 0, 'npm run build');
   }
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(CALLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(name)));
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^(CALLGATE_|DATABASE_URL$|REDIS_URL$|PORT$)/.test(name)),
+  );
   const npm = spawn('npm', ['start'], {
     cwd: repoRoot,
-    env: { ...inherited, ...serverProcessEnvDefaults, CALLGATE_LOG_LEVEL: 'info', CALLGATE_DATA_DIR: dataDir, PORT: String(await freePort()) },
+    env: {
+      ...inherited,
+      ...serverProcessEnvDefaults,
+      CALLGATE_LOG_LEVEL: 'info',
+      CALLGATE_DATA_DIR: dataDir,
+      PORT: String(await freePort()),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -49,10 +57,14 @@ it('SIGTERM to `npm start` stops the node server gracefully', { timeout: 180_000
   const npmExited = new Promise<void>((resolve) => npm.once('exit', () => resolve()));
 
   // The server logs its own pid in every line; its "running" line says it is ready.
-  const running = await eventually('the server to log "callgate is running"', async () => {
-    const line = output.split('\n').find((text) => text.includes('"callgate is running"'));
-    return line ? (JSON.parse(line) as { pid: number }) : undefined;
-  }, 60_000);
+  const running = await eventually(
+    'the server to log "callgate is running"',
+    async () => {
+      const line = output.split('\n').find((text) => text.includes('"callgate is running"'));
+      return line ? (JSON.parse(line) as { pid: number }) : undefined;
+    },
+    60_000,
+  );
   serverPid = running.pid;
   assert.notEqual(serverPid, npm.pid);
 

@@ -80,7 +80,12 @@ export function nowSeconds(t: TestApp): number {
 }
 
 /** POST /providers/elevenlabs/webhook with the given raw body and signature header (none when undefined). */
-export function postWebhook(t: TestApp, body: string, signature: string | undefined, contentType = 'application/json'): Promise<LightMyRequestResponse> {
+export function postWebhook(
+  t: TestApp,
+  body: string,
+  signature: string | undefined,
+  contentType = 'application/json',
+): Promise<LightMyRequestResponse> {
   return t.inject({
     method: 'POST',
     url: '/providers/elevenlabs/webhook',
@@ -109,7 +114,15 @@ export function transcriptionEvent(
       status: 'done',
       user_id: 'lead-42',
       transcript: [
-        { role: 'agent', message: 'Hi Ada, this is a reminder.', time_in_call_secs: 0, tool_calls: null, tool_results: null, feedback: null, conversation_turn_metrics: null },
+        {
+          role: 'agent',
+          message: 'Hi Ada, this is a reminder.',
+          time_in_call_secs: 0,
+          tool_calls: null,
+          tool_results: null,
+          feedback: null,
+          conversation_turn_metrics: null,
+        },
         { role: 'user', message: 'Hello?', time_in_call_secs: 3 },
       ],
       metadata: {
@@ -117,10 +130,27 @@ export function transcriptionEvent(
         call_duration_secs: options.durationSecs,
         cost: 310,
         termination_reason: 'Call ended by remote party',
-        phone_call: { type: 'twilio', direction: 'outbound', phone_number_id: 'phnum_twilio_1', agent_number: '+14155550100', external_number: '+14155550123', call_sid: 'CA123', stream_sid: 'MZ123' },
+        phone_call: {
+          type: 'twilio',
+          direction: 'outbound',
+          phone_number_id: 'phnum_twilio_1',
+          agent_number: '+14155550100',
+          external_number: '+14155550123',
+          call_sid: 'CA123',
+          stream_sid: 'MZ123',
+        },
       },
-      analysis: { call_successful: 'success', transcript_summary: options.summary, evaluation_criteria_results: {}, data_collection_results: {} },
-      conversation_initiation_client_data: { dynamic_variables: { customer_name: 'Ada' }, conversation_config_override: {}, custom_llm_extra_body: {} },
+      analysis: {
+        call_successful: 'success',
+        transcript_summary: options.summary,
+        evaluation_criteria_results: {},
+        data_collection_results: {},
+      },
+      conversation_initiation_client_data: {
+        dynamic_variables: { customer_name: 'Ada' },
+        conversation_config_override: {},
+        custom_llm_extra_body: {},
+      },
       has_audio: true,
       has_user_audio: true,
       has_response_audio: true,
@@ -129,11 +159,36 @@ export function transcriptionEvent(
 }
 
 /** A `call_initiation_failure` event as documented, with Twilio's or the SIP metadata. */
-export function initiationFailureEvent(conversationId: string, failureReason: string, kind: 'twilio' | 'sip', eventSecs: number): Record<string, unknown> {
+export function initiationFailureEvent(
+  conversationId: string,
+  failureReason: string,
+  kind: 'twilio' | 'sip',
+  eventSecs: number,
+): Record<string, unknown> {
   const metadata =
     kind === 'twilio'
-      ? { type: 'twilio', body: { CallSid: 'CA999', CallStatus: failureReason === 'busy' ? 'busy' : 'no-answer', SipResponseCode: '486', To: '+14155550123', From: '+14155550100', Direction: 'outbound-api', Duration: '0', AccountSid: 'AC1' } }
-      : { type: 'sip', body: { sip_status_code: 480, error_reason: 'INVITE failed: temporarily unavailable', call_sid: 'sip-1', sip_status: 'Temporarily Unavailable' } };
+      ? {
+          type: 'twilio',
+          body: {
+            CallSid: 'CA999',
+            CallStatus: failureReason === 'busy' ? 'busy' : 'no-answer',
+            SipResponseCode: '486',
+            To: '+14155550123',
+            From: '+14155550100',
+            Direction: 'outbound-api',
+            Duration: '0',
+            AccountSid: 'AC1',
+          },
+        }
+      : {
+          type: 'sip',
+          body: {
+            sip_status_code: 480,
+            error_reason: 'INVITE failed: temporarily unavailable',
+            call_sid: 'sip-1',
+            sip_status: 'Temporarily Unavailable',
+          },
+        };
   return {
     type: 'call_initiation_failure',
     event_timestamp: eventSecs,
@@ -142,7 +197,11 @@ export function initiationFailureEvent(conversationId: string, failureReason: st
 }
 
 /** Places a call through POST /v1/calls and returns its id and the conversation id behind it. */
-export async function placeCall(t: TestApp, agentId: string, extra: Record<string, unknown> = {}): Promise<{ id: string; conversationId: string }> {
+export async function placeCall(
+  t: TestApp,
+  agentId: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ id: string; conversationId: string }> {
   const res = await t.createCall({ agent_id: agentId, to: '+14155550123', ...extra });
   assert.equal(res.statusCode, 201, res.body);
   const id = res.json().id as string;

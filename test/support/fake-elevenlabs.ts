@@ -107,7 +107,10 @@ export async function startFakeElevenLabs(options: { apiKey: string }): Promise<
   function defaultReply(request: FakeRequest): FakeReply {
     // Their general error envelope; the only header parameter of the whole API is xi-api-key.
     if (request.headers['xi-api-key'] !== fake.apiKey) {
-      return { status: 401, body: { detail: { type: 'authentication_error', code: 'invalid_api_key', message: 'Invalid API key', status: 'invalid_api_key' } } };
+      return {
+        status: 401,
+        body: { detail: { type: 'authentication_error', code: 'invalid_api_key', message: 'Invalid API key', status: 'invalid_api_key' } },
+      };
     }
     switch (request.route) {
       case 'outbound': {
@@ -141,7 +144,8 @@ export async function startFakeElevenLabs(options: { apiKey: string }): Promise<
       case 'conversation': {
         const id = decodeURIComponent(request.path.slice('/v1/convai/conversations/'.length));
         const conversation = conversations.get(id);
-        if (!conversation) return { status: 404, body: { detail: { status: 'conversation_not_found', message: 'Conversation not found' } } };
+        if (!conversation)
+          return { status: 404, body: { detail: { status: 'conversation_not_found', message: 'Conversation not found' } } };
         return { status: 200, body: conversation };
       }
       case 'agents': {
@@ -149,7 +153,8 @@ export async function startFakeElevenLabs(options: { apiKey: string }): Promise<
         const size = Math.max(1, Math.min(fake.agentsPageSize, Number.isInteger(asked) && asked > 0 ? asked : 30));
         const cursor = request.query.get('cursor');
         const start = cursor === null ? 0 : Number(cursor.replace(/^cursor_/, ''));
-        if (!Number.isInteger(start) || start < 0) return { status: 422, body: { detail: [{ loc: ['query', 'cursor'], msg: 'Invalid cursor', type: 'value_error' }] } };
+        if (!Number.isInteger(start) || start < 0)
+          return { status: 422, body: { detail: [{ loc: ['query', 'cursor'], msg: 'Invalid cursor', type: 'value_error' }] } };
         const page = fake.agents.slice(start, start + size).map((agent) => ({
           ...agent,
           tags: [],

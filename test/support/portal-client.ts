@@ -16,7 +16,11 @@ export interface PortalClient {
   readonly ip: string;
   get(url: string): Promise<LightMyRequestResponse>;
   /** POSTs a form; `_csrf` is added from the session's pages unless the form has one (null: send none). */
-  post(url: string, form: Record<string, string | string[]>, options?: { csrf?: string | null; headers?: Record<string, string> }): Promise<LightMyRequestResponse>;
+  post(
+    url: string,
+    form: Record<string, string | string[]>,
+    options?: { csrf?: string | null; headers?: Record<string, string> },
+  ): Promise<LightMyRequestResponse>;
   signIn(email: string, pass?: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
   csrf(): Promise<string>;
   /** The one-time `form_token` of a freshly loaded key-creation form. */

@@ -27,7 +27,10 @@ export interface TestApp {
   /** Another account with its own agent and key. */
   newAccount(options?: { mode?: ApiKeyMode; agentId?: string }): Promise<SeededAccount>;
   /** POST /v1/calls with the seed key unless another token is given. */
-  createCall(body: unknown, options?: { token?: string | null; idempotencyKey?: string; headers?: Record<string, string> }): Promise<LightMyRequestResponse>;
+  createCall(
+    body: unknown,
+    options?: { token?: string | null; idempotencyKey?: string; headers?: Record<string, string> },
+  ): Promise<LightMyRequestResponse>;
   inject(options: InjectOptions): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
 }
@@ -113,6 +116,9 @@ export function callBody(app: TestApp, extra: Record<string, unknown> = {}): Rec
 }
 
 export async function countCalls(services: Services): Promise<number> {
-  const row = await services.db.selectFrom('calls').select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirst();
+  const row = await services.db
+    .selectFrom('calls')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .executeTakeFirst();
   return Number(row?.n ?? 0);
 }

@@ -13,8 +13,7 @@ import type { DatabaseConfig } from '../../src/config.js';
 export type Dialect = 'sqlite' | 'postgres';
 export const dialects: readonly Dialect[] = ['sqlite', 'postgres'];
 
-export const postgresAdminUrl =
-  process.env.CALLGATE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const postgresAdminUrl = process.env.CALLGATE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 let postgresProbe: Promise<string | null> | undefined;
 

@@ -127,7 +127,12 @@ describe('checkWebhookUrl', () => {
   });
 
   it('refuses localhost by name, also fully qualified or as a subdomain', () => {
-    for (const url of ['https://localhost/hooks', 'https://LOCALHOST:8443/hooks', 'https://localhost./hooks', 'https://api.localhost/hooks']) {
+    for (const url of [
+      'https://localhost/hooks',
+      'https://LOCALHOST:8443/hooks',
+      'https://localhost./hooks',
+      'https://api.localhost/hooks',
+    ]) {
       assert.match(refused(url), /localhost/, url);
     }
   });
@@ -144,7 +149,12 @@ describe('checkWebhookUrl', () => {
   });
 
   it('accepts a public IP literal over https, and private targets when allowed', () => {
-    for (const url of ['https://8.8.8.8/hooks', 'https://1.1.1.1:8443/a?b=c', 'https://[2606:4700:4700::1111]/hooks', 'https://[64:ff9b::808:808]/hooks']) {
+    for (const url of [
+      'https://8.8.8.8/hooks',
+      'https://1.1.1.1:8443/a?b=c',
+      'https://[2606:4700:4700::1111]/hooks',
+      'https://[64:ff9b::808:808]/hooks',
+    ]) {
       assert.equal(checkWebhookUrl(url, false).ok, true, url);
     }
     for (const url of ['http://127.0.0.1:3000/hooks', 'https://localhost/hooks', 'https://[::1]/hooks', 'https://169.254.169.254/']) {
@@ -161,7 +171,14 @@ describe('checkWebhookTarget', () => {
 
   it('refuses what the form check refuses, without asking DNS', async () => {
     const lookup = resolveTo('8.8.8.8');
-    for (const url of ['https://127.0.0.1/', 'https://localhost/', 'https://[::1]/', 'https://169.254.169.254/', 'http://8.8.8.8/', 'https://u:p@8.8.8.8/']) {
+    for (const url of [
+      'https://127.0.0.1/',
+      'https://localhost/',
+      'https://[::1]/',
+      'https://169.254.169.254/',
+      'http://8.8.8.8/',
+      'https://u:p@8.8.8.8/',
+    ]) {
       assert.equal((await checkWebhookTarget(url, false)).ok, false, url);
     }
     assert.equal(lookup.mock.callCount(), 0);
@@ -205,7 +222,10 @@ describe('checkWebhookTarget', () => {
     mock.method(dns.promises, 'lookup', async () => {
       throw Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' });
     });
-    assert.deepEqual(await checkWebhookTarget('https://nowhere.invalid/', false), { ok: false, reason: 'has a host name that does not resolve' });
+    assert.deepEqual(await checkWebhookTarget('https://nowhere.invalid/', false), {
+      ok: false,
+      reason: 'has a host name that does not resolve',
+    });
   });
 
   it('with private targets allowed, accepts localhost without asking DNS', async () => {
@@ -256,9 +276,13 @@ describe('the HTTP sender checks the address it connects to', () => {
       callback(null, [{ address: '64:ff9b::a9fe:a9fe', family: 6 }]),
     );
     try {
-      const refused = await new Promise<Error | null>((resolve) => guardedLookup(false)('hooks.example.com', { all: true }, (error) => resolve(error)));
+      const refused = await new Promise<Error | null>((resolve) =>
+        guardedLookup(false)('hooks.example.com', { all: true }, (error) => resolve(error)),
+      );
       assert.match(refused?.message ?? '', /hooks\.example\.com resolves to no public address \(64:ff9b::a9fe:a9fe\)/);
-      const allowed = await new Promise<unknown>((resolve) => guardedLookup(true)('hooks.example.com', { all: true }, (_e, addresses) => resolve(addresses)));
+      const allowed = await new Promise<unknown>((resolve) =>
+        guardedLookup(true)('hooks.example.com', { all: true }, (_e, addresses) => resolve(addresses)),
+      );
       assert.deepEqual(allowed, [{ address: '64:ff9b::a9fe:a9fe', family: 6 }]);
     } finally {
       mock.restoreAll();

@@ -231,7 +231,10 @@ for (const example of examples) {
       assert.equal((await call('+14155550123')).statusCode, 201);
       assert.equal((await call('+15005550001')).statusCode, 201); // the simulator's busy number
       const lines = [await receiver.line(0), await receiver.line(1)];
-      assert.ok(lines.every((line) => line.verified === true), `the receiver refused a real delivery: ${JSON.stringify(lines)}`);
+      assert.ok(
+        lines.every((line) => line.verified === true),
+        `the receiver refused a real delivery: ${JSON.stringify(lines)}`,
+      );
       assert.deepEqual(lines.map((line) => line.type).sort(), ['call.completed', 'call.failed']);
       for (const line of lines) {
         assert.match(line.id ?? '', /^evt_/);
@@ -256,7 +259,9 @@ for (const example of examples) {
       const data = { id: 'call_conv_example', agent_id: account.agentId, status: 'completed', duration_seconds: 42 };
       const body = JSON.stringify({ id: eventId, type: 'call.completed', created_at: new Date().toISOString(), data });
       const now = Math.floor(Date.now() / 1000);
-      const signed = (secrets: string[], timestamp: number): Record<string, string> => ({ ...signedHeaders(secrets, eventId, timestamp, body) });
+      const signed = (secrets: string[], timestamp: number): Record<string, string> => ({
+        ...signedHeaders(secrets, eventId, timestamp, body),
+      });
       const forgeries: [what: string, body: string, headers: Record<string, string>][] = [
         ['a changed body', body.replace('"duration_seconds":42', '"duration_seconds":4200'), signed([secret], now)],
         ['a wrong secret', body, signed([generateWebhookSecret()], now)],
@@ -294,7 +299,10 @@ describe('docs/webhooks.md', () => {
   it('its call.completed and call.failed examples have the fields callgate sends', async () => {
     const examplesInDoc = [...doc.matchAll(/```json\n([^`]*)```/g)].map((match) => JSON.parse(match[1]!) as { type: string; data: object });
     const account = await t.newAccount({ agentId: 'agent_doc_check' });
-    for (const [type, to] of [['call.completed', '+14155550123'], ['call.failed', '+15005550002']] as const) {
+    for (const [type, to] of [
+      ['call.completed', '+14155550123'],
+      ['call.failed', '+15005550002'],
+    ] as const) {
       const created = (await t.createCall({ agent_id: account.agentId, to }, { token: account.token })).json<{ id: string }>();
       let event;
       for (const deadline = Date.now() + 5_000; !event && Date.now() < deadline; await sleep(20)) {

@@ -88,7 +88,7 @@ describe('webhook sender', () => {
     }
   });
 
-  it('reports a refused connection in the network error\'s words', async () => {
+  it("reports a refused connection in the network error's words", async () => {
     const sender = createHttpSender({ timeoutMs: 2_000, allowPrivate: true });
     const closed = http.createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));

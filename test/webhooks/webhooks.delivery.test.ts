@@ -37,7 +37,11 @@ await forEachDialect('Webhook delivery', (dialect) => {
   afterEach(async () => {
     const endpoint = await getEndpoint(t.services.db, endpointId);
     if (endpoint) {
-      await t.services.db.updateTable('webhook_endpoints').set({ enabled: 0, deleted_at: new Date().toISOString() }).where('id', '=', endpointId).execute();
+      await t.services.db
+        .updateTable('webhook_endpoints')
+        .set({ enabled: 0, deleted_at: new Date().toISOString() })
+        .where('id', '=', endpointId)
+        .execute();
     }
     await receiver.close();
   });
@@ -56,7 +60,15 @@ await forEachDialect('Webhook delivery', (dialect) => {
     assert.equal(hook.headers['webhook-id'], payload.id);
     assert.equal(payload.type, 'call.completed');
     assert.match(payload.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    assert.deepEqual(Object.keys(payload.data).sort(), ['agent_id', 'duration_seconds', 'ended_at', 'id', 'started_at', 'status', 'transcript_summary']);
+    assert.deepEqual(Object.keys(payload.data).sort(), [
+      'agent_id',
+      'duration_seconds',
+      'ended_at',
+      'id',
+      'started_at',
+      'status',
+      'transcript_summary',
+    ]);
     assert.equal(payload.data.id, created.id);
     assert.equal(payload.data.agent_id, t.seed.agentId);
     assert.equal(payload.data.status, 'completed');
@@ -103,11 +115,23 @@ await forEachDialect('Webhook delivery', (dialect) => {
     for (const hook of hooks) new Webhook(secret).verify(hook.body, hook.headers as Record<string, string>);
     await t.services.dispatcher.idle();
     await sleep(50);
-    const delivery = await t.services.db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).executeTakeFirstOrThrow();
+    const delivery = await t.services.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('endpoint_id', '=', endpointId)
+      .executeTakeFirstOrThrow();
     assert.equal(delivery.status, 'succeeded');
     assert.equal(delivery.attempt_count, 3);
-    const attempts = await t.services.db.selectFrom('webhook_attempts').selectAll().where('delivery_id', '=', delivery.id).orderBy('attempt_number').execute();
-    assert.deepEqual(attempts.map((a) => a.status_code), [500, 500, 200]);
+    const attempts = await t.services.db
+      .selectFrom('webhook_attempts')
+      .selectAll()
+      .where('delivery_id', '=', delivery.id)
+      .orderBy('attempt_number')
+      .execute();
+    assert.deepEqual(
+      attempts.map((a) => a.status_code),
+      [500, 500, 200],
+    );
     assert.ok(attempts.every((a) => a.duration_ms >= 0 && a.attempted_at));
     assert.equal(attempts[2]!.response_excerpt, 'ok');
     // Retries followed the schedule: 100 ms apart at least.
@@ -122,7 +146,11 @@ await forEachDialect('Webhook delivery', (dialect) => {
     let delivery;
     do {
       await sleep(50);
-      delivery = await t.services.db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).executeTakeFirstOrThrow();
+      delivery = await t.services.db
+        .selectFrom('webhook_deliveries')
+        .selectAll()
+        .where('endpoint_id', '=', endpointId)
+        .executeTakeFirstOrThrow();
     } while (delivery.status === 'pending' && Date.now() < deadline);
     assert.equal(delivery.status, 'failed');
     assert.equal(delivery.attempt_count, 4);

@@ -33,7 +33,11 @@ for (const allowPrivate of [false, true]) {
       logs = memoryLogs();
       receiver = await startWebhookReceiver();
       t = await startTestApp('sqlite', {
-        env: { CALLGATE_WEBHOOK_ALLOW_PRIVATE: String(allowPrivate), CALLGATE_SIMULATOR_DELAY_MS: '30', CALLGATE_WEBHOOK_RETRY_SCHEDULE: '1h' },
+        env: {
+          CALLGATE_WEBHOOK_ALLOW_PRIVATE: String(allowPrivate),
+          CALLGATE_SIMULATOR_DELAY_MS: '30',
+          CALLGATE_WEBHOOK_RETRY_SCHEDULE: '1h',
+        },
         startWorker: true,
         overrides: { logger: logs.logger, monitorSweepIntervalMs: 20, dispatcherSweepIntervalMs: 20 },
       });
@@ -59,7 +63,10 @@ for (const allowPrivate of [false, true]) {
       assert.ok(!JSON.stringify(line).includes('transcript'), 'no body in the log');
       // The line is logged as the attempt ends; its record is written just after, in the dispatcher's next batch.
       const delivery = await eventually('the attempt recorded on its delivery', async () => {
-        const row = await t.services.db.selectFrom('webhook_deliveries').select(['status', 'last_error', 'attempt_count']).executeTakeFirstOrThrow();
+        const row = await t.services.db
+          .selectFrom('webhook_deliveries')
+          .select(['status', 'last_error', 'attempt_count'])
+          .executeTakeFirstOrThrow();
         return row.attempt_count > 0 ? row : undefined;
       });
       if (allowPrivate) {
@@ -70,7 +77,8 @@ for (const allowPrivate of [false, true]) {
         assert.equal(line.level, 40, 'warn');
         assert.equal(line.result, 'retrying');
         assert.equal(receiver.received.length, 0);
-        const advice = /127\.0\.0\.1 is not a public address; to deliver to local or private addresses, start the server with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true \(and restart it\)/;
+        const advice =
+          /127\.0\.0\.1 is not a public address; to deliver to local or private addresses, start the server with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true \(and restart it\)/;
         assert.match(line.error ?? '', advice);
         assert.match(delivery.last_error ?? '', advice);
       }

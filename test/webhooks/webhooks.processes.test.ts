@@ -164,7 +164,11 @@ await forEachDialect('Webhooks across real server processes', (dialect) => {
       const deliveryTo = (endpointId: string) =>
         db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).executeTakeFirstOrThrow();
       const attemptsOf = (deliveryId: string) =>
-        db.selectFrom('webhook_attempts').select(['attempt_number', 'status_code', 'response_excerpt']).where('delivery_id', '=', deliveryId).execute();
+        db
+          .selectFrom('webhook_attempts')
+          .select(['attempt_number', 'status_code', 'response_excerpt'])
+          .where('delivery_id', '=', deliveryId)
+          .execute();
       const finished = await deliveryTo(seeded.endpoints[0]!.id);
       assert.equal(finished.status, 'succeeded');
       assert.equal(finished.locked_by, null);
@@ -174,16 +178,25 @@ await forEachDialect('Webhooks across real server processes', (dialect) => {
       const [first, again] = await hanging.waitFor(2, 5_000);
       assert.equal(again!.headers['webhook-id'], first!.headers['webhook-id']);
       assert.ok(again!.receivedAt - exitedAt < leaseMs / 10, `sent again ${again!.receivedAt - exitedAt} ms after the exit`);
-      const released = await until('the released delivery to succeed', async () => {
-        const row = await deliveryTo(other.id);
-        return row.status === 'succeeded' ? row : undefined;
-      }, 5_000);
+      const released = await until(
+        'the released delivery to succeed',
+        async () => {
+          const row = await deliveryTo(other.id);
+          return row.status === 'succeeded' ? row : undefined;
+        },
+        5_000,
+      );
       // Both requests the receiver got are in the log: the first cut off by the shutdown, the second answered.
       assert.deepEqual(await attemptsOf(released.id), [
         { attempt_number: 1, status_code: null, response_excerpt: null },
         { attempt_number: 2, status_code: 200, response_excerpt: 'ok' },
       ]);
-      const cutOff = await db.selectFrom('webhook_attempts').select(['error', 'duration_ms']).where('delivery_id', '=', released.id).where('attempt_number', '=', 1).executeTakeFirstOrThrow();
+      const cutOff = await db
+        .selectFrom('webhook_attempts')
+        .select(['error', 'duration_ms'])
+        .where('delivery_id', '=', released.id)
+        .where('attempt_number', '=', 1)
+        .executeTakeFirstOrThrow();
       assert.match(cutOff.error ?? '', /^Interrupted: the worker shut down before the answer came/);
       assert.ok(cutOff.duration_ms >= 1_000, `the interrupted attempt lasted ${cutOff.duration_ms} ms`);
       assert.equal(released.attempt_count, 2);
@@ -226,7 +239,10 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
         return { status: first ? 500 : 200, body: first ? 'try again' : 'ok', delayMs: 20 };
       };
     }
-    seeded = await seedDatabase(database, receivers.map((receiver) => receiver.url));
+    seeded = await seedDatabase(
+      database,
+      receivers.map((receiver) => receiver.url),
+    );
     db = openDatabase(database.config).db;
   });
   after(async () => {
@@ -274,7 +290,12 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
       async () => {
         // Fail at once rather than wait for a lease: two attempts of one delivery at the same time.
         assert.deepEqual(overlapping, [], 'a webhook-id was sent again while its previous request was unanswered');
-        const locked = await db.selectFrom('webhook_deliveries').select('locked_by').distinct().where('locked_by', 'is not', null).execute();
+        const locked = await db
+          .selectFrom('webhook_deliveries')
+          .select('locked_by')
+          .distinct()
+          .where('locked_by', 'is not', null)
+          .execute();
         for (const row of locked) holders.add(row.locked_by!);
         const rows = await db
           .selectFrom('webhook_deliveries')

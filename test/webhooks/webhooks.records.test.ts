@@ -8,7 +8,12 @@ import { after, afterEach, before, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.js';
 import { createEndpoint, getEndpoint, rotateSecret, secretOverlapMs } from '../../src/features/webhooks/endpoints.service.js';
-import { claimDueDeliveries, recordAttempts, releaseClaims, type AttemptRecord } from '../../src/features/webhooks/dispatcher.repository.js';
+import {
+  claimDueDeliveries,
+  recordAttempts,
+  releaseClaims,
+  type AttemptRecord,
+} from '../../src/features/webhooks/dispatcher.repository.js';
 import { enqueueEvent } from '../../src/features/webhooks/events.service.js';
 import { responseExcerptBytes } from '../../src/features/webhooks/webhook-sender.js';
 import { ManualClock } from '../../src/lib/clock.js';
@@ -142,7 +147,10 @@ await forEachDialect('Results of a lost claim', (dialect) => {
     const deliveryId = deliveryIds[0]!;
     const now = '2030-01-01T00:00:01.000Z';
     const claimed = await claimDueDeliveries(t.services.db, dialect, 'wkr_a', now, '2030-01-01T00:01:00.000Z', 10);
-    assert.deepEqual(claimed.map((delivery) => delivery.id), [deliveryId]);
+    assert.deepEqual(
+      claimed.map((delivery) => delivery.id),
+      [deliveryId],
+    );
     await releaseClaims(t.services.db, 'wkr_a', [deliveryId]);
     const result = (workerId: string, attemptId: string): AttemptRecord => ({
       attempt: {

@@ -45,9 +45,18 @@ describe('retry schedule', () => {
 
   it('jitter stays within ±20 % and spreads over that range', () => {
     assert.equal(jitterFraction, 0.2);
-    assert.equal(withJitter(10_000, () => 0), 8_000);
-    assert.equal(withJitter(10_000, () => 0.5), 10_000);
-    assert.equal(withJitter(10_000, () => 0.999_999), 12_000);
+    assert.equal(
+      withJitter(10_000, () => 0),
+      8_000,
+    );
+    assert.equal(
+      withJitter(10_000, () => 0.5),
+      10_000,
+    );
+    assert.equal(
+      withJitter(10_000, () => 0.999_999),
+      12_000,
+    );
     const samples = Array.from({ length: 2_000 }, () => withJitter(10_000));
     assert.ok(samples.every((delay) => delay >= 8_000 && delay <= 12_000));
     assert.ok(Math.min(...samples) < 8_500 && Math.max(...samples) > 11_500, 'the jitter should use its whole range');
@@ -61,14 +70,20 @@ describe('retry schedule', () => {
       [100, 200, 300, null, null],
     );
     // Jitter applies to every scheduled delay.
-    assert.equal(nextDelayMs(schedule, 3, null, () => 0), 240);
+    assert.equal(
+      nextDelayMs(schedule, 3, null, () => 0),
+      240,
+    );
     // A Retry-After does not extend a schedule that is used up.
     assert.equal(nextDelayMs(schedule, 4, 5_000, exact), null);
   });
 
-  it("a Retry-After replaces the scheduled delay, without jitter, within 1 s and 24 h", () => {
+  it('a Retry-After replaces the scheduled delay, without jitter, within 1 s and 24 h', () => {
     const schedule = [5 * minute];
-    assert.equal(nextDelayMs(schedule, 1, 3 * second, () => 0), 3 * second);
+    assert.equal(
+      nextDelayMs(schedule, 1, 3 * second, () => 0),
+      3 * second,
+    );
     assert.equal(nextDelayMs(schedule, 1, 0), retryAfterBoundsMs.min);
     assert.equal(nextDelayMs(schedule, 1, 10), 1_000);
     assert.equal(nextDelayMs(schedule, 1, 3 * day), retryAfterBoundsMs.max);
@@ -91,7 +106,11 @@ describe('retry schedule', () => {
     assert.deepEqual(schedule, [5 * second, 5 * minute, 30 * minute, 2 * hour, 5 * hour, 10 * hour, 10 * hour]);
     let attempts = 1;
     let totalMs = 0;
-    for (let delay = nextDelayMs(schedule, attempts, null, () => 0.5); delay !== null; delay = nextDelayMs(schedule, attempts, null, () => 0.5)) {
+    for (
+      let delay = nextDelayMs(schedule, attempts, null, () => 0.5);
+      delay !== null;
+      delay = nextDelayMs(schedule, attempts, null, () => 0.5)
+    ) {
       attempts++;
       totalMs += delay;
     }
@@ -204,7 +223,11 @@ await forEachDialect('Endpoints failing for 5 days', (dialect) => {
       .where('id', '=', endpointId)
       .executeTakeFirstOrThrow();
   const delivery = (id: string) =>
-    t.services.db.selectFrom('webhook_deliveries').select(['status', 'attempt_count', 'last_error']).where('id', '=', id).executeTakeFirstOrThrow();
+    t.services.db
+      .selectFrom('webhook_deliveries')
+      .select(['status', 'attempt_count', 'last_error'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
   /** Waits for the receiver's `count`th request and for its result to be written. */
   const attempted = async (count: number) => {
     await receiver.waitFor(count, 5_000);
@@ -228,7 +251,11 @@ await forEachDialect('Endpoints failing for 5 days', (dialect) => {
     // Another delivery, attempted once and waiting for a retry weeks away.
     const laterId = await enqueueFor(t, endpointId);
     await attempted(6);
-    await t.services.db.updateTable('webhook_deliveries').set({ next_attempt_at: iso(start + 30 * day) }).where('id', '=', laterId).execute();
+    await t.services.db
+      .updateTable('webhook_deliveries')
+      .set({ next_attempt_at: iso(start + 30 * day) })
+      .where('id', '=', laterId)
+      .execute();
     // The sixth attempt of the first comes 5 days and 5 seconds after the first failure.
     await nextDay();
     assert.ok(clock.now().getTime() - start >= disableAfterFailingMs);

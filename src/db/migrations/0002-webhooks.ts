@@ -57,22 +57,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
-  await db.schema
-    .createIndex('webhook_deliveries_due_idx')
-    .on('webhook_deliveries')
-    .columns(['status', 'next_attempt_at'])
-    .execute();
+  await db.schema.createIndex('webhook_deliveries_due_idx').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
   await db.schema.createIndex('webhook_deliveries_event_idx').on('webhook_deliveries').column('event_id').execute();
-  await db.schema
-    .createIndex('webhook_deliveries_endpoint_idx')
-    .on('webhook_deliveries')
-    .columns(['endpoint_id', 'id'])
-    .execute();
-  await db.schema
-    .createIndex('webhook_deliveries_account_idx')
-    .on('webhook_deliveries')
-    .columns(['account_id', 'status', 'id'])
-    .execute();
+  await db.schema.createIndex('webhook_deliveries_endpoint_idx').on('webhook_deliveries').columns(['endpoint_id', 'id']).execute();
+  await db.schema.createIndex('webhook_deliveries_account_idx').on('webhook_deliveries').columns(['account_id', 'status', 'id']).execute();
 
   await db.schema
     .createTable('webhook_attempts')

@@ -58,7 +58,9 @@ export async function upsertAgent(
 ): Promise<{ agent: AgentView; created: boolean }> {
   const agentId = input.agentId.trim();
   if (!/^agent_[A-Za-z0-9_-]{1,120}$/.test(agentId)) {
-    throw new ApiError('invalid_request', `agent ids look like agent_… (letters, digits, _ and -), got "${input.agentId}"`, { param: 'agent_id' });
+    throw new ApiError('invalid_request', `agent ids look like agent_… (letters, digits, _ and -), got "${input.agentId}"`, {
+      param: 'agent_id',
+    });
   }
   if (!agentProviders.includes(input.provider)) {
     throw new ApiError('invalid_request', `provider must be one of ${agentProviders.join(', ')}`, { param: 'provider' });

@@ -30,6 +30,6 @@ export function hashToken(token: string): string {
 export function parseBearer(header: string | undefined): string | null {
   if (header === undefined) return null;
   const match = /^bearer ([^\s]+)$/i.exec(header);
-  if (!match || !match[1] || !tokenPattern.test(match[1])) return null;
+  if (!match?.[1] || !tokenPattern.test(match[1])) return null;
   return match[1];
 }

@@ -54,7 +54,11 @@ const expiredPerPass = 100;
 const backoffStartMs = 1_000;
 const backoffMaxMs = 5 * 60_000;
 
-export function deferralDelayMs(deferrals: number, failure: Extract<ProviderFailure, { kind: 'unavailable' }>, random: () => number): number {
+export function deferralDelayMs(
+  deferrals: number,
+  failure: Extract<ProviderFailure, { kind: 'unavailable' }>,
+  random: () => number,
+): number {
   const exponential = Math.min(backoffMaxMs, backoffStartMs * 2 ** Math.min(deferrals, 20));
   const jittered = Math.round(exponential * (0.8 + 0.4 * random()));
   return Math.max(jittered, Math.min(backoffMaxMs, (failure.retryAfterSeconds ?? 0) * 1000));
@@ -126,7 +130,12 @@ export class BatchDialer implements Job {
       const recipients = await dialerRepo.claimRecipients(trx, dialect, batch.id, at, isoTimestamp(addMs(now, this.options.leaseMs)), free);
       if (recipients.length === 0) return undefined;
       if (batch.status === 'scheduled') {
-        await trx.updateTable('batches').set({ status: 'running', updated_at: at }).where('id', '=', batch.id).where('status', '=', 'scheduled').execute();
+        await trx
+          .updateTable('batches')
+          .set({ status: 'running', updated_at: at })
+          .where('id', '=', batch.id)
+          .where('status', '=', 'scheduled')
+          .execute();
       }
       return { batch, recipients };
     });
@@ -134,7 +143,12 @@ export class BatchDialer implements Job {
 
   private track(dial: Promise<void>): void {
     const tracked = dial
-      .catch((error: unknown) => this.options.logger[failureLogLevel(error)]({ err: error }, 'dialing a batch recipient failed; it ends interrupted after its lease'))
+      .catch((error: unknown) =>
+        this.options.logger[failureLogLevel(error)](
+          { err: error },
+          'dialing a batch recipient failed; it ends interrupted after its lease',
+        ),
+      )
       .finally(() => this.dials.delete(tracked));
     this.dials.add(tracked);
   }
@@ -145,15 +159,28 @@ export class BatchDialer implements Job {
     const placed = agent
       ? await placeCall(
           calls,
-          { apiKey: { id: batch.api_key_id, account_id: batch.account_id, mode: batch.mode }, batch: { id: batch.id, reference: recipient.reference } },
+          {
+            apiKey: { id: batch.api_key_id, account_id: batch.account_id, mode: batch.mode },
+            batch: { id: batch.id, reference: recipient.reference },
+          },
           agent,
-          { to: recipient.to_number, metadata: recipient.metadata === null ? null : (JSON.parse(recipient.metadata) as Record<string, string>) },
+          {
+            to: recipient.to_number,
+            metadata: recipient.metadata === null ? null : (JSON.parse(recipient.metadata) as Record<string, string>),
+          },
         )
-      : ({ ok: false, failure: { kind: 'rejected', message: `The agent ${batch.agent_id} is no longer in this account.`, retryable: false } } as const);
+      : ({
+          ok: false,
+          failure: { kind: 'rejected', message: `The agent ${batch.agent_id} is no longer in this account.`, retryable: false },
+        } as const);
     if (!placed.ok) return this.notPlaced(batch, recipient, placed.failure);
     const stored = await this.store(recipient, placed.row);
     if (stored === undefined) return;
-    if (!stored) logger.warn({ batchId: batch.id, recipientId: recipient.id, callId: placed.row.id }, 'a batch call was placed after its dialing lease ended; its recipient stays interrupted');
+    if (!stored)
+      logger.warn(
+        { batchId: batch.id, recipientId: recipient.id, callId: placed.row.id },
+        'a batch call was placed after its dialing lease ended; its recipient stays interrupted',
+      );
     calls.onCallPlaced?.(placed.row.id, placed.firstCheckAt);
   }
 
@@ -180,7 +207,9 @@ export class BatchDialer implements Job {
           // A first attempt may have committed just before its connection dropped.
           placed = (await getCall(db, row.account_id, row.id)) ? true : await store();
         },
-        { onUnavailable: () => logger.warn({ callId: row.id }, 'the database is still unavailable; storing a placed batch call again soon') },
+        {
+          onUnavailable: () => logger.warn({ callId: row.id }, 'the database is still unavailable; storing a placed batch call again soon'),
+        },
       );
       return placed;
     }
@@ -193,7 +222,10 @@ export class BatchDialer implements Job {
       const next = addMs(now, deferralDelayMs(recipient.deferrals, failure, this.options.random ?? Math.random));
       const { cancelled, finished } = await requeueDialing(db, clock, batch.id, recipient.id, isoTimestamp(next));
       if (cancelled) return this.afterFinishing(finished);
-      logger.info({ batchId: batch.id, recipientId: recipient.id, retryAt: isoTimestamp(next) }, 'the provider cannot take a batch call now; it is queued again');
+      logger.info(
+        { batchId: batch.id, recipientId: recipient.id, retryAt: isoTimestamp(next) },
+        'the provider cannot take a batch call now; it is queued again',
+      );
       this.handle.wakeAt(next);
       return;
     }
@@ -215,7 +247,8 @@ export class BatchDialer implements Job {
     for (const [batchId, ids] of byBatch) {
       const { failed, finished } = await failDialing(this.options.db, this.options.clock, batchId, ids, {
         reason: 'interrupted',
-        message: 'The worker dialing this recipient stopped before the provider answered; the call may have been placed, so it is not dialed again.',
+        message:
+          'The worker dialing this recipient stopped before the provider answered; the call may have been placed, so it is not dialed again.',
         leaseEndedBy: at,
       });
       if (failed.length > 0) this.options.logger.warn({ batchId, recipients: failed }, 'batch recipients were interrupted while dialing');

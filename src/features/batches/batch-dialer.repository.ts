@@ -48,7 +48,7 @@ export async function dueBatches(db: Db, now: string, limit: number): Promise<Ba
  * PostgreSQL a batch another worker holds is skipped (SKIP LOCKED): that worker is filling its slots.
  */
 export async function lockDueBatch(db: Db, dialect: 'sqlite' | 'postgres', id: string, now: string): Promise<BatchRow | undefined> {
-  let query = db.selectFrom('batches').selectAll().where('id', '=', id).where('status', 'in', dialable).where('scheduled_at', '<=', now);
+  const query = db.selectFrom('batches').selectAll().where('id', '=', id).where('status', 'in', dialable).where('scheduled_at', '<=', now);
   if (dialect === 'postgres') return query.forUpdate().skipLocked().executeTakeFirst();
   await lockBatches(db, [id]);
   return query.executeTakeFirst();

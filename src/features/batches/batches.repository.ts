@@ -2,13 +2,7 @@ import { sql } from 'kysely';
 import { dialectOf, type Db } from '../../db/database.js';
 import type { InsertStatement } from '../../db/prepared.js';
 import { updateFromJson } from '../../jobs/claim.js';
-import {
-  openRecipientStatuses,
-  type BatchRow,
-  type BatchStatus,
-  type RecipientRow,
-  type RecipientStatus,
-} from './batches.tables.js';
+import { openRecipientStatuses, type BatchRow, type BatchStatus, type RecipientRow, type RecipientStatus } from './batches.tables.js';
 
 /** Every column given, none left to a default: the row is the whole batch. */
 export const batchInsert: InsertStatement<BatchRow> = function insertBatch(db, p) {
@@ -39,7 +33,10 @@ const insertChunkRows = 1_000;
 
 export async function insertRecipients(db: Db, rows: readonly RecipientRow[]): Promise<void> {
   for (let start = 0; start < rows.length; start += insertChunkRows) {
-    await db.insertInto('batch_recipients').values(rows.slice(start, start + insertChunkRows)).execute();
+    await db
+      .insertInto('batch_recipients')
+      .values(rows.slice(start, start + insertChunkRows))
+      .execute();
   }
 }
 
@@ -163,7 +160,13 @@ export async function cancelQueuedRecipients(db: Db, batchId: string, now: strin
 export async function requeueDialingRecipient(db: Db, recipientId: string, nextAttemptAt: string, now: string): Promise<void> {
   await db
     .updateTable('batch_recipients')
-    .set((eb) => ({ status: 'queued', next_attempt_at: nextAttemptAt, deferrals: eb('deferrals', '+', 1), locked_until: null, updated_at: now }))
+    .set((eb) => ({
+      status: 'queued',
+      next_attempt_at: nextAttemptAt,
+      deferrals: eb('deferrals', '+', 1),
+      locked_until: null,
+      updated_at: now,
+    }))
     .where('id', '=', recipientId)
     .where('status', '=', 'dialing')
     .execute();
@@ -222,7 +225,13 @@ export async function failDialingRecipients(
   if (ids.length === 0) return [];
   let query = db
     .updateTable('batch_recipients')
-    .set({ status: 'failed', failure_reason: failure.reason, failure_message: failure.message, locked_until: null, updated_at: failure.now })
+    .set({
+      status: 'failed',
+      failure_reason: failure.reason,
+      failure_message: failure.message,
+      locked_until: null,
+      updated_at: failure.now,
+    })
     .where('id', 'in', ids)
     .where('status', '=', 'dialing');
   if (failure.leaseEndedBy !== undefined) query = query.where('locked_until', '<=', failure.leaseEndedBy);

@@ -40,7 +40,10 @@ function parseLimit(text: string | undefined): number {
 }
 
 const notFound = (mode: string, id: string) =>
-  new ApiError('not_found', id === '' ? 'A batch id is needed: /v1/batches/{id}.' : `No ${mode}-mode batch ${id.slice(0, 200)} in this account.`);
+  new ApiError(
+    'not_found',
+    id === '' ? 'A batch id is needed: /v1/batches/{id}.' : `No ${mode}-mode batch ${id.slice(0, 200)} in this account.`,
+  );
 
 const refusals: Record<BatchAction, (status: string) => ApiError> = {
   pause: (status) => new ApiError('batch_finished', `The batch is ${status}; only a scheduled or running batch can be paused.`),
@@ -124,13 +127,17 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
   registerMethodNotAllowed(app, '/batches/:id/recipients', ['GET']);
 
   for (const action of ['pause', 'resume', 'cancel'] as const) {
-    app.post(`/batches/:id/${action}`, { schema: { params: BatchParams, response: { 200: Batch, ...errorResponses } } }, async (request) => {
-      const apiKey = requireApiKey(request);
-      const result = await changeBatch(deps, request.params.id, action, { accountId: apiKey.account_id, mode: apiKey.mode });
-      if (result.kind === 'not_found') throw notFound(apiKey.mode, request.params.id);
-      if (result.kind === 'refused') throw refusals[action](result.batch.status);
-      return result.batch;
-    });
+    app.post(
+      `/batches/:id/${action}`,
+      { schema: { params: BatchParams, response: { 200: Batch, ...errorResponses } } },
+      async (request) => {
+        const apiKey = requireApiKey(request);
+        const result = await changeBatch(deps, request.params.id, action, { accountId: apiKey.account_id, mode: apiKey.mode });
+        if (result.kind === 'not_found') throw notFound(apiKey.mode, request.params.id);
+        if (result.kind === 'refused') throw refusals[action](result.batch.status);
+        return result.batch;
+      },
+    );
     registerMethodNotAllowed(app, `/batches/:id/${action}`, ['POST']);
   }
 };

@@ -55,7 +55,10 @@ function bodyProblem(body: CreateBatchBody, now: Date): { param: string; message
   if (body.scheduled_at === undefined) return { scheduledAt: now };
   const at = parseIsoDateTime(body.scheduled_at);
   if (!at) {
-    return { param: 'scheduled_at', message: 'scheduled_at must be an ISO 8601 date and time with its time zone, such as 2026-11-24T09:00:00Z.' };
+    return {
+      param: 'scheduled_at',
+      message: 'scheduled_at must be an ISO 8601 date and time with its time zone, such as 2026-11-24T09:00:00Z.',
+    };
   }
   if (at.getTime() < now.getTime() - scheduleGraceMs) {
     return { param: 'scheduled_at', message: 'scheduled_at is in the past; leave it out to start now.' };
@@ -71,7 +74,12 @@ function bodyProblem(body: CreateBatchBody, now: Date): { param: string; message
  * batch row is stored with the completion of the key (KeyHold.insertCompleting), after its recipients:
  * the batch appears whole or not at all, and a replay answers this very batch.
  */
-export async function createBatch(deps: BatchesDeps, apiKey: ApiKeyRow, body: CreateBatchBody, hold: KeyHold | undefined): Promise<CreateBatchResult> {
+export async function createBatch(
+  deps: BatchesDeps,
+  apiKey: ApiKeyRow,
+  body: CreateBatchBody,
+  hold: KeyHold | undefined,
+): Promise<CreateBatchResult> {
   const now = deps.clock.now();
   const checked = bodyProblem(body, now);
   if ('param' in checked) return { kind: 'invalid', ...checked };
@@ -115,7 +123,11 @@ export async function createBatch(deps: BatchesDeps, apiKey: ApiKeyRow, body: Cr
       updated_at: createdAt,
     }),
   );
-  const response: StoredResponse = { status: 201, body: toBatch(row, allQueued(row.total)), headers: { location: `/v1/batches/${row.id}` } };
+  const response: StoredResponse = {
+    status: 201,
+    body: toBatch(row, allQueued(row.total)),
+    headers: { location: `/v1/batches/${row.id}` },
+  };
   if (hold) {
     // Recipients without their batch row are never dialed or shown (everything reaches them through it).
     await deps.db.transaction().execute((trx) => repo.insertRecipients(trx, recipients));
@@ -209,7 +221,12 @@ const finished: readonly BatchStatus[] = ['completed', 'cancelled'];
  * `cancelled`, and so does the batch) a batch within `scope`. The same action twice gives the same batch.
  * Pausing or resuming a batch that ended, and cancelling a completed one, is refused.
  */
-export async function changeBatch(deps: BatchesDeps, id: string, action: BatchAction, scope: repo.BatchScope = {}): Promise<BatchActionResult> {
+export async function changeBatch(
+  deps: BatchesDeps,
+  id: string,
+  action: BatchAction,
+  scope: repo.BatchScope = {},
+): Promise<BatchActionResult> {
   const { db, clock } = deps;
   let wake = false;
   const result = await db.transaction().execute(async (trx): Promise<BatchActionResult> => {

@@ -86,7 +86,9 @@ export function demoBanner(seed: DemoSeed, baseUrl: string, cliSettings = ''): s
     '  (the key is shown only this once; it places simulated calls only)',
     '',
     'Place a call:',
-    ...createCallCurl(baseUrl, seed.agentId, seed.token).split('\n').map((line) => `  ${line}`),
+    ...createCallCurl(baseUrl, seed.agentId, seed.token)
+      .split('\n')
+      .map((line) => `  ${line}`),
     '',
     `Developer portal: ${baseUrl}/developers`,
     `  sign-in user: ${cliSettings}npx callgate users add --account ${seed.accountId} --email you@example.com --password '…'`,

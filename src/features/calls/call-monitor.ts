@@ -93,7 +93,10 @@ export class CallMonitor implements Job {
         await this.check(call)
           .then((outcome) => outcome && ended.push(outcome))
           .catch((error: unknown) =>
-            this.options.logger[failureLogLevel(error)]({ err: error, callId: call.id }, 'call check failed; it is looked at again after its lease'),
+            this.options.logger[failureLogLevel(error)](
+              { err: error, callId: call.id },
+              'call check failed; it is looked at again after its lease',
+            ),
           );
       }
     };
@@ -115,7 +118,10 @@ export class CallMonitor implements Job {
       for (const item of ended) {
         results.push(
           await recordOutcome(db, clock, item.callId, item.outcome).catch((err: unknown) => {
-            logger[failureLogLevel(err)]({ err, callId: item.callId }, 'recording a call outcome failed; it is looked at again after its lease');
+            logger[failureLogLevel(err)](
+              { err, callId: item.callId },
+              'recording a call outcome failed; it is looked at again after its lease',
+            );
             return { ended: false, deliveries: 0 };
           }),
         );

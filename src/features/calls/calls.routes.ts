@@ -4,7 +4,17 @@ import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
 import { withIdempotency } from '../idempotency/idempotency.hook.js';
 import { providerFailureError } from '../providers/provider-failure.js';
-import { Call, CallCreated, CallList, CallParams, CreateCallBody, CreateCallHeaders, ListCallsQuery, createCallPatternHints, errorResponses } from './calls.schemas.js';
+import {
+  Call,
+  CallCreated,
+  CallList,
+  CallParams,
+  CreateCallBody,
+  CreateCallHeaders,
+  ListCallsQuery,
+  createCallPatternHints,
+  errorResponses,
+} from './calls.schemas.js';
 import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, readAgentAhead, type CallsDeps } from './calls.service.js';
 
 /** The scope of an Idempotency-Key within an API key on the endpoint that creates calls. */
@@ -56,44 +66,40 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     },
   );
 
-  app.get(
-    '/calls',
-    { schema: { querystring: ListCallsQuery, response: { 200: CallList, ...errorResponses } } },
-    async (request) => {
-      const apiKey = requireApiKey(request);
-      const text = request.query.limit;
-      const limit = text === undefined ? listLimitDefault : /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN;
-      if (!(limit >= 1 && limit <= listLimitMax)) {
-        throw new ApiError('invalid_request', `limit must be an integer from 1 to ${listLimitMax}.`, { param: 'limit' });
-      }
-      const { starting_after: startingAfter, status, agent_id: agentId } = request.query;
-      // An empty filter is a mistake, not "no filter" (Stripe refuses empty strings the same way).
-      if (agentId === '') throw new ApiError('invalid_request', 'agent_id must not be empty; leave it out to list every agent\'s calls.', { param: 'agent_id' });
-      const page = await listCalls(deps.db, apiKey.account_id, {
-        mode: apiKey.mode,
-        limit,
-        ...(startingAfter === undefined ? {} : { startingAfter }),
-        ...(status === undefined ? {} : { status }),
-        ...(agentId === undefined ? {} : { agentId }),
-      });
-      if (!page) throw new ApiError('invalid_request', 'starting_after is not a call of this account.', { param: 'starting_after' });
-      return page;
-    },
-  );
+  app.get('/calls', { schema: { querystring: ListCallsQuery, response: { 200: CallList, ...errorResponses } } }, async (request) => {
+    const apiKey = requireApiKey(request);
+    const text = request.query.limit;
+    const limit = text === undefined ? listLimitDefault : /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN;
+    if (!(limit >= 1 && limit <= listLimitMax)) {
+      throw new ApiError('invalid_request', `limit must be an integer from 1 to ${listLimitMax}.`, { param: 'limit' });
+    }
+    const { starting_after: startingAfter, status, agent_id: agentId } = request.query;
+    // An empty filter is a mistake, not "no filter" (Stripe refuses empty strings the same way).
+    if (agentId === '')
+      throw new ApiError('invalid_request', "agent_id must not be empty; leave it out to list every agent's calls.", { param: 'agent_id' });
+    const page = await listCalls(deps.db, apiKey.account_id, {
+      mode: apiKey.mode,
+      limit,
+      ...(startingAfter === undefined ? {} : { startingAfter }),
+      ...(status === undefined ? {} : { status }),
+      ...(agentId === undefined ? {} : { agentId }),
+    });
+    if (!page) throw new ApiError('invalid_request', 'starting_after is not a call of this account.', { param: 'starting_after' });
+    return page;
+  });
   registerMethodNotAllowed(app, '/calls', ['GET', 'POST']);
 
-  app.get(
-    '/calls/:id',
-    { schema: { params: CallParams, response: { 200: Call, ...errorResponses } } },
-    async (request) => {
-      const apiKey = requireApiKey(request);
-      const call = await getCall(deps.db, apiKey.account_id, request.params.id, apiKey.mode);
-      if (!call) {
-        const id = request.params.id;
-        throw new ApiError('not_found', id === '' ? 'A call id is needed: GET /v1/calls/{id}.' : `No ${apiKey.mode}-mode call ${id} in this account.`);
-      }
-      return call;
-    },
-  );
+  app.get('/calls/:id', { schema: { params: CallParams, response: { 200: Call, ...errorResponses } } }, async (request) => {
+    const apiKey = requireApiKey(request);
+    const call = await getCall(deps.db, apiKey.account_id, request.params.id, apiKey.mode);
+    if (!call) {
+      const id = request.params.id;
+      throw new ApiError(
+        'not_found',
+        id === '' ? 'A call id is needed: GET /v1/calls/{id}.' : `No ${apiKey.mode}-mode call ${id} in this account.`,
+      );
+    }
+    return call;
+  });
   registerMethodNotAllowed(app, '/calls/:id', ['GET']);
 };

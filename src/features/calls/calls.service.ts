@@ -329,7 +329,15 @@ export async function recordOutcomes(
 }
 
 function callEnding(callId: string, outcome: CallOutcome, updatedAt: string): repo.CallEnding {
-  const none = { started_at: null, ended_at: null, duration_seconds: null, transcript_summary: null, failure_reason: null, failure_message: null, failed_at: null };
+  const none = {
+    started_at: null,
+    ended_at: null,
+    duration_seconds: null,
+    transcript_summary: null,
+    failure_reason: null,
+    failure_message: null,
+    failed_at: null,
+  };
   return outcome.status === 'completed'
     ? {
         ...none,

@@ -19,7 +19,10 @@ const Home = Type.Object({
  * someone who opened the server's address: a browser is sent to the portal, anything else gets the
  * addresses as JSON (a 404 there told a newcomer nothing).
  */
-export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db; dialect: string; publicUrl: string }> = async (app, { db, dialect, publicUrl }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db; dialect: string; publicUrl: string }> = async (
+  app,
+  { db, dialect, publicUrl },
+) => {
   app.get('/healthz', { schema: { response: { 200: Health } } }, async () => {
     await sql`select 1`.execute(db);
     return { status: 'ok' as const, database: dialect };
@@ -31,7 +34,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db; dialect: string; 
     if ((request.headers.accept ?? '').includes('text/html')) return reply.redirect('/developers', 302);
     return {
       name: 'callgate' as const,
-      message: 'This is the callgate API: start a call with POST /v1/calls and a Bearer API key. API keys, webhooks and a quick start are in the developer portal.',
+      message:
+        'This is the callgate API: start a call with POST /v1/calls and a Bearer API key. API keys, webhooks and a quick start are in the developer portal.',
       portal_url: `${publicUrl}/developers`,
       api_url: `${publicUrl}/v1/calls`,
       health_url: `${publicUrl}/healthz`,

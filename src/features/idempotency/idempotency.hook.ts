@@ -55,7 +55,11 @@ export async function withIdempotency<Rep extends FastifyReply, Result>(
   const claimed = await claimFor(deps, scope, request.body);
   switch (claimed.kind) {
     case 'replay':
-      reply.header('idempotent-replayed', 'true').code(claimed.response.status).headers(claimed.response.headers).send(claimed.response.body);
+      reply
+        .header('idempotent-replayed', 'true')
+        .code(claimed.response.status)
+        .headers(claimed.response.headers)
+        .send(claimed.response.body);
       return reply;
     case 'conflict':
       throw new ApiError('idempotency_conflict');

@@ -10,7 +10,10 @@ export async function findAccountById(db: Db, id: string): Promise<AccountRow | 
 }
 
 export async function countAccounts(db: Db): Promise<number> {
-  const row = await db.selectFrom('accounts').select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirst();
+  const row = await db
+    .selectFrom('accounts')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .executeTakeFirst();
   return Number(row?.n ?? 0);
 }
 

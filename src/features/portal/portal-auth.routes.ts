@@ -59,7 +59,11 @@ export const portalAuthRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> =
     if (result.kind === 'throttled') return throttledPage(request, reply, result.retryAfterSeconds);
     if (result.kind === 'invalid') {
       // The form again, with the token its cookie still holds (the check above saw it there).
-      return sendPage(reply, 401, signInPage({ csrfToken: signInCsrfToken(request), email, next, error: 'That email and password do not match a user.' }));
+      return sendPage(
+        reply,
+        401,
+        signInPage({ csrfToken: signInCsrfToken(request), email, next, error: 'That email and password do not match a user.' }),
+      );
     }
     // A session the browser already had ends here: the new sign-in never reuses a token from before it.
     if (request.portal) await endSession(deps.db, request.portal);
@@ -75,7 +79,12 @@ export const portalAuthRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> =
 
   app.post('/sign-out', { schema: { body: EmptyForm } }, async (request, reply) => {
     await endSession(deps.db, sessionOf(request));
-    reply.clearCookie(sessionCookie, { path: '/developers', httpOnly: true, sameSite: 'lax', secure: cookieIsSecure(request, deps.config.publicUrl) });
+    reply.clearCookie(sessionCookie, {
+      path: '/developers',
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: cookieIsSecure(request, deps.config.publicUrl),
+    });
     return seeOther(reply, '/developers/sign-in?notice=signed_out');
   });
 };

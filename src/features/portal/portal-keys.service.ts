@@ -31,7 +31,12 @@ export async function createKeyOnce(
   const outcome = await db.transaction().execute(async (trx) => {
     // A form cannot outlive the session that showed it, so older tokens can go.
     await repo.deleteFormTokensBefore(trx, isoTimestamp(addMs(now, -sessionMaxMs)));
-    const claimed = await repo.claimFormToken(trx, { token: input.formToken, account_id: input.accountId, api_key_id: null, created_at: isoTimestamp(now) });
+    const claimed = await repo.claimFormToken(trx, {
+      token: input.formToken,
+      account_id: input.accountId,
+      api_key_id: null,
+      created_at: isoTimestamp(now),
+    });
     if (!claimed) return { kind: 'already_sent' as const };
     const key = await createApiKey(trx, clock, { accountId: input.accountId, name: input.name, mode: input.mode });
     await repo.setFormTokenKey(trx, input.formToken, key.id);

@@ -40,15 +40,22 @@ export const portalPagesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> 
     const page = async (status: number, outcome: { notice?: string; error?: string }) =>
       sendPage(reply, status, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId), { canSync, ...outcome }));
     if (!deps.agentDirectory) {
-      return page(409, { error: `This server has no ${elevenLabsKeySetting}, so it cannot sync agents from ElevenLabs. Ask your callgate operator to set it.` });
+      return page(409, {
+        error: `This server has no ${elevenLabsKeySetting}, so it cannot sync agents from ElevenLabs. Ask your callgate operator to set it.`,
+      });
     }
     try {
       const result = await syncAgents(deps.db, deps.clock, deps.agentDirectory, session.accountId);
-      const skipped = result.skipped.length > 0 ? ` Skipped (ids that do not look like agent_…): ${result.skipped.map((entry) => entry.agent_id).join(', ')}.` : '';
+      const skipped =
+        result.skipped.length > 0
+          ? ` Skipped (ids that do not look like agent_…): ${result.skipped.map((entry) => entry.agent_id).join(', ')}.`
+          : '';
       return page(200, { notice: `Synced with ElevenLabs: ${result.added} added, ${result.updated} updated.${skipped}` });
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
-      return page(502, { error: `The sync with ElevenLabs failed: ${error.message}. Try again in a minute; if it keeps failing, ask your callgate operator to check the ElevenLabs API key.` });
+      return page(502, {
+        error: `The sync with ElevenLabs failed: ${error.message}. Try again in a minute; if it keeps failing, ask your callgate operator to check the ElevenLabs API key.`,
+      });
     }
   });
 
@@ -57,13 +64,14 @@ export const portalPagesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> 
     const search = request.query.request_id?.trim().slice(0, 100) || undefined;
     const before = request.query.before?.trim().slice(0, 100) || undefined;
     // A NUL byte names no request (and PostgreSQL refuses it in a query).
-    const page = search?.includes('\u0000') || before?.includes('\u0000')
-      ? { rows: [], hasMore: false }
-      : await listRecentRequests(deps.db, deps.clock, session.accountId, {
-          limit: requestLogPageSize,
-          ...(search ? { requestId: search } : {}),
-          ...(before && !search ? { before } : {}),
-        });
+    const page =
+      search?.includes('\u0000') || before?.includes('\u0000')
+        ? { rows: [], hasMore: false }
+        : await listRecentRequests(deps.db, deps.clock, session.accountId, {
+            limit: requestLogPageSize,
+            ...(search ? { requestId: search } : {}),
+            ...(before && !search ? { before } : {}),
+          });
     const last = page.rows.at(-1);
     return sendPage(
       reply,

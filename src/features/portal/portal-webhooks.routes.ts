@@ -46,7 +46,12 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
     return endpoint;
   }
 
-  async function renderEndpoint(request: FastifyRequest, reply: FastifyReply, endpointId: string, extra: { secret?: string; notice?: string; error?: string; status?: number }) {
+  async function renderEndpoint(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    endpointId: string,
+    extra: { secret?: string; notice?: string; error?: string; status?: number },
+  ) {
     const session = sessionOf(request);
     const data = await loadEndpointPage(deps.db, session.accountId, endpointId);
     if (!data) return sendNotFound(request, reply);
@@ -98,7 +103,9 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
     const values = {
       url: endpoint.url,
       description: endpoint.description,
-      eventTypes: (JSON.parse(endpoint.event_types) as string[]).includes('*') ? [...webhookEventTypes] : (JSON.parse(endpoint.event_types) as string[]),
+      eventTypes: (JSON.parse(endpoint.event_types) as string[]).includes('*')
+        ? [...webhookEventTypes]
+        : (JSON.parse(endpoint.event_types) as string[]),
       enabled: endpoint.enabled === 1,
     };
     return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values, allowPrivate }));
@@ -108,7 +115,8 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
     const endpoint = await endpointOr404(request, reply, request.params.id);
     if (!endpoint) return reply;
     const values = endpointValues(request.body);
-    const fail = (error: string) => sendPage(reply, 400, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values, error, allowPrivate }));
+    const fail = (error: string) =>
+      sendPage(reply, 400, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values, error, allowPrivate }));
     if (values.eventTypes.length === 0) return fail('Choose at least one event type.');
     try {
       // Unchanged fields are left alone: re-saving must not reset the failure clock or re-resolve the host.
@@ -159,17 +167,21 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
     return seeOther(reply, `${portalPath('webhooks', endpoint.id)}?notice=test_sent`);
   });
 
-  app.post('/webhooks/:id/deliveries/:deliveryId/resend', { schema: { params: DeliveryParams, body: ResendForm } }, async (request, reply) => {
-    const session = sessionOf(request);
-    const { id, deliveryId } = request.params;
-    const result = await resendDelivery(deps.db, deps.clock, session.accountId, id, deliveryId);
-    if (result === 'not_found') return sendNotFound(request, reply);
-    if (result === 'endpoint_disabled') {
-      return renderEndpoint(request, reply, id, { error: 'The endpoint is disabled or deleted: enable it to resend.', status: 409 });
-    }
-    deps.notifier.notify();
-    const { back } = request.body;
-    const target = /^\/developers\/(webhooks|calls)\/[A-Za-z0-9_-]{1,200}$/.test(back) ? back : portalPath('webhooks', id);
-    return seeOther(reply, `${target}?notice=resent`);
-  });
+  app.post(
+    '/webhooks/:id/deliveries/:deliveryId/resend',
+    { schema: { params: DeliveryParams, body: ResendForm } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const { id, deliveryId } = request.params;
+      const result = await resendDelivery(deps.db, deps.clock, session.accountId, id, deliveryId);
+      if (result === 'not_found') return sendNotFound(request, reply);
+      if (result === 'endpoint_disabled') {
+        return renderEndpoint(request, reply, id, { error: 'The endpoint is disabled or deleted: enable it to resend.', status: 409 });
+      }
+      deps.notifier.notify();
+      const { back } = request.body;
+      const target = /^\/developers\/(webhooks|calls)\/[A-Za-z0-9_-]{1,200}$/.test(back) ? back : portalPath('webhooks', id);
+      return seeOther(reply, `${target}?notice=resent`);
+    },
+  );
 };

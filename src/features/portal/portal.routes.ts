@@ -57,14 +57,23 @@ export function isPortalUrl(url: string): boolean {
  * so they get the answers of any other unknown portal page (the sign-in redirect without a session, else
  * the HTML error page with the navigation) instead of the API's JSON.
  */
-export async function sendPortalFrameworkError(deps: PortalDeps, error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function sendPortalFrameworkError(
+  deps: PortalDeps,
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
   reply.headers(securityHeaders);
   reply.header('x-request-id', request.id);
   try {
     request.portal = await resolveSession(deps.db, deps.clock, cookies.parse(request.headers.cookie ?? '')[sessionCookie]);
   } catch (cause) {
     request.log.error({ err: cause }, 'portal session lookup failed');
-    await sendPage(reply, 500, errorPage({ status: 500, title: 'Something went wrong', message: serverFaultMessage, requestId: request.id }));
+    await sendPage(
+      reply,
+      500,
+      errorPage({ status: 500, title: 'Something went wrong', message: serverFaultMessage, requestId: request.id }),
+    );
     return;
   }
   if (!request.portal) {
@@ -72,7 +81,17 @@ export async function sendPortalFrameworkError(deps: PortalDeps, error: FastifyE
     return;
   }
   if (error.code === 'FST_ERR_BAD_URL') {
-    await sendPage(reply, 400, errorPage({ status: 400, title: 'Bad request', message: 'This address is malformed. Check the link and try again.', requestId: request.id, user: frameUser(request.portal) }));
+    await sendPage(
+      reply,
+      400,
+      errorPage({
+        status: 400,
+        title: 'Bad request',
+        message: 'This address is malformed. Check the link and try again.',
+        requestId: request.id,
+        user: frameUser(request.portal),
+      }),
+    );
     return;
   }
   await sendNotFound(request, reply);
@@ -179,7 +198,13 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
           ? 'The form is larger than 64 KB. Go back, shorten it and try again.'
           : unreadableFormMessage;
     const page = clientError
-      ? errorPage({ status, title: status === 415 ? 'Unsupported form' : status === 413 ? 'Form too large' : 'Bad request', message, requestId: request.id, ...user })
+      ? errorPage({
+          status,
+          title: status === 415 ? 'Unsupported form' : status === 413 ? 'Form too large' : 'Bad request',
+          message,
+          requestId: request.id,
+          ...user,
+        })
       : errorPage({ status: 500, title: 'Something went wrong', message: serverFaultMessage, requestId: request.id, ...user });
     return sendPage(reply, clientError ? status : 500, page);
   });

@@ -53,7 +53,13 @@ export async function loadCallPage(db: Db, accountId: string, callId: string) {
 export type ResendResult = 'resent' | 'not_found' | 'endpoint_disabled';
 
 /** Sends a delivery's event again to the same endpoint; the delivery must be of this account and endpoint. */
-export async function resendDelivery(db: Db, clock: Clock, accountId: string, endpointId: string, deliveryId: string): Promise<ResendResult> {
+export async function resendDelivery(
+  db: Db,
+  clock: Clock,
+  accountId: string,
+  endpointId: string,
+  deliveryId: string,
+): Promise<ResendResult> {
   const delivery = await findDelivery(db, accountId, deliveryId);
   if (!delivery || delivery.endpoint_id !== endpointId) return 'not_found';
   try {

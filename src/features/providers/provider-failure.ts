@@ -10,7 +10,11 @@ export function providerFailureError(failure: ProviderFailure, message = failure
     case 'rejected':
       return new ApiError('provider_error', message);
     case 'unavailable':
-      return new ApiError('provider_unavailable', message, failure.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: failure.retryAfterSeconds });
+      return new ApiError(
+        'provider_unavailable',
+        message,
+        failure.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: failure.retryAfterSeconds },
+      );
     case 'timeout':
       return new ApiError('provider_timeout', message);
   }

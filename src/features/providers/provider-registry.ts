@@ -20,9 +20,10 @@ export function unconfiguredProvider(name: AgentProvider, missingSetting: string
   return { name, firstCheckDelayMs: 60_000, placeCall: async () => err(failure), checkCall: async () => err(failure) };
 }
 
-export function createProviderRegistry(providers: Partial<Record<AgentProvider, VoiceProvider>> & { simulator: VoiceProvider }): ProviderRegistry {
-  const byName = (name: AgentProvider): VoiceProvider =>
-    providers[name] ?? unconfiguredProvider(name, requiredSettings[name] ?? name);
+export function createProviderRegistry(
+  providers: Partial<Record<AgentProvider, VoiceProvider>> & { simulator: VoiceProvider },
+): ProviderRegistry {
+  const byName = (name: AgentProvider): VoiceProvider => providers[name] ?? unconfiguredProvider(name, requiredSettings[name] ?? name);
   return {
     byName,
     forCall: (agent, mode) => (mode === 'test' ? providers.simulator : byName(agent.provider)),

@@ -6,13 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
-import {
-  RateLimiterMemory,
-  RateLimiterPostgres,
-  RateLimiterRedis,
-  RateLimiterRes,
-  type RateLimiterAbstract,
-} from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { RateLimitDecision, RateLimiter } from './rate-limit.interface.js';
 
 export type RateLimitStore =
@@ -97,7 +91,7 @@ export async function createRateLimiter(options: RateLimiterOptions): Promise<Ra
 }
 
 /** IETF httpapi RateLimit fields (draft-ietf-httpapi-ratelimit-headers), so clients can pace themselves. */
-export function rateLimitHeaders(decision: RateLimitDecision, policy = "per-key"): Record<string, string> {
+export function rateLimitHeaders(decision: RateLimitDecision, policy = 'per-key'): Record<string, string> {
   return {
     'ratelimit-policy': `"${policy}";q=${decision.limit};w=${decision.windowSeconds}`,
     ratelimit: `"${policy}";r=${decision.remaining};t=${decision.resetSeconds}`,

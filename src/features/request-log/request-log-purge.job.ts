@@ -5,5 +5,10 @@ import type { Clock } from '../../lib/clock.js';
 import { purgeOldRequests } from './request-log.service.js';
 
 export function requestLogPurgeJob(deps: { readonly db: Db; readonly clock: Clock }, intervalMs: number): Job {
-  return periodicJob({ name: 'request-log-purge', label: 'request log purge', intervalMs, run: () => purgeOldRequests(deps.db, deps.clock) });
+  return periodicJob({
+    name: 'request-log-purge',
+    label: 'request log purge',
+    intervalMs,
+    run: () => purgeOldRequests(deps.db, deps.clock),
+  });
 }

@@ -2,7 +2,11 @@ import type { Db } from '../../db/database.js';
 import type { RequestLogRow } from './request-log.tables.js';
 
 export async function insertRequestLogs(db: Db, rows: readonly RequestLogRow[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('request_logs').values([...rows]).execute();
+  if (rows.length > 0)
+    await db
+      .insertInto('request_logs')
+      .values([...rows])
+      .execute();
 }
 
 export interface RequestLogFilter {
@@ -15,11 +19,7 @@ export interface RequestLogFilter {
 }
 
 export async function listRequestLogs(db: Db, filter: RequestLogFilter): Promise<RequestLogRow[]> {
-  let query = db
-    .selectFrom('request_logs')
-    .selectAll()
-    .where('account_id', '=', filter.accountId)
-    .where('created_at', '>=', filter.since);
+  let query = db.selectFrom('request_logs').selectAll().where('account_id', '=', filter.accountId).where('created_at', '>=', filter.since);
   if (filter.requestId) query = query.where('id', '=', filter.requestId);
   const before = filter.before;
   if (before) {

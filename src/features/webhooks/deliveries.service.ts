@@ -19,7 +19,10 @@ export async function listDeliveries(db: Db, filter: DeliveryFilter): Promise<De
 /** `listDeliveries`, each with every attempt in order. */
 export async function listDeliveriesWithAttempts(db: Db, filter: DeliveryFilter): Promise<DeliveryWithAttempts[]> {
   const deliveries = await repo.listDeliveries(db, filter);
-  const attempts = await repo.listAttemptsOfDeliveries(db, deliveries.map((delivery) => delivery.id));
+  const attempts = await repo.listAttemptsOfDeliveries(
+    db,
+    deliveries.map((delivery) => delivery.id),
+  );
   return deliveries.map((delivery) => ({ ...delivery, attempts: attempts.filter((attempt) => attempt.delivery_id === delivery.id) }));
 }
 

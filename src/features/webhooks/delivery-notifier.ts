@@ -88,7 +88,10 @@ export function createPostgresNotifier(pool: pg.Pool, connectionString: string, 
       listener = undefined;
       lostAt ??= Date.now();
       await client.end().catch(() => undefined);
-      logger.warn({ err: error, retryInMs: retryMs }, 'could not LISTEN for webhook wake-ups; the periodic sweep still delivers; trying again');
+      logger.warn(
+        { err: error, retryInMs: retryMs },
+        'could not LISTEN for webhook wake-ups; the periodic sweep still delivers; trying again',
+      );
       retryLater();
     }
   };

@@ -75,7 +75,10 @@ export async function claimDueDeliveries(
 
 /** What an attempt's result changes on its delivery. */
 export type DeliveryResult = Partial<
-  Pick<WebhookDeliveriesTable, 'status' | 'next_attempt_at' | 'attempt_count' | 'last_attempt_at' | 'last_status_code' | 'last_error' | 'updated_at'>
+  Pick<
+    WebhookDeliveriesTable,
+    'status' | 'next_attempt_at' | 'attempt_count' | 'last_attempt_at' | 'last_status_code' | 'last_error' | 'updated_at'
+  >
 >;
 
 /** Each column of a DeliveryResult with its PostgreSQL type, for reading it back out of JSON. */
@@ -122,7 +125,11 @@ export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', rec
       await trx
         .selectFrom('webhook_deliveries')
         .select('id')
-        .where('id', 'in', sorted.map((record) => record.deliveryId))
+        .where(
+          'id',
+          'in',
+          sorted.map((record) => record.deliveryId),
+        )
         .orderBy('id')
         .forUpdate()
         .execute();
@@ -135,7 +142,12 @@ export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', rec
       if (change.enabled !== 0) continue;
       await trx
         .updateTable('webhook_deliveries')
-        .set({ status: 'failed', next_attempt_at: null, last_error: change.disabled_reason ?? 'The endpoint was disabled.', updated_at: change.updated_at! })
+        .set({
+          status: 'failed',
+          next_attempt_at: null,
+          last_error: change.disabled_reason ?? 'The endpoint was disabled.',
+          updated_at: change.updated_at!,
+        })
         .where('endpoint_id', '=', id)
         .where('status', '=', 'pending')
         .where('locked_by', 'is', null)

@@ -44,7 +44,9 @@ function normaliseEventTypes(types: readonly string[] | undefined): string[] {
   const unique = [...new Set(types.map((type) => type.trim()).filter(Boolean))];
   const unknown = unique.filter((type) => !(webhookEventTypes as readonly string[]).includes(type));
   if (unknown.length > 0) {
-    throw new ApiError('invalid_request', `unknown event type ${unknown.join(', ')}; known: ${webhookEventTypes.join(', ')}`, { param: 'event_types' });
+    throw new ApiError('invalid_request', `unknown event type ${unknown.join(', ')}; known: ${webhookEventTypes.join(', ')}`, {
+      param: 'event_types',
+    });
   }
   return unique.length === webhookEventTypes.length ? ['*'] : unique;
 }
@@ -172,7 +174,10 @@ export async function rotateSecret(db: Db, clock: Clock, endpoint: WebhookEndpoi
 }
 
 /** The secrets that sign a delivery now: the current one, and the previous one while it overlaps. */
-export function activeSecrets(endpoint: Pick<WebhookEndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>, now: Date): string[] {
+export function activeSecrets(
+  endpoint: Pick<WebhookEndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>,
+  now: Date,
+): string[] {
   const secrets = [endpoint.secret];
   if (endpoint.previous_secret && endpoint.previous_secret_expires_at && endpoint.previous_secret_expires_at > isoTimestamp(now)) {
     secrets.push(endpoint.previous_secret);
@@ -181,7 +186,11 @@ export function activeSecrets(endpoint: Pick<WebhookEndpointRow, 'secret' | 'pre
 }
 
 /** Queues a signed `webhook.test` event for one endpoint. */
-export async function sendTestEvent(db: Db, clock: Clock, endpoint: WebhookEndpointRow): Promise<{ eventId: string; deliveryId: string | undefined }> {
+export async function sendTestEvent(
+  db: Db,
+  clock: Clock,
+  endpoint: WebhookEndpointRow,
+): Promise<{ eventId: string; deliveryId: string | undefined }> {
   if (endpoint.enabled !== 1) throw new ApiError('invalid_request', 'the endpoint is disabled; enable it first');
   const { eventId, deliveryIds } = await enqueueEvent(db, clock, {
     accountId: endpoint.account_id,

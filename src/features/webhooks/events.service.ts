@@ -124,7 +124,14 @@ export async function enqueueEvents(
   const events = inputs.map((input) => {
     const eventId = newId('event', now.getTime());
     const envelope: EventEnvelope = { id: eventId, type: input.type, created_at: createdAt, data: input.data };
-    return { id: eventId, account_id: input.accountId, type: input.type, call_id: input.callId, payload: JSON.stringify(envelope), created_at: createdAt };
+    return {
+      id: eventId,
+      account_id: input.accountId,
+      type: input.type,
+      call_id: input.callId,
+      payload: JSON.stringify(envelope),
+      created_at: createdAt,
+    };
   });
   await repo.insertEvents(db, events);
   const accountIds = [...new Set(inputs.map((input) => input.accountId))];
@@ -140,7 +147,10 @@ export async function enqueueEvents(
     );
     return { eventId: events[index]!.id, rows: deliveryRows(now, events[index]!.id, input.accountId, endpoints, input.trigger ?? 'event') };
   });
-  await repo.insertDeliveries(db, written.flatMap((event) => event.rows));
+  await repo.insertDeliveries(
+    db,
+    written.flatMap((event) => event.rows),
+  );
   return written.map((event) => ({ eventId: event.eventId, deliveryIds: event.rows.map((row) => row.id) }));
 }
 

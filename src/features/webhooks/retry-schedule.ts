@@ -7,7 +7,10 @@ import { parseDuration } from '../../lib/duration.js';
 
 /** Parses `5s,5m,30m,2h` into milliseconds; throws with a readable message on a bad entry. */
 export function parseRetrySchedule(text: string): number[] {
-  const parts = text.split(',').map((part) => part.trim()).filter(Boolean);
+  const parts = text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
   if (parts.length === 0) throw new Error('the retry schedule is empty');
   return parts.map(parseDuration);
 }

@@ -14,7 +14,13 @@ export interface WebhookRequest {
 
 /** What a receiver answered, or why there was no answer. `durationMs` is measured either way. */
 export type WebhookResponse =
-  | { readonly kind: 'response'; readonly status: number; readonly excerpt: string; readonly retryAfter: string | undefined; readonly durationMs: number }
+  | {
+      readonly kind: 'response';
+      readonly status: number;
+      readonly excerpt: string;
+      readonly retryAfter: string | undefined;
+      readonly durationMs: number;
+    }
   | { readonly kind: 'error'; readonly error: string; readonly durationMs: number };
 
 export interface WebhookSender {
@@ -49,7 +55,8 @@ export function createHttpSender(options: { timeoutMs: number; allowPrivate: boo
       } catch {
         return { kind: 'error', error: 'invalid URL', durationMs: 0 };
       }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') return { kind: 'error', error: `unsupported protocol ${url.protocol}`, durationMs: 0 };
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        return { kind: 'error', error: `unsupported protocol ${url.protocol}`, durationMs: 0 };
       const blocked = blockedLiteralHost(url, options.allowPrivate);
       if (blocked) return { kind: 'error', error: blocked, durationMs: 0 };
 

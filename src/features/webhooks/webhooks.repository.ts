@@ -53,7 +53,10 @@ const insertChunkRows = 500;
 
 export async function insertEvents(db: Db, rows: readonly Insertable<WebhookEventsTable>[]): Promise<void> {
   for (let start = 0; start < rows.length; start += insertChunkRows) {
-    await db.insertInto('webhook_events').values(rows.slice(start, start + insertChunkRows)).execute();
+    await db
+      .insertInto('webhook_events')
+      .values(rows.slice(start, start + insertChunkRows))
+      .execute();
   }
 }
 
@@ -70,7 +73,10 @@ export async function listEventsForCall(db: Db, callId: string, accountId?: stri
 
 export async function insertDeliveries(db: Db, rows: readonly Insertable<WebhookDeliveriesTable>[]): Promise<void> {
   for (let start = 0; start < rows.length; start += insertChunkRows) {
-    await db.insertInto('webhook_deliveries').values(rows.slice(start, start + insertChunkRows)).execute();
+    await db
+      .insertInto('webhook_deliveries')
+      .values(rows.slice(start, start + insertChunkRows))
+      .execute();
   }
 }
 

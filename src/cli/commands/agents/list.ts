@@ -19,7 +19,14 @@ export const listAgentsCommand: Command = {
           ? `Account ${accountId} has no agents yet.`
           : formatTable(
               ['agent id', 'name', 'provider', 'phone number id', 'created', 'phone number'],
-              agents.map((agent) => [agent.agent_id, agent.name, agent.provider, agent.phone_number_id, agent.created_at, agent.phone_number]),
+              agents.map((agent) => [
+                agent.agent_id,
+                agent.name,
+                agent.provider,
+                agent.phone_number_id,
+                agent.created_at,
+                agent.phone_number,
+              ]),
             );
       return { json: { data: agents }, text };
     };

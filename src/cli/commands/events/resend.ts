@@ -7,7 +7,10 @@ export const resendEventCommand: Command = {
   name: 'resend',
   summary: 'Send a webhook event again (same id and body) as new deliveries',
   options: {
-    endpoint: { value: 'ENDPOINT_ID', description: "To this endpoint of the event's account only (default: every enabled endpoint that wants the event)" },
+    endpoint: {
+      value: 'ENDPOINT_ID',
+      description: "To this endpoint of the event's account only (default: every enabled endpoint that wants the event)",
+    },
   },
   positionals: ['EVENT_ID'],
   prepare(args) {

@@ -12,7 +12,11 @@ export const createKeyCommand: Command = {
   options: {
     account: { value: 'ACCOUNT_ID', description: 'Account the key acts for (acct_...)', required: true },
     name: { value: 'NAME', description: 'What the key is for (one key per integration or environment)', required: true },
-    mode: { value: apiKeyModes.join('|'), description: 'live places real calls, test only simulated ones (default live: the operator makes production keys; the portal form starts on test)' },
+    mode: {
+      value: apiKeyModes.join('|'),
+      description:
+        'live places real calls, test only simulated ones (default live: the operator makes production keys; the portal form starts on test)',
+    },
   },
   prepare(args) {
     const input = {
@@ -28,7 +32,10 @@ export const createKeyCommand: Command = {
       const text = [
         `Created ${key.mode} key ${key.id} for account ${key.account_id}.`,
         formatFields([
-          ['mode', key.mode === 'test' ? 'test: simulated calls only (--mode live for real calls)' : 'live: real calls through the voice provider'],
+          [
+            'mode',
+            key.mode === 'test' ? 'test: simulated calls only (--mode live for real calls)' : 'live: real calls through the voice provider',
+          ],
           ['name', key.name],
           ['prefix', key.prefix],
         ]),

@@ -1,6 +1,5 @@
 // callgate developer portal: copy buttons, and a page answering a form replaces its address so that a
 // reload does not send the form again. Every page works without this script.
-'use strict';
 
 function copyText(text) {
   if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
@@ -24,12 +23,22 @@ document.addEventListener('DOMContentLoaded', () => {
     const label = button.textContent;
     button.hidden = false;
     button.addEventListener('click', () => {
-      copyText(target.textContent.trim()).then(
-        () => { button.textContent = 'Copied'; },
-        () => { button.textContent = 'Select and copy'; },
-      ).finally(() => setTimeout(() => { button.textContent = label; }, 2000));
+      copyText(target.textContent.trim())
+        .then(
+          () => {
+            button.textContent = 'Copied';
+          },
+          () => {
+            button.textContent = 'Select and copy';
+          },
+        )
+        .finally(() =>
+          setTimeout(() => {
+            button.textContent = label;
+          }, 2000),
+        );
     });
   }
   const replaceUrl = document.body.dataset.replaceUrl;
-  if (replaceUrl && window.history && window.history.replaceState) window.history.replaceState(null, '', replaceUrl);
+  if (replaceUrl && window.history?.replaceState) window.history.replaceState(null, '', replaceUrl);
 });

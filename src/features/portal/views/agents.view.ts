@@ -19,7 +19,14 @@ export function agentsPage(
     time(agent.created_at),
   ]);
   return layout(
-    { title: 'Agents', user, active: 'agents', notice: options.notice, error: options.error, ...(options.notice || options.error ? { replaceUrl: '/developers/agents' } : {}) },
+    {
+      title: 'Agents',
+      user,
+      active: 'agents',
+      notice: options.notice,
+      error: options.error,
+      ...(options.notice || options.error ? { replaceUrl: '/developers/agents' } : {}),
+    },
     html`<div class="page-head">
   <h1>Agents</h1>
   <p class="lead">The voice agents of your account. Use an agent's id as <code>agent_id</code> in <code>POST /v1/calls</code>. A <code>simulator</code> agent places simulated calls, for trying the API with a test key.</p>

@@ -19,7 +19,14 @@ export function callsTable(calls: readonly Call[], empty: string): SafeHtml {
     badge(call.status),
     call.duration_seconds === undefined ? html`<span class="muted">—</span>` : `${call.duration_seconds} s`,
   ]);
-  const columns = [{ label: 'Created' }, { label: 'Call' }, { label: 'Agent' }, { label: 'To' }, { label: 'Status' }, { label: 'Duration', numeric: true }];
+  const columns = [
+    { label: 'Created' },
+    { label: 'Call' },
+    { label: 'Agent' },
+    { label: 'To' },
+    { label: 'Status' },
+    { label: 'Duration', numeric: true },
+  ];
   return table('Calls', columns, rows, empty);
 }
 

@@ -56,17 +56,23 @@ export interface Column {
  * A table of cells. On a wide screen it scrolls sideways rather than squeeze its columns; on a phone each
  * row becomes a small card of label/value lines (the labels come from `data-label`).
  */
-export function table(caption: string, columns: readonly Column[], rows: readonly (readonly unknown[])[], empty: SafeHtml | string): SafeHtml {
+export function table(
+  caption: string,
+  columns: readonly Column[],
+  rows: readonly (readonly unknown[])[],
+  empty: SafeHtml | string,
+): SafeHtml {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<div class="table-wrap" tabindex="0" role="region" aria-label="${caption}">
 <table class="cards-on-phone">
 <caption class="visually-hidden">${caption}</caption>
 <thead><tr>${columns.map((column) => html`<th scope="col"${column.numeric ? html` class="num"` : ''}>${column.label}</th>`)}</tr></thead>
 <tbody>${rows.map(
-    (cells) => html`<tr>${cells.map((cell, index) => {
-      const column = columns[index];
-      return html`<td data-label="${column?.label ?? ''}"${column?.numeric ? html` class="num"` : ''}><div class="cell">${cell}</div></td>`;
-    })}</tr>`,
+    (cells) =>
+      html`<tr>${cells.map((cell, index) => {
+        const column = columns[index];
+        return html`<td data-label="${column?.label ?? ''}"${column?.numeric ? html` class="num"` : ''}><div class="cell">${cell}</div></td>`;
+      })}</tr>`,
   )}</tbody>
 </table>
 </div>`;

@@ -18,10 +18,20 @@ function attemptsTable(delivery: DeliveryWithAttempts): SafeHtml {
     statusCode(attempt.status_code),
     `${attempt.duration_ms} ms`,
     html`${attempt.error ? html`<span class="text-bad">${attempt.error}</span> ` : ''}${
-      attempt.response_excerpt ? html`<pre class="excerpt">${attempt.response_excerpt}</pre>` : attempt.error ? '' : html`<span class="muted">empty</span>`
+      attempt.response_excerpt
+        ? html`<pre class="excerpt">${attempt.response_excerpt}</pre>`
+        : attempt.error
+          ? ''
+          : html`<span class="muted">empty</span>`
     }`,
   ]);
-  const columns = [{ label: '#', numeric: true }, { label: 'Time' }, { label: 'Status' }, { label: 'Duration', numeric: true }, { label: 'Response' }];
+  const columns = [
+    { label: '#', numeric: true },
+    { label: 'Time' },
+    { label: 'Status' },
+    { label: 'Duration', numeric: true },
+    { label: 'Response' },
+  ];
   const pending =
     delivery.status === 'pending'
       ? delivery.next_attempt_at
@@ -45,21 +55,27 @@ export function deliveryList(deliveries: readonly DeliveryWithAttempts[], option
     <dl class="facts compact">
       <dt>Event</dt><dd><code>${delivery.event_id}</code></dd>
       <dt>Delivery</dt><dd><code>${delivery.id}</code></dd>
-      ${options.showEndpoint
-        ? html`<dt>Endpoint</dt><dd>${delivery.endpoint_deleted_at
-            ? html`<span class="break">${delivery.endpoint_url}</span> <span class="muted small">(deleted)</span>`
-            : html`<a href="${portalPath('webhooks', delivery.endpoint_id)}" class="break">${delivery.endpoint_url}</a>`}</dd>`
-        : ''}
+      ${
+        options.showEndpoint
+          ? html`<dt>Endpoint</dt><dd>${
+              delivery.endpoint_deleted_at
+                ? html`<span class="break">${delivery.endpoint_url}</span> <span class="muted small">(deleted)</span>`
+                : html`<a href="${portalPath('webhooks', delivery.endpoint_id)}" class="break">${delivery.endpoint_url}</a>`
+            }</dd>`
+          : ''
+      }
       ${delivery.call_id ? html`<dt>Call</dt><dd><a href="${portalPath('calls', delivery.call_id)}"><code>${delivery.call_id}</code></a></dd>` : ''}
       ${delivery.last_error ? html`<dt>Last error</dt><dd class="text-bad">${delivery.last_error}</dd>` : ''}
     </dl>
     ${attemptsTable(delivery)}
-    ${delivery.endpoint_deleted_at
-      ? ''
-      : html`<form method="post" action="${portalPath('webhooks', delivery.endpoint_id, 'deliveries', delivery.id, 'resend')}" class="inline">
+    ${
+      delivery.endpoint_deleted_at
+        ? ''
+        : html`<form method="post" action="${portalPath('webhooks', delivery.endpoint_id, 'deliveries', delivery.id, 'resend')}" class="inline">
       ${csrfField(options.csrfToken)}<input type="hidden" name="back" value="${options.back}">
       <button type="submit" class="button button-small">Resend event</button>
-    </form>`}
+    </form>`
+    }
   </div>
 </details>
 </li>`,

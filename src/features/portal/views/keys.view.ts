@@ -67,7 +67,15 @@ export function keysPage(input: KeysPageInput): string {
       ? html`<a class="button button-small button-danger-quiet" href="${portalPath('api-keys', key.id, 'revoke')}" aria-label="Revoke key ${key.name}">Revoke…</a>`
       : '',
   ]);
-  const columns = [{ label: 'Name' }, { label: 'Prefix' }, { label: 'Mode' }, { label: 'Created' }, { label: 'Last used' }, { label: 'Status' }, { label: '' }];
+  const columns = [
+    { label: 'Name' },
+    { label: 'Prefix' },
+    { label: 'Mode' },
+    { label: 'Created' },
+    { label: 'Last used' },
+    { label: 'Status' },
+    { label: '' },
+  ];
   return layout(
     {
       title: 'API keys',

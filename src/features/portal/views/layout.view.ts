@@ -20,7 +20,8 @@ export const notices = {
   endpoint_created: 'The endpoint is added. Reveal its signing secret below to verify deliveries.',
   endpoint_updated: 'The endpoint is saved.',
   endpoint_deleted: 'The endpoint is deleted. Its delivery history is kept.',
-  secret_rotated: 'The secret is rotated. Reveal the new one below and give it to your receiver: for 24 hours deliveries are signed with the old and the new secret.',
+  secret_rotated:
+    'The secret is rotated. Reveal the new one below and give it to your receiver: for 24 hours deliveries are signed with the old and the new secret.',
   test_sent: 'A webhook.test event is on its way. Its attempt shows below; reload the page if it is not there yet.',
   resent: 'The event is queued for delivery again. Its attempt shows below; reload the page if it is not there yet.',
 } as const;
@@ -70,8 +71,7 @@ export function layout(frame: PageFrame, main: SafeHtml): string {
   ${
     user
       ? html`<nav class="nav" aria-label="Portal"><ul>${nav.map(
-          ([key, label, href]) =>
-            html`<li><a href="${href}"${key === frame.active ? html` aria-current="page"` : ''}>${label}</a></li>`,
+          ([key, label, href]) => html`<li><a href="${href}"${key === frame.active ? html` aria-current="page"` : ''}>${label}</a></li>`,
         )}</ul></nav>`
       : ''
   }

@@ -46,12 +46,14 @@ export function requestsPage(
     ${search ? html`<a class="button button-quiet" href="/developers/requests">Show all</a>` : ''}
   </form>
   ${table('API requests', columns, lines, empty)}
-  ${pages.paged || pages.olderUrl
-    ? html`<nav class="pager" aria-label="Pages of requests">
+  ${
+    pages.paged || pages.olderUrl
+      ? html`<nav class="pager" aria-label="Pages of requests">
     ${pages.paged ? html`<a href="/developers/requests">← Newest</a>` : html`<span></span>`}
     ${pages.olderUrl ? html`<a href="${pages.olderUrl}">Older requests →</a>` : ''}
   </nav>`
-    : ''}
+      : ''
+  }
   <p class="muted small">Requests without a valid API key (401) belong to no account and are not listed. Neither are requests to a path the API does not have.</p>
 </section>`,
   );

@@ -68,7 +68,8 @@ export function endpointFormPage(
     <fieldset class="field">
       <legend>Events to send</legend>
       ${webhookEventTypes.map(
-        (type) => html`<label class="choice"><input type="checkbox" name="event_types" value="${type}"${values.eventTypes.includes(type) ? html` checked` : ''}> <code>${type}</code></label>`,
+        (type) =>
+          html`<label class="choice"><input type="checkbox" name="event_types" value="${type}"${values.eventTypes.includes(type) ? html` checked` : ''}> <code>${type}</code></label>`,
       )}
     </fieldset>
     <div class="field">
@@ -124,7 +125,14 @@ export function endpointPage(input: EndpointPageInput): string {
   const view = toEndpointView(endpoint);
   const here = portalPath('webhooks', endpoint.id);
   return layout(
-    { title: 'Webhook endpoint', user, active: 'webhooks', notice: input.notice, error: input.error, ...(input.secret ? { replaceUrl: here } : {}) },
+    {
+      title: 'Webhook endpoint',
+      user,
+      active: 'webhooks',
+      notice: input.notice,
+      error: input.error,
+      ...(input.secret ? { replaceUrl: here } : {}),
+    },
     html`<p class="crumbs"><a href="/developers/webhooks">Webhooks</a> /</p>
 <div class="page-head page-head-actions">
   <div><h1 class="break">${endpoint.url}</h1>${endpoint.description ? html`<p class="lead">${endpoint.description}</p>` : ''}</div>
@@ -149,9 +157,11 @@ ${secretSection(user, endpoint, input.secret)}
 <section class="card" aria-labelledby="deliveries">
   <div class="card-head"><h2 id="deliveries">Recent deliveries</h2><a href="${here}">Refresh</a></div>
   ${deliveryList(input.deliveries, { showEndpoint: false, csrfToken: user.csrfToken, back: here })}
-  ${input.deliveries.length >= endpointDeliveriesShown
-    ? html`<p class="muted small">The ${String(endpointDeliveriesShown)} most recent deliveries. An older one is on the page of its call (Calls), with every attempt; <code>callgate deliveries list</code> lists them all.</p>`
-    : ''}
+  ${
+    input.deliveries.length >= endpointDeliveriesShown
+      ? html`<p class="muted small">The ${String(endpointDeliveriesShown)} most recent deliveries. An older one is on the page of its call (Calls), with every attempt; <code>callgate deliveries list</code> lists them all.</p>`
+      : ''
+  }
 </section>`,
   );
 }

@@ -72,7 +72,10 @@ export function completedOutcome(conversation: unknown, fallbackEnd: Date, onAdj
   const start = saneUnixSeconds(sentStart, fallbackEnd);
   const startedAt = start ?? new Date(fallbackEnd.getTime() - duration * 1000);
   if (start === null && finiteNumber(sentStart) !== null) onAdjusted?.('metadata.start_time_unix_secs', sentStart, startedAt.toISOString());
-  const summary = typeof analysis.transcript_summary === 'string' ? withoutNul(analysis.transcript_summary, 'analysis.transcript_summary', onAdjusted) : '';
+  const summary =
+    typeof analysis.transcript_summary === 'string'
+      ? withoutNul(analysis.transcript_summary, 'analysis.transcript_summary', onAdjusted)
+      : '';
   return {
     status: 'completed',
     startedAt,
@@ -116,7 +119,10 @@ export function failedConversationOutcome(conversation: unknown, at: Date): Call
   return {
     status: 'failed',
     reason,
-    message: withoutNul(errorReason ?? termination ?? 'The voice provider reports the conversation as failed.', 'metadata.error.reason').slice(0, 500),
+    message: withoutNul(
+      errorReason ?? termination ?? 'The voice provider reports the conversation as failed.',
+      'metadata.error.reason',
+    ).slice(0, 500),
     failedAt: at,
   };
 }
@@ -146,7 +152,11 @@ const fieldNames: Record<string, string> = {
  */
 export function workspaceFailure(response: Exclude<ElevenLabsResponse, { kind: 'ok' }>): ProviderFailure {
   if (response.kind === 'timeout') {
-    return { kind: 'timeout', message: 'ElevenLabs did not answer in time (CALLGATE_PROVIDER_TIMEOUT_MS); try again, or raise it', retryable: true };
+    return {
+      kind: 'timeout',
+      message: 'ElevenLabs did not answer in time (CALLGATE_PROVIDER_TIMEOUT_MS); try again, or raise it',
+      retryable: true,
+    };
   }
   if (response.kind === 'unreachable') {
     const message = `ElevenLabs could not be reached (${response.message}); check ELEVENLABS_BASE_URL and this machine's network`;
@@ -154,10 +164,18 @@ export function workspaceFailure(response: Exclude<ElevenLabsResponse, { kind: '
   }
   const { status } = response;
   if (status === 401 || status === 403) {
-    return { kind: 'rejected', message: `ElevenLabs refused the API key (HTTP ${status}); check ${elevenLabsKeySetting}`, retryable: false };
+    return {
+      kind: 'rejected',
+      message: `ElevenLabs refused the API key (HTTP ${status}); check ${elevenLabsKeySetting}`,
+      retryable: false,
+    };
   }
   if (status === 429) {
-    return { kind: 'unavailable', message: 'ElevenLabs is limiting this workspace\'s requests (HTTP 429); try again in a minute', retryable: true };
+    return {
+      kind: 'unavailable',
+      message: "ElevenLabs is limiting this workspace's requests (HTTP 429); try again in a minute",
+      retryable: true,
+    };
   }
   const message = `ElevenLabs answered HTTP ${status}`;
   return status >= 500 ? { kind: 'unavailable', message, retryable: true } : { kind: 'rejected', message, retryable: false };
@@ -166,7 +184,11 @@ export function workspaceFailure(response: Exclude<ElevenLabsResponse, { kind: '
 /** The failure of an outbound-call request (issue: 4xx → rejected, 429 and 5xx → unavailable, …). */
 export function placeCallFailure(response: Exclude<ElevenLabsResponse, { kind: 'ok' }>): ProviderFailure {
   if (response.kind === 'timeout') {
-    return { kind: 'timeout', message: 'The voice provider did not answer in time. The call may or may not have been placed.', retryable: true };
+    return {
+      kind: 'timeout',
+      message: 'The voice provider did not answer in time. The call may or may not have been placed.',
+      retryable: true,
+    };
   }
   if (response.kind === 'unreachable') {
     return { kind: 'unavailable', message: 'The voice provider could not be reached. Retry with backoff.', retryable: true };
@@ -185,7 +207,11 @@ export function placeCallFailure(response: Exclude<ElevenLabsResponse, { kind: '
     return { kind: 'unavailable', message: 'The voice provider is having a problem. Retry with backoff.', retryable: true };
   }
   if (status === 401 || status === 403) {
-    return { kind: 'rejected', message: 'The voice provider refused this server\'s credentials; the operator must check its configuration.', retryable: false };
+    return {
+      kind: 'rejected',
+      message: "The voice provider refused this server's credentials; the operator must check its configuration.",
+      retryable: false,
+    };
   }
   if (status === 404) {
     return { kind: 'rejected', message: "The voice provider does not know this agent or the agent's phone number.", retryable: false };

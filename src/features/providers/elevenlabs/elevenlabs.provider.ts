@@ -27,14 +27,16 @@ const outboundPaths: Record<string, string> = {
 async function listPhoneNumbers(client: ElevenLabsClient): Promise<DirectoryPhoneNumber[] | ProviderFailure> {
   const response = await client.request('GET', '/v1/convai/phone-numbers');
   if (response.kind !== 'ok') return placeCallFailure(response);
-  return phoneNumbersOf(response.body) ?? { kind: 'unavailable', message: 'Unexpected phone-number list from the voice provider.', retryable: true };
+  return (
+    phoneNumbersOf(response.body) ?? {
+      kind: 'unavailable',
+      message: 'Unexpected phone-number list from the voice provider.',
+      retryable: true,
+    }
+  );
 }
 
-export function createElevenLabsProvider(options: {
-  client: ElevenLabsClient;
-  clock: Clock;
-  reconcileAfterMs: number;
-}): VoiceProvider {
+export function createElevenLabsProvider(options: { client: ElevenLabsClient; clock: Clock; reconcileAfterMs: number }): VoiceProvider {
   const { client, clock } = options;
   let phoneKinds: { at: number; kinds: Map<string, string> } | undefined;
 
@@ -46,7 +48,13 @@ export function createElevenLabsProvider(options: {
       if (!Array.isArray(numbers)) return numbers;
       phoneKinds = { at: clock.now().getTime(), kinds: new Map(numbers.map((n) => [n.id, n.kind])) };
     }
-    return phoneKinds.kinds.get(id) ?? { kind: 'rejected', message: "The voice provider does not know the agent's phone number.", retryable: false };
+    return (
+      phoneKinds.kinds.get(id) ?? {
+        kind: 'rejected',
+        message: "The voice provider does not know the agent's phone number.",
+        retryable: false,
+      }
+    );
   }
 
   return {
@@ -55,13 +63,21 @@ export function createElevenLabsProvider(options: {
 
     async placeCall(request) {
       if (!request.phoneNumberId) {
-        return err({ kind: 'rejected', message: 'The agent has no phone number to call from; the operator must assign one.', retryable: false });
+        return err({
+          kind: 'rejected',
+          message: 'The agent has no phone number to call from; the operator must assign one.',
+          retryable: false,
+        });
       }
       const kind = await phoneNumberKind(request);
       if (typeof kind !== 'string') return err(kind);
       const path = outboundPaths[kind];
       if (!path) {
-        return err({ kind: 'rejected', message: `The agent's phone number is of a kind (${kind}) that cannot place outbound calls here.`, retryable: false });
+        return err({
+          kind: 'rejected',
+          message: `The agent's phone number is of a kind (${kind}) that cannot place outbound calls here.`,
+          retryable: false,
+        });
       }
       // ElevenLabs reserves `system__` dynamic variables for its own (caller id, call sid, …); refusing here
       // names the key, where their refusal would not, and no call is attempted.

@@ -48,7 +48,10 @@ export const elevenLabsWebhookRoutes: FastifyPluginAsync<{ deps: ElevenLabsWebho
   // any body (missing, malformed, out of the time tolerance), is answered at once, its body never buffered.
   const checkHeader = async (request: FastifyRequest) => {
     if (!secret) {
-      throw new ApiError('provider_unavailable', 'ElevenLabs webhooks are not configured on this server (ELEVENLABS_WEBHOOK_SECRET is not set).');
+      throw new ApiError(
+        'provider_unavailable',
+        'ElevenLabs webhooks are not configured on this server (ELEVENLABS_WEBHOOK_SECRET is not set).',
+      );
     }
     const header = request.headers['elevenlabs-signature'];
     const parsed = parseSignatureHeader(Array.isArray(header) ? header[0] : header, deps.clock.now().getTime());

@@ -29,17 +29,24 @@ export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, paylo
   }
   const callId = `call_${data.conversation_id}`;
   const call = await findCallById(deps.db, callId);
-  if (!call || call.provider !== 'elevenlabs') {
-    deps.logger.info({ type: event.type, conversationId: data.conversation_id }, 'ElevenLabs webhook for an unknown conversation; acknowledged');
+  if (call?.provider !== 'elevenlabs') {
+    deps.logger.info(
+      { type: event.type, conversationId: data.conversation_id },
+      'ElevenLabs webhook for an unknown conversation; acknowledged',
+    );
     return 'unknown_conversation';
   }
   // Signed, so the outcome is kept; a value out of range is replaced, with a warning that names it.
   const onAdjusted: OnAdjusted = (field, sent, kept) =>
-    deps.logger.warn({ type: event.type, conversationId: data.conversation_id, field, sent: String(sent).slice(0, 60), kept }, 'ElevenLabs webhook value out of range; replaced');
+    deps.logger.warn(
+      { type: event.type, conversationId: data.conversation_id, field, sent: String(sent).slice(0, 60), kept },
+      'ElevenLabs webhook value out of range; replaced',
+    );
   const now = deps.clock.now();
   const at = saneUnixSeconds(event.event_timestamp, now) ?? now;
   if (typeof event.event_timestamp === 'number' && at === now) onAdjusted('event_timestamp', event.event_timestamp, now.toISOString());
-  const outcome = event.type === 'post_call_transcription' ? completedOutcome(event.data, at, onAdjusted) : initiationFailureOutcome(event.data, at);
+  const outcome =
+    event.type === 'post_call_transcription' ? completedOutcome(event.data, at, onAdjusted) : initiationFailureOutcome(event.data, at);
   const recorded = await recordOutcome(deps.db, deps.clock, callId, outcome);
   // Deliveries to make, or a batch's slot freed: the workers (of every process) look now.
   if (recorded.deliveries > 0 || (recorded.ended && call.batch_id !== null)) deps.onOutcome();
