@@ -60,8 +60,15 @@ function send(
   url: URL,
   request: OutgoingRequest,
   timeoutMs: number,
-  done: (status: number | null) => void,
+  onDone: (status: number | null) => void,
 ): void {
+  // A socket error may follow an answer already read: each request counts once.
+  let settled = false;
+  const done = (status: number | null) => {
+    if (settled) return;
+    settled = true;
+    onDone(status);
+  };
   const req = http.request(
     {
       agent,
