@@ -36,14 +36,14 @@ function commit(m: LatencyMeasurement | undefined, pattern: RegExp): CommitCost 
   return m?.commitCosts.find((c) => pattern.test(c.label));
 }
 
-/** More requests outstanding at once than a tenth of a second's worth: the target fell behind the schedule. */
+/** More requests outstanding at once than a quarter of a second's worth: the target fell behind the schedule. */
 function fellBehind(m: LatencyMeasurement): boolean {
-  return m.peakOutstanding > m.ratePerSecond / 10;
+  return m.peakOutstanding > m.ratePerSecond / 4;
 }
 
 function behindNote(m: LatencyMeasurement): string {
   return fellBehind(m)
-    ? ` **It fell behind the schedule** (up to ${int(m.peakOutstanding)} requests outstanding at once), so these figures measure a queue that grew, not a request; the other processes on the machine used ${m.otherCpuCores === null ? 'an unknown share' : `${two(m.otherCpuCores)} cores`} meanwhile.`
+    ? ` **It fell behind the schedule** (up to ${int(m.peakOutstanding)} requests outstanding at once), so its figures measure a backlog as much as a request; the other processes on the machine used ${m.otherCpuCores === null ? 'an unknown share' : `${two(m.otherCpuCores)} cores`} meanwhile.`
     : '';
 }
 

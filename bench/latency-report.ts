@@ -101,11 +101,12 @@ export function renderLatencySection(input: LatencyReportInput): string {
   coordinated omission; autocannon's closed loop, and its overallRate, which sends in bursts, would hide it).
   ${settings.warmupS} s of warm-up (every API key makes its once-a-minute \`last_used_at\` write), then ${settings.durationS} s measured.
 - Each target on a fresh database and in a process of its own, as in the throughput runs: bare Fastify (the
-  ceiling's route), and POST /v1/calls with the worker running (the call monitor ends each simulated call
-  ${int(input.simulatorDelayMs)} ms after it starts, during the window), each request with the next of the 1,000 keys and a fresh
-  Idempotency-Key.
-- **One commit** on ${names || 'each database'}, measured on the target's database (SQLite: a file beside it) just before
-  its run, ${int(commitSamples)} times at the same rate: one INSERT in a transaction of its own (bench/commit-cost.ts).
+  ceiling's route), the floor (the statements a created call needs, by hand on the raw driver), and POST /v1/calls
+  with the worker running (the call monitor ends each simulated call ${int(input.simulatorDelayMs)} ms after it starts, during the
+  window), each request with the next of the 1,000 keys and a fresh Idempotency-Key.
+- **One commit** on ${names || 'each database'}, measured on the service's database (SQLite: a file beside it) just before
+  its run, ${int(commitSamples)} times at the same rate: one INSERT in a transaction of its own (bench/commit-cost.ts); on
+  SQLite also with \`synchronous = FULL\`, on PostgreSQL also a round trip that commits nothing.
 - Send lag is how late the generator got a request out; it is inside every latency.
 
 | target | p50 ms | p90 ms | p99 ms | max ms | p50 to bare | p99 to bare | non-2xx |

@@ -55,7 +55,14 @@ export interface WindowHooks {
 /** Wait this long with setImmediate before a request is due, instead of a timer that may fire late. */
 const spinMs = 1.2;
 
-function send(agent: http.Agent, url: URL, request: OutgoingRequest, timeoutMs: number, done: (status: number | null) => void): void {
+function send(agent: http.Agent, url: URL, request: OutgoingRequest, timeoutMs: number, onDone: (status: number | null) => void): void {
+  // A socket error may follow an answer already read: each request counts once.
+  let settled = false;
+  const done = (status: number | null) => {
+    if (settled) return;
+    settled = true;
+    onDone(status);
+  };
   const req = http.request(
     {
       agent,

@@ -5,7 +5,6 @@
  * the schedule lives in the database, a call whose process died is picked up by the next sweep after a
  * restart.
  */
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { failureLogLevel } from '../../db/unavailable.js';
@@ -81,10 +80,6 @@ export class CallMonitor implements Job {
     const { db, dialect } = this.options;
     const lease = isoTimestamp(addMs(now, this.options.claimLeaseMs ?? defaultClaimLeaseMs));
     const due = await repo.claimDueCalls(db, dialect, isoTimestamp(now), lease, sweepBatchSize);
-    // On SQLite a statement runs on the event loop and its promise resolves at once, so a pass would hold the
-    // loop from its claim to its last commit (3 ms a pass at 200 calls/s): every request that arrived meanwhile
-    // waited for all of it. Between its parts the loop answers them first.
-    await nextTurn();
     const ended: Ended[] = [];
     let next = 0;
     const lane = async () => {
@@ -101,7 +96,6 @@ export class CallMonitor implements Job {
       }
     };
     await Promise.all(Array.from({ length: Math.min(checkConcurrency, due.length) }, lane));
-    await nextTurn();
     await this.record(ended);
     return { more: due.length === sweepBatchSize };
   }
