@@ -70,8 +70,8 @@ function sqliteParagraphs(bare: LatencyMeasurement, app: LatencyMeasurement, flo
   out.push(
     `- **SQLite's tail** (p99 ${msText(app.p99Ms)} ms, ${one(app.p99Ms / bare.p99Ms)}× bare's ${msText(bare.p99Ms)} ms): a request that arrives while the event loop is busy waits until it is free. ` +
       `Besides other requests (the loop was busy ${pct(app.serverEventLoopBusy)} of the window), it runs the call monitor's passes (at this rate one every 50 ms, each claiming ` +
-      `the calls that are due, asking the simulator and recording about ten ends with their events in one transaction: a few ms of statements, which it now breaks at those three points ` +
-      `to let waiting requests through), garbage collections, and the request log's batch. Ready callbacks waited up to ${one(app.loopDelayMaxMs)} ms for the loop ` +
+      `the calls that are due, asking the simulator and recording about ten ends with their events in one transaction: a few ms of statements ` +
+      `that hold the loop), garbage collections, and the request log's batch. Ready callbacks waited up to ${one(app.loopDelayMaxMs)} ms for the loop ` +
       `(p99 ${one(app.loopDelayP99Ms)} ms; bare Fastify ${one(bare.loopDelayP99Ms)} / ${one(bare.loopDelayMaxMs)} ms).`,
   );
   out.push(
