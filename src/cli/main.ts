@@ -11,6 +11,7 @@ import { parseCommandArgs, UsageError } from './args.js';
 import type { Command, CommandGroup, CommandResult, CommandRunner } from './command.js';
 import { accountsGroup } from './commands/accounts/root.js';
 import { agentsGroup } from './commands/agents/root.js';
+import { batchesGroup } from './commands/batches/root.js';
 import { deliveriesGroup } from './commands/deliveries/root.js';
 import { eventsGroup } from './commands/events/root.js';
 import { keysGroup } from './commands/keys/root.js';
@@ -26,6 +27,7 @@ const commandGroups: readonly CommandGroup[] = [
   webhooksGroup,
   deliveriesGroup,
   eventsGroup,
+  batchesGroup,
 ];
 
 export interface CliIo {

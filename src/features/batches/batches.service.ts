@@ -155,6 +155,39 @@ export async function getBatch(db: Db, id: string, scope: repo.BatchScope = {}):
   return batch!;
 }
 
+/** A batch as the operator sees it, across accounts (the CLI): the API's fields, its account and its mode. */
+export type OperatorBatch = Batch & { readonly account_id: string; readonly mode: BatchRow['mode'] };
+
+function withOwner(row: BatchRow, batch: Batch): OperatorBatch {
+  // The owner's fields right after the id, where a person reading the JSON looks for them.
+  const { id, ...rest } = batch;
+  return { id, account_id: row.account_id, mode: row.mode, ...rest };
+}
+
+/** Any batch, whatever its account and mode, with them. */
+export async function getOperatorBatch(db: Db, id: string): Promise<OperatorBatch | null> {
+  const row = await repo.findBatch(db, id);
+  if (!row) return null;
+  const [batch] = await batchesWithCounts(db, [row]);
+  return withOwner(row, batch!);
+}
+
+/** The newest batches of an account, of both modes, each with its mode (no cursor: the CLI shows one page). */
+export async function listOperatorBatches(
+  db: Db,
+  accountId: string,
+  query: { limit: number; status?: BatchStatus },
+): Promise<{ data: OperatorBatch[]; has_more: boolean }> {
+  const rows = await repo.listBatches(db, {
+    accountId,
+    limit: query.limit + 1,
+    ...(query.status === undefined ? {} : { status: query.status }),
+  });
+  const shown = rows.slice(0, query.limit);
+  const batches = await batchesWithCounts(db, shown);
+  return { data: batches.map((batch, index) => withOwner(shown[index]!, batch)), has_more: rows.length > query.limit };
+}
+
 export const listLimitDefault = 20;
 export const listLimitMax = 100;
 

@@ -1,0 +1,55 @@
+import { ApiError } from '../../../errors/api-error.js';
+import { changeBatch } from '../../../features/batches/batches.service.js';
+import type { Command } from '../../command.js';
+import { formatFields } from '../../output.js';
+import { countsLine, requireBatch } from './batch.js';
+
+const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
+
+/**
+ * The operator's `POST /v1/batches/{id}/cancel`, through the same service call without an API key's scope:
+ * twice gives the same batch, and a completed batch is refused with the API's code.
+ */
+export const cancelBatchCommand: Command = {
+  name: 'cancel',
+  summary: 'Cancel a batch: recipients not yet dialed end cancelled, calls under way go on; the same again changes nothing',
+  options: {},
+  positionals: ['BATCH_ID'],
+  prepare(args) {
+    const batchId = args.positionals[0] ?? '';
+    return async ({ config, db, clock, wakeDeliveryWorkers }) => {
+      const before = await requireBatch(db, batchId);
+      // The service wakes the workers when the batch ended at once (its batch.completed is to be sent);
+      // awaited here, since the database closes when the command returns.
+      let wake = false;
+      const idempotency = { waitMs: config.idempotencyWaitMs, lockMs: config.idempotencyLockMs };
+      const result = await changeBatch({ db, clock, idempotency, wakeWorkers: () => (wake = true) }, before.id, 'cancel');
+      if (wake) await wakeDeliveryWorkers();
+      if (result.kind === 'not_found') throw new ApiError('not_found', `no batch with id "${batchId}"`);
+      if (result.kind === 'refused') {
+        throw new ApiError('batch_finished', `batch ${before.id} has completed: every recipient has ended, nothing is left to cancel`);
+      }
+      const batch = { ...before, ...result.batch };
+      const underWay = batch.counts.dialing + batch.counts.in_progress;
+      const what =
+        before.status === 'cancelled'
+          ? `Batch ${batch.id} (${batch.mode} mode) was cancelled already; nothing changed.`
+          : `Cancelled batch ${batch.id} (${batch.mode} mode): ${plural(batch.counts.cancelled - before.counts.cancelled, 'recipient')} not yet dialed ended cancelled.`;
+      const ending =
+        batch.completed_at === null
+          ? `${plural(underWay, 'call')} under way; they go on, and batch.completed is sent once they have ended.`
+          : 'No call is under way: the batch has ended, and its batch.completed event is queued for the endpoints that want it.';
+      const text = [
+        what,
+        formatFields([
+          ['status', batch.status],
+          ['recipients', countsLine(batch.counts)],
+          ['completed', batch.completed_at],
+        ]),
+        '',
+        ending,
+      ].join('\n');
+      return { json: batch, text };
+    };
+  },
+};
