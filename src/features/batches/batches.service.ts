@@ -155,6 +155,11 @@ export async function getBatch(db: Db, id: string, scope: repo.BatchScope = {}):
   return batch!;
 }
 
+/** The mode of each of these batches of the account (the portal shows test and live batches side by side). */
+export function batchModes(db: Db, accountId: string, ids: readonly string[]): Promise<Map<string, BatchRow['mode']>> {
+  return repo.modesOfBatches(db, accountId, ids);
+}
+
 export const listLimitDefault = 20;
 export const listLimitMax = 100;
 
