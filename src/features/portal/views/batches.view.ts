@@ -211,7 +211,7 @@ export function batchPage(input: BatchPageInput): string {
     <dt>Scheduled</dt><dd>${time(batch.scheduled_at)}</dd>
     <dt>Concurrency</dt><dd>at most ${String(batch.max_concurrency)} calls at once</dd>
     <dt>Created</dt><dd>${time(batch.created_at)}</dd>
-    <dt>Completed</dt><dd>${time(batch.completed_at)}</dd>
+    <dt>Ended</dt><dd>${time(batch.completed_at)}</dd>
   </dl>
 </section>
 <section class="card" aria-labelledby="progress">
