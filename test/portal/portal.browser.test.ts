@@ -1,7 +1,8 @@
 /**
  * The portal in a real browser (Chromium through playwright-core) against the app on a real port with the
  * worker running: sign in, create a key and see its token once, use it, revoke it, add a webhook endpoint
- * with a local receiver, send a test event and see its delivery, open a call and see its outcome. Every
+ * with a local receiver, send a test event and see its delivery, open a call and see its outcome, make a
+ * batch from a CSV file (its faulty lines first), see its progress, pause and cancel it. Every
  * page is saved as a screenshot in test-results/portal/, on a desktop and on a phone-sized viewport.
  */
 import assert from 'node:assert/strict';
@@ -207,6 +208,65 @@ else
       await screenshot(page, '15-request-found');
     });
 
+    it('creates a batch from a CSV file, sees its progress on the list, pauses and cancels it', async () => {
+      const upload = (name: string, csv: string) =>
+        page.getByLabel('Recipients: a CSV file').setInputFiles({ name, mimeType: 'text/csv', buffer: Buffer.from(csv) });
+      const tomorrow = new Date(Date.now() + 24 * 60 * 60 * 1000).toISOString().slice(0, 16);
+      await page.goto(`${baseUrl}/developers`);
+      await page.getByRole('navigation', { name: 'Portal' }).getByRole('link', { name: 'Batches' }).click();
+      await page.getByText('No batches yet.').waitFor();
+      await page.getByRole('link', { name: 'New batch from a CSV file' }).click();
+      await page.getByLabel(/^Name/).fill('Browser reminders');
+      await page.getByLabel(/^Start at/).fill(tomorrow);
+      await page.getByLabel('Calls at once').fill('2');
+      await upload('bad.csv', 'to,reference,customer_name\n+14155550123,a-1,Ada\n4155550124,a-2,Grace\n+14155550123,a-3,Ada again\n');
+      await page.getByRole('button', { name: 'Create batch' }).click();
+      const problems = page.getByRole('alert').filter({ hasText: 'no batch was created' });
+      await problems.waitFor();
+      assert.ok(await problems.getByText('4155550124 is not a phone number in E.164 format').isVisible());
+      assert.ok(await problems.getByText('+14155550123 is already on line 2').isVisible());
+      await screenshot(page, '15b-batch-csv-problems');
+      assert.equal(await t.services.db.selectFrom('batches').select('id').executeTakeFirst(), undefined, 'nothing created');
+
+      await upload(
+        'reminders.csv',
+        '\uFEFFPhone,reference,customer_name\r\n+14155550123,a-1,Ada\r\n+14155550124,a-2,"Grace, Hopper"\r\n+14155550125,a-3,Alan\r\n',
+      );
+      await page.getByRole('button', { name: 'Create batch' }).click();
+      await page.waitForURL(/\/developers\/batches\/batch_[A-Za-z0-9]+\?notice=batch_created$/);
+      await page.getByRole('status').filter({ hasText: 'The batch is created' }).waitFor();
+      const batchId = /batch_[A-Za-z0-9]+/.exec(page.url())![0];
+      assert.ok((await page.getByRole('cell', { name: 'Grace, Hopper' }).count()) === 0, 'metadata is not a column of the table');
+      assert.ok(await page.getByRole('cell', { name: '+14155550124' }).isVisible());
+      await screenshot(page, '15c-batch-created');
+
+      await page.getByRole('link', { name: 'Batches', exact: true }).first().click();
+      const row = page.locator('tr', { hasText: 'Browser reminders' });
+      assert.ok(await row.locator('svg.progress-bar').isVisible(), 'a progress bar');
+      assert.ok(await row.getByText('0 of 3 ended').isVisible());
+      assert.ok(await row.getByText('3 queued').isVisible(), 'its counts in words');
+      assert.ok(await row.getByText('scheduled').isVisible());
+      await screenshot(page, '15d-batches');
+
+      await row.getByRole('link', { name: 'Browser reminders' }).click();
+      await page.getByRole('button', { name: 'Pause' }).click();
+      await page.getByRole('status').filter({ hasText: 'The batch is paused' }).waitFor();
+      assert.equal(await page.getByRole('button', { name: 'Pause' }).count(), 0);
+      assert.ok(await page.getByRole('button', { name: 'Resume' }).isVisible());
+      await page.getByRole('button', { name: 'Cancel batch' }).click();
+      await page.getByRole('status').filter({ hasText: 'The batch is cancelled' }).waitFor();
+      assert.ok(await page.getByText('3 of 3 ended').isVisible());
+      assert.ok(await page.locator('.progress-legend').getByText('3 cancelled').isVisible());
+      assert.equal(
+        await page.getByRole('button', { name: /^(Pause|Resume|Cancel batch)$/ }).count(),
+        0,
+        'a cancelled batch takes no action',
+      );
+      await screenshot(page, '15e-batch-cancelled');
+      const stored = await t.services.db.selectFrom('batches').select('status').where('id', '=', batchId).executeTakeFirstOrThrow();
+      assert.equal(stored.status, 'cancelled');
+    });
+
     it('reads well on a phone', async () => {
       const phone = await browser.newContext({
         viewport: { width: 390, height: 844 },
@@ -217,6 +277,7 @@ else
       const small = await phone.newPage();
       const callId = (await t.services.db.selectFrom('calls').select('id').orderBy('id', 'desc').executeTakeFirstOrThrow()).id;
       const endpointId = (await t.services.db.selectFrom('webhook_endpoints').select('id').executeTakeFirstOrThrow()).id;
+      const batchId = (await t.services.db.selectFrom('batches').select('id').executeTakeFirstOrThrow()).id;
       const pages: [string, string][] = [
         ['overview', '/developers'],
         ['keys', '/developers/api-keys'],
@@ -228,6 +289,9 @@ else
         ['requests', '/developers/requests'],
         ['endpoint-edit', `/developers/webhooks/${endpointId}/edit`],
         ['endpoint-new', '/developers/webhooks/new'],
+        ['batches', '/developers/batches'],
+        ['batch', `/developers/batches/${batchId}`],
+        ['batch-new', '/developers/batches/new'],
       ];
       const failures: string[] = [];
       for (const [name, path] of pages) {

@@ -69,6 +69,13 @@ export async function getApiKey(db: Db, accountId: string, keyId: string): Promi
   return row ? toApiKeyView(row) : null;
 }
 
+/** An unrevoked key of this account as stored, or null: what a batch created in the portal is placed with. */
+export async function findActiveApiKey(db: Db, accountId: string, keyId: string): Promise<ApiKeyRow | null> {
+  if (keyId.includes('\u0000')) return null;
+  const row = await repo.findApiKeyInAccount(db, accountId, keyId);
+  return row && row.revoked_at === null ? row : null;
+}
+
 /**
  * Revokes a key for good; null when there is no such key (within `accountId` when given). Takes effect on
  * the next request of every process.

@@ -58,6 +58,13 @@ export async function findBatch(db: Db, id: string, scope: BatchScope = {}): Pro
   return query.executeTakeFirst();
 }
 
+/** The mode (test or live) of each of these batches of the account. */
+export async function modesOfBatches(db: Db, accountId: string, ids: readonly string[]): Promise<Map<string, BatchRow['mode']>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('batches').select(['id', 'mode']).where('account_id', '=', accountId).where('id', 'in', ids).execute();
+  return new Map(rows.map((row) => [row.id, row.mode]));
+}
+
 export interface BatchListFilter {
   readonly accountId: string;
   readonly limit: number;

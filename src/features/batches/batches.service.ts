@@ -188,6 +188,11 @@ export async function listOperatorBatches(
   return { data: batches.map((batch, index) => withOwner(shown[index]!, batch)), has_more: rows.length > query.limit };
 }
 
+/** The mode of each of these batches of the account (the portal shows test and live batches side by side). */
+export function batchModes(db: Db, accountId: string, ids: readonly string[]): Promise<Map<string, BatchRow['mode']>> {
+  return repo.modesOfBatches(db, accountId, ids);
+}
+
 export const listLimitDefault = 20;
 export const listLimitMax = 100;
 

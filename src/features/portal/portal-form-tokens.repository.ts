@@ -22,3 +22,8 @@ export async function findFormToken(db: Db, token: string) {
 export async function deleteFormTokensBefore(db: Db, before: string): Promise<void> {
   await db.deleteFrom('portal_form_tokens').where('created_at', '<', before).execute();
 }
+
+/** Frees a claimed token (its form made nothing), so that the same form can be sent again. */
+export async function releaseFormToken(db: Db, token: string): Promise<void> {
+  await db.deleteFrom('portal_form_tokens').where('token', '=', token).where('api_key_id', 'is', null).execute();
+}

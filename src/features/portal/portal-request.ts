@@ -2,6 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
+import type { BatchesDeps } from '../batches/batches.service.js';
 import type { Clock } from '../../lib/clock.js';
 import type { PortalSession, SignInLimiters } from '../identity/sessions.service.js';
 import { errorPage } from './views/errors.view.js';
@@ -19,6 +20,8 @@ export interface PortalDeps {
   readonly signInLimiters: SignInLimiters;
   /** The provider's workspace when the server has its key: the Agents page can then sync. */
   readonly agentDirectory: AgentDirectory | undefined;
+  /** Batches are created, paused, resumed and cancelled through the service the API uses. */
+  readonly batches: BatchesDeps;
 }
 
 declare module 'fastify' {

@@ -1,6 +1,6 @@
 /**
  * The developer portal at /developers: server-rendered HTML pages for the people of an account (API keys,
- * webhooks, agents, calls, request log). Its scope adds form and cookie parsing, sessions, CSRF checks and
+ * webhooks, agents, calls, batches, request log). Its scope adds form and cookie parsing, sessions, CSRF checks and
  * HTML error pages; the /v1 API outside it stays JSON-only.
  */
 import fs from 'node:fs';
@@ -11,6 +11,7 @@ import { ApiError } from '../../errors/api-error.js';
 import { statusOf } from '../../errors/catalogue.js';
 import { findNul } from '../../http/nul-text.js';
 import { portalAuthRoutes } from './portal-auth.routes.js';
+import { portalBatchesRoutes } from './portal-batches.routes.js';
 import { portalCallsRoutes } from './portal-calls.routes.js';
 import { csrfTokenMatches, isSameOrigin, signInCsrfCookie } from './portal-csrf.js';
 import { portalKeysRoutes } from './portal-keys.routes.js';
@@ -222,4 +223,5 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
   await app.register(portalKeysRoutes, { deps });
   await app.register(portalWebhooksRoutes, { deps });
   await app.register(portalCallsRoutes, { deps });
+  await app.register(portalBatchesRoutes, { deps });
 };

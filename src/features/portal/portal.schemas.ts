@@ -50,3 +50,34 @@ export const CallsQuery = Type.Object({
 });
 
 export const RequestsQuery = Type.Object({ request_id: Type.Optional(Type.String()), before: Type.Optional(Type.String()) });
+
+/** The batches list's filters, as the calls page's. */
+export const BatchesQuery = Type.Object({
+  status: Type.Optional(Type.String()),
+  mode: Type.Optional(Type.String()),
+  starting_after: Type.Optional(Type.String()),
+  notice: Type.Optional(Type.String()),
+});
+
+/** A batch page: its recipients' filter and page. */
+export const BatchQuery = Type.Object({
+  status: Type.Optional(Type.String()),
+  starting_after: Type.Optional(Type.String()),
+  notice: Type.Optional(Type.String()),
+});
+
+/**
+ * The new batch form (multipart, so that it carries a file; or urlencoded): the CSV comes as the file
+ * `csv_file` (its bytes) or the text `csv_text`.
+ */
+export const BatchForm = PortalForm({
+  form_token: Field(),
+  api_key_id: Field(),
+  agent_id: Field(),
+  name: Field(),
+  scheduled_at: Field(),
+  max_concurrency: Field(),
+  csv_text: Field(),
+  // The file's text, or null when it is not UTF-8 (see portal-batches.routes.ts); absent without a file.
+  csv_file: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+});

@@ -1,8 +1,8 @@
 export interface PortalFormTokensTable {
-  /** The random token of one key-creation form, used once. */
+  /** The random token of one creating form (a key, a batch), used once. */
   token: string;
   account_id: string;
-  /** The key the form made; null only while that transaction is under way. */
+  /** The key the form made; null while that transaction is under way, and for a batch form. */
   api_key_id: string | null;
   created_at: string;
 }

@@ -2,7 +2,7 @@
 import { csrfField } from './components.js';
 import { html, type SafeHtml } from './html.js';
 
-export type NavKey = 'overview' | 'keys' | 'webhooks' | 'agents' | 'calls' | 'requests';
+export type NavKey = 'overview' | 'keys' | 'webhooks' | 'agents' | 'calls' | 'batches' | 'requests';
 
 const nav: readonly (readonly [NavKey, string, string])[] = [
   ['overview', 'Overview', '/developers'],
@@ -10,6 +10,7 @@ const nav: readonly (readonly [NavKey, string, string])[] = [
   ['webhooks', 'Webhooks', '/developers/webhooks'],
   ['agents', 'Agents', '/developers/agents'],
   ['calls', 'Calls', '/developers/calls'],
+  ['batches', 'Batches', '/developers/batches'],
   ['requests', 'Request log', '/developers/requests'],
 ];
 

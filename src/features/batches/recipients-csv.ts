@@ -1,0 +1,130 @@
+/**
+ * A batch's recipients from a CSV file (the portal's upload): a `to` or `phone` column, an optional
+ * `reference` column, every other column a metadata variable (as text). Every line is checked with the
+ * rules of POST /v1/batches and every fault is reported with its line, so a file is fixed in one go;
+ * a file with any fault gives no recipients at all.
+ */
+import { parse } from 'csv-parse/sync';
+import { e164Pattern, metadataKeyMaxLength } from '../calls/calls.schemas.js';
+import { metadataSizeProblem } from '../calls/calls.service.js';
+import { recipientsMax, referenceMaxLength, type CreateBatchBody } from './batches.schemas.js';
+
+export interface CsvProblem {
+  /** 1-based line of the file where the faulty record starts (0: the file as a whole). */
+  readonly line: number;
+  readonly message: string;
+}
+
+export type RecipientsCsvResult =
+  | { readonly kind: 'ok'; readonly recipients: CreateBatchBody['recipients'] }
+  | { readonly kind: 'invalid'; readonly problems: readonly CsvProblem[] };
+
+const e164 = new RegExp(e164Pattern);
+const toColumns = ['to', 'phone'];
+
+/** The file's bytes as text: UTF-8 (a byte order mark is dropped), or null when it is not UTF-8. */
+export function decodeCsv(bytes: Uint8Array): string | null {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+interface CsvRecord {
+  readonly cells: string[];
+  readonly line: number;
+}
+
+/** The records of the text with the line each starts on, or the fault that stopped the reading. */
+function readRecords(text: string): CsvRecord[] | CsvProblem {
+  // One kind of line break, so that csv-parse counts lines as an editor does (it counts CR LF inside a
+  // quoted value as two); a line break inside a quoted value becomes LF.
+  const normalised = text.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
+  let rows: { record: string[]; info: { lines: number } }[];
+  try {
+    rows = parse(normalised, {
+      info: true,
+      relax_column_count: true,
+      relax_quotes: true,
+      skip_empty_lines: true,
+      skip_records_with_empty_values: true,
+    }) as unknown as { record: string[]; info: { lines: number } }[];
+  } catch (error) {
+    const line = typeof (error as { lines?: unknown }).lines === 'number' ? (error as { lines: number }).lines : 0;
+    const reason = error instanceof Error ? error.message.replace(/^[A-Za-z ]+: /, '') : String(error);
+    return { line, message: `the file could not be read from here on (${reason}).` };
+  }
+  return rows.map(({ record, info }) => ({
+    cells: record.map((cell) => cell.trim()),
+    // `lines` is where the record ends; a quoted value may span several.
+    line: info.lines - record.reduce((breaks, cell) => breaks + (cell.match(/\n/g)?.length ?? 0), 0),
+  }));
+}
+
+export function parseRecipientsCsv(text: string): RecipientsCsvResult {
+  const read = readRecords(text);
+  if (!Array.isArray(read)) return { kind: 'invalid', problems: [read] };
+  const [header, ...records] = read;
+  if (!header) return { kind: 'invalid', problems: [{ line: 0, message: 'the file is empty: it needs a header line with a to column.' }] };
+
+  const problems: CsvProblem[] = [];
+  const headerProblem = (message: string) => problems.push({ line: header.line, message });
+  const names = header.cells;
+  const lowered = names.map((name) => name.toLowerCase());
+  const toIndexes = lowered.flatMap((name, index) => (toColumns.includes(name) ? [index] : []));
+  const referenceIndexes = lowered.flatMap((name, index) => (name === 'reference' ? [index] : []));
+  if (toIndexes.length === 0) headerProblem('the header has no to (or phone) column.');
+  if (toIndexes.length > 1) headerProblem('the header has more than one to or phone column; keep one.');
+  if (referenceIndexes.length > 1) headerProblem('the header has more than one reference column; keep one.');
+  const toIndex = toIndexes[0];
+  const referenceIndex = referenceIndexes[0];
+  const seen = new Set<string>();
+  names.forEach((name, index) => {
+    if (index === toIndex || index === referenceIndex) return;
+    if (name === '') headerProblem(`column ${index + 1} has no name; every column other than to and reference is a metadata key.`);
+    else if (name.length > metadataKeyMaxLength) {
+      headerProblem(`the column name ${name.slice(0, 80)}… is a metadata key, and keys have at most ${metadataKeyMaxLength} characters.`);
+    } else if (seen.has(name)) headerProblem(`the column ${name} appears twice.`);
+    seen.add(name);
+  });
+
+  if (records.length === 0) problems.push({ line: 0, message: 'the file has no recipients: add a line per number under the header.' });
+  if (records.length > recipientsMax) {
+    problems.push({
+      line: 0,
+      message: `the file has ${records.length.toLocaleString('en')} recipients; a batch has at most ${recipientsMax.toLocaleString('en')}.`,
+    });
+  }
+
+  const firstLineOf = new Map<string, number>();
+  const recipients: CreateBatchBody['recipients'] = [];
+  for (const { cells, line } of records) {
+    const fault = (message: string) => problems.push({ line, message });
+    if (cells.length !== names.length) {
+      fault(`it has ${cells.length} values and the header ${names.length} columns.`);
+      continue;
+    }
+    if (toIndex === undefined) continue;
+    const to = cells[toIndex]!;
+    if (to === '') fault(`the ${names[toIndex]} column is empty.`);
+    else if (!e164.test(to)) fault(`${to.slice(0, 40)} is not a phone number in E.164 format, such as +14155550123.`);
+    else {
+      const earlier = firstLineOf.get(to);
+      if (earlier !== undefined) fault(`${to} is already on line ${earlier}; a number appears at most once in a batch.`);
+      else firstLineOf.set(to, line);
+    }
+    const reference = referenceIndex === undefined ? '' : cells[referenceIndex]!;
+    if (reference.length > referenceMaxLength) fault(`the reference has ${reference.length} characters; at most ${referenceMaxLength}.`);
+    const metadata: Record<string, string> = {};
+    names.forEach((name, index) => {
+      if (index !== toIndex && index !== referenceIndex) metadata[name] = cells[index]!;
+    });
+    const hasMetadata = Object.keys(metadata).length > 0;
+    const sizeProblem = hasMetadata ? metadataSizeProblem(metadata) : null;
+    if (sizeProblem) fault(`its ${sizeProblem.replace(/^metadata/, 'metadata (the columns other than to and reference)')}`);
+    recipients.push({ to, ...(reference === '' ? {} : { reference }), ...(hasMetadata ? { metadata } : {}) });
+  }
+  problems.sort((a, b) => a.line - b.line);
+  return problems.length > 0 ? { kind: 'invalid', problems } : { kind: 'ok', recipients };
+}
