@@ -50,15 +50,19 @@ await forEachDialect('POST /v1/batches', (dialect) => {
     assert.equal(batch.scheduled_at, batch.created_at);
     assert.deepEqual(Object.keys(batch).sort(), [
       'agent_id',
+      'calling_window',
       'completed_at',
       'counts',
       'created_at',
       'id',
       'max_concurrency',
       'name',
+      'retry',
       'scheduled_at',
       'status',
     ]);
+    assert.equal(batch.calling_window, null);
+    assert.equal(batch.retry, null);
     assert.deepEqual(await readBatch(t, batch.id), batch);
 
     const recipients = (await apiGet(t, `/v1/batches/${batch.id}/recipients`)).json().data;
@@ -68,7 +72,18 @@ await forEachDialect('POST /v1/batches', (dialect) => {
     );
     assert.match(recipients[0].id, /^rcp_[0-9a-z]{26}$/);
     assert.deepEqual(recipients[1].metadata, { customer_name: 'Customer 1', n: 1 });
-    assert.deepEqual(Object.keys(recipients[0]).sort(), ['id', 'metadata', 'reference', 'status', 'to', 'updated_at']);
+    assert.deepEqual(Object.keys(recipients[0]).sort(), [
+      'attempts',
+      'call_ids',
+      'id',
+      'metadata',
+      'next_attempt_at',
+      'reference',
+      'status',
+      'to',
+      'updated_at',
+    ]);
+    assert.deepEqual([recipients[0].attempts, recipients[0].call_ids, recipients[0].next_attempt_at], [0, [], batch.scheduled_at]);
   });
 
   it('takes the defaults: no name, max_concurrency 5, start now; a scheduled_at ahead makes it scheduled, in UTC', async () => {

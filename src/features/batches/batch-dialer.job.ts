@@ -25,7 +25,7 @@ import { findAgent } from '../agents/agents.service.js';
 import { getCall, placeCall, storeCall, type CallsDeps } from '../calls/calls.service.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
 import * as dialerRepo from './batch-dialer.repository.js';
-import { failDialing, requeueDialing, type FinishedBatches } from './batch-progress.service.js';
+import { failDialing, holdOutsideWindow, requeueDialing, type FinishedBatches } from './batch-progress.service.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
 
 export interface BatchDialerOptions {
@@ -49,6 +49,8 @@ export interface BatchDialerOptions {
 
 const defaultSweepIntervalMs = 1_000;
 const batchesPerPass = 20;
+/** Claims of one batch in one pass while some of those claimed must wait for their calling window. */
+const claimRoundsMax = 5;
 const expiredPerPass = 100;
 /** Backoff after the provider answered 429 or was unavailable: 1 s, doubling, at most 5 minutes (±20 %). */
 const backoffStartMs = 1_000;
@@ -110,7 +112,8 @@ export class BatchDialer implements Job {
       // Read before the claim: a claimed recipient must reach the provider, or it ends interrupted.
       const agent = await findAgent(this.options.db, batch.account_id, batch.agent_id);
       const claim = await this.claim(batch.id, now);
-      if (!claim) continue;
+      if (claim) this.afterFinishing(claim.finished);
+      if (!claim || claim.recipients.length === 0) continue;
       claimedAny = true;
       this.options.logger.debug({ batchId: batch.id, recipients: claim.recipients.length }, 'batch recipients claimed');
       for (const recipient of claim.recipients) this.track(this.dial(claim.batch, agent, recipient));
@@ -118,17 +121,32 @@ export class BatchDialer implements Job {
     return { more: claimedAny && due.length === batchesPerPass };
   }
 
-  /** Claims as many due recipients as the batch has free slots, under its lock. */
-  private async claim(batchId: string, now: Date): Promise<{ batch: BatchRow; recipients: RecipientRow[] } | undefined> {
-    const { db, dialect } = this.options;
+  /**
+   * Claims as many due recipients as the batch has free slots, under its lock. Those whose calling window
+   * is closed go back to the queue until it opens (holdOutsideWindow), and their slots to the next due ones.
+   */
+  private async claim(
+    batchId: string,
+    now: Date,
+  ): Promise<{ batch: BatchRow; recipients: RecipientRow[]; finished: FinishedBatches } | undefined> {
+    const { db, dialect, clock } = this.options;
     const at = isoTimestamp(now);
     return db.transaction().execute(async (trx) => {
       const batch = await dialerRepo.lockDueBatch(trx, dialect, batchId, at);
       if (!batch) return undefined;
-      const free = batch.max_concurrency - (await dialerRepo.countActive(trx, batch.id));
+      let free = batch.max_concurrency - (await dialerRepo.countActive(trx, batch.id));
       if (free <= 0) return undefined;
-      const recipients = await dialerRepo.claimRecipients(trx, dialect, batch.id, at, isoTimestamp(addMs(now, this.options.leaseMs)), free);
-      if (recipients.length === 0) return undefined;
+      const recipients: RecipientRow[] = [];
+      let finished: FinishedBatches = new Map();
+      for (let round = 0; free > 0 && round < claimRoundsMax; round++) {
+        const claimed = await dialerRepo.claimRecipients(trx, dialect, batch.id, at, isoTimestamp(addMs(now, this.options.leaseMs)), free);
+        const held = await holdOutsideWindow(trx, clock, batch, claimed, now);
+        recipients.push(...held.dial);
+        free -= held.dial.length;
+        if (held.finished.size > 0) finished = held.finished;
+        if (held.dial.length === claimed.length) break;
+      }
+      if (recipients.length === 0) return { batch, recipients, finished };
       if (batch.status === 'scheduled') {
         await trx
           .updateTable('batches')
@@ -137,7 +155,7 @@ export class BatchDialer implements Job {
           .where('status', '=', 'scheduled')
           .execute();
       }
-      return { batch, recipients };
+      return { batch, recipients, finished };
     });
   }
 
@@ -195,7 +213,8 @@ export class BatchDialer implements Job {
     const store = () =>
       db.transaction().execute(async (trx) => {
         await storeCall(trx, row);
-        return dialerRepo.markPlaced(trx, recipient.id, row.id, isoTimestamp(clock.now()));
+        const callIds = JSON.stringify([...(JSON.parse(recipient.call_ids) as string[]), row.id]);
+        return dialerRepo.markPlaced(trx, recipient.id, row.id, callIds, isoTimestamp(clock.now()));
       });
     try {
       return await store();

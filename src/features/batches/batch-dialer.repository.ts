@@ -79,7 +79,8 @@ export async function claimRecipients(
     due: (eb) => eb.and([eb('batch_id', '=', batchId), eb('status', '=', 'queued'), eb('next_attempt_at', '<=', now)]),
     orderBy: 'position',
     limit,
-    set: { status: 'dialing', locked_until: leaseUntil, updated_at: now },
+    // A claim is a dial (attempt) of the recipient: given back when none is made (429, a closed window).
+    set: { status: 'dialing', locked_until: leaseUntil, updated_at: now, attempts: sql<number>`attempts + 1` },
   })
     .returningAll()
     .execute();
@@ -87,18 +88,19 @@ export async function claimRecipients(
 }
 
 /**
- * The call placed for a dialing recipient: it is `in_progress` now. When the recipient was already failed
- * as interrupted (its lease ran out first), it keeps that state but learns its call. False then.
+ * The call placed for a dialing recipient (`callIds`: its calls with this one, as JSON): it is `in_progress`
+ * now. When the recipient was already failed as interrupted (its lease ran out first), it keeps that final
+ * state but learns its call. False then.
  */
-export async function markPlaced(db: Db, recipientId: string, callId: string, now: string): Promise<boolean> {
+export async function markPlaced(db: Db, recipientId: string, callId: string, callIds: string, now: string): Promise<boolean> {
   const placed = await db
     .updateTable('batch_recipients')
-    .set({ status: 'in_progress', call_id: callId, locked_until: null, updated_at: now })
+    .set({ status: 'in_progress', call_id: callId, call_ids: callIds, locked_until: null, updated_at: now })
     .where('id', '=', recipientId)
     .where('status', '=', 'dialing')
     .executeTakeFirst();
   if (Number(placed.numUpdatedRows) > 0) return true;
-  await db.updateTable('batch_recipients').set({ call_id: callId }).where('id', '=', recipientId).where('call_id', 'is', null).execute();
+  await db.updateTable('batch_recipients').set({ call_id: callId, call_ids: callIds }).where('id', '=', recipientId).execute();
   return false;
 }
 

@@ -8,17 +8,43 @@
  */
 import type { Db } from '../../db/database.js';
 import type { CallRow } from '../calls/calls.tables.js';
-import { isoTimestamp, type Clock } from '../../lib/clock.js';
+import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { enqueueEvents } from '../webhooks/events.service.js';
 import { batchesWithCounts } from './batch-view.js';
+import { nextOpening, windowZones, type CallingWindow } from './calling-window.js';
+import type { Batch } from './batches.schemas.js';
+import type { BatchRow, RecipientRow } from './batches.tables.js';
 import * as repo from './batches.repository.js';
 
 /** Deliveries of `batch.completed` written, by batch; empty when no batch finished. */
 export type FinishedBatches = ReadonlyMap<string, number>;
 
+const callingWindowOf = (batch: BatchRow): CallingWindow | null =>
+  batch.calling_window === null ? null : (JSON.parse(batch.calling_window) as CallingWindow);
+
+/** The zones a recipient's window is checked in: as stored at its batch's creation. */
+const zonesOf = (window: CallingWindow, recipient: Pick<RecipientRow, 'time_zones' | 'to_number'>): string[] =>
+  recipient.time_zones === null ? windowZones(window, recipient.to_number) : (JSON.parse(recipient.time_zones) as string[]);
+
+/**
+ * When a recipient whose call failed for `reason` is dialed again: after its batch's retry delay, at the
+ * next opening of its calling window; null when that was its last attempt (or its batch retries no such
+ * failure, or was cancelled, or the window never opens again).
+ */
+function retryAt(batch: BatchRow, recipient: repo.RecipientOfCall, reason: string | null, now: Date): Date | null {
+  if (batch.retry === null || batch.status === 'cancelled') return null;
+  const retry = JSON.parse(batch.retry) as NonNullable<Batch['retry']>;
+  if (!retry.on.some((on) => on === reason) || recipient.attempts >= retry.max_attempts) return null;
+  const after = addMs(now, retry.delay_minutes * 60_000);
+  const window = callingWindowOf(batch);
+  return window ? nextOpening(window, zonesOf(window, recipient), after) : after;
+}
+
 /**
  * Ends the recipients of batch calls that just ended, in `trx` (the transaction that recorded the calls'
- * outcomes), and finishes the batches left with no open recipient. Calls without a batch are ignored.
+ * outcomes), and finishes the batches left with no open recipient. A recipient whose call failed for a
+ * reason its batch retries, with attempts left, is queued again instead (and keeps its batch open). Calls
+ * without a batch are ignored.
  */
 export async function endRecipientsOfCalls(trx: Db, clock: Clock, calls: readonly CallRow[]): Promise<FinishedBatches> {
   const batchCalls = calls.filter((call) => call.batch_id !== null);
@@ -26,23 +52,72 @@ export async function endRecipientsOfCalls(trx: Db, clock: Clock, calls: readonl
   const batchIds = [...new Set(batchCalls.map((call) => call.batch_id!))];
   await repo.lockBatches(trx, batchIds);
   const byCall = new Map(batchCalls.map((call) => [call.id, call]));
-  const updatedAt = isoTimestamp(clock.now());
+  const now = clock.now();
+  const updatedAt = isoTimestamp(now);
   const recipients = await repo.recipientsOfCalls(trx, [...byCall.keys()]);
-  await repo.endRecipients(
-    trx,
-    recipients.map(({ id, call_id }) => {
-      const call = byCall.get(call_id!)!;
-      const failed = call.status === 'failed';
-      return {
-        id,
-        status: failed ? 'failed' : 'completed',
-        failure_reason: failed ? call.failure_reason : null,
-        failure_message: failed ? call.failure_message : null,
-        updated_at: updatedAt,
-      };
-    }),
-  );
+  const batches = await repo.findBatches(trx, batchIds);
+  const endings: repo.RecipientEnding[] = [];
+  const retries: { id: string; next_attempt_at: string; updated_at: string }[] = [];
+  for (const recipient of recipients) {
+    const call = byCall.get(recipient.call_id!)!;
+    const failed = call.status === 'failed';
+    const batch = batches.get(recipient.batch_id);
+    const again = failed && batch ? retryAt(batch, recipient, call.failure_reason, now) : null;
+    if (again) {
+      retries.push({ id: recipient.id, next_attempt_at: isoTimestamp(again), updated_at: updatedAt });
+      continue;
+    }
+    endings.push({
+      id: recipient.id,
+      status: failed ? 'failed' : 'completed',
+      failure_reason: failed ? call.failure_reason : null,
+      failure_message: failed ? call.failure_message : null,
+      updated_at: updatedAt,
+    });
+  }
+  await repo.endRecipients(trx, endings);
+  await repo.requeueForRetry(trx, retries);
   return finishBatchesIfDone(trx, clock, batchIds);
+}
+
+/**
+ * Of the recipients just claimed (`dialing`, in the claim's transaction, under the batch's lock), those
+ * whose calling window is open at `now`; the others go back to the queue until it opens. One whose window
+ * never opens again (its zones drifted apart with a change of time) fails, and may finish the batch.
+ */
+export async function holdOutsideWindow(
+  trx: Db,
+  clock: Clock,
+  batch: BatchRow,
+  claimed: readonly RecipientRow[],
+  now: Date,
+): Promise<{ readonly dial: RecipientRow[]; readonly finished: FinishedBatches }> {
+  const window = callingWindowOf(batch);
+  if (!window) return { dial: [...claimed], finished: new Map() };
+  const openingOf = new Map<string, Date | null>();
+  const dial: RecipientRow[] = [];
+  const held = new Map<string, string[]>();
+  const never: string[] = [];
+  for (const recipient of claimed) {
+    const zones = zonesOf(window, recipient);
+    const key = JSON.stringify(zones);
+    if (!openingOf.has(key)) openingOf.set(key, nextOpening(window, zones, now));
+    const opening = openingOf.get(key)!;
+    if (opening === null) never.push(recipient.id);
+    else if (opening.getTime() > now.getTime()) held.set(key, [...(held.get(key) ?? []), recipient.id]);
+    else dial.push(recipient);
+  }
+  const at = isoTimestamp(now);
+  for (const [timeZones, ids] of held) {
+    await repo.holdUntilOpening(trx, batch.id, { ids, timeZones, opening: isoTimestamp(openingOf.get(timeZones)!), now: at });
+  }
+  if (never.length === 0) return { dial, finished: new Map() };
+  await repo.failDialingRecipients(trx, never, {
+    reason: 'outside_calling_window',
+    message: `The calling window ${window.start}-${window.end} no longer opens in all of this number's time zones at once.`,
+    now: at,
+  });
+  return { dial, finished: await finishBatchesIfDone(trx, clock, [batch.id]) };
 }
 
 /**

@@ -32,6 +32,8 @@ export function toBatch(row: BatchRow, counts: BatchCounts): Batch {
     scheduled_at: row.scheduled_at,
     max_concurrency: row.max_concurrency,
     counts,
+    calling_window: row.calling_window === null ? null : (JSON.parse(row.calling_window) as Batch['calling_window']),
+    retry: row.retry === null ? null : (JSON.parse(row.retry) as Batch['retry']),
     created_at: row.created_at,
     completed_at: row.completed_at,
   };
@@ -54,6 +56,9 @@ export function toRecipient(row: RecipientRow): Recipient {
     reference: row.reference,
     metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Recipient['metadata']),
     status: row.status,
+    call_ids: JSON.parse(row.call_ids) as string[],
+    attempts: row.attempts,
+    next_attempt_at: row.status === 'queued' ? row.next_attempt_at : null,
     updated_at: row.updated_at,
   };
   if (row.call_id !== null) recipient.call_id = row.call_id;

@@ -17,6 +17,8 @@ export const batchInsert: InsertStatement<BatchRow> = function insertBatch(db, p
     status: p.status,
     scheduled_at: p.scheduled_at,
     max_concurrency: p.max_concurrency,
+    calling_window: p.calling_window,
+    retry: p.retry,
     total: p.total,
     created_at: p.created_at,
     updated_at: p.updated_at,
@@ -28,7 +30,7 @@ export async function insertBatch(db: Db, row: BatchRow): Promise<void> {
   await batchInsert(db, row).execute();
 }
 
-/** Rows per INSERT: 15 columns each stays well under both databases' limits on parameters. */
+/** Rows per INSERT: 18 columns each stays well under both databases' limits on parameters. */
 const insertChunkRows = 1_000;
 
 export async function insertRecipients(db: Db, rows: readonly RecipientRow[]): Promise<void> {
@@ -105,6 +107,12 @@ export async function countsByBatch(db: Db, batchIds: readonly string[]): Promis
   return counts;
 }
 
+export async function findBatches(db: Db, ids: readonly string[]): Promise<Map<string, BatchRow>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('batches').selectAll().where('id', 'in', ids).execute();
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
 export async function findRecipient(db: Db, batchId: string, id: string): Promise<RecipientRow | undefined> {
   return db.selectFrom('batch_recipients').selectAll().where('batch_id', '=', batchId).where('id', '=', id).executeTakeFirst();
 }
@@ -171,6 +179,8 @@ export async function requeueDialingRecipient(db: Db, recipientId: string, nextA
       status: 'queued',
       next_attempt_at: nextAttemptAt,
       deferrals: eb('deferrals', '+', 1),
+      // The claim counted a dial that did not happen.
+      attempts: eb('attempts', '-', 1),
       locked_until: null,
       updated_at: now,
     }))
@@ -183,7 +193,7 @@ export async function requeueDialingRecipient(db: Db, recipientId: string, nextA
 export async function cancelDialingRecipient(db: Db, recipientId: string, now: string): Promise<void> {
   await db
     .updateTable('batch_recipients')
-    .set({ status: 'cancelled', locked_until: null, updated_at: now })
+    .set((eb) => ({ status: 'cancelled', attempts: eb('attempts', '-', 1), locked_until: null, updated_at: now }))
     .where('id', '=', recipientId)
     .where('status', '=', 'dialing')
     .execute();
@@ -197,9 +207,66 @@ export type RecipientEnding = Readonly<{
   updated_at: string;
 }>;
 
-export async function recipientsOfCalls(db: Db, callIds: readonly string[]): Promise<Pick<RecipientRow, 'id' | 'call_id'>[]> {
+export type RecipientOfCall = Pick<RecipientRow, 'id' | 'batch_id' | 'call_id' | 'to_number' | 'attempts' | 'time_zones'>;
+
+export async function recipientsOfCalls(db: Db, callIds: readonly string[]): Promise<RecipientOfCall[]> {
   if (callIds.length === 0) return [];
-  return db.selectFrom('batch_recipients').select(['id', 'call_id']).where('call_id', 'in', callIds).execute();
+  return db
+    .selectFrom('batch_recipients')
+    .select(['id', 'batch_id', 'call_id', 'to_number', 'attempts', 'time_zones'])
+    .where('call_id', 'in', callIds)
+    .execute();
+}
+
+/** Recipients whose call failed for a reason their batch retries: queued again for `next_attempt_at`. */
+export async function requeueForRetry(
+  db: Db,
+  retries: readonly Readonly<{ id: string; next_attempt_at: string; updated_at: string }>[],
+): Promise<void> {
+  const fields = [
+    ['next_attempt_at', 'text'],
+    ['updated_at', 'text'],
+  ] as const;
+  await updateFromJson(db, dialectOf(db), {
+    table: 'batch_recipients',
+    rows: retries.map((retry) => ({ ...retry, status: 'queued' })),
+    fields: [...fields, ['status', 'text']],
+    columns: ['status', ...fields.map(([column]) => column)],
+    where: (unindexed) => sql`${unindexed('status')} = 'in_progress'`,
+    returning: 'id',
+  });
+}
+
+/**
+ * Claimed recipients whose calling window is closed now go back to the queue until it opens (the claim's
+ * dial given back), and so do the batch's queued ones checked in the same zones whose next attempt came
+ * before the opening: they cannot be dialed before it either, and no pass need claim them to learn that.
+ */
+export async function holdUntilOpening(
+  db: Db,
+  batchId: string,
+  hold: { readonly ids: readonly string[]; readonly timeZones: string; readonly opening: string; readonly now: string },
+): Promise<void> {
+  await db
+    .updateTable('batch_recipients')
+    .set((eb) => ({
+      status: 'queued',
+      next_attempt_at: hold.opening,
+      attempts: eb('attempts', '-', 1),
+      locked_until: null,
+      updated_at: hold.now,
+    }))
+    .where('id', 'in', hold.ids)
+    .where('status', '=', 'dialing')
+    .execute();
+  await db
+    .updateTable('batch_recipients')
+    .set({ next_attempt_at: hold.opening })
+    .where('batch_id', '=', batchId)
+    .where('status', '=', 'queued')
+    .where('time_zones', '=', hold.timeZones)
+    .where('next_attempt_at', '<', hold.opening)
+    .execute();
 }
 
 /** Ends recipients whose call ended, each only while `in_progress` (an interrupted one stays as it is). */

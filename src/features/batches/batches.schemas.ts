@@ -2,6 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { PatternHints } from '../../errors/error-handler.js';
 import { Metadata, e164Pattern } from '../calls/calls.schemas.js';
+import { weekdays } from './calling-window.js';
 import { batchStatuses, recipientStatuses } from './batches.tables.js';
 
 export const recipientsMax = 10_000;
@@ -9,6 +10,12 @@ export const referenceMaxLength = 255;
 export const nameMaxLength = 200;
 export const maxConcurrencyLimit = 100;
 export const maxConcurrencyDefault = 5;
+/** Call failures a batch may retry: the line was busy, or nobody answered (not a refusal, not an unknown end). */
+export const retryReasons = ['busy', 'no_answer'] as const;
+export type RetryReason = (typeof retryReasons)[number];
+export const maxAttemptsLimit = 5;
+export const retryDefaults = { on: [...retryReasons], max_attempts: 1, delay_minutes: 30 };
+export const retryDelayMinutesLimit = 1_440;
 /** Bodies of POST /v1/batches may be this large (10,000 recipients with metadata); 64 KB elsewhere. */
 export const batchBodyLimitBytes = 10 * 1024 * 1024;
 
@@ -26,6 +33,33 @@ export const RecipientInput = Type.Object(
   { additionalProperties: false },
 );
 
+const enumOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
+
+// Times and zones are checked by calling-window.ts, which says what is wrong with them (a pattern would not).
+export const CallingWindowInput = Type.Object(
+  {
+    start: Type.String({ maxLength: 16, description: 'HH:MM, local time of the zone' }),
+    end: Type.String({ maxLength: 16, description: 'HH:MM, after start (no window across midnight)' }),
+    days: Type.Optional(Type.Array(enumOf(weekdays), { minItems: 1, maxItems: weekdays.length, description: 'Default: every day' })),
+    time_zone: Type.String({ maxLength: 100, description: 'An IANA time zone, or "recipient": the zones of each number' }),
+    fallback_time_zone: Type.Optional(Type.String({ maxLength: 100, description: 'With "recipient": for numbers of no known zone' })),
+  },
+  { additionalProperties: false },
+);
+export type CallingWindowInput = Static<typeof CallingWindowInput>;
+
+export const RetryInput = Type.Object(
+  {
+    on: Type.Optional(Type.Array(enumOf(retryReasons), { minItems: 1, maxItems: retryReasons.length, description: 'Default: both' })),
+    max_attempts: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: maxAttemptsLimit, description: 'Dials per recipient in all; default 1' }),
+    ),
+    delay_minutes: Type.Optional(Type.Integer({ minimum: 1, maximum: retryDelayMinutesLimit, description: 'Default 30' })),
+  },
+  { additionalProperties: false },
+);
+export type RetryInput = Static<typeof RetryInput>;
+
 export const CreateBatchBody = Type.Object(
   {
     agent_id: Type.String({ description: 'An agent of your account, agent_…' }),
@@ -34,6 +68,8 @@ export const CreateBatchBody = Type.Object(
     // Checked by the service, which says what is wrong with the time (a format error would not).
     scheduled_at: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601 with a time zone; default now' })),
     max_concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: maxConcurrencyLimit })),
+    calling_window: Type.Optional(CallingWindowInput),
+    retry: Type.Optional(RetryInput),
   },
   { additionalProperties: false },
 );
@@ -43,7 +79,6 @@ export const CreateBatchHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String()),
 });
 
-const enumOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 const count = Type.Integer({ minimum: 0 });
 
 export const BatchCounts = Type.Object({
@@ -65,6 +100,22 @@ export const Batch = Type.Object({
   scheduled_at: Type.String(),
   max_concurrency: Type.Integer(),
   counts: BatchCounts,
+  /** As given, `days` filled in; null without a window. */
+  calling_window: Type.Union([
+    Type.Object({
+      start: Type.String(),
+      end: Type.String(),
+      days: Type.Array(enumOf(weekdays)),
+      time_zone: Type.String(),
+      fallback_time_zone: Type.Optional(Type.String()),
+    }),
+    Type.Null(),
+  ]),
+  /** With its defaults filled in; null without retries. */
+  retry: Type.Union([
+    Type.Object({ on: Type.Array(enumOf(retryReasons)), max_attempts: Type.Integer(), delay_minutes: Type.Integer() }),
+    Type.Null(),
+  ]),
   created_at: Type.String(),
   completed_at: Type.Union([Type.String(), Type.Null()]),
 });
@@ -76,7 +127,14 @@ export const Recipient = Type.Object({
   reference: Type.Union([Type.String(), Type.Null()]),
   metadata: Type.Union([Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])), Type.Null()]),
   status: enumOf(recipientStatuses),
+  /** The call of its latest attempt, once placed. */
   call_id: Type.Optional(Type.String()),
+  /** Every call placed for it, oldest first (one an attempt that reached the provider). */
+  call_ids: Type.Array(Type.String()),
+  /** Dials made (or under way). */
+  attempts: Type.Integer({ minimum: 0 }),
+  /** While queued: not dialed before this time (its batch's start, its calling window, a retry's delay). */
+  next_attempt_at: Type.Union([Type.String(), Type.Null()]),
   failure_reason: Type.Optional(Type.String()),
   failure_message: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   updated_at: Type.String(),

@@ -12,7 +12,8 @@ import { metadataSizeProblem } from '../calls/calls.service.js';
 import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
 import { finishBatchesIfDone } from './batch-progress.service.js';
 import { allQueued, batchesWithCounts, toBatch, toRecipient } from './batch-view.js';
-import { maxConcurrencyDefault, type Batch, type CreateBatchBody, type Recipient } from './batches.schemas.js';
+import { checkCallingWindow, nextOpening, windowZones, type CallingWindow } from './calling-window.js';
+import { maxConcurrencyDefault, retryDefaults, type Batch, type CreateBatchBody, type Recipient } from './batches.schemas.js';
 import type { BatchRow, BatchStatus, RecipientRow, RecipientStatus } from './batches.tables.js';
 import * as repo from './batches.repository.js';
 
@@ -36,8 +37,10 @@ export type CreateBatchResult =
 export const scheduleGraceMs = 60_000;
 export const scheduleHorizonMs = 30 * 24 * 60 * 60 * 1000;
 
+type Problem = { param: string; message: string };
+
 /** The rules of a batch's body that its JSON schema cannot say; the first fault, in the body's order. */
-function bodyProblem(body: CreateBatchBody, now: Date): { param: string; message: string } | { scheduledAt: Date } {
+function bodyProblem(body: CreateBatchBody, now: Date): Problem | { scheduledAt: Date } {
   const firstPlace = new Map<string, number>();
   for (const [index, recipient] of body.recipients.entries()) {
     const place = `recipients[${index}]`;
@@ -70,6 +73,37 @@ function bodyProblem(body: CreateBatchBody, now: Date): { param: string; message
 }
 
 /**
+ * Where each recipient's calling window is checked (its zones, as stored) and when it opens first from the
+ * batch's start; a number whose zones never share an open hour is refused at its place. Numbers of the same
+ * zones share the work: a batch of 10,000 has a few sets of zones.
+ */
+function placeInWindow(
+  window: CallingWindow,
+  recipients: CreateBatchBody['recipients'],
+  scheduledAt: Date,
+): Problem | { zones: string[]; firstAt: string[] } {
+  const openingOf = new Map<string, Date | null>();
+  const zones: string[] = [];
+  const firstAt: string[] = [];
+  for (const [index, recipient] of recipients.entries()) {
+    const of = windowZones(window, recipient.to);
+    const key = JSON.stringify(of);
+    if (!openingOf.has(key)) openingOf.set(key, nextOpening(window, of, scheduledAt));
+    const opening = openingOf.get(key)!;
+    if (!opening) {
+      const place = `recipients[${index}].to`;
+      return {
+        param: place,
+        message: `${place} ${recipient.to} is in the time zones ${of.join(', ')}, where calling_window ${window.start}-${window.end} is never open in all at once; call it in a batch of its own zone.`,
+      };
+    }
+    zones.push(key);
+    firstAt.push(isoTimestamp(opening));
+  }
+  return { zones, firstAt };
+}
+
+/**
  * Creates a batch for the key's account, its recipients all queued. With an Idempotency-Key (`hold`), the
  * batch row is stored with the completion of the key (KeyHold.insertCompleting), after its recipients:
  * the batch appears whole or not at all, and a replay answers this very batch.
@@ -83,6 +117,17 @@ export async function createBatch(
   const now = deps.clock.now();
   const checked = bodyProblem(body, now);
   if ('param' in checked) return { kind: 'invalid', ...checked };
+  let window: { settings: CallingWindow; zones: string[]; firstAt: string[] } | undefined;
+  if (body.calling_window) {
+    const valid = checkCallingWindow(body.calling_window);
+    if ('param' in valid) return { kind: 'invalid', ...valid };
+    const placed = placeInWindow(valid.window, body.recipients, checked.scheduledAt);
+    if ('param' in placed) return { kind: 'invalid', ...placed };
+    window = { settings: valid.window, ...placed };
+  }
+  const retryOn = body.retry?.on ?? [];
+  const repeatedReason = retryOn.find((reason, index) => retryOn.indexOf(reason) !== index);
+  if (repeatedReason) return { kind: 'invalid', param: 'retry.on', message: `retry.on names ${repeatedReason} twice; name each once.` };
   const agent = await findAgent(deps.db, apiKey.account_id, body.agent_id);
   if (!agent) return { kind: 'agent_not_found' };
 
@@ -99,6 +144,8 @@ export async function createBatch(
     status: checked.scheduledAt.getTime() > now.getTime() ? 'scheduled' : 'running',
     scheduled_at: scheduledAt,
     max_concurrency: body.max_concurrency ?? maxConcurrencyDefault,
+    calling_window: window ? JSON.stringify(window.settings) : null,
+    retry: body.retry ? JSON.stringify({ ...retryDefaults, ...body.retry }) : null,
     total: body.recipients.length,
     created_at: createdAt,
     updated_at: createdAt,
@@ -114,9 +161,12 @@ export async function createBatch(
       metadata: recipient.metadata === undefined ? null : JSON.stringify(recipient.metadata),
       status: 'queued',
       call_id: null,
+      call_ids: '[]',
+      attempts: 0,
+      time_zones: window?.zones[position] ?? null,
       failure_reason: null,
       failure_message: null,
-      next_attempt_at: scheduledAt,
+      next_attempt_at: window?.firstAt[position] ?? scheduledAt,
       deferrals: 0,
       locked_until: null,
       created_at: createdAt,

@@ -31,6 +31,10 @@ export interface BatchesTable {
   status: BatchStatus;
   scheduled_at: string;
   max_concurrency: number;
+  /** The calling window (calling-window.ts CallingWindow) as JSON, `days` filled in; null: any time. */
+  calling_window: string | null;
+  /** `{ on, max_attempts, delay_minutes }` as JSON, defaults filled in; null: one attempt, no retry. */
+  retry: string | null;
   total: number;
   created_at: string;
   updated_at: string;
@@ -47,11 +51,20 @@ export interface BatchRecipientsTable {
   reference: string | null;
   metadata: string | null;
   status: RecipientStatus;
-  /** The call placed for it (`call_…`), once placed. */
+  /** The call of its latest attempt (`call_…`), once placed. */
   call_id: string | null;
+  /** Every call placed for it, oldest first, as a JSON array (`[]` before the first). */
+  call_ids: string;
+  /** Dials made: counted when claimed, given back when the provider could not take the call (429). */
+  attempts: number;
+  /** The zones its batch's calling window must be open in, as a JSON array; null without a window. */
+  time_zones: string | null;
   failure_reason: string | null;
   failure_message: string | null;
-  /** A queued recipient is not dialed before this time (its batch's start, or a backoff after a 429). */
+  /**
+   * A queued recipient is not dialed before this time: its batch's start, the opening of its calling window,
+   * a backoff after a 429, or a retry's delay.
+   */
   next_attempt_at: string;
   /** Times the provider answered 429 or was unavailable: the exponent of the next backoff. */
   deferrals: number;
