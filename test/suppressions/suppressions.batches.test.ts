@@ -30,7 +30,13 @@ await forEachDialect('Suppressed recipients of a batch', (dialect) => {
       overrides: {
         clock,
         providers: createProviderRegistry({
-          simulator: { ...simulator, placeCall: (request) => (dialed.push(request.to), simulator.placeCall(request)) },
+          simulator: {
+            ...simulator,
+            placeCall: (request) => {
+              dialed.push(request.to);
+              return simulator.placeCall(request);
+            },
+          },
         }),
         dialerSweepIntervalMs: never,
         monitorSweepIntervalMs: never,
