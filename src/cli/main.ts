@@ -14,6 +14,7 @@ import { agentsGroup } from './commands/agents/root.js';
 import { deliveriesGroup } from './commands/deliveries/root.js';
 import { eventsGroup } from './commands/events/root.js';
 import { keysGroup } from './commands/keys/root.js';
+import { suppressionsGroup } from './commands/suppressions/root.js';
 import { usersGroup } from './commands/users/root.js';
 import { webhooksGroup } from './commands/webhooks/root.js';
 import { commandUsage, groupUsage, rootUsage } from './usage.js';
@@ -26,6 +27,7 @@ const commandGroups: readonly CommandGroup[] = [
   webhooksGroup,
   deliveriesGroup,
   eventsGroup,
+  suppressionsGroup,
 ];
 
 export interface CliIo {

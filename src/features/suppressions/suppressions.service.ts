@@ -60,7 +60,7 @@ export type AddSuppressionResult =
  * (`hold`), the entry is stored with the completion of the key, so a replay answers this 201.
  */
 export async function addSuppression(
-  deps: SuppressionsDeps,
+  deps: Pick<SuppressionsDeps, 'db' | 'clock'>,
   accountId: string,
   input: { readonly to: string; readonly reason?: string | undefined },
   hold?: KeyHold,
