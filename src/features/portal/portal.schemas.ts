@@ -50,3 +50,9 @@ export const CallsQuery = Type.Object({
 });
 
 export const RequestsQuery = Type.Object({ request_id: Type.Optional(Type.String()), before: Type.Optional(Type.String()) });
+
+/** The suppression list's forms: add one number, remove one, import a file of them (its text). */
+export const SuppressionForm = PortalForm({ to: Field(), reason: Field() });
+export const SuppressionImportForm = PortalForm({ csv: Field(), reason: Field() });
+export const SuppressionsQuery = Type.Object({ notice: Type.Optional(Type.String()), starting_after: Type.Optional(Type.String()) });
+export const SuppressionNumberQuery = Type.Object({ to: Type.Optional(Type.String()) });

@@ -68,6 +68,15 @@ export async function listSuppressions(
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }
 
+export async function countSuppressions(db: Db, accountId: string): Promise<number> {
+  const row = await db
+    .selectFrom('suppressions')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** Removes the number from the account's list; false when it was not on it. */
 export async function deleteByNumber(db: Db, accountId: string, toNumber: string): Promise<boolean> {
   const result = await db

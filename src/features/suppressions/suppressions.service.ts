@@ -100,6 +100,11 @@ export async function removeSuppression(db: Db, accountId: string, to: string): 
   return repo.deleteByNumber(db, accountId, to);
 }
 
+/** How many numbers are on the account's list. */
+export async function countSuppressions(db: Db, accountId: string): Promise<number> {
+  return repo.countSuppressions(db, accountId);
+}
+
 export const listLimitDefault = 20;
 export const listLimitMax = 100;
 
