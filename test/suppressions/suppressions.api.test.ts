@@ -87,6 +87,15 @@ await forEachDialect('The suppression list API', (dialect) => {
     assert.equal((await getSuppressions(t)).json().data.length, 1, 'nothing else was added');
   });
 
+  it('the same number sent several times at once makes one entry: one 201, the others 200 with it', async () => {
+    const answers = await Promise.all(Array.from({ length: 6 }, () => postSuppression(t, { to: '+14155550105' })));
+    const statuses = answers.map((res) => res.statusCode).sort();
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 201]);
+    const ids = new Set(answers.map((res) => res.json().id));
+    assert.equal(ids.size, 1, 'every answer is the one entry');
+    assert.equal((await getSuppressions(t)).json().data.length, 1);
+  });
+
   it('takes an Idempotency-Key as POST /v1/calls does: a replay, and 409 for another body', async () => {
     const first = await postSuppression(t, { to: '+14155550101' }, { idempotencyKey: 'sup-key-1' });
     assert.equal(first.statusCode, 201);
