@@ -13,6 +13,7 @@ import { callsRoutes } from './features/calls/calls.routes.js';
 import { healthRoutes } from './features/health/health.routes.js';
 import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './features/portal/portal.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
+import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
 import { requestLogHook } from './features/request-log/request-log.hook.js';
 import { registerAccessLog } from './http/access-log.hook.js';
 import { answerNodeEvents } from './http/client-errors.js';
@@ -42,6 +43,7 @@ const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { servi
   v1.addHook('onResponse', requestLogHook(services.requestLog));
   await v1.register(callsRoutes, { deps: services.calls });
   await v1.register(batchesRoutes, { deps: services.batches });
+  await v1.register(suppressionsRoutes, { deps: services.suppressions });
   // An unknown path under /v1 is still an API request: authenticated, counted against the key's limit and
   // listed in the request log (where a mistyped URL is found), then answered 404 with the path named.
   v1.setNotFoundHandler((request, reply) =>

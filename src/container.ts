@@ -28,6 +28,7 @@ import { createHttpSender, type WebhookSender } from './features/webhooks/webhoo
 import { createRateLimiter, type RateLimitStore } from './features/rate-limit/rate-limit.store.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { RequestLogWriter } from './features/request-log/request-log.service.js';
+import type { SuppressionsDeps } from './features/suppressions/suppressions.service.js';
 import type { SignInLimiters } from './features/identity/sessions.service.js';
 
 export interface Services {
@@ -44,6 +45,7 @@ export interface Services {
   readonly calls: CallsDeps;
   readonly batchDialer: BatchDialer;
   readonly batches: BatchesDeps;
+  readonly suppressions: SuppressionsDeps;
   readonly notifier: DeliveryNotifier;
   readonly dispatcher: WebhookDispatcher;
   readonly requestLog: RequestLogWriter;
@@ -220,6 +222,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       ...(overrides.random === undefined ? {} : { random: overrides.random }),
     });
     const batches: BatchesDeps = { db: database.db, clock, idempotency, wakeWorkers: () => notifier.notify() };
+    const suppressions: SuppressionsDeps = { db: database.db, clock, idempotency };
 
     return {
       config,
@@ -234,6 +237,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       calls,
       batchDialer,
       batches,
+      suppressions,
       notifier,
       dispatcher,
       agentDirectory: elevenlabsClient ? createElevenLabsDirectory(elevenlabsClient) : undefined,

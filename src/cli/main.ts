@@ -15,6 +15,7 @@ import { batchesGroup } from './commands/batches/root.js';
 import { deliveriesGroup } from './commands/deliveries/root.js';
 import { eventsGroup } from './commands/events/root.js';
 import { keysGroup } from './commands/keys/root.js';
+import { suppressionsGroup } from './commands/suppressions/root.js';
 import { usersGroup } from './commands/users/root.js';
 import { webhooksGroup } from './commands/webhooks/root.js';
 import { commandUsage, groupUsage, rootUsage } from './usage.js';
@@ -28,6 +29,7 @@ const commandGroups: readonly CommandGroup[] = [
   deliveriesGroup,
   eventsGroup,
   batchesGroup,
+  suppressionsGroup,
 ];
 
 export interface CliIo {

@@ -27,6 +27,7 @@ import * as callsByCreation from './migrations/0007-calls-by-creation.js';
 import * as agentPhoneNumber from './migrations/0008-agent-phone-number.js';
 import * as batches from './migrations/0009-batches.js';
 import * as batchWindowsRetries from './migrations/0010-batch-windows-retries.js';
+import * as suppressions from './migrations/0011-suppressions.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -184,6 +185,7 @@ const migrations: Record<string, Migration> = {
   '0008-agent-phone-number': agentPhoneNumber,
   '0009-batches': batches,
   '0010-batch-windows-retries': batchWindowsRetries,
+  '0011-suppressions': suppressions,
 };
 
 /**

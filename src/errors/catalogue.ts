@@ -12,6 +12,11 @@ export const errorCatalogue = {
   },
   unauthorized: { status: 401, message: 'Missing, malformed, invalid or revoked API key.' },
   agent_not_found: { status: 403, message: "The agent does not exist in this API key's account." },
+  number_suppressed: {
+    status: 403,
+    message:
+      "The number is on this account's suppression list, so it is not called. Do not retry; if the person asked to be called again, remove the number (DELETE /v1/suppressions/{to}) first.",
+  },
   not_found: { status: 404, message: 'No such resource.' },
   method_not_allowed: { status: 405, message: 'This method is not allowed on this path.' },
   request_timeout: {

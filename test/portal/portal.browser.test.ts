@@ -6,6 +6,9 @@
  * page is saved as a screenshot in test-results/portal/, on a desktop and on a phone-sized viewport.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { addUser } from '../../src/features/identity/users.service.js';
@@ -267,6 +270,54 @@ else
       assert.equal(stored.status, 'cancelled');
     });
 
+    it('keeps numbers off the suppression list: adds one, imports a CSV file (fixing a bad line), removes one', async () => {
+      await page.goto(`${baseUrl}/developers`);
+      await page.getByRole('link', { name: 'Suppressions' }).click();
+      await page.getByRole('heading', { name: 'Suppression list' }).waitFor();
+      await page.getByLabel('Phone number').fill('+1 415 555 0301');
+      await page.locator('#suppress-reason').fill('Asked not to be called');
+      await page.getByRole('button', { name: 'Add to the list' }).click();
+      await page.getByRole('status').filter({ hasText: 'The number is on the list' }).waitFor();
+      assert.ok(await page.getByRole('cell', { name: '+14155550301', exact: true }).isVisible());
+      await screenshot(page, '15f-suppression-added');
+
+      // A file with a bad line: read into the form by the page's script, refused whole, the line named.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-suppressions-'));
+      const file = path.join(dir, 'do-not-call.csv');
+      fs.writeFileSync(file, 'to,reason\n+14155550302,opted out\n4155550303,typo\n');
+      await page.getByLabel('CSV file').setInputFiles(file);
+      await page.waitForFunction("document.getElementById('import-csv').value.includes('+14155550302')");
+      await page.getByRole('button', { name: 'Import numbers' }).click();
+      await page.getByRole('alert').filter({ hasText: 'Nothing was imported' }).waitFor();
+      assert.ok(await page.getByText(/Line 3.*not a phone number/).isVisible());
+      await screenshot(page, '15g-suppression-import-refused');
+      fs.writeFileSync(file, 'to,reason\n+14155550302,opted out\n+14155550303,typo fixed\n');
+      await page.getByLabel('CSV file').setInputFiles(file);
+      await page.waitForFunction("document.getElementById('import-csv').value.includes('+14155550303,typo fixed')");
+      await page.getByRole('button', { name: 'Import numbers' }).click();
+      await page.getByRole('status').filter({ hasText: 'Imported: 2 numbers added.' }).waitFor();
+      assert.equal(new URL(page.url()).pathname, '/developers/suppressions', 'the address no longer points at the form');
+      assert.ok(await page.getByRole('cell', { name: '+14155550303', exact: true }).isVisible());
+      fs.rmSync(dir, { recursive: true, force: true });
+      await screenshot(page, '15h-suppressions-imported');
+
+      const refused = await fetch(`${baseUrl}/v1/calls`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.seed.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(callBody(t, { to: '+14155550302' })),
+      });
+      assert.equal(refused.status, 403);
+      assert.equal(((await refused.json()) as { error: string }).error, 'number_suppressed');
+
+      await page.getByRole('link', { name: 'Remove +14155550301 from the list' }).click();
+      await page.getByRole('heading', { name: /Remove \+14155550301 from the list\?/ }).waitFor();
+      await screenshot(page, '15i-suppression-remove');
+      await page.getByRole('button', { name: 'Remove from the list' }).click();
+      await page.getByRole('status').filter({ hasText: 'The number is off the list' }).waitFor();
+      assert.equal(await page.getByRole('cell', { name: '+14155550301', exact: true }).count(), 0);
+      assert.equal(await page.getByRole('cell', { name: '+14155550302', exact: true }).count(), 1);
+    });
+
     it('reads well on a phone', async () => {
       const phone = await browser.newContext({
         viewport: { width: 390, height: 844 },
@@ -287,6 +338,7 @@ else
         ['call', `/developers/calls/${callId}`],
         ['agents', '/developers/agents'],
         ['requests', '/developers/requests'],
+        ['suppressions', '/developers/suppressions'],
         ['endpoint-edit', `/developers/webhooks/${endpointId}/edit`],
         ['endpoint-new', '/developers/webhooks/new'],
         ['batches', '/developers/batches'],

@@ -24,6 +24,7 @@ import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { findAgent } from '../agents/agents.service.js';
 import { getCall, placeCall, storeCall, type CallsDeps } from '../calls/calls.service.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
+import { isSuppressed } from '../suppressions/suppressions.service.js';
 import * as dialerRepo from './batch-dialer.repository.js';
 import { failDialing, holdOutsideWindow, requeueDialing, type FinishedBatches } from './batch-progress.service.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
@@ -174,6 +175,8 @@ export class BatchDialer implements Job {
   /** Places one recipient's call and stores it with the recipient's change. */
   private async dial(batch: BatchRow, agent: AgentRow | undefined, recipient: RecipientRow): Promise<void> {
     const { calls, logger } = this.options;
+    // Checked now, not when the batch was made: a number suppressed since then is not called either.
+    if (await isSuppressed(this.options.db, batch.account_id, recipient.to_number)) return this.notDialable(batch, recipient, 'suppressed');
     const placed = agent
       ? await placeCall(
           calls,
@@ -253,6 +256,15 @@ export class BatchDialer implements Job {
       failure.kind === 'rejected' ? failure.message : `${failure.message} The call may have been placed, so it is not dialed again.`;
     const { finished } = await failDialing(db, clock, batch.id, [recipient.id], { reason, message });
     logger.warn({ batchId: batch.id, recipientId: recipient.id, reason }, 'a batch recipient failed at the provider');
+    this.afterFinishing(finished);
+    this.wake();
+  }
+
+  /** Fails a recipient that is not to be called at all; the provider is never asked. */
+  private async notDialable(batch: BatchRow, recipient: RecipientRow, reason: 'suppressed'): Promise<void> {
+    const message = "The number is on the account's suppression list; it was not called.";
+    const { finished } = await failDialing(this.options.db, this.options.clock, batch.id, [recipient.id], { reason, message });
+    this.options.logger.info({ batchId: batch.id, recipientId: recipient.id, reason }, 'a batch recipient was not called');
     this.afterFinishing(finished);
     this.wake();
   }

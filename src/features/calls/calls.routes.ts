@@ -46,6 +46,14 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
             throw new ApiError('agent_not_found', `No agent ${JSON.stringify(request.body.agent_id).slice(0, 140)} in this account.`, {
               param: 'agent_id',
             });
+          case 'number_suppressed':
+            throw new ApiError(
+              'number_suppressed',
+              `${request.body.to} is on this account's suppression list, so it is not called. Do not retry; if the person asked to be called again, remove it first (DELETE /v1/suppressions/${encodeURIComponent(request.body.to)}).`,
+              {
+                param: 'to',
+              },
+            );
           case 'provider_failed':
             throw providerFailureError(result.failure);
           case 'store_pending':

@@ -12,6 +12,7 @@ import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotenc
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
 import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
+import { isSuppressed } from '../suppressions/suppressions.service.js';
 import { callOutcomeEvent, enqueueEvents } from '../webhooks/events.service.js';
 import * as repo from './calls.repository.js';
 import { metadataMaxBytes, type Call, type CallCreated, type CreateCallBody } from './calls.schemas.js';
@@ -32,6 +33,8 @@ export type CreateCallResult =
   | { readonly kind: 'created'; readonly response: StoredResponse }
   | { readonly kind: 'invalid_metadata'; readonly message: string }
   | { readonly kind: 'agent_not_found' }
+  /** `to` is on the account's suppression list: the provider is not asked. */
+  | { readonly kind: 'number_suppressed' }
   | { readonly kind: 'provider_failed'; readonly failure: ProviderFailure }
   /**
    * The provider placed the call but the database was away when it was to be stored: it is stored in the
@@ -105,8 +108,12 @@ export async function createCall(
   const sizeProblem = metadataSizeProblem(body.metadata);
   if (sizeProblem) return { kind: 'invalid_metadata', message: sizeProblem };
 
+  // Read beside the agent: the list guards every mode, so a test-mode key's entry holds for live calls too.
+  const suppressed = isSuppressed(deps.db, apiKey.account_id, body.to);
+  suppressed.catch(() => undefined);
   const agent = await (agentRead ?? readAgentAhead(deps, apiKey, body.agent_id));
   if (!agent) return { kind: 'agent_not_found' };
+  if (await suppressed) return { kind: 'number_suppressed' };
 
   const placed = await placeCall(deps, { apiKey }, agent, { to: body.to, metadata: body.metadata ?? null });
   if (!placed.ok) return { kind: 'provider_failed', failure: placed.failure };

@@ -18,6 +18,7 @@ import { portalKeysRoutes } from './portal-keys.routes.js';
 import { portalPagesRoutes } from './portal-pages.routes.js';
 import { csrfFieldOf, frameUser, matchFieldShapes, sendNotFound, sendPage, sessionCookie, type PortalDeps } from './portal-request.js';
 import { resolveSession } from '../identity/sessions.service.js';
+import { portalSuppressionsRoutes } from './portal-suppressions.routes.js';
 import { portalWebhooksRoutes } from './portal-webhooks.routes.js';
 import { errorPage } from './views/errors.view.js';
 
@@ -37,6 +38,9 @@ const assets = {
   'portal.css': 'text/css; charset=utf-8',
   'portal.js': 'text/javascript; charset=utf-8',
 } as const;
+
+/** The largest form a portal page takes, unless its route says otherwise (an import of numbers). */
+const formBodyLimitBytes = 64 * 1024;
 
 const unreadableFormMessage = 'The form could not be read. Go back and try again.';
 const serverFaultMessage = 'This is a fault on our side. Quote the request id below if you contact support.';
@@ -100,7 +104,7 @@ export async function sendPortalFrameworkError(
 
 export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app, { deps }) => {
   await app.register(fastifyCookie);
-  await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 });
+  await app.register(fastifyFormbody, { bodyLimit: formBodyLimitBytes });
   // The portal's forms are urlencoded and nothing else: the API's JSON parser, inherited from the app, has
   // no business here. Any other body is refused by Fastify with 415 before a route runs (the page below).
   app.removeContentTypeParser('application/json');
@@ -196,7 +200,7 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
       status === 415
         ? 'This page takes only forms sent by the portal (application/x-www-form-urlencoded, uncompressed). Go back and submit the form again.'
         : status === 413
-          ? 'The form is larger than 64 KB. Go back, shorten it and try again.'
+          ? `The form is larger than ${Math.round((request.routeOptions.bodyLimit ?? formBodyLimitBytes) / 1024)} KB. Go back, shorten it and try again.`
           : unreadableFormMessage;
     const page = clientError
       ? errorPage({
@@ -224,4 +228,5 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
   await app.register(portalWebhooksRoutes, { deps });
   await app.register(portalCallsRoutes, { deps });
   await app.register(portalBatchesRoutes, { deps });
+  await app.register(portalSuppressionsRoutes, { deps });
 };

@@ -81,3 +81,9 @@ export const BatchForm = PortalForm({
   // The file's text, or null when it is not UTF-8 (see portal-batches.routes.ts); absent without a file.
   csv_file: Type.Optional(Type.Union([Type.String(), Type.Null()])),
 });
+
+/** The suppression list's forms: add one number, remove one, import a file of them (its text). */
+export const SuppressionForm = PortalForm({ to: Field(), reason: Field() });
+export const SuppressionImportForm = PortalForm({ csv: Field(), reason: Field() });
+export const SuppressionsQuery = Type.Object({ notice: Type.Optional(Type.String()), starting_after: Type.Optional(Type.String()) });
+export const SuppressionNumberQuery = Type.Object({ to: Type.Optional(Type.String()) });

@@ -1,4 +1,4 @@
-// callgate developer portal: copy buttons, and a page answering a form replaces its address so that a
+// callgate developer portal: copy buttons, files read into import forms, and a page answering a form replaces its address so that a
 // reload does not send the form again. Every page works without this script.
 
 function copyText(text) {
@@ -37,6 +37,21 @@ document.addEventListener('DOMContentLoaded', () => {
             button.textContent = label;
           }, 2000),
         );
+    });
+  }
+  // A file chosen for an import is read into the form's text box, which is what the form sends (the portal
+  // takes urlencoded forms only); without this script, the text is pasted there.
+  for (const field of document.querySelectorAll('[data-file-field]')) {
+    const input = field.querySelector('input[type="file"][data-fills]');
+    const target = input && document.getElementById(input.dataset.fills);
+    if (!target) continue;
+    field.hidden = false;
+    input.addEventListener('change', () => {
+      const file = input.files?.[0];
+      if (file)
+        file.text().then((text) => {
+          target.value = text;
+        });
     });
   }
   const replaceUrl = document.body.dataset.replaceUrl;

@@ -2,7 +2,7 @@
 import { csrfField } from './components.js';
 import { html, type SafeHtml } from './html.js';
 
-export type NavKey = 'overview' | 'keys' | 'webhooks' | 'agents' | 'calls' | 'batches' | 'requests';
+export type NavKey = 'overview' | 'keys' | 'webhooks' | 'agents' | 'calls' | 'batches' | 'requests' | 'suppressions';
 
 const nav: readonly (readonly [NavKey, string, string])[] = [
   ['overview', 'Overview', '/developers'],
@@ -11,6 +11,7 @@ const nav: readonly (readonly [NavKey, string, string])[] = [
   ['agents', 'Agents', '/developers/agents'],
   ['calls', 'Calls', '/developers/calls'],
   ['batches', 'Batches', '/developers/batches'],
+  ['suppressions', 'Suppressions', '/developers/suppressions'],
   ['requests', 'Request log', '/developers/requests'],
 ];
 
@@ -25,6 +26,9 @@ export const notices = {
     'The secret is rotated. Reveal the new one below and give it to your receiver: for 24 hours deliveries are signed with the old and the new secret.',
   test_sent: 'A webhook.test event is on its way. Its attempt shows below; reload the page if it is not there yet.',
   resent: 'The event is queued for delivery again. Its attempt shows below; reload the page if it is not there yet.',
+  suppression_added: 'The number is on the list: it is not called any more, in test or live mode.',
+  suppression_exists: 'The number was already on the list; its entry is unchanged.',
+  suppression_removed: 'The number is off the list: it may be called again.',
 } as const;
 export type NoticeKey = keyof typeof notices;
 

@@ -1,0 +1,113 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { ApiError } from '../../errors/api-error.js';
+import { registerMethodNotAllowed } from '../../errors/error-handler.js';
+import { requireApiKey } from '../api-keys/api-auth.hook.js';
+import { createCallPatternHints, e164Pattern, errorResponses } from '../calls/calls.schemas.js';
+import { withIdempotency } from '../idempotency/idempotency.hook.js';
+import {
+  CreateSuppressionBody,
+  CreateSuppressionHeaders,
+  ListSuppressionsQuery,
+  Suppression,
+  SuppressionList,
+  SuppressionParams,
+} from './suppressions.schemas.js';
+import {
+  addSuppression,
+  getSuppression,
+  isE164,
+  listLimitDefault,
+  listLimitMax,
+  listSuppressions,
+  removeSuppression,
+  type SuppressionsDeps,
+} from './suppressions.service.js';
+
+/** The scope of an Idempotency-Key within an API key on the endpoint that adds numbers. */
+export const createSuppressionRoute = 'POST /v1/suppressions';
+
+function parseLimit(text: string | undefined): number {
+  const limit = text === undefined ? listLimitDefault : /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(limit >= 1 && limit <= listLimitMax)) {
+    throw new ApiError('invalid_request', `limit must be an integer from 1 to ${listLimitMax}.`, { param: 'limit' });
+  }
+  return limit;
+}
+
+/** The number of the path, decoded by the router; a malformed one is a 400 that says how to write it. */
+function numberOfPath(to: string): string {
+  if (!isE164(to)) {
+    throw new ApiError(
+      'invalid_request',
+      `The path must end with a phone number in E.164 format, its + URL-encoded: /v1/suppressions/%2B14155550123 (pattern ${e164Pattern}).`,
+      { param: 'to' },
+    );
+  }
+  return to;
+}
+
+const notListed = (to: string) => new ApiError('not_found', `${to} is not on this account's suppression list.`);
+
+export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsDeps }> = async (app, { deps }) => {
+  app.post(
+    '/suppressions',
+    {
+      schema: {
+        headers: CreateSuppressionHeaders,
+        body: CreateSuppressionBody,
+        response: { 200: Suppression, 201: Suppression, ...errorResponses },
+      },
+      // A body that breaks the schema still meets the Idempotency-Key rules first (withIdempotency).
+      attachValidation: true,
+      config: { patternHints: createCallPatternHints },
+    },
+    async (request, reply) =>
+      withIdempotency(deps, createSuppressionRoute, request, reply, async (hold) => {
+        const result = await addSuppression(deps, requireApiKey(request).account_id, request.body, hold);
+        if (result.kind === 'existing') return reply.code(200).send(result.entry);
+        return reply
+          .code(result.response.status)
+          .headers(result.response.headers)
+          .send(result.response.body as Suppression);
+      }),
+  );
+
+  app.get(
+    '/suppressions',
+    { schema: { querystring: ListSuppressionsQuery, response: { 200: SuppressionList, ...errorResponses } } },
+    async (request) => {
+      const apiKey = requireApiKey(request);
+      const { starting_after: startingAfter } = request.query;
+      const page = await listSuppressions(deps.db, apiKey.account_id, {
+        limit: parseLimit(request.query.limit),
+        ...(startingAfter === undefined ? {} : { startingAfter }),
+      });
+      if (!page) throw new ApiError('invalid_request', 'starting_after is not an entry of this account.', { param: 'starting_after' });
+      return page;
+    },
+  );
+  registerMethodNotAllowed(app, '/suppressions', ['GET', 'POST']);
+
+  app.get(
+    '/suppressions/:to',
+    { schema: { params: SuppressionParams, response: { 200: Suppression, ...errorResponses } } },
+    async (request) => {
+      const to = numberOfPath(request.params.to);
+      const entry = await getSuppression(deps.db, requireApiKey(request).account_id, to);
+      if (!entry) throw notListed(to);
+      return entry;
+    },
+  );
+
+  app.delete(
+    '/suppressions/:to',
+    { schema: { params: SuppressionParams, response: { 204: Type.Null(), ...errorResponses } } },
+    async (request, reply) => {
+      const to = numberOfPath(request.params.to);
+      if (!(await removeSuppression(deps.db, requireApiKey(request).account_id, to))) throw notListed(to);
+      return reply.code(204).send(null);
+    },
+  );
+  registerMethodNotAllowed(app, '/suppressions/:to', ['GET', 'DELETE']);
+};

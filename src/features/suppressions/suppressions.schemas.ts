@@ -1,0 +1,43 @@
+/** The shapes of the suppressions API. Request and response types come from these schemas. */
+import { Type, type Static } from '@sinclair/typebox';
+import { e164Pattern } from '../calls/calls.schemas.js';
+
+export const reasonMaxLength = 500;
+
+export const CreateSuppressionBody = Type.Object(
+  {
+    // The very rule of POST /v1/calls' `to` (and its wording, through the route's pattern hints).
+    to: Type.String({ pattern: e164Pattern, description: 'The number never to call, in E.164 format.' }),
+    reason: Type.Optional(Type.String({ minLength: 1, maxLength: reasonMaxLength, description: 'Why, for the people of the account.' })),
+  },
+  { additionalProperties: false },
+);
+export type CreateSuppressionBody = Static<typeof CreateSuppressionBody>;
+
+export const CreateSuppressionHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String()),
+});
+
+export const Suppression = Type.Object({
+  id: Type.String(),
+  to: Type.String(),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String(),
+});
+export type Suppression = Static<typeof Suppression>;
+
+/** The number in the path, URL-encoded (`/v1/suppressions/%2B14155550123`); checked by the route. */
+export const SuppressionParams = Type.Object({ to: Type.String({ maxLength: 64 }) });
+
+export const ListSuppressionsQuery = Type.Object(
+  {
+    // Checked by the route, which names the range in its message (a pattern error would show a regex).
+    limit: Type.Optional(Type.String({ description: 'An integer from 1 to 100, default 20' })),
+    starting_after: Type.Optional(Type.String({ maxLength: 200, description: 'An entry id (sup_…): the page starts after it' })),
+  },
+  { additionalProperties: false },
+);
+export type ListSuppressionsQuery = Static<typeof ListSuppressionsQuery>;
+
+export const SuppressionList = Type.Object({ data: Type.Array(Suppression), has_more: Type.Boolean() });
+export type SuppressionList = Static<typeof SuppressionList>;

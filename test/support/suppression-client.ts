@@ -1,0 +1,21 @@
+/** Small readers and writers of the suppressions API for the tests, through the real app (inject). */
+import type { LightMyRequestResponse } from 'fastify';
+import type { TestApp } from './test-app.js';
+
+export function postSuppression(
+  t: TestApp,
+  body: unknown,
+  options: { token?: string; idempotencyKey?: string } = {},
+): Promise<LightMyRequestResponse> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${options.token ?? t.seed.token}` };
+  if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+  return t.inject({ method: 'POST', url: '/v1/suppressions', headers, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+}
+
+export function deleteSuppression(t: TestApp, to: string, token = t.seed.token): Promise<LightMyRequestResponse> {
+  return t.inject({ method: 'DELETE', url: `/v1/suppressions/${encodeURIComponent(to)}`, headers: { authorization: `Bearer ${token}` } });
+}
+
+export function getSuppressions(t: TestApp, query = '', token = t.seed.token): Promise<LightMyRequestResponse> {
+  return t.inject({ method: 'GET', url: `/v1/suppressions${query}`, headers: { authorization: `Bearer ${token}` } });
+}
