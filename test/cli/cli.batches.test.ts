@@ -15,6 +15,7 @@ import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
 const batchKeys = [
   'account_id',
   'agent_id',
+  'calling_window',
   'completed_at',
   'counts',
   'created_at',
@@ -22,6 +23,7 @@ const batchKeys = [
   'max_concurrency',
   'mode',
   'name',
+  'retry',
   'scheduled_at',
   'status',
 ];
