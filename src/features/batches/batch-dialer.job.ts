@@ -125,9 +125,8 @@ export class BatchDialer implements Job {
     return db.transaction().execute(async (trx) => {
       const batch = await dialerRepo.lockDueBatch(trx, dialect, batchId, at);
       if (!batch) return undefined;
-      const free = batch.max_concurrency - (await dialerRepo.countActive(trx, batch.id));
-      if (free <= 0) return undefined;
-      const recipients = await dialerRepo.claimRecipients(trx, dialect, batch.id, at, isoTimestamp(addMs(now, this.options.leaseMs)), free);
+      // Counts the free slots and claims that many, in one statement under the batch's lock.
+      const recipients = await dialerRepo.claimRecipients(trx, dialect, batch, at, isoTimestamp(addMs(now, this.options.leaseMs)));
       if (recipients.length === 0) return undefined;
       if (batch.status === 'scheduled') {
         await trx
