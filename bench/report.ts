@@ -5,6 +5,7 @@ import { ms, type LoadSettings, type Measurement } from './measure.js';
 import { limits, statementTable } from './analysis.js';
 import { cell, dialectName, int, p99MaxMs, pct, postgresMinShare, sqliteMinShare, two } from './format.js';
 import type { ProfileSummary, Share } from './profile-summary.js';
+import { renderBatchSection, type BatchReportInput } from './batch-report.js';
 import { renderDispatcherSection, type DispatcherReportInput } from './dispatcher-report.js';
 import { latencyTargets, renderLatencySection, type LatencyReportInput } from './latency-report.js';
 
@@ -30,6 +31,8 @@ export interface ReportInput {
   readonly latency: LatencyReportInput | null;
   /** The webhook dispatcher runs, when any were asked for. */
   readonly dispatcher: DispatcherReportInput | null;
+  /** The batch runs, when any were asked for. */
+  readonly batches: BatchReportInput | null;
   readonly totalS: number;
 }
 
@@ -220,5 +223,5 @@ ${targets.join('\n')}
 ${limits(input, ceiling)}
 
 ${mixes.map((m) => `### SQL statements per created call, ${dialectName(m.dialect)} (diagnostic run)\n\n${statementTable(m)}\n`).join('\n')}
-${input.profiles.map(profileSection).join('\n')}${input.latency ? `\n${renderLatencySection(input.latency)}` : ''}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}`;
+${input.profiles.map(profileSection).join('\n')}${input.latency ? `\n${renderLatencySection(input.latency)}` : ''}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}${input.batches ? renderBatchSection(input.batches) : ''}`;
 }

@@ -3,23 +3,30 @@
  * raw drivers) and POST /v1/calls through the real service on SQLite and on PostgreSQL, each server in a process of its own with autocannon here; then, as separate diagnostic runs, the
  * service under the same load with a CPU profile and its SQL statements counted; then the webhook dispatcher
  * (deliveries/s from a backlog, time from an outcome to its first attempt) against a local receiver on both
- * databases; writes BENCHMARKS.md. Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3),
+ * databases; then batches (POST /v1/batches of 10,000 recipients; a test-mode batch of 5,000 at max_concurrency 100
+ * dialed to its end against the ideal) on both databases; writes BENCHMARKS.md. Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3),
  * BENCH_CONNECTIONS (50), BENCH_KEYS (1000), BENCH_PROFILE_S (5, 0 skips the profiles), BENCH_LOG_LEVEL
  * (info, the service's default), BENCH_SIMULATOR_DELAY_MS (3000, the service's default), BENCH_WEBHOOK_EVENTS
  * (20000, the dispatcher's backlog), BENCH_LATENCY_RATE (200 requests a second, open loop) for BENCH_LATENCY_S (15) after
  * BENCH_LATENCY_WARMUP_S (5), BENCH_WEBHOOK_RATE (200 outcomes a second) for BENCH_WEBHOOK_LATENCY_S (10),
  * BENCH_WEBHOOK_VERIFY_EVERY (50: every 50th signature is checked), BENCH_DISPATCHER_CPU_PROF (a folder: a V8 CPU
- * profile of the dispatcher process during the throughput phase, dispatcher-<dialect>.cpuprofile), BENCH_TARGETS
+ * profile of the dispatcher process during the throughput phase, dispatcher-<dialect>.cpuprofile),
+ * BENCH_BATCH_CREATE_RECIPIENTS (10000) posted BENCH_BATCH_CREATE_RUNS (3) times, BENCH_BATCH_RECIPIENTS (5000) dialed at
+ * BENCH_BATCH_CONCURRENCY (100) with calls of BENCH_BATCH_DELAY_MS (500), BENCH_TARGETS
  * (ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,
- * latency-postgres,dispatcher-sqlite,dispatcher-postgres), BENCH_OUTPUT (BENCHMARKS.md),
+ * latency-postgres,dispatcher-sqlite,dispatcher-postgres,batches-sqlite,batches-postgres; BENCH_TARGETS=batches-sqlite,batches-postgres
+ * runs the batch section alone), BENCH_OUTPUT (BENCHMARKS.md),
  * CALLGATE_TEST_POSTGRES_URL (the PostgreSQL server's admin URL). Exits 1 when any request of any run failed,
- * or any webhook was lost, sent twice or badly signed; the report says which.
+ * or any webhook was lost, sent twice or badly signed, or a batch went over its max_concurrency or did not complete;
+ * the report says which.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, postgresAdminUrl, postgresUnavailableReason, type Dialect } from '../test/support/test-database.js';
+import { measureBatches, type BatchMeasurement, type BatchSettings } from './batch-bench.js';
+import { batchProblems } from './batch-report.js';
 import { measureDispatcher, type DispatcherMeasurement, type DispatcherSettings } from './dispatcher-bench.js';
 import { dispatcherProblems } from './dispatcher-report.js';
 import { describeMachine } from './machine.js';
@@ -52,6 +59,14 @@ const dispatcherSettings: DispatcherSettings = {
   verifyEvery: setting('BENCH_WEBHOOK_VERIFY_EVERY', 50, 0),
   logLevel,
 };
+const batchSettings: BatchSettings = {
+  createRecipients: setting('BENCH_BATCH_CREATE_RECIPIENTS', 10_000, 1),
+  createRuns: setting('BENCH_BATCH_CREATE_RUNS', 3, 1),
+  dialRecipients: setting('BENCH_BATCH_RECIPIENTS', 5_000, 1),
+  maxConcurrency: setting('BENCH_BATCH_CONCURRENCY', 100, 1),
+  delayMs: setting('BENCH_BATCH_DELAY_MS', 500, 1),
+  logLevel,
+};
 const latencySettings: LatencySettings = {
   ratePerSecond: setting('BENCH_LATENCY_RATE', 200, 1),
   durationS: setting('BENCH_LATENCY_S', 15, 1),
@@ -63,7 +78,7 @@ const latencySettings: LatencySettings = {
 const targets = new Set(
   (
     process.env.BENCH_TARGETS ??
-    'ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,latency-postgres,dispatcher-sqlite,dispatcher-postgres'
+    'ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,latency-postgres,dispatcher-sqlite,dispatcher-postgres,batches-sqlite,batches-postgres'
   )
     .split(',')
     .map((t) => t.trim()),
@@ -169,6 +184,17 @@ async function main(): Promise<void> {
     }
   }
 
+  const batches: BatchMeasurement[] = [];
+  const batchDialects = (['sqlite', 'postgres'] as const).filter((d) => targets.has(`batches-${d}`));
+  for (const dialect of batchDialects.filter((d) => !(d === 'postgres' && postgresSkip))) {
+    const database = await createTestDatabase(dialect);
+    try {
+      batches.push(await measureBatches(database, batchSettings, workDir));
+    } finally {
+      await database.drop();
+    }
+  }
+
   const markdown = renderReport({
     date: new Date(),
     machine,
@@ -189,6 +215,15 @@ async function main(): Promise<void> {
             cores: machine.cores,
           }
         : null,
+    batches:
+      batchDialects.length > 0
+        ? {
+            settings: batchSettings,
+            measurements: batches,
+            postgresSkip: batchDialects.includes('postgres') ? postgresSkip : null,
+            cores: machine.cores,
+          }
+        : null,
     totalS: (Date.now() - started) / 1000,
   });
   fs.writeFileSync(output, markdown);
@@ -197,6 +232,12 @@ async function main(): Promise<void> {
   const failed = [...measurements, ...profiles.map((p) => p.measurement), ...latencies].filter((m) => m.non2xx + m.errors > 0);
   if (failed.length > 0) {
     process.stderr.write(`bench: ${failed.map((m) => m.label).join('; ')} had non-2xx answers or errors (see the report)\n`);
+    process.exitCode = 1;
+  }
+  for (const m of batches) {
+    const problems = batchProblems(m);
+    if (problems.length === 0) continue;
+    process.stderr.write(`bench: ${m.label}: ${problems.join('; ')}\n`);
     process.exitCode = 1;
   }
   for (const m of dispatchers) {

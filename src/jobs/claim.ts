@@ -24,7 +24,8 @@ export interface ClaimSpec<T extends JobTable> {
   readonly due: (eb: ExpressionBuilder<Database, T>) => Expression<SqlBool>;
   /** The oldest due first. */
   readonly orderBy: keyof Database[T] & string;
-  readonly limit: number;
+  /** At most this many: a number, or an expression the database works out in the same statement. */
+  readonly limit: number | Expression<number>;
   /** What the claim writes: the lease (until when the row is this runner's) and who holds it. */
   readonly set: UpdateObject<Database, T>;
 }

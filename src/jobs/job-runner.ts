@@ -49,7 +49,10 @@ export interface WakeSignal {
 export interface JobHandle {
   /** A pass now; one asked for during a pass runs once that pass ends. Cheap to call often. */
   wake(): void;
-  /** A pass at `at`, sooner than the interval would; looks due within the same slot share one timer. */
+  /**
+   * A pass at `at`, sooner than the interval would; looks asked for within `wakeGranularityMs` of each other
+   * share one timer, which fires at the latest of them.
+   */
   wakeAt(at: Date): void;
   /** A pass now, resolved when it (or the pass that follows the one under way) has ended. */
   run(): Promise<void>;
@@ -60,7 +63,8 @@ export interface JobRunnerOptions {
   readonly logger: FastifyBaseLogger;
   /**
    * Looks asked for within this many ms share one timer and so one pass: at a thousand calls a second, a
-   * timer per call would claim one or two calls per statement and commit each ending alone.
+   * timer per call would claim one or two calls per statement and commit each ending alone. No look waits
+   * longer than this for its pass to start.
    */
   readonly wakeGranularityMs?: number;
   /** Looks asked for further off than this are left to the interval. */
@@ -69,6 +73,24 @@ export interface JobRunnerOptions {
 
 const defaultWakeGranularityMs = 50;
 const defaultMaxWakeDelayMs = 60_000;
+/**
+ * A timer may fire up to a millisecond before the clock reads its moment (libuv's loop time and Date.now()
+ * round apart); a pass that ran that early would find the rows due at that moment not due yet.
+ */
+const timerSlackMs = 1;
+
+/**
+ * Looks that share one timer. It fires at the latest look of the group (`fireAt`), which is never more than
+ * the granularity after the earliest (`earliest`): a burst of looks asked for the same few milliseconds (a
+ * batch's calls, placed together, ending together) gets its pass the moment the last of them is due, not at
+ * the end of a fixed time slot; a steady stream still gets one pass per granularity.
+ */
+interface LookGroup {
+  earliest: number;
+  fireAt: number;
+  /** The moment (by the runner's clock) the group's timer was set for; moved on when `fireAt` moved. */
+  armedFor: number;
+}
 
 interface Entry {
   readonly job: Job;
@@ -76,8 +98,10 @@ interface Entry {
   readonly handle: JobHandle;
   interval: NodeJS.Timeout | undefined;
   startTimer: NodeJS.Timeout | undefined;
-  /** One timer per slot, keyed by the slot's end (ms since the epoch, by the runner's clock). */
-  readonly slots: Map<number, NodeJS.Timeout>;
+  /** The timers of the looks asked for (one per group); cleared at stop. */
+  readonly timers: Set<NodeJS.Timeout>;
+  /** The group a new look may join: the last one made, while its timer has not fired. */
+  openGroup: LookGroup | undefined;
   unsubscribe: (() => void) | undefined;
   running: Promise<void> | undefined;
   /** A pass that was asked for while one ran, and its promise. */
@@ -105,7 +129,8 @@ export class JobRunner {
       },
       interval: undefined,
       startTimer: undefined,
-      slots: new Map(),
+      timers: new Set(),
+      openGroup: undefined,
       unsubscribe: undefined,
       running: undefined,
       again: undefined,
@@ -148,8 +173,9 @@ export class JobRunner {
     for (const entry of entries) {
       entry.started = false;
       clearInterval(entry.interval);
-      for (const timer of entry.slots.values()) clearTimeout(timer);
-      entry.slots.clear();
+      for (const timer of entry.timers) clearTimeout(timer);
+      entry.timers.clear();
+      entry.openGroup = undefined;
       entry.unsubscribe?.();
       entry.unsubscribe = undefined;
     }
@@ -205,19 +231,41 @@ export class JobRunner {
     if (this.stopped || !entry.started) return;
     const granularity = this.options.wakeGranularityMs ?? defaultWakeGranularityMs;
     const now = this.options.clock.now().getTime();
+    const moment = at.getTime();
     // Far-off looks (reconciliation) are left to the interval; timers are for prompt ones only.
-    if (at.getTime() - now > (this.options.maxWakeDelayMs ?? defaultMaxWakeDelayMs)) return;
-    const slot = Math.ceil(at.getTime() / granularity) * granularity;
-    if (entry.slots.has(slot)) return;
-    const timer = setTimeout(
-      () => {
-        entry.slots.delete(slot);
-        entry.handle.wake();
-      },
-      Math.max(0, slot - now),
-    );
+    if (moment - now > (this.options.maxWakeDelayMs ?? defaultMaxWakeDelayMs)) return;
+    const open = entry.openGroup;
+    if (open && moment <= open.fireAt && open.fireAt - moment <= granularity) {
+      // The group's pass comes at or after this look, and soon enough.
+      open.earliest = Math.min(open.earliest, moment);
+      return;
+    }
+    if (open && moment > open.fireAt && moment - open.earliest <= granularity) {
+      // A later look joins the group: its pass waits for it (the timer, once fired, waits the difference).
+      open.fireAt = moment;
+      return;
+    }
+    const group: LookGroup = { earliest: moment, fireAt: moment, armedFor: moment };
+    entry.openGroup = group;
+    this.arm(entry, group, Math.max(0, moment - now));
+  }
+
+  private arm(entry: Entry, group: LookGroup, delayMs: number): void {
+    const timer = setTimeout(() => {
+      entry.timers.delete(timer);
+      if (group.fireAt > group.armedFor) {
+        // Looks joined after the timer was set: wait for the latest, by the difference (never by a fresh
+        // reading of the clock, which an injected clock may hold still).
+        const rest = group.fireAt - group.armedFor;
+        group.armedFor = group.fireAt;
+        this.arm(entry, group, rest);
+        return;
+      }
+      if (entry.openGroup === group) entry.openGroup = undefined;
+      entry.handle.wake();
+    }, delayMs + timerSlackMs);
     timer.unref();
-    entry.slots.set(slot, timer);
+    entry.timers.add(timer);
   }
 }
 

@@ -218,6 +218,39 @@ await forEachDialect('Job runner', (dialect) => {
     }
   });
 
+  it('a burst of looks shares one pass at the latest of them, not at the end of a time slot; looks further apart get their own', async () => {
+    // The clock stands still: every delay is the runner's own arithmetic from this moment.
+    const clock = new ManualClock(Date.parse('2040-06-01T12:00:00.001Z'));
+    const runner = new JobRunner({ clock, logger: silent, wakeGranularityMs: 10_000 });
+    const job = countingJob('burst');
+    const handle = runner.add(job);
+    runner.start();
+    try {
+      // A batch's calls placed together end within a few ms of each other; the later looks are asked for
+      // after the first one's timer was set, so that timer has to wait for them.
+      for (const ms of [20, 22, 21, 25]) handle.wakeAt(addMs(clock.now(), ms));
+      // Slots of 10 s would hold this pass until 12:00:10; the group's timer fires 25 ms from now.
+      await waitFor(() => job.passes.length === 1, 5_000, 'the pass of the burst');
+      await handle.run();
+      assert.equal(job.passes.length, 2, 'one pass for the four looks, then the one asked for');
+    } finally {
+      await runner.stop();
+    }
+
+    const spaced = new JobRunner({ clock, logger: silent, wakeGranularityMs: 50 });
+    const spacedJob = countingJob('spaced');
+    const spacedHandle = spaced.add(spacedJob);
+    spaced.start();
+    try {
+      // More than the granularity apart: the first does not wait for the second.
+      spacedHandle.wakeAt(addMs(clock.now(), 10));
+      spacedHandle.wakeAt(addMs(clock.now(), 300));
+      await waitFor(() => spacedJob.passes.length === 2, 5_000, 'a pass for each look');
+    } finally {
+      await spaced.stop();
+    }
+  });
+
   it('the worker role purges old request-log rows and expired idempotency records by itself', async () => {
     const old = new Date(t.services.clock.now().getTime() - 30 * 24 * 60 * 60 * 1000).toISOString();
     await t.services.db

@@ -135,19 +135,20 @@ export class BatchDialer implements Job {
     return db.transaction().execute(async (trx) => {
       const batch = await dialerRepo.lockDueBatch(trx, dialect, batchId, at);
       if (!batch) return undefined;
-      let free = batch.max_concurrency - (await dialerRepo.countActive(trx, batch.id));
-      if (free <= 0) return undefined;
+      // Each claim counts the free slots and takes that many, in one statement under the batch's lock; those
+      // held back for their window are queued again in this transaction, so the next round sees their slots free.
+      const leaseUntil = isoTimestamp(addMs(now, this.options.leaseMs));
       const recipients: RecipientRow[] = [];
       let finished: FinishedBatches = new Map();
-      for (let round = 0; free > 0 && round < claimRoundsMax; round++) {
-        const claimed = await dialerRepo.claimRecipients(trx, dialect, batch.id, at, isoTimestamp(addMs(now, this.options.leaseMs)), free);
+      for (let round = 0; round < claimRoundsMax; round++) {
+        const claimed = await dialerRepo.claimRecipients(trx, dialect, batch, at, leaseUntil);
+        if (claimed.length === 0) break;
         const held = await holdOutsideWindow(trx, clock, batch, claimed, now);
         recipients.push(...held.dial);
-        free -= held.dial.length;
         if (held.finished.size > 0) finished = held.finished;
         if (held.dial.length === claimed.length) break;
       }
-      if (recipients.length === 0) return { batch, recipients, finished };
+      if (recipients.length === 0 && finished.size === 0) return undefined;
       if (batch.status === 'scheduled') {
         await trx
           .updateTable('batches')

@@ -54,31 +54,34 @@ export async function lockDueBatch(db: Db, dialect: 'sqlite' | 'postgres', id: s
   return query.executeTakeFirst();
 }
 
-/** Recipients of the batch being dialed or placed without an outcome: what max_concurrency limits. */
-export async function countActive(db: Db, batchId: string): Promise<number> {
-  const row = await db
-    .selectFrom('batch_recipients')
-    .select((eb) => eb.fn.countAll<string | number>().as('n'))
-    .where('batch_id', '=', batchId)
-    .where('status', 'in', activeRecipientStatuses)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-/** Claims up to `limit` due recipients of the batch, in the order sent: `dialing`, leased until `leaseUntil`. */
+/**
+ * Claims the batch's due recipients, in the order sent, as many as it has free slots: `dialing`, leased
+ * until `leaseUntil`. The free slots (max_concurrency less those `dialing` or `in_progress`: what
+ * max_concurrency limits) are counted by the claim statement itself, which saves a round trip on the path
+ * from a call's end to the next dial. The caller must hold the batch's lock (lockDueBatch) in this
+ * transaction: the statement starts after the lock was granted, so on PostgreSQL it sees every claim that
+ * another worker committed before letting the lock go, and no other claim can commit before this one.
+ */
 export async function claimRecipients(
   db: Db,
   dialect: 'sqlite' | 'postgres',
-  batchId: string,
+  batch: Pick<BatchRow, 'id' | 'max_concurrency'>,
   now: string,
   leaseUntil: string,
-  limit: number,
 ): Promise<RecipientRow[]> {
+  const active = sql<number>`(select count(*) from batch_recipients where batch_id = ${batch.id} and status in (${sql.join(
+    activeRecipientStatuses,
+  )}))`;
+  // Never a negative LIMIT: SQLite takes it for no limit at all, PostgreSQL refuses it.
+  const free =
+    dialect === 'postgres'
+      ? sql<number>`greatest(0, ${batch.max_concurrency} - ${active})`
+      : sql<number>`max(0, ${batch.max_concurrency} - ${active})`;
   const rows = await claimDue(db, dialect, {
     table: 'batch_recipients',
-    due: (eb) => eb.and([eb('batch_id', '=', batchId), eb('status', '=', 'queued'), eb('next_attempt_at', '<=', now)]),
+    due: (eb) => eb.and([eb('batch_id', '=', batch.id), eb('status', '=', 'queued'), eb('next_attempt_at', '<=', now)]),
     orderBy: 'position',
-    limit,
+    limit: free,
     // A claim is a dial (attempt) of the recipient: given back when none is made (429, a closed window).
     set: { status: 'dialing', locked_until: leaseUntil, updated_at: now, attempts: sql<number>`attempts + 1` },
   })
