@@ -6,13 +6,20 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
 import { postgresCommitCost, sqliteCommitCost, type CommitCost, type CommitCostSettings } from './commit-cost.js';
-import { machineBusyShare } from './machine.js';
-import { callBody, logProblems, percentile, probe, read, type Measurement, type Readings, type TargetSpec } from './measure.js';
+import {
+  callBody,
+  logProblems,
+  percentile,
+  probe,
+  read,
+  windowCpu,
+  withTarget,
+  type Measurement,
+  type Readings,
+  type TargetSpec,
+} from './measure.js';
 import { runOpenLoop, type OpenLoopSettings } from './open-loop.js';
-import { startTarget } from './target-process.js';
 
 export type LatencySettings = OpenLoopSettings;
 
@@ -58,15 +65,8 @@ async function commitCostsBeside(spec: TargetSpec, settings: CommitCostSettings,
 }
 
 export async function measureLatency(spec: TargetSpec, settings: LatencySettings, workDir: string): Promise<LatencyMeasurement> {
-  process.stderr.write(`bench: ${spec.label} …\n`);
-  const logFile = path.join(workDir, `${spec.label.replace(/[^a-z0-9]+/gi, '-')}.log`);
-  const target = await startTarget(spec.kind, { env: spec.env, logFile });
-  const postgres = spec.env.DATABASE_URL ? new pg.Client({ connectionString: spec.env.DATABASE_URL }) : null;
-  try {
-    await postgres?.connect();
+  return withTarget(spec, workDir, async ({ target, postgres, tokens, logFile }) => {
     const commitCosts = await commitCostsBeside(spec, { count: commitSamples, ratePerSecond: settings.ratePerSecond }, workDir);
-    const tokens =
-      target.tokens.length > 0 ? target.tokens : Array.from({ length: 1000 }, () => `cg_live_${randomBytes(32).toString('hex')}`);
     await probe(target, tokens[0]!);
     const run = randomBytes(4).toString('hex');
     const body = callBody(target.agentId);
@@ -92,10 +92,7 @@ export async function measureLatency(spec: TargetSpec, settings: LatencySettings
     const after = await read(target, postgres);
     await target.stop();
     return summarise(spec, settings, result, before!, after, commitCosts, logFile);
-  } finally {
-    await postgres?.end().catch(() => undefined);
-    target.kill();
-  }
+  });
 }
 
 function summarise(
@@ -107,15 +104,9 @@ function summarise(
   commitCosts: readonly CommitCost[],
   logFile: string,
 ): LatencyMeasurement {
-  const seconds = (after.atMs - before.atMs) / 1000;
+  const { seconds, serverCpuUs, serverCpuCores, ownUs, machineBusy, serverEventLoopBusy } = windowCpu(before, after);
   const answered = Object.values(result.statusCounts).reduce((sum, n) => sum + n, 0);
   const ok2xx = result.latenciesMs.length;
-  const serverCpuUs = after.target.cpuUs - before.target.cpuUs;
-  const serverCpuCores = serverCpuUs / 1e6 / seconds;
-  const ownUs = after.ownCpu.user + after.ownCpu.system - before.ownCpu.user - before.ownCpu.system;
-  const machineBusy = machineBusyShare(before.machine, after.machine);
-  const eluActive = after.target.eluActiveMs - before.target.eluActiveMs;
-  const eluIdle = after.target.eluIdleMs - before.target.eluIdleMs;
   const m: LatencyMeasurement = {
     label: spec.label,
     kind: spec.kind,
@@ -136,7 +127,7 @@ function summarise(
     peakOutstanding: result.peakOutstanding,
     serverCpuMsPerRequest: answered > 0 ? serverCpuUs / 1000 / answered : 0,
     serverCpuCores,
-    serverEventLoopBusy: eluActive / Math.max(1, eluActive + eluIdle),
+    serverEventLoopBusy,
     loopDelayP99Ms: after.target.loopDelayP99Ms,
     loopDelayMaxMs: after.target.loopDelayMaxMs,
     otherCpuCores: machineBusy === null ? null : Math.max(0, machineBusy * os.cpus().length - serverCpuCores - ownUs / 1e6 / seconds),

@@ -171,6 +171,60 @@ export async function read(target: Target, postgres: pg.Client | null): Promise<
   };
 }
 
+/** A started target and what a run reads beside it. */
+export interface RunningTarget {
+  readonly target: Target;
+  /** A client on the target's PostgreSQL database, to read its backends' CPU (null on SQLite). */
+  readonly postgres: pg.Client | null;
+  /** Bearer tokens to send round robin. */
+  readonly tokens: readonly string[];
+  readonly logFile: string;
+}
+
+/** Starts the target of `spec`, runs `run` on it, and stops it whatever happens. */
+export async function withTarget<T>(spec: TargetSpec, workDir: string, run: (running: RunningTarget) => Promise<T>): Promise<T> {
+  process.stderr.write(`bench: ${spec.label} …\n`);
+  const logFile = path.join(workDir, `${spec.label.replace(/[^a-z0-9]+/gi, '-')}.log`);
+  const target = await startTarget(spec.kind, { env: spec.env, logFile });
+  const postgres = spec.env.DATABASE_URL ? new pg.Client({ connectionString: spec.env.DATABASE_URL }) : null;
+  try {
+    await postgres?.connect();
+    // The ceiling checks no token; it gets tokens of the same shape so both targets parse the same bytes.
+    const tokens =
+      target.tokens.length > 0 ? target.tokens : Array.from({ length: 1000 }, () => `cg_live_${randomBytes(32).toString('hex')}`);
+    return await run({ target, postgres, tokens, logFile });
+  } finally {
+    await postgres?.end().catch(() => undefined);
+    target.kill();
+  }
+}
+
+/** What the CPUs did between two readings: the server's process, this one, the machine. */
+export interface WindowCpu {
+  readonly seconds: number;
+  readonly serverCpuUs: number;
+  readonly serverCpuCores: number;
+  /** CPU of this process (the load generator), µs. */
+  readonly ownUs: number;
+  readonly machineBusy: number | null;
+  readonly serverEventLoopBusy: number;
+}
+
+export function windowCpu(before: Readings, after: Readings): WindowCpu {
+  const seconds = (after.atMs - before.atMs) / 1000;
+  const serverCpuUs = after.target.cpuUs - before.target.cpuUs;
+  const eluActive = after.target.eluActiveMs - before.target.eluActiveMs;
+  const eluIdle = after.target.eluIdleMs - before.target.eluIdleMs;
+  return {
+    seconds,
+    serverCpuUs,
+    serverCpuCores: serverCpuUs / 1e6 / seconds,
+    ownUs: after.ownCpu.user + after.ownCpu.system - before.ownCpu.user - before.ownCpu.system,
+    machineBusy: machineBusyShare(before.machine, after.machine),
+    serverEventLoopBusy: eluActive / Math.max(1, eluActive + eluIdle),
+  };
+}
+
 /** The value below which `share` of the sorted values lie. */
 export function percentile(sorted: Float64Array, share: number): number {
   if (sorted.length === 0) return 0;
@@ -184,15 +238,7 @@ export function percentile(sorted: Float64Array, share: number): number {
  * inside the window count.
  */
 export async function measure(spec: TargetSpec, load: LoadSettings, workDir: string, profileFile?: string): Promise<Measurement> {
-  process.stderr.write(`bench: ${spec.label} …\n`);
-  const logFile = path.join(workDir, `${spec.label.replace(/[^a-z0-9]+/gi, '-')}.log`);
-  const target = await startTarget(spec.kind, { env: spec.env, logFile });
-  const postgres = spec.env.DATABASE_URL ? new pg.Client({ connectionString: spec.env.DATABASE_URL }) : null;
-  try {
-    await postgres?.connect();
-    // The ceiling checks no token; it gets tokens of the same shape so both targets parse the same bytes.
-    const tokens =
-      target.tokens.length > 0 ? target.tokens : Array.from({ length: 1000 }, () => `cg_live_${randomBytes(32).toString('hex')}`);
+  return withTarget(spec, workDir, async ({ target, postgres, tokens, logFile }) => {
     const responseBytes = await probe(target, tokens[0]!);
 
     const latencies: number[] = [];
@@ -222,10 +268,7 @@ export async function measure(spec: TargetSpec, load: LoadSettings, workDir: str
     if (profileFile) await target.stopProfile(profileFile);
     const calls = await target.stop();
     return summarise(spec, { before, after, latencies, statusCounts, errors, responseBytes, calls, logFile });
-  } finally {
-    await postgres?.end().catch(() => undefined);
-    target.kill();
-  }
+  });
 }
 
 interface Window {
@@ -241,13 +284,10 @@ interface Window {
 
 function summarise(spec: TargetSpec, w: Window): Measurement {
   const { before, after } = w;
-  const seconds = (after.atMs - before.atMs) / 1000;
+  const { seconds, serverCpuUs, serverCpuCores, ownUs, machineBusy, serverEventLoopBusy } = windowCpu(before, after);
   const ok2xx = w.latencies.length;
   const answered = Object.values(w.statusCounts).reduce((sum, n) => sum + n, 0);
   const sorted = Float64Array.from(w.latencies).sort();
-  const serverCpuUs = after.target.cpuUs - before.target.cpuUs;
-  const serverCpuCores = serverCpuUs / 1e6 / seconds;
-  const ownUs = after.ownCpu.user + after.ownCpu.system - before.ownCpu.user - before.ownCpu.system;
   const loadGeneratorCpuCores = ownUs / 1e6 / seconds;
   let postgresCpuCores: number | null = null;
   if (before.postgres && after.postgres) {
@@ -255,7 +295,6 @@ function summarise(spec: TargetSpec, w: Window): Measurement {
     for (const [pid, value] of after.postgres) ticks += value - (before.postgres.get(pid) ?? value);
     postgresCpuCores = ticks / clockTicksPerSecond / seconds;
   }
-  const machineBusy = machineBusyShare(before.machine, after.machine);
   const executed = new Map<string, number>();
   for (const [sql, n] of Object.entries(after.target.statements)) {
     const text = sql.replace(/\s+/g, ' ').trim();
@@ -265,8 +304,6 @@ function summarise(spec: TargetSpec, w: Window): Measurement {
     .map(([sql, n]) => ({ sql, perRequest: answered > 0 ? n / answered : 0 }))
     .filter((s) => s.perRequest > 0)
     .sort((a, b) => b.perRequest - a.perRequest);
-  const eluActive = after.target.eluActiveMs - before.target.eluActiveMs;
-  const eluIdle = after.target.eluIdleMs - before.target.eluIdleMs;
   const measurement: Measurement = {
     label: spec.label,
     kind: spec.kind,
@@ -291,7 +328,7 @@ function summarise(spec: TargetSpec, w: Window): Measurement {
         ? null
         : Math.max(0, machineBusy * os.cpus().length - serverCpuCores - loadGeneratorCpuCores - (postgresCpuCores ?? 0)),
     loadAverageAtStart: before.loadAverage,
-    serverEventLoopBusy: eluActive / Math.max(1, eluActive + eluIdle),
+    serverEventLoopBusy,
     loopDelayP99Ms: after.target.loopDelayP99Ms,
     loopDelayMaxMs: after.target.loopDelayMaxMs,
     loadGeneratorCpuCores,

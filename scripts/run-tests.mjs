@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts file with Node's own test runner (TypeScript through tsx).
 // Files run in parallel, two at a time (this machine has two cores); each makes its own databases.
+// The runner starts files in the order given. Those that start processes (servers, builds, a browser) are
+// the longest by far: they start first, so that the short ones fill in beside them instead of one long
+// file running alone at the end while the other core idles.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 function findTests(dir) {
@@ -14,9 +17,11 @@ function findTests(dir) {
 }
 
 const filters = process.argv.slice(2);
-const files = findTests('test')
+const startsProcesses = (file) => /\b(startServerProcess|spawn|launchBrowser)\(/.test(readFileSync(file, 'utf8'));
+const matched = findTests('test')
   .filter((file) => filters.length === 0 || filters.some((filter) => file.includes(filter)))
   .sort();
+const files = [...matched.filter(startsProcesses), ...matched.filter((file) => !startsProcesses(file))];
 if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);

@@ -13,9 +13,9 @@ import { createElevenLabsClient, type ElevenLabsClient } from '../../src/feature
 import { createElevenLabsDirectory } from '../../src/features/providers/elevenlabs/elevenlabs.directory.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
-import { startFakeElevenLabs, type FakeAgent, type FakeElevenLabs, type FakePhoneNumber } from '../support/fake-elevenlabs.js';
+import { startFakeElevenLabs, type FakeElevenLabs, type FakePhoneNumber } from '../support/fake-elevenlabs.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { apiKey, providerInternals } from '../support/elevenlabs-fixtures.js';
+import { apiKey, providerInternals, workspaceAgents, workspaceNumber } from '../support/elevenlabs-fixtures.js';
 
 /** The sync as the CLI and the portal run it: through the ElevenLabs workspace's directory. */
 const syncElevenLabsAgents = (
@@ -26,31 +26,14 @@ const syncElevenLabsAgents = (
   onProgress?: (progress: SyncProgress) => void,
 ) => syncAgents(db, clock, createElevenLabsDirectory(client), accountId, onProgress);
 
-const remoteAgents: FakeAgent[] = Array.from({ length: 7 }, (_, i) => ({ agent_id: `agent_remote_${i + 1}`, name: `Remote ${i + 1}` }));
+const remoteAgents = workspaceAgents(7);
+const remote = (n: number) => remoteAgents[n - 1]!;
 
 const numbers = (): FakePhoneNumber[] => [
-  {
-    provider: 'twilio',
-    phone_number_id: 'phnum_tw',
-    phone_number: '+14155550100',
-    label: 'Main',
-    assigned_agent: { agent_id: 'agent_remote_1', agent_name: 'Remote 1' },
-  },
-  {
-    provider: 'sip_trunk',
-    phone_number_id: 'phnum_sip',
-    phone_number: '+493012345670',
-    label: 'PBX',
-    assigned_agent: { agent_id: 'agent_remote_5', agent_name: 'Remote 5' },
-  },
-  { provider: 'twilio', phone_number_id: 'phnum_free', phone_number: '+14155550101', label: 'Spare', assigned_agent: null },
-  {
-    provider: 'sip_trunk',
-    phone_number_id: 'phnum_ghost',
-    phone_number: '+493012345679',
-    label: 'Other',
-    assigned_agent: { agent_id: 'agent_not_listed', agent_name: 'Gone' },
-  },
+  workspaceNumber('twilio', 'phnum_tw', '+14155550100', 'Main', remote(1)),
+  workspaceNumber('sip_trunk', 'phnum_sip', '+493012345670', 'PBX', remote(5)),
+  workspaceNumber('twilio', 'phnum_free', '+14155550101', 'Spare'),
+  workspaceNumber('sip_trunk', 'phnum_ghost', '+493012345679', 'Other', { agent_id: 'agent_not_listed', name: 'Gone' }),
 ];
 
 await forEachDialect('ElevenLabs agent sync', (dialect) => {

@@ -10,32 +10,18 @@ import { forEachDialect } from '../support/dialects.js';
 import { startFakeElevenLabs, type FakeElevenLabs, type FakePhoneNumber } from '../support/fake-elevenlabs.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
+import { workspaceNumber } from '../support/elevenlabs-fixtures.js';
 
 const apiKey = 'xi-test-key';
 
-const agents = [
-  { agent_id: 'agent_alpha', name: 'Alpha' },
-  { agent_id: 'agent_beta', name: 'Beta' },
-  { agent_id: 'agent_gamma', name: 'Gamma' },
-  { agent_id: 'legacy-7', name: 'Old' },
-];
+const alpha = { agent_id: 'agent_alpha', name: 'Alpha' };
+const gamma = { agent_id: 'agent_gamma', name: 'Gamma' };
+const agents = [alpha, { agent_id: 'agent_beta', name: 'Beta' }, gamma, { agent_id: 'legacy-7', name: 'Old' }];
 
 const phoneNumbers: FakePhoneNumber[] = [
-  {
-    phone_number_id: 'phnum_a',
-    provider: 'twilio',
-    phone_number: '+14155550100',
-    label: 'Main',
-    assigned_agent: { agent_id: 'agent_alpha', agent_name: 'Alpha' },
-  },
-  {
-    phone_number_id: 'phnum_g',
-    provider: 'sip_trunk',
-    phone_number: '+14155550101',
-    label: 'Trunk',
-    assigned_agent: { agent_id: 'agent_gamma', agent_name: 'Gamma' },
-  },
-  { phone_number_id: 'phnum_free', provider: 'twilio', phone_number: '+14155550102', label: 'Spare', assigned_agent: null },
+  workspaceNumber('twilio', 'phnum_a', '+14155550100', 'Main', alpha),
+  workspaceNumber('sip_trunk', 'phnum_g', '+14155550101', 'Trunk', gamma),
+  workspaceNumber('twilio', 'phnum_free', '+14155550102', 'Spare'),
 ];
 
 /** Request lines seen (`GET /v1/convai/agents?page_size=100`), with the API key each one carried. */

@@ -5,25 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { Webhook } from 'standardwebhooks';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices, type Services } from '../../src/container.js';
 import { forEachDialect } from '../support/dialects.js';
 import { testEnvDefaults } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { startWebhookReceiver, verifyWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
 import { eventually } from '../support/wait.js';
-
-/** Verifies a received webhook with `secret` as a receiver would (Standard Webhooks) and returns its body. */
-function verified(secret: string, hook: ReceivedWebhook): Record<string, any> {
-  return new Webhook(secret).verify(hook.body, {
-    'webhook-id': String(hook.headers['webhook-id']),
-    'webhook-timestamp': String(hook.headers['webhook-timestamp']),
-    'webhook-signature': String(hook.headers['webhook-signature']),
-  }) as Record<string, any>;
-}
 
 await forEachDialect('callgate CLI webhooks', (dialect) => {
   let database: TestDatabase;
@@ -136,7 +126,7 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     // Within 5 s: far below the one-minute sweep of the PostgreSQL worker.
     const [hook] = await receiver.waitFor(1, 5_000);
     assert.ok(hook);
-    const body = verified(endpoint.secret, hook);
+    const body = verifyWebhook(hook, endpoint.secret);
     assert.equal(body.id, testEventId);
     assert.equal(body.type, 'webhook.test');
     assert.equal(body.data.endpoint_id, endpoint.id);
@@ -271,8 +261,8 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     const hook = (await receiver.waitFor(before + 1, 5_000))[before];
     assert.ok(hook);
     assert.equal(String(hook.headers['webhook-signature']).split(' ').length, 2);
-    assert.equal(verified(rotated.secret, hook).type, 'webhook.test');
-    assert.equal(verified(endpoint.secret, hook).type, 'webhook.test');
+    assert.equal(verifyWebhook(hook, rotated.secret).type, 'webhook.test');
+    assert.equal(verifyWebhook(hook, endpoint.secret).type, 'webhook.test');
 
     const text = await runCli(env, ['webhooks', 'rotate-secret', endpoint.id]);
     assert.equal(text.code, 0);
@@ -319,7 +309,7 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
       // Enabled again, it gets events: the next test event is delivered.
       await runJson(env, ['webhooks', 'test', created.id]);
       const [, hook] = await gone.waitFor(2, 5_000);
-      assert.equal(verified(created.secret, hook!).type, 'webhook.test');
+      assert.equal(verifyWebhook(hook!, created.secret).type, 'webhook.test');
       await runFailing(env, ['webhooks', 'enable', 'we_missing'], 1, /^callgate: no webhook endpoint with id "we_missing"\n$/);
     } finally {
       await gone.close();

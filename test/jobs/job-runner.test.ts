@@ -11,7 +11,7 @@ import { createLocalNotifier, createPostgresNotifier, notifyDeliveryWorkers } fr
 import { JobRunner, periodicJob, type Job, type JobContext } from '../../src/jobs/job-runner.js';
 import { ManualClock, addMs, isoTimestamp, systemClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { requestLogRow, startTestApp, type TestApp } from '../support/test-app.js';
 
 const silent = {
   level: 'silent',
@@ -255,19 +255,7 @@ await forEachDialect('Job runner', (dialect) => {
     const old = new Date(t.services.clock.now().getTime() - 30 * 24 * 60 * 60 * 1000).toISOString();
     await t.services.db
       .insertInto('request_logs')
-      .values({
-        id: 'req_job_purge_old',
-        account_id: t.seed.accountId,
-        api_key_id: t.seed.keyId,
-        key_prefix: t.seed.token.slice(0, 12),
-        method: 'POST',
-        path: '/v1/calls',
-        status: 201,
-        error_code: null,
-        idempotency_key: null,
-        duration_ms: 3,
-        created_at: old,
-      })
+      .values(requestLogRow(t, 'req_job_purge_old', old))
       .execute();
     await waitFor(
       async () =>

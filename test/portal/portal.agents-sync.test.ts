@@ -9,7 +9,7 @@ import { listAgents } from '../../src/features/agents/agents.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startFakeElevenLabs, type FakeElevenLabs } from '../support/fake-elevenlabs.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { apiKey, elevenLabsEnv } from '../support/elevenlabs-fixtures.js';
+import { apiKey, elevenLabsEnv, workspaceNumber } from '../support/elevenlabs-fixtures.js';
 import { csrfOf, signedInClient, type PortalClient } from '../support/portal-client.js';
 
 await forEachDialect('Portal: account id and agent sync', (dialect) => {
@@ -26,13 +26,7 @@ await forEachDialect('Portal: account id and agent sync', (dialect) => {
       { agent_id: 'not-an-agent-id', name: 'Odd' },
     ];
     fake.phoneNumbers = [
-      {
-        provider: 'twilio',
-        phone_number_id: 'phnum_main',
-        phone_number: '+14155550100',
-        label: 'Main',
-        assigned_agent: { agent_id: 'agent_remote_support', agent_name: 'Support' },
-      },
+      workspaceNumber('twilio', 'phnum_main', '+14155550100', 'Main', { agent_id: 'agent_remote_support', name: 'Support' }),
     ];
     t = await startTestApp(dialect, { env: elevenLabsEnv(fake) });
     client = await signedInClient(t);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { purgeOldRequests, requestLogRetentionMs } from '../../src/features/request-log/request-log.service.js';
 import { forEachDialect } from '../support/dialects.js';
-import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
+import { callBody, requestLogRow, startTestApp, type TestApp } from '../support/test-app.js';
 import { signedInClient, type PortalClient } from '../support/portal-client.js';
 
 const perKeyLimit = 8;
@@ -111,19 +111,7 @@ await forEachDialect('Portal request log', (dialect) => {
 
   it('shows the last 7 days, and the purge removes older rows', async () => {
     const now = t.services.clock.now().getTime();
-    const row = (id: string, ageMs: number) => ({
-      id,
-      account_id: t.seed.accountId,
-      api_key_id: t.seed.keyId,
-      key_prefix: t.seed.token.slice(0, 12),
-      method: 'POST',
-      path: '/v1/calls',
-      status: 201,
-      error_code: null,
-      idempotency_key: null,
-      duration_ms: 3,
-      created_at: new Date(now - ageMs).toISOString(),
-    });
+    const row = (id: string, ageMs: number) => requestLogRow(t, id, new Date(now - ageMs).toISOString());
     t.services.requestLog.add(row('req_six_days_old', requestLogRetentionMs - 24 * 60 * 60 * 1000));
     t.services.requestLog.add(row('req_eight_days_old', requestLogRetentionMs + 24 * 60 * 60 * 1000));
     await t.services.requestLog.flush();

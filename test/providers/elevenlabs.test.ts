@@ -9,14 +9,13 @@ import http from 'node:http';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { Webhook } from 'standardwebhooks';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { signElevenLabs } from '../../src/features/providers/elevenlabs/elevenlabs.signature.js';
 import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startFakeElevenLabs, type FakeElevenLabs, type FakeReply } from '../support/fake-elevenlabs.js';
 import { countCalls, startTestApp, type TestApp } from '../support/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { startWebhookReceiver, verifyWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
 import {
   addElevenLabsAgents,
   apiKey,
@@ -174,7 +173,7 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
     let found: Record<string, any> | undefined;
     await waitUntil(() => {
       for (const hook of receiver.received) {
-        const payload = new Webhook(endpointSecret).verify(hook.body, hook.headers as Record<string, string>) as Record<string, any>;
+        const payload = verifyWebhook(hook, endpointSecret);
         if (payload.data?.id === callId) found = payload;
       }
       return found !== undefined;

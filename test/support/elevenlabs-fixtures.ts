@@ -8,7 +8,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { signElevenLabs } from '../../src/features/providers/elevenlabs/elevenlabs.signature.js';
-import type { FakeElevenLabs, FakePhoneNumber } from './fake-elevenlabs.js';
+import type { FakeAgent, FakeElevenLabs, FakePhoneNumber } from './fake-elevenlabs.js';
 import type { TestApp } from './test-app.js';
 
 export const apiKey = 'sk_test_elevenlabs_9d3c1f7a2b6e4085a1c3';
@@ -30,12 +30,34 @@ export function elevenLabsEnv(fake: FakeElevenLabs, extra: Record<string, string
   };
 }
 
+/** Agents of a workspace as GET /v1/convai/agents lists them: `agent_remote_1` named `Remote 1`, and so on. */
+export function workspaceAgents(count: number): FakeAgent[] {
+  return Array.from({ length: count }, (_, i) => ({ agent_id: `agent_remote_${i + 1}`, name: `Remote ${i + 1}` }));
+}
+
+/** A number of the workspace as GET /v1/convai/phone-numbers lists it, assigned to `agent` or to none. */
+export function workspaceNumber(
+  provider: FakePhoneNumber['provider'],
+  id: string,
+  number: string,
+  label: string,
+  agent: FakeAgent | null = null,
+): FakePhoneNumber {
+  return {
+    provider,
+    phone_number_id: id,
+    phone_number: number,
+    label,
+    assigned_agent: agent && { agent_id: agent.agent_id, agent_name: agent.name },
+  };
+}
+
 /** The workspace's numbers as GET /v1/convai/phone-numbers lists them. */
 export const workspaceNumbers: FakePhoneNumber[] = [
-  { provider: 'twilio', phone_number_id: 'phnum_twilio_1', phone_number: '+14155550100', label: 'Main', assigned_agent: null },
-  { provider: 'sip_trunk', phone_number_id: 'phnum_sip_1', phone_number: '+493012345670', label: 'PBX', assigned_agent: null },
-  { provider: 'sip_trunk', phone_number_id: 'phnum_sip_2', phone_number: '+493012345671', label: 'PBX 2', assigned_agent: null },
-  { provider: 'exotel', phone_number_id: 'phnum_exotel_1', phone_number: '+912212345678', label: 'Exotel', assigned_agent: null },
+  workspaceNumber('twilio', 'phnum_twilio_1', '+14155550100', 'Main'),
+  workspaceNumber('sip_trunk', 'phnum_sip_1', '+493012345670', 'PBX'),
+  workspaceNumber('sip_trunk', 'phnum_sip_2', '+493012345671', 'PBX 2'),
+  workspaceNumber('exotel', 'phnum_exotel_1', '+912212345678', 'Exotel'),
 ];
 
 /** ElevenLabs agents in the seed account: one per way of knowing the number's kind. */

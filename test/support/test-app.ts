@@ -7,6 +7,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices, type ServiceOverrides, type Services } from '../../src/container.js';
 import type { ApiKeyMode } from '../../src/features/api-keys/api-keys.tables.js';
+import type { RequestLogRow } from '../../src/features/request-log/request-log.tables.js';
 import { createAccount } from '../../src/features/identity/accounts.service.js';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
@@ -113,6 +114,23 @@ export async function startTestApp(
 /** A valid creation body for the seeded agent. */
 export function callBody(app: TestApp, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { agent_id: app.seed.agentId, to: '+14155550123', ...extra };
+}
+
+/** A request-log row of the seed account's key (a created call), as the request-log hook writes one. */
+export function requestLogRow(app: TestApp, id: string, createdAt: string): RequestLogRow {
+  return {
+    id,
+    account_id: app.seed.accountId,
+    api_key_id: app.seed.keyId,
+    key_prefix: app.seed.token.slice(0, 12),
+    method: 'POST',
+    path: '/v1/calls',
+    status: 201,
+    error_code: null,
+    idempotency_key: null,
+    duration_ms: 3,
+    created_at: createdAt,
+  };
 }
 
 export async function countCalls(services: Services): Promise<number> {

@@ -3,6 +3,7 @@
  * headers, and answers with whatever the test sets, which may change mid-test to drive retries.
  */
 import type http from 'node:http';
+import { Webhook } from 'standardwebhooks';
 import { startLocalServer } from './local-server.js';
 
 export interface ReceivedWebhook {
@@ -35,6 +36,18 @@ export interface WebhookReceiver {
   stop(): Promise<void>;
   restart(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The fields of a call event's data (spec 6), sorted: what a single call's call.completed carries. */
+export const callEventFields = ['agent_id', 'duration_seconds', 'ended_at', 'id', 'started_at', 'status', 'transcript_summary'];
+
+/** Verifies a received webhook with `secret` as a receiver would (Standard Webhooks) and returns its payload. */
+export function verifyWebhook(hook: ReceivedWebhook, secret: string): Record<string, any> {
+  return new Webhook(secret).verify(hook.body, {
+    'webhook-id': String(hook.headers['webhook-id']),
+    'webhook-timestamp': String(hook.headers['webhook-timestamp']),
+    'webhook-signature': String(hook.headers['webhook-signature']),
+  }) as Record<string, any>;
 }
 
 export async function startWebhookReceiver(path = '/hooks'): Promise<WebhookReceiver> {

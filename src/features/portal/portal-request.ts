@@ -91,19 +91,20 @@ export function sendPage(reply: FastifyReply, status: number, page: string): Fas
   return reply.code(status).type('text/html; charset=utf-8').send(page);
 }
 
+/** An error page, framed with the navigation when the request is signed in. */
+export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, status: number, title: string, message: string): FastifyReply {
+  const user = request.portal ? { user: frameUser(request.portal) } : {};
+  return sendPage(reply, status, errorPage({ status, title, message, requestId: request.id, ...user }));
+}
+
+/** The 400 page: a form, query or address the portal cannot read. */
+export function sendBadRequest(request: FastifyRequest, reply: FastifyReply, message: string): FastifyReply {
+  return sendErrorPage(request, reply, 400, 'Bad request', message);
+}
+
 /** The 404 page: for unknown ids and for another account's ids alike. */
 export function sendNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return sendPage(
-    reply,
-    404,
-    errorPage({
-      status: 404,
-      title: 'Not found',
-      message: 'There is no such page in this account.',
-      requestId: request.id,
-      ...(request.portal ? { user: frameUser(request.portal) } : {}),
-    }),
-  );
+  return sendErrorPage(request, reply, 404, 'Not found', 'There is no such page in this account.');
 }
 
 /** A redirect after a POST (303, so the browser follows with GET). */

@@ -16,11 +16,18 @@ import { portalCallsRoutes } from './portal-calls.routes.js';
 import { csrfTokenMatches, isSameOrigin, signInCsrfCookie } from './portal-csrf.js';
 import { portalKeysRoutes } from './portal-keys.routes.js';
 import { portalPagesRoutes } from './portal-pages.routes.js';
-import { csrfFieldOf, frameUser, matchFieldShapes, sendNotFound, sendPage, sessionCookie, type PortalDeps } from './portal-request.js';
+import {
+  csrfFieldOf,
+  matchFieldShapes,
+  sendBadRequest,
+  sendErrorPage,
+  sendNotFound,
+  sessionCookie,
+  type PortalDeps,
+} from './portal-request.js';
 import { resolveSession } from '../identity/sessions.service.js';
 import { portalSuppressionsRoutes } from './portal-suppressions.routes.js';
 import { portalWebhooksRoutes } from './portal-webhooks.routes.js';
-import { errorPage } from './views/errors.view.js';
 
 /** Pages may load only our own stylesheet and script, submit only to us, and never be framed. */
 const securityHeaders = {
@@ -74,11 +81,7 @@ export async function sendPortalFrameworkError(
     request.portal = await resolveSession(deps.db, deps.clock, cookies.parse(request.headers.cookie ?? '')[sessionCookie]);
   } catch (cause) {
     request.log.error({ err: cause }, 'portal session lookup failed');
-    await sendPage(
-      reply,
-      500,
-      errorPage({ status: 500, title: 'Something went wrong', message: serverFaultMessage, requestId: request.id }),
-    );
+    await sendErrorPage(request, reply, 500, 'Something went wrong', serverFaultMessage);
     return;
   }
   if (!request.portal) {
@@ -86,17 +89,7 @@ export async function sendPortalFrameworkError(
     return;
   }
   if (error.code === 'FST_ERR_BAD_URL') {
-    await sendPage(
-      reply,
-      400,
-      errorPage({
-        status: 400,
-        title: 'Bad request',
-        message: 'This address is malformed. Check the link and try again.',
-        requestId: request.id,
-        user: frameUser(request.portal),
-      }),
-    );
+    await sendBadRequest(request, reply, 'This address is malformed. Check the link and try again.');
     return;
   }
   await sendNotFound(request, reply);
@@ -137,16 +130,12 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
       ? isSameOrigin(request, deps.config.publicUrl) && csrfTokenMatches(csrfFieldOf(request), request.cookies[signInCsrfCookie] ?? '')
       : request.portal !== null && csrfTokenMatches(csrfFieldOf(request), request.portal.csrfToken);
     if (genuine) return;
-    return sendPage(
+    return sendErrorPage(
+      request,
       reply,
       403,
-      errorPage({
-        status: 403,
-        title: 'This form has expired',
-        message: 'The form was not sent from a current page of this portal. Go back, reload the page and try again.',
-        requestId: request.id,
-        ...(request.portal ? { user: frameUser(request.portal) } : {}),
-      }),
+      'This form has expired',
+      'The form was not sent from a current page of this portal. Go back, reload the page and try again.',
     );
   });
 
@@ -157,16 +146,11 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
     if (!place) return;
     // Form fields are flat: the first part of the path is the field's name ('' when a name holds the NUL).
     const name = place.inKey ? '' : place.field.split('.')[0]!.slice(0, 64);
-    return sendPage(
+    const field = name === '' ? 'A field name' : `The field ${name}`;
+    return sendBadRequest(
+      request,
       reply,
-      400,
-      errorPage({
-        status: 400,
-        title: 'Bad request',
-        message: `${name === '' ? 'A field name' : `The field ${name}`} contains a NUL character (U+0000), which is not accepted. Go back, remove it and try again.`,
-        requestId: request.id,
-        ...(request.portal ? { user: frameUser(request.portal) } : {}),
-      }),
+      `${field} contains a NUL character (U+0000), which is not accepted. Go back, remove it and try again.`,
     );
   });
 
@@ -176,17 +160,7 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
     const failure = request.validationError;
     if (!failure) return;
     if (failure.validationContext === 'params') return sendNotFound(request, reply);
-    return sendPage(
-      reply,
-      400,
-      errorPage({
-        status: 400,
-        title: 'Bad request',
-        message: unreadableFormMessage,
-        requestId: request.id,
-        ...(request.portal ? { user: frameUser(request.portal) } : {}),
-      }),
-    );
+    return sendBadRequest(request, reply, unreadableFormMessage);
   });
 
   app.setErrorHandler((error, request, reply) => {
@@ -195,23 +169,24 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
     const status = typeof given === 'number' ? given : 500;
     const clientError = status >= 400 && status < 500;
     if (!clientError) request.log.error({ err: error }, 'portal request failed');
-    const user = request.portal ? { user: frameUser(request.portal) } : {};
-    const message =
-      status === 415
-        ? 'This page takes only forms sent by the portal (application/x-www-form-urlencoded, uncompressed). Go back and submit the form again.'
-        : status === 413
-          ? `The form is larger than ${Math.round((request.routeOptions.bodyLimit ?? formBodyLimitBytes) / 1024)} KB. Go back, shorten it and try again.`
-          : unreadableFormMessage;
-    const page = clientError
-      ? errorPage({
-          status,
-          title: status === 415 ? 'Unsupported form' : status === 413 ? 'Form too large' : 'Bad request',
-          message,
-          requestId: request.id,
-          ...user,
-        })
-      : errorPage({ status: 500, title: 'Something went wrong', message: serverFaultMessage, requestId: request.id, ...user });
-    return sendPage(reply, clientError ? status : 500, page);
+    if (!clientError) return sendErrorPage(request, reply, 500, 'Something went wrong', serverFaultMessage);
+    if (status === 415) {
+      const message =
+        'This page takes only forms sent by the portal (application/x-www-form-urlencoded, uncompressed). Go back and submit the form again.';
+      return sendErrorPage(request, reply, 415, 'Unsupported form', message);
+    }
+    if (status === 413) {
+      // The route's own limit: the batch and suppression imports take larger forms than the others.
+      const limitKb = Math.round((request.routeOptions.bodyLimit ?? formBodyLimitBytes) / 1024);
+      return sendErrorPage(
+        request,
+        reply,
+        413,
+        'Form too large',
+        `The form is larger than ${limitKb} KB. Go back, shorten it and try again.`,
+      );
+    }
+    return sendErrorPage(request, reply, status, 'Bad request', unreadableFormMessage);
   });
   app.setNotFoundHandler((request, reply) => sendNotFound(request, reply));
 
