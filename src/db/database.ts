@@ -26,6 +26,7 @@ import * as portalFormTokens from './migrations/0006-portal-form-tokens.js';
 import * as callsByCreation from './migrations/0007-calls-by-creation.js';
 import * as agentPhoneNumber from './migrations/0008-agent-phone-number.js';
 import * as batches from './migrations/0009-batches.js';
+import * as accountConcurrency from './migrations/0012-account-concurrency.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -182,6 +183,7 @@ const migrations: Record<string, Migration> = {
   '0007-calls-by-creation': callsByCreation,
   '0008-agent-phone-number': agentPhoneNumber,
   '0009-batches': batches,
+  '0012-account-concurrency': accountConcurrency,
 };
 
 /**

@@ -20,6 +20,7 @@ export const idPrefixes = {
   session: 'ses',
   batch: 'batch',
   recipient: 'rcp',
+  callSlot: 'slot',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

@@ -24,6 +24,7 @@ import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { findAgent } from '../agents/agents.service.js';
 import { getCall, placeCall, storeCall, type CallsDeps } from '../calls/calls.service.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
+import { lockFreeSlots, releaseSlots, takeSlots } from '../concurrency/concurrency.service.js';
 import * as dialerRepo from './batch-dialer.repository.js';
 import { failDialing, requeueDialing, type FinishedBatches } from './batch-progress.service.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
@@ -113,22 +114,48 @@ export class BatchDialer implements Job {
       if (!claim) continue;
       claimedAny = true;
       this.options.logger.debug({ batchId: batch.id, recipients: claim.recipients.length }, 'batch recipients claimed');
-      for (const recipient of claim.recipients) this.track(this.dial(claim.batch, agent, recipient));
+      for (const recipient of claim.recipients) {
+        const dial = this.dial(claim.batch, agent, recipient);
+        // Its account slot goes once the call is stored (the call holds the place then) or was not placed.
+        this.track(claim.slotsTaken ? dial.finally(() => releaseSlots(this.options.db, [recipient.id])) : dial);
+      }
     }
     return { more: claimedAny && due.length === batchesPerPass };
   }
 
-  /** Claims as many due recipients as the batch has free slots, under its lock. */
-  private async claim(batchId: string, now: Date): Promise<{ batch: BatchRow; recipients: RecipientRow[] } | undefined> {
+  /**
+   * Claims as many due recipients as the batch has free slots, under its lock, and no more than its account
+   * has (max_concurrent_calls, under the account's lock): their account slots are taken in the same
+   * transaction, for as long as their dialing lease.
+   */
+  private async claim(
+    batchId: string,
+    now: Date,
+  ): Promise<{ batch: BatchRow; recipients: RecipientRow[]; slotsTaken: boolean } | undefined> {
     const { db, dialect } = this.options;
     const at = isoTimestamp(now);
     return db.transaction().execute(async (trx) => {
       const batch = await dialerRepo.lockDueBatch(trx, dialect, batchId, at);
       if (!batch) return undefined;
-      const free = batch.max_concurrency - (await dialerRepo.countActive(trx, batch.id));
+      const batchFree = batch.max_concurrency - (await dialerRepo.countActive(trx, batch.id));
+      if (batchFree <= 0) return undefined;
+      // A batch of an account at its limit waits, and is dialed again once one of the account's calls ended.
+      const account = await lockFreeSlots(trx, batch.account_id, batch.mode, now);
+      const free = Math.min(batchFree, account.free);
       if (free <= 0) return undefined;
-      const recipients = await dialerRepo.claimRecipients(trx, dialect, batch.id, at, isoTimestamp(addMs(now, this.options.leaseMs)), free);
+      const leaseUntil = addMs(now, this.options.leaseMs);
+      const recipients = await dialerRepo.claimRecipients(trx, dialect, batch.id, at, isoTimestamp(leaseUntil), free);
       if (recipients.length === 0) return undefined;
+      const slotsTaken = account.limit !== null;
+      if (slotsTaken)
+        await takeSlots(
+          trx,
+          batch.account_id,
+          batch.mode,
+          recipients.map((recipient) => recipient.id),
+          now,
+          leaseUntil,
+        );
       if (batch.status === 'scheduled') {
         await trx
           .updateTable('batches')
@@ -137,7 +164,7 @@ export class BatchDialer implements Job {
           .where('status', '=', 'scheduled')
           .execute();
       }
-      return { batch, recipients };
+      return { batch, recipients, slotsTaken };
     });
   }
 

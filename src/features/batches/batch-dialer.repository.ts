@@ -2,6 +2,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { claimDue } from '../../jobs/claim.js';
+import { hasFreeSlot } from '../concurrency/concurrency.repository.js';
 import { activeRecipientStatuses, type BatchRow, type RecipientRow } from './batches.tables.js';
 import { lockBatches } from './batches.repository.js';
 
@@ -9,8 +10,8 @@ const dialable = ['scheduled', 'running'] as const;
 
 /**
  * Batches whose time has come with a recipient due now and a free slot, oldest start first. Read without
- * locks: the claim checks again under the batch's lock. Those at their limit are left out, so a few full
- * batches never hide the others from a pass.
+ * locks: the claim checks again under the batch's lock. Those at their limit (or their account's,
+ * max_concurrent_calls) are left out, so a few full batches never hide the others from a pass.
  */
 export async function dueBatches(db: Db, now: string, limit: number): Promise<BatchRow[]> {
   return db
@@ -38,6 +39,7 @@ export async function dueBatches(db: Db, now: string, limit: number): Promise<Ba
         eb.ref('b.max_concurrency'),
       ),
     )
+    .where(hasFreeSlot(sql.ref('b.account_id'), sql.ref('b.mode'), now))
     .orderBy('b.scheduled_at')
     .limit(limit)
     .execute();

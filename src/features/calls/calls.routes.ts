@@ -48,6 +48,12 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
             });
           case 'provider_failed':
             throw providerFailureError(result.failure);
+          case 'concurrency_limit_exceeded':
+            throw new ApiError(
+              'concurrency_limit_exceeded',
+              `This account has ${result.limit} ${apiKey.mode} call${result.limit === 1 ? '' : 's'} in progress, its limit (max_concurrent_calls); no call was placed. Retry after Retry-After seconds (with the same Idempotency-Key), once a call has ended, or ask your callgate operator to raise the limit.`,
+              { retryAfterSeconds: result.retryAfterSeconds },
+            );
           case 'store_pending':
             throw new ApiError(
               'database_unavailable',

@@ -12,6 +12,7 @@ import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotenc
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
 import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
+import { concurrencyRetryAfterSeconds, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
 import { callOutcomeEvent, enqueueEvents } from '../webhooks/events.service.js';
 import * as repo from './calls.repository.js';
 import { metadataMaxBytes, type Call, type CallCreated, type CreateCallBody } from './calls.schemas.js';
@@ -33,6 +34,8 @@ export type CreateCallResult =
   | { readonly kind: 'invalid_metadata'; readonly message: string }
   | { readonly kind: 'agent_not_found' }
   | { readonly kind: 'provider_failed'; readonly failure: ProviderFailure }
+  /** The account has `limit` calls in progress in this mode (its max_concurrent_calls): none was placed. */
+  | { readonly kind: 'concurrency_limit_exceeded'; readonly limit: number; readonly retryAfterSeconds: number }
   /**
    * The provider placed the call but the database was away when it was to be stored: it is stored in the
    * background as soon as the database answers, and the Idempotency-Key stays held for it meanwhile.
@@ -108,6 +111,27 @@ export async function createCall(
   const agent = await (agentRead ?? readAgentAhead(deps, apiKey, body.agent_id));
   if (!agent) return { kind: 'agent_not_found' };
 
+  // The account's limit of calls at once: a slot is taken before the provider is asked, for as long as the
+  // key is locked at most, and dropped once the call is stored (which holds the place until its outcome)
+  // or was refused. After a crash in between, the slot frees itself with that lease.
+  const slot = await holdCallSlot(deps.db, deps.clock, {
+    accountId: apiKey.account_id,
+    mode: apiKey.mode,
+    leaseMs: deps.idempotency.lockMs,
+  });
+  if (slot.kind === 'full')
+    return { kind: 'concurrency_limit_exceeded', limit: slot.limit, retryAfterSeconds: concurrencyRetryAfterSeconds };
+  if (slot.kind === 'unlimited') return placeAndStore(deps, apiKey, body, hold, agent);
+  return placeAndStore(deps, apiKey, body, hold, agent).finally(() => releaseSlots(deps.db, [slot.id]));
+}
+
+async function placeAndStore(
+  deps: CallsDeps,
+  apiKey: ApiKeyRow,
+  body: CreateCallBody,
+  hold: KeyHold | undefined,
+  agent: AgentRow,
+): Promise<CreateCallResult> {
   const placed = await placeCall(deps, { apiKey }, agent, { to: body.to, metadata: body.metadata ?? null });
   if (!placed.ok) return { kind: 'provider_failed', failure: placed.failure };
   const { row, firstCheckAt } = placed;
