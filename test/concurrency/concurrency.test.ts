@@ -112,7 +112,7 @@ await forEachDialect('Account concurrency limit', (dialect) => {
     assert.equal(refused.headers['retry-after'], '5');
     const error = refused.json();
     assert.equal(error.error, 'concurrency_limit_exceeded');
-    assert.match(error.message, /2 live calls in progress.*Retry-After/);
+    assert.match(error.message, /2 live calls in progress and a limit of 2 .*Retry-After/);
     assert.match(error.request_id, /^req_/);
     assert.equal(simulator.stats().placed, 2, 'the provider was not asked');
     assert.equal(await slotsLeft(), 0, 'a refused request holds no slot');
@@ -124,6 +124,10 @@ await forEachDialect('Account concurrency limit', (dialect) => {
     assert.equal(retried.headers['idempotent-replayed'], undefined);
     assert.equal((await post()).statusCode, 201);
     assert.equal((await post()).statusCode, 429);
+    // A limit lowered below the calls under way ends none of them; new ones wait.
+    await setLimit(t.seed, 1);
+    assert.match((await post()).json().message, /2 live calls in progress and a limit of 1 /);
+    await setLimit(t.seed, 2);
     assert.equal(simulator.stats().placed, 4);
     assert.equal(await slotsLeft(), 0, 'stored calls hold their places themselves');
 
@@ -143,7 +147,7 @@ await forEachDialect('Account concurrency limit', (dialect) => {
     assert.equal((await post({ token: testKey.token })).statusCode, 201, 'a simulated call does not take the live slot');
     const refused = await post({ token: testKey.token });
     assert.equal(refused.statusCode, 429);
-    assert.match(refused.json().message, /1 test call in progress/);
+    assert.match(refused.json().message, /1 test call in progress and a limit of 1/);
     await endCalls();
     assert.equal((await post({ token: testKey.token })).statusCode, 201);
     await endCalls();

@@ -51,7 +51,7 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
           case 'concurrency_limit_exceeded':
             throw new ApiError(
               'concurrency_limit_exceeded',
-              `This account has ${result.limit} ${apiKey.mode} call${result.limit === 1 ? '' : 's'} in progress, its limit (max_concurrent_calls); no call was placed. Retry after Retry-After seconds (with the same Idempotency-Key), once a call has ended, or ask your callgate operator to raise the limit.`,
+              `This account has ${result.inProgress} ${apiKey.mode} call${result.inProgress === 1 ? '' : 's'} in progress and a limit of ${result.limit} (max_concurrent_calls); no call was placed. Retry after Retry-After seconds (with the same Idempotency-Key), once a call has ended, or ask your callgate operator to raise the limit.`,
               { retryAfterSeconds: result.retryAfterSeconds },
             );
           case 'store_pending':

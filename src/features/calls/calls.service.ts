@@ -34,8 +34,13 @@ export type CreateCallResult =
   | { readonly kind: 'invalid_metadata'; readonly message: string }
   | { readonly kind: 'agent_not_found' }
   | { readonly kind: 'provider_failed'; readonly failure: ProviderFailure }
-  /** The account has `limit` calls in progress in this mode (its max_concurrent_calls): none was placed. */
-  | { readonly kind: 'concurrency_limit_exceeded'; readonly limit: number; readonly retryAfterSeconds: number }
+  /** The account has `inProgress` calls in this mode, `limit` (its max_concurrent_calls) or more: none was placed. */
+  | {
+      readonly kind: 'concurrency_limit_exceeded';
+      readonly limit: number;
+      readonly inProgress: number;
+      readonly retryAfterSeconds: number;
+    }
   /**
    * The provider placed the call but the database was away when it was to be stored: it is stored in the
    * background as soon as the database answers, and the Idempotency-Key stays held for it meanwhile.
@@ -113,14 +118,20 @@ export async function createCall(
 
   // The account's limit of calls at once: a slot is taken before the provider is asked, for as long as the
   // key is locked at most, and dropped once the call is stored (which holds the place until its outcome)
-  // or was refused. After a crash in between, the slot frees itself with that lease.
+  // or was refused. After a crash in between, the slot frees itself with that lease. (A call whose store
+  // waits for the database, `store_pending`, counts again only once stored.)
   const slot = await holdCallSlot(deps.db, deps.clock, {
     accountId: apiKey.account_id,
     mode: apiKey.mode,
     leaseMs: deps.idempotency.lockMs,
   });
   if (slot.kind === 'full')
-    return { kind: 'concurrency_limit_exceeded', limit: slot.limit, retryAfterSeconds: concurrencyRetryAfterSeconds };
+    return {
+      kind: 'concurrency_limit_exceeded',
+      limit: slot.limit,
+      inProgress: slot.inProgress,
+      retryAfterSeconds: concurrencyRetryAfterSeconds,
+    };
   if (slot.kind === 'unlimited') return placeAndStore(deps, apiKey, body, hold, agent);
   return placeAndStore(deps, apiKey, body, hold, agent).finally(() => releaseSlots(deps.db, [slot.id]));
 }
