@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { holdCallSlot } from '../../src/features/concurrency/concurrency.service.js';
+import { holdCallSlot, takeSlots } from '../../src/features/concurrency/concurrency.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { setMaxConcurrentCalls } from '../../src/features/identity/accounts.service.js';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
@@ -164,6 +164,20 @@ await forEachDialect('Account concurrency limit', (dialect) => {
     clock.advance(1);
     assert.equal((await post()).statusCode, 201, 'the lease ended');
     assert.equal(await slotsLeft(), 0, 'the expired slot was dropped');
+    await endCalls();
+
+    // A holder that takes its slot again (a recipient queued again, its first slot not dropped) keeps one.
+    const take = (leaseMs: number) =>
+      t.services.db
+        .transaction()
+        .execute((trx) => takeSlots(trx, t.seed.accountId, 'live', ['rcp_again'], clock.now(), new Date(clock.now().getTime() + leaseMs)));
+    await take(1_000);
+    await take(lockMs);
+    assert.equal(await slotsLeft(), 1);
+    clock.advance(1_000);
+    assert.equal((await post()).statusCode, 429, 'it holds the later lease');
+    clock.advance(lockMs);
+    assert.equal((await post()).statusCode, 201);
     await endCalls();
   });
 

@@ -76,12 +76,19 @@ export function hasFreeSlot(accountId: Expression<string>, mode: Expression<stri
   ) < ${limit})`;
 }
 
+/**
+ * A holder that takes a slot again (a batch recipient queued again after a provider's 429, whose first slot
+ * could not be dropped while the database was away) keeps its one slot, with the new lease.
+ */
 export async function insertSlots(db: Db, rows: readonly CallSlotRow[]): Promise<void> {
-  if (rows.length > 0)
-    await db
-      .insertInto('call_slots')
-      .values([...rows])
-      .execute();
+  if (rows.length === 0) return;
+  await db
+    .insertInto('call_slots')
+    .values([...rows])
+    .onConflict((oc) =>
+      oc.column('id').doUpdateSet((eb) => ({ expires_at: eb.ref('excluded.expires_at'), created_at: eb.ref('excluded.created_at') })),
+    )
+    .execute();
 }
 
 export async function deleteSlots(db: Db, ids: readonly string[]): Promise<void> {
