@@ -34,6 +34,11 @@ export const errorCatalogue = {
   expectation_failed: { status: 417, message: 'The Expect header can only be 100-continue. Send the request again without it.' },
   headers_too_large: { status: 431, message: 'The request headers are larger than the server accepts (16 KB).' },
   rate_limit_exceeded: { status: 429, message: 'Too many requests. Retry after the number of seconds in Retry-After.' },
+  concurrency_limit_exceeded: {
+    status: 429,
+    message:
+      'The account has as many calls in progress as its limit allows (max_concurrent_calls). Retry after the number of seconds in Retry-After, with the same Idempotency-Key, once one of its calls has ended.',
+  },
   internal_error: { status: 500, message: 'Something went wrong on our side. Quote the request_id to support.' },
   provider_error: { status: 502, message: 'The voice provider refused the call.' },
   provider_unavailable: { status: 503, message: 'The voice provider is unavailable. Retry with backoff.' },

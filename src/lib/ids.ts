@@ -21,6 +21,7 @@ export const idPrefixes = {
   batch: 'batch',
   recipient: 'rcp',
   suppression: 'sup',
+  callSlot: 'slot',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

@@ -38,6 +38,7 @@ describe('callgate CLI usage (no database needed)', () => {
     const commands = [
       'accounts create',
       'accounts list',
+      'accounts update',
       'agents add',
       'agents list',
       'agents sync',
@@ -176,7 +177,8 @@ await forEachDialect('callgate CLI', (dialect) => {
       '--password',
       'correct horse battery',
     ]);
-    assert.deepEqual(Object.keys(withUser).sort(), ['agents', 'created_at', 'id', 'name', 'users']);
+    assert.deepEqual(Object.keys(withUser).sort(), ['agents', 'created_at', 'id', 'max_concurrent_calls', 'name', 'users']);
+    assert.equal(withUser.max_concurrent_calls, null, 'no concurrency limit by default');
     assert.equal(withUser.users.length, 1);
     assert.match(withUser.users[0].id, /^usr_/);
     assert.equal(withUser.users[0].email, 'ops@example.com');
@@ -195,13 +197,19 @@ await forEachDialect('callgate CLI', (dialect) => {
       listed.data.map((account: { name: string }) => account.name),
       ['Acme Health', 'Beta', 'Gamma'],
     );
-    assert.deepEqual(listed.data[0], { id: accountId, name: 'Acme Health', users: 0, created_at: listed.data[0].created_at });
+    assert.deepEqual(listed.data[0], {
+      id: accountId,
+      name: 'Acme Health',
+      users: 0,
+      created_at: listed.data[0].created_at,
+      max_concurrent_calls: null,
+    });
     assert.equal(listed.data[1].users, 1);
 
     const text = await runCli(env, ['accounts', 'list']);
     assert.equal(text.code, 0);
-    assert.match(text.stdout, /^ID +NAME +USERS +CREATED\n/);
-    assert.match(text.stdout, new RegExp(`${accountId} +Acme Health +0 +\\d{4}-`));
+    assert.match(text.stdout, /^ID +NAME +USERS +MAX CONCURRENT CALLS +CREATED\n/);
+    assert.match(text.stdout, new RegExp(`${accountId} +Acme Health +0 +no limit +\\d{4}-`));
   });
 
   it('agents add creates an agent (simulator by default), then updates the one with the same id', async () => {

@@ -86,6 +86,11 @@ else
       );
       assert.ok((await page.locator('#curl').textContent())?.includes(`${baseUrl}/v1/calls`));
       assert.ok((await page.locator('#curl').textContent())?.includes(t.seed.agentId));
+      assert.match(
+        (await page.locator('#concurrent-calls').textContent()) ?? '',
+        /^no limit/,
+        'an account has no concurrency limit by default',
+      );
       await screenshot(page, '03-overview');
     });
 

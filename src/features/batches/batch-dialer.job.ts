@@ -25,6 +25,7 @@ import { findAgent } from '../agents/agents.service.js';
 import { getCall, placeCall, storeCall, type CallsDeps } from '../calls/calls.service.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
+import { lockFreeSlots, releaseSlots, takeSlots } from '../concurrency/concurrency.service.js';
 import * as dialerRepo from './batch-dialer.repository.js';
 import { failDialing, holdOutsideWindow, requeueDialing, type FinishedBatches } from './batch-progress.service.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
@@ -117,31 +118,42 @@ export class BatchDialer implements Job {
       if (!claim || claim.recipients.length === 0) continue;
       claimedAny = true;
       this.options.logger.debug({ batchId: batch.id, recipients: claim.recipients.length }, 'batch recipients claimed');
-      for (const recipient of claim.recipients) this.track(this.dial(claim.batch, agent, recipient));
+      for (const recipient of claim.recipients) {
+        const dial = this.dial(claim.batch, agent, recipient);
+        // Its account slot goes once the call is stored (the call holds the place then) or was not placed.
+        this.track(claim.slotsTaken ? dial.finally(() => releaseSlots(this.options.db, [recipient.id])) : dial);
+      }
     }
     return { more: claimedAny && due.length === batchesPerPass };
   }
 
   /**
-   * Claims as many due recipients as the batch has free slots, under its lock. Those whose calling window
-   * is closed go back to the queue until it opens (holdOutsideWindow), and their slots to the next due ones.
+   * Claims as many due recipients as the batch has free slots, under its lock, and no more than its account
+   * has (max_concurrent_calls, under the account's lock): their account slots are taken in the same
+   * transaction, for as long as their dialing lease. Those whose calling window is closed go back to the
+   * queue until it opens (holdOutsideWindow), and their slots to the next due ones.
    */
   private async claim(
     batchId: string,
     now: Date,
-  ): Promise<{ batch: BatchRow; recipients: RecipientRow[]; finished: FinishedBatches } | undefined> {
+  ): Promise<{ batch: BatchRow; recipients: RecipientRow[]; finished: FinishedBatches; slotsTaken: boolean } | undefined> {
     const { db, dialect, clock } = this.options;
     const at = isoTimestamp(now);
     return db.transaction().execute(async (trx) => {
       const batch = await dialerRepo.lockDueBatch(trx, dialect, batchId, at);
       if (!batch) return undefined;
-      // Each claim counts the free slots and takes that many, in one statement under the batch's lock; those
-      // held back for their window are queued again in this transaction, so the next round sees their slots free.
-      const leaseUntil = isoTimestamp(addMs(now, this.options.leaseMs));
+      // A batch of an account at its limit waits, and is dialed again once one of the account's calls ended.
+      const account = await lockFreeSlots(trx, batch.account_id, batch.mode, now);
+      if (account.free <= 0) return undefined;
+      // Each claim counts the batch's free slots and takes that many (at most the account's), in one statement
+      // under the batch's lock; those held back for their window are queued again in this transaction, so the
+      // next round sees their slots free.
+      const leaseUntil = addMs(now, this.options.leaseMs);
       const recipients: RecipientRow[] = [];
       let finished: FinishedBatches = new Map();
-      for (let round = 0; round < claimRoundsMax; round++) {
-        const claimed = await dialerRepo.claimRecipients(trx, dialect, batch, at, leaseUntil);
+      for (let round = 0; round < claimRoundsMax && recipients.length < account.free; round++) {
+        const cap = account.free - recipients.length;
+        const claimed = await dialerRepo.claimRecipients(trx, dialect, batch, at, isoTimestamp(leaseUntil), cap);
         if (claimed.length === 0) break;
         const held = await holdOutsideWindow(trx, clock, batch, claimed, now);
         recipients.push(...held.dial);
@@ -149,6 +161,16 @@ export class BatchDialer implements Job {
         if (held.dial.length === claimed.length) break;
       }
       if (recipients.length === 0 && finished.size === 0) return undefined;
+      const slotsTaken = account.limit !== null && recipients.length > 0;
+      if (slotsTaken)
+        await takeSlots(
+          trx,
+          batch.account_id,
+          batch.mode,
+          recipients.map((recipient) => recipient.id),
+          now,
+          leaseUntil,
+        );
       if (batch.status === 'scheduled') {
         await trx
           .updateTable('batches')
@@ -157,7 +179,7 @@ export class BatchDialer implements Job {
           .where('status', '=', 'scheduled')
           .execute();
       }
-      return { batch, recipients, finished };
+      return { batch, recipients, finished, slotsTaken };
     });
   }
 

@@ -2,6 +2,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { claimDue } from '../../jobs/claim.js';
+import { hasFreeSlot } from '../concurrency/concurrency.repository.js';
 import { activeRecipientStatuses, type BatchRow, type RecipientRow } from './batches.tables.js';
 import { lockBatches } from './batches.repository.js';
 
@@ -9,8 +10,8 @@ const dialable = ['scheduled', 'running'] as const;
 
 /**
  * Batches whose time has come with a recipient due now and a free slot, oldest start first. Read without
- * locks: the claim checks again under the batch's lock. Those at their limit are left out, so a few full
- * batches never hide the others from a pass.
+ * locks: the claim checks again under the batch's lock. Those at their limit (or their account's,
+ * max_concurrent_calls) are left out, so a few full batches never hide the others from a pass.
  */
 export async function dueBatches(db: Db, now: string, limit: number): Promise<BatchRow[]> {
   return db
@@ -38,6 +39,7 @@ export async function dueBatches(db: Db, now: string, limit: number): Promise<Ba
         eb.ref('b.max_concurrency'),
       ),
     )
+    .where(hasFreeSlot(sql.ref('b.account_id'), sql.ref('b.mode'), now))
     .orderBy('b.scheduled_at')
     .limit(limit)
     .execute();
@@ -68,15 +70,24 @@ export async function claimRecipients(
   batch: Pick<BatchRow, 'id' | 'max_concurrency'>,
   now: string,
   leaseUntil: string,
+  /** At most this many (the account's free slots; Infinity without a limit). */
+  cap = Number.POSITIVE_INFINITY,
 ): Promise<RecipientRow[]> {
   const active = sql<number>`(select count(*) from batch_recipients where batch_id = ${batch.id} and status in (${sql.join(
     activeRecipientStatuses,
   )}))`;
   // Never a negative LIMIT: SQLite takes it for no limit at all, PostgreSQL refuses it.
-  const free =
+  const batchFree =
     dialect === 'postgres'
       ? sql<number>`greatest(0, ${batch.max_concurrency} - ${active})`
       : sql<number>`max(0, ${batch.max_concurrency} - ${active})`;
+  // The batch's free slots are at most its max_concurrency: a cap at or above it changes nothing.
+  const free =
+    cap >= batch.max_concurrency
+      ? batchFree
+      : dialect === 'postgres'
+        ? sql<number>`least(${cap}, ${batchFree})`
+        : sql<number>`min(${cap}, ${batchFree})`;
   const rows = await claimDue(db, dialect, {
     table: 'batch_recipients',
     due: (eb) => eb.and([eb('batch_id', '=', batch.id), eb('status', '=', 'queued'), eb('next_attempt_at', '<=', now)]),

@@ -56,6 +56,12 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
             );
           case 'provider_failed':
             throw providerFailureError(result.failure);
+          case 'concurrency_limit_exceeded':
+            throw new ApiError(
+              'concurrency_limit_exceeded',
+              `This account has ${result.inProgress} ${apiKey.mode} call${result.inProgress === 1 ? '' : 's'} in progress and a limit of ${result.limit} (max_concurrent_calls); no call was placed. Retry after Retry-After seconds (with the same Idempotency-Key), once a call has ended, or ask your callgate operator to raise the limit.`,
+              { retryAfterSeconds: result.retryAfterSeconds },
+            );
           case 'store_pending':
             throw new ApiError(
               'database_unavailable',

@@ -13,6 +13,7 @@ import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
 import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
+import { concurrencyRetryAfterSeconds, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
 import { callOutcomeEvent, enqueueEvents } from '../webhooks/events.service.js';
 import * as repo from './calls.repository.js';
 import { metadataMaxBytes, type Call, type CallCreated, type CreateCallBody } from './calls.schemas.js';
@@ -36,6 +37,13 @@ export type CreateCallResult =
   /** `to` is on the account's suppression list: the provider is not asked. */
   | { readonly kind: 'number_suppressed' }
   | { readonly kind: 'provider_failed'; readonly failure: ProviderFailure }
+  /** The account has `inProgress` calls in this mode, `limit` (its max_concurrent_calls) or more: none was placed. */
+  | {
+      readonly kind: 'concurrency_limit_exceeded';
+      readonly limit: number;
+      readonly inProgress: number;
+      readonly retryAfterSeconds: number;
+    }
   /**
    * The provider placed the call but the database was away when it was to be stored: it is stored in the
    * background as soon as the database answers, and the Idempotency-Key stays held for it meanwhile.
@@ -115,6 +123,33 @@ export async function createCall(
   if (!agent) return { kind: 'agent_not_found' };
   if (await suppressed) return { kind: 'number_suppressed' };
 
+  // The account's limit of calls at once: a slot is taken before the provider is asked, for as long as the
+  // key is locked at most, and dropped once the call is stored (which holds the place until its outcome)
+  // or was refused. After a crash in between, the slot frees itself with that lease. (A call whose store
+  // waits for the database, `store_pending`, counts again only once stored.)
+  const slot = await holdCallSlot(deps.db, deps.clock, {
+    accountId: apiKey.account_id,
+    mode: apiKey.mode,
+    leaseMs: deps.idempotency.lockMs,
+  });
+  if (slot.kind === 'full')
+    return {
+      kind: 'concurrency_limit_exceeded',
+      limit: slot.limit,
+      inProgress: slot.inProgress,
+      retryAfterSeconds: concurrencyRetryAfterSeconds,
+    };
+  if (slot.kind === 'unlimited') return placeAndStore(deps, apiKey, body, hold, agent);
+  return placeAndStore(deps, apiKey, body, hold, agent).finally(() => releaseSlots(deps.db, [slot.id]));
+}
+
+async function placeAndStore(
+  deps: CallsDeps,
+  apiKey: ApiKeyRow,
+  body: CreateCallBody,
+  hold: KeyHold | undefined,
+  agent: AgentRow,
+): Promise<CreateCallResult> {
   const placed = await placeCall(deps, { apiKey }, agent, { to: body.to, metadata: body.metadata ?? null });
   if (!placed.ok) return { kind: 'provider_failed', failure: placed.failure };
   const { row, firstCheckAt } = placed;

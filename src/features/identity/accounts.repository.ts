@@ -22,9 +22,21 @@ export async function listAccountsWithUserCounts(db: Db): Promise<(AccountRow & 
   const rows = await db
     .selectFrom('accounts')
     .leftJoin('users', 'users.account_id', 'accounts.id')
-    .select(['accounts.id', 'accounts.name', 'accounts.created_at', (eb) => eb.fn.count<string | number>('users.id').as('users')])
-    .groupBy(['accounts.id', 'accounts.name', 'accounts.created_at'])
+    .select([
+      'accounts.id',
+      'accounts.name',
+      'accounts.created_at',
+      'accounts.max_concurrent_calls',
+      (eb) => eb.fn.count<string | number>('users.id').as('users'),
+    ])
+    .groupBy(['accounts.id', 'accounts.name', 'accounts.created_at', 'accounts.max_concurrent_calls'])
     .orderBy('accounts.id')
     .execute();
   return rows.map((row) => ({ ...row, users: Number(row.users) }));
+}
+
+/** Sets the account's limit of calls in progress at once (null: none); false when there is no such account. */
+export async function updateMaxConcurrentCalls(db: Db, id: string, limit: number | null): Promise<boolean> {
+  const result = await db.updateTable('accounts').set({ max_concurrent_calls: limit }).where('id', '=', id).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }

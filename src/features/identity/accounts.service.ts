@@ -12,6 +12,8 @@ export interface AccountView {
   id: string;
   name: string;
   created_at: string;
+  /** Calls in progress at once in each mode; null: no limit (src/features/concurrency). */
+  max_concurrent_calls: number | null;
   users?: { id: string; email: string }[];
   /** The simulator agent a new account gets, so that its test keys can place a call at once. */
   agents?: { agent_id: string; name: string; provider: 'simulator' }[];
@@ -38,7 +40,7 @@ export async function createAccount(
     throw new ApiError('invalid_request', 'give both an email and a password, or neither');
   }
   const now = clock.now();
-  const account: AccountRow = { id: newId('account', now.getTime()), name, created_at: isoTimestamp(now) };
+  const account: AccountRow = { id: newId('account', now.getTime()), name, created_at: isoTimestamp(now), max_concurrent_calls: null };
   const view: AccountView = { ...account };
   let user: UserRow | undefined;
   if (input.email !== undefined && input.password !== undefined) {
@@ -62,7 +64,9 @@ export async function createAccount(
 }
 
 /** The accounts of this installation, for the operator (`callgate accounts list`). */
-export async function listAccounts(db: Db): Promise<{ id: string; name: string; users: number; created_at: string }[]> {
+export async function listAccounts(
+  db: Db,
+): Promise<{ id: string; name: string; users: number; created_at: string; max_concurrent_calls: number | null }[]> {
   return repo.listAccountsWithUserCounts(db);
 }
 
@@ -73,4 +77,22 @@ export async function getAccount(db: Db, id: string): Promise<AccountRow | undef
 /** True once the installation has an account (the demo seed runs on an empty database only). */
 export async function hasAccounts(db: Db): Promise<boolean> {
   return (await repo.countAccounts(db)) > 0;
+}
+
+/** The most concurrent calls an account may be given (`accounts update --max-concurrent-calls`). */
+export const maxConcurrentCallsMax = 100_000;
+
+/**
+ * Sets the account's limit of calls in progress at once in each mode (null: none); returns the account as
+ * it is now, or undefined when there is no such account. Calls under way go on when a limit is lowered
+ * below their number: new ones wait (batches) or are refused (429) until enough have ended.
+ */
+export async function setMaxConcurrentCalls(db: Db, id: string, limit: number | null): Promise<AccountRow | undefined> {
+  if (limit !== null && !(Number.isInteger(limit) && limit >= 1 && limit <= maxConcurrentCallsMax)) {
+    throw new ApiError('invalid_request', `max_concurrent_calls must be a whole number from 1 to ${maxConcurrentCallsMax}, or none`, {
+      param: 'max_concurrent_calls',
+    });
+  }
+  if (!(await repo.updateMaxConcurrentCalls(db, id, limit))) return undefined;
+  return repo.findAccountById(db, id);
 }

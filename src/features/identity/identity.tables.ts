@@ -4,6 +4,8 @@ export interface AccountsTable {
   id: string;
   name: string;
   created_at: string;
+  /** Calls in progress at once in each mode (src/features/concurrency); null: no limit. */
+  max_concurrent_calls: number | null;
 }
 
 export interface UsersTable {

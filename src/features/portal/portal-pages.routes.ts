@@ -18,7 +18,7 @@ const requestLogPageSize = 100;
 export const portalPagesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
   app.get('/', async (request, reply) => {
     const session = sessionOf(request);
-    const overview = await loadOverview(deps.db, session.accountId);
+    const overview = await loadOverview(deps.db, deps.clock, session.accountId);
     // The quick start's agent is one this server can call with: an agent of a provider it has no key for
     // would answer a live key's pasted command with 503.
     const usable = (agent: (typeof overview.agents)[number]) => missingSetting(agent.provider, deps.config) === undefined;

@@ -8,22 +8,25 @@ import type { Clock } from '../../lib/clock.js';
 import { listAgents } from '../agents/agents.service.js';
 import { listApiKeys } from '../api-keys/api-keys.service.js';
 import { getCall, listCalls } from '../calls/calls.service.js';
+import { concurrencyOf } from '../concurrency/concurrency.service.js';
 import { findDelivery, listDeliveriesWithAttempts, listEventsOfCall } from '../webhooks/deliveries.service.js';
 import { getEndpoint, listEndpoints } from '../webhooks/endpoints.service.js';
 import { resendEvent } from '../webhooks/events.service.js';
 
-export async function loadOverview(db: Db, accountId: string) {
-  const [agents, keys, endpoints, recent] = await Promise.all([
+export async function loadOverview(db: Db, clock: Clock, accountId: string) {
+  const [agents, keys, endpoints, recent, concurrency] = await Promise.all([
     listAgents(db, accountId),
     listApiKeys(db, accountId),
     listEndpoints(db, accountId),
     listCalls(db, accountId, { limit: 5 }),
+    concurrencyOf(db, clock, accountId),
   ]);
   return {
     agents,
     activeKeys: keys.filter((key) => key.status === 'active').length,
     endpoints,
     recentCalls: recent?.data ?? [],
+    concurrency,
   };
 }
 

@@ -14,8 +14,14 @@ export const listAccountsCommand: Command = {
         accounts.length === 0
           ? 'No accounts yet. Create one with: callgate accounts create --name NAME'
           : formatTable(
-              ['id', 'name', 'users', 'created'],
-              accounts.map((account) => [account.id, account.name, String(account.users), account.created_at]),
+              ['id', 'name', 'users', 'max concurrent calls', 'created'],
+              accounts.map((account) => [
+                account.id,
+                account.name,
+                String(account.users),
+                account.max_concurrent_calls === null ? 'no limit' : String(account.max_concurrent_calls),
+                account.created_at,
+              ]),
             );
       return { json: { data: accounts }, text };
     };

@@ -1,9 +1,10 @@
 import type { CommandGroup } from '../../command.js';
 import { createAccountCommand } from './create.js';
 import { listAccountsCommand } from './list.js';
+import { updateAccountCommand } from './update.js';
 
 export const accountsGroup: CommandGroup = {
   name: 'accounts',
   summary: 'Accounts: the customers of this installation',
-  commands: [createAccountCommand, listAccountsCommand],
+  commands: [createAccountCommand, listAccountsCommand, updateAccountCommand],
 };

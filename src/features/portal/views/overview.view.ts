@@ -15,6 +15,8 @@ export interface OverviewInput {
   readonly activeKeys: number;
   readonly endpoints: readonly EndpointView[];
   readonly recentCalls: readonly Call[];
+  /** The account's max_concurrent_calls (null: none) and its calls in progress now, in each mode. */
+  readonly concurrency: { readonly limit: number | null; readonly live: number; readonly test: number };
 }
 
 function step(number: number, title: string, done: boolean, body: unknown) {
@@ -22,6 +24,12 @@ function step(number: number, title: string, done: boolean, body: unknown) {
   <span class="step-number" aria-hidden="true">${done ? '✓' : String(number)}</span>
   <div class="step-body"><h3>${title}${done ? html` <span class="visually-hidden">(done)</span>` : ''}</h3>${body}</div>
 </li>`;
+}
+
+/** "2 of 5" live calls in progress (test calls count apart, against the same limit), or "no limit". */
+function concurrentCalls({ limit, live, test }: OverviewInput['concurrency']) {
+  if (limit === null) return html`no limit <span class="muted small">(${String(live)} live, ${String(test)} test in progress)</span>`;
+  return html`${String(live)} of ${String(limit)} <span class="muted small">live calls in progress; test calls: ${String(test)} of ${String(limit)}</span>`;
 }
 
 export function overviewPage(input: OverviewInput): string {
@@ -76,6 +84,7 @@ export function overviewPage(input: OverviewInput): string {
     <dt>Agent id</dt><dd>${agent ? html`${copyable('agent-id', agent.agent_id)} <span class="muted small">${agent.name}</span>` : html`<span class="muted">none yet</span>`}</dd>
     <dt>Endpoint</dt><dd><code>POST /v1/calls</code></dd>
     <dt>Auth</dt><dd><code>Authorization: Bearer &lt;token&gt;</code></dd>
+    <dt>Concurrent calls</dt><dd id="concurrent-calls">${concurrentCalls(input.concurrency)}</dd>
     <dt>Webhooks</dt><dd>${enabledEndpoints > 0 ? badge('enabled') : html`<span class="muted">no endpoint</span>`}</dd>
   </dl>
 </section>

@@ -1,0 +1,105 @@
+/** The statements of the account concurrency limit: the account's limit, its lock, the count, the slots. */
+import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
+import { dialectOf, type Db } from '../../db/database.js';
+import { preparedQuery } from '../../db/prepared.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
+import type { CallSlotRow } from './concurrency.tables.js';
+
+/** The account's limit without a lock (undefined: no such account). Prepared: every POST /v1/calls reads it. */
+export async function readLimit(db: Db, accountId: string): Promise<number | null | undefined> {
+  const { rows } = await selectLimit(db, { accountId });
+  return rows[0] === undefined ? undefined : rows[0].max_concurrent_calls;
+}
+
+const selectLimit = preparedQuery('account concurrency limit', (db, p: { accountId: string }) =>
+  db.selectFrom('accounts').select('max_concurrent_calls').where('id', '=', p.accountId),
+);
+
+/**
+ * Locks the account's row for the rest of the transaction and returns its limit as it is now: every process
+ * that counts and takes the account's slots does so under this lock, one at a time. On PostgreSQL FOR NO KEY
+ * UPDATE, which (unlike FOR UPDATE) leaves the key-share locks of inserts that reference the account (calls,
+ * batches) free to go on. On SQLite a write takes the database's one write lock at once, before the count
+ * reads anything (a read first could not be upgraded to a write after another process wrote).
+ */
+export async function lockLimit(db: Db, accountId: string): Promise<number | null | undefined> {
+  if (dialectOf(db) === 'postgres') {
+    const row = await db
+      .selectFrom('accounts')
+      .select('max_concurrent_calls')
+      .where('id', '=', accountId)
+      .forNoKeyUpdate()
+      .executeTakeFirst();
+    return row?.max_concurrent_calls;
+  }
+  const row = await db
+    .updateTable('accounts')
+    .set({ max_concurrent_calls: sql`max_concurrent_calls` })
+    .where('id', '=', accountId)
+    .returning('max_concurrent_calls')
+    .executeTakeFirst();
+  return row?.max_concurrent_calls;
+}
+
+/** The account's calls in progress in `mode`: placed without an outcome yet, and slots held for calls being placed. */
+export async function countInProgress(db: Db, accountId: string, mode: ApiKeyMode, now: string): Promise<number> {
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb
+        .selectFrom('calls')
+        .select(eb.fn.countAll<string | number>().as('n'))
+        .where('account_id', '=', accountId)
+        .where('mode', '=', mode)
+        .where('status', '=', 'initiated')
+        .as('calls'),
+      eb
+        .selectFrom('call_slots')
+        .select(eb.fn.countAll<string | number>().as('n'))
+        .where('account_id', '=', accountId)
+        .where('mode', '=', mode)
+        .where('expires_at', '>', now)
+        .as('slots'),
+    ])
+    .executeTakeFirstOrThrow();
+  return Number(row.calls) + Number(row.slots);
+}
+
+/**
+ * True where the account of `accountId` may start one more call in `mode` now, as a condition of another
+ * query (the batch dialer's look for batches with work): read without the lock, a hint only.
+ */
+export function hasFreeSlot(accountId: Expression<string>, mode: Expression<string>, now: string): RawBuilder<SqlBool> {
+  const limit = sql`(select a.max_concurrent_calls from accounts a where a.id = ${accountId})`;
+  return sql<SqlBool>`(${limit} is null or (
+    (select count(*) from calls c where c.account_id = ${accountId} and c.mode = ${mode} and c.status = 'initiated')
+    + (select count(*) from call_slots s where s.account_id = ${accountId} and s.mode = ${mode} and s.expires_at > ${now})
+  ) < ${limit})`;
+}
+
+/**
+ * A holder that takes a slot again (a batch recipient queued again after a provider's 429, whose first slot
+ * could not be dropped while the database was away) keeps its one slot, with the new lease.
+ */
+export async function insertSlots(db: Db, rows: readonly CallSlotRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db
+    .insertInto('call_slots')
+    .values([...rows])
+    .onConflict((oc) =>
+      oc.column('id').doUpdateSet((eb) => ({ expires_at: eb.ref('excluded.expires_at'), created_at: eb.ref('excluded.created_at') })),
+    )
+    .execute();
+}
+
+export async function deleteSlots(db: Db, ids: readonly string[]): Promise<void> {
+  if (ids.length > 0)
+    await db
+      .deleteFrom('call_slots')
+      .where('id', 'in', [...ids])
+      .execute();
+}
+
+/** The account's slots whose holder's lease ended: they count no more, and are dropped under the lock. */
+export async function deleteExpiredSlots(db: Db, accountId: string, now: string): Promise<void> {
+  await db.deleteFrom('call_slots').where('account_id', '=', accountId).where('expires_at', '<=', now).execute();
+}
