@@ -22,3 +22,14 @@ export async function findFormToken(db: Db, token: string) {
 export async function deleteFormTokensBefore(db: Db, before: string): Promise<void> {
   await db.deleteFrom('portal_form_tokens').where('created_at', '<', before).execute();
 }
+
+/** Deletes at most `limit` form tokens made before `before`; returns how many. */
+export async function purgeFormTokensBefore(db: Db, before: string, limit: number): Promise<number> {
+  const result = await db
+    .deleteFrom('portal_form_tokens')
+    .where('token', 'in', (eb) =>
+      eb.selectFrom('portal_form_tokens').select('token').where('created_at', '<', before).orderBy('created_at').limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
