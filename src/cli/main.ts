@@ -1,8 +1,9 @@
 /**
  * The `callgate` operator CLI. It reads the server's config, opens only the database (no rate limiters, no
  * call monitor, no logger, so nothing is logged and no secret leaves except a new key's token or an
- * endpoint's signing secret in the output), runs the migrations and calls the same service functions as
- * the HTTP server. `runCli` turns a command line into output and an exit code without touching the
+ * endpoint's signing secret in the output), runs the migrations (or checks them, with
+ * CALLGATE_MIGRATE_ON_START=false) and calls the same service functions as the HTTP server. The one-word
+ * tools (`migrate`, `backup`, `doctor`) open what they need themselves. `runCli` turns a command line into output and an exit code without touching the
  * process, so tests run it in-process; bin.ts (run by bin/callgate.js) binds it to argv and the streams.
  */
 import { ConfigError, loadConfig, type Config } from '../config.js';
