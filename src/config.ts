@@ -93,6 +93,14 @@ export interface Config {
    * 65000: longer than the 60 s idle timeout of common proxies and load balancers, so that the proxy always
    * closes first and never sends a request down a connection callgate is closing. */
   readonly keepAliveTimeoutMs: number;
+  /** Apply pending migrations when a process starts (server and CLI). `CALLGATE_MIGRATE_ON_START`, default
+   * true; false for a rolling deploy, which runs `callgate migrate` once and then refuses a database behind. */
+  readonly migrateOnStart: boolean;
+  /** Request-log rows are deleted this many days after the request. `CALLGATE_REQUEST_LOG_DAYS`, default 7. */
+  readonly requestLogDays: number;
+  /** Webhook events whose deliveries are all finished are deleted, with their deliveries and attempts, this
+   * many days after the event. `CALLGATE_EVENT_RETENTION_DAYS`, default 30. */
+  readonly eventRetentionDays: number;
   /** pino level. `CALLGATE_LOG_LEVEL`, default info. */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -236,6 +244,9 @@ export function loadConfig(env: Env = process.env): Config {
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'CALLGATE_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),
+    migrateOnStart: boolean(env, 'CALLGATE_MIGRATE_ON_START', true),
+    requestLogDays: integer(env, 'CALLGATE_REQUEST_LOG_DAYS', 7, 1, 3_650),
+    eventRetentionDays: integer(env, 'CALLGATE_EVENT_RETENTION_DAYS', 30, 1, 3_650),
     logLevel,
   });
 }

@@ -6,13 +6,16 @@
 import { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
-import { migrateToLatest, openDatabase, type DatabaseHandle, type Db } from './db/database.js';
+import { openDatabase, prepareSchema, type DatabaseHandle, type Db } from './db/database.js';
 import { isDatabaseUnavailable } from './db/unavailable.js';
 import { BatchDialer } from './features/batches/batch-dialer.job.js';
 import type { BatchesDeps } from './features/batches/batches.service.js';
 import { CallMonitor } from './features/calls/call-monitor.js';
 import { idempotencyPurgeJob } from './features/idempotency/idempotency-purge.job.js';
 import { requestLogPurgeJob } from './features/request-log/request-log-purge.job.js';
+import { sessionsPurgeJob } from './features/identity/sessions-purge.job.js';
+import { formTokensPurgeJob } from './features/portal/form-tokens-purge.job.js';
+import { eventRetentionJob } from './features/webhooks/event-retention.job.js';
 import { JobRunner } from './jobs/job-runner.js';
 import type { CallsDeps } from './features/calls/calls.service.js';
 import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
@@ -80,6 +83,8 @@ export interface ServiceOverrides {
   random?: () => number;
   /** How often expired idempotency records and old request-log rows are deleted. */
   purgeIntervalMs?: number;
+  /** Rows per statement of the retention jobs (default 1,000). */
+  retentionBatchSize?: number;
 }
 
 /** How often expired idempotency records and old request-log rows are deleted. */
@@ -101,7 +106,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   });
   let redis: Redis | undefined;
   try {
-    await migrateToLatest(database.db);
+    await prepareSchema(database.db, { migrate: config.migrateOnStart });
 
     let store: RateLimitStore = { kind: 'memory' };
     if (config.redisUrl) {
@@ -190,8 +195,12 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     const idempotency = { waitMs: config.idempotencyWaitMs, lockMs: config.idempotencyLockMs };
     // The purges are jobs of the worker role: in the documented multi-process setup an api-only process
     // always runs beside a worker, and one worker purging is enough for all.
-    jobs.add(idempotencyPurgeJob({ db: database.db, clock, idempotency }, purgeIntervalMs));
-    jobs.add(requestLogPurgeJob({ db: database.db, clock }, purgeIntervalMs));
+    const batchSize = overrides.retentionBatchSize;
+    jobs.add(idempotencyPurgeJob({ db: database.db, clock, idempotency }, purgeIntervalMs, batchSize));
+    jobs.add(requestLogPurgeJob({ db: database.db, clock, days: config.requestLogDays }, purgeIntervalMs, batchSize));
+    jobs.add(eventRetentionJob({ db: database.db, days: config.eventRetentionDays }, purgeIntervalMs, batchSize));
+    jobs.add(sessionsPurgeJob({ db: database.db }, purgeIntervalMs, batchSize));
+    jobs.add(formTokensPurgeJob({ db: database.db }, purgeIntervalMs, batchSize));
 
     const calls: CallsDeps = {
       db: database.db,

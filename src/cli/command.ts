@@ -30,6 +30,8 @@ export interface CommandResult {
   readonly json: object;
   /** Printed otherwise, for people. */
   readonly text: string;
+  /** The exit status when it is not 0 though the output is printed (doctor: a check failed). */
+  readonly exitCode?: number;
 }
 
 export type CommandRunner = (context: CommandContext) => Promise<CommandResult>;
@@ -42,6 +44,25 @@ export interface Command {
   readonly positionals?: readonly string[];
   /** Validates the arguments; throws `UsageError` when they are wrong. */
   prepare(args: CommandArgs): CommandRunner;
+}
+
+/** What a one-word command gets: it loads the config and opens the database itself, if at all. */
+export interface ToolContext {
+  /** The environment to read the config from (`loadConfig(env)`), never `process.env`. */
+  readonly env: NodeJS.ProcessEnv;
+  readonly clock: Clock;
+  progress(line: string): void;
+}
+
+/**
+ * A command of one word (`callgate migrate`, `backup`, `doctor`): operations on the installation itself,
+ * which must not migrate on the way in as the `<noun> <verb>` commands do.
+ */
+export interface ToolCommand {
+  readonly name: string;
+  readonly summary: string;
+  readonly options: OptionSpecs;
+  prepare(args: CommandArgs): (context: ToolContext) => Promise<CommandResult>;
 }
 
 /** A noun (`keys`) and its verbs (`create`, `list`, `revoke`). */

@@ -1,24 +1,29 @@
 /**
  * The `callgate` operator CLI. It reads the server's config, opens only the database (no rate limiters, no
  * call monitor, no logger, so nothing is logged and no secret leaves except a new key's token or an
- * endpoint's signing secret in the output), runs the migrations and calls the same service functions as
- * the HTTP server. `runCli` turns a command line into output and an exit code without touching the
+ * endpoint's signing secret in the output), runs the migrations (or checks them, with
+ * CALLGATE_MIGRATE_ON_START=false) and calls the same service functions as the HTTP server. The one-word
+ * tools (`migrate`, `backup`, `doctor`) open what they need themselves. `runCli` turns a command line into output and an exit code without touching the
  * process, so tests run it in-process; bin.ts (run by bin/callgate.js) binds it to argv and the streams.
  */
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { systemClock } from '../lib/clock.js';
 import { parseCommandArgs, UsageError } from './args.js';
-import type { Command, CommandGroup, CommandResult, CommandRunner } from './command.js';
+import type { Command, CommandGroup, CommandResult, CommandRunner, ToolCommand } from './command.js';
 import { accountsGroup } from './commands/accounts/root.js';
 import { agentsGroup } from './commands/agents/root.js';
+import { backupCommand } from './commands/backup.js';
 import { batchesGroup } from './commands/batches/root.js';
+import { callsGroup } from './commands/calls/root.js';
 import { deliveriesGroup } from './commands/deliveries/root.js';
+import { doctorCommand } from './commands/doctor.js';
 import { eventsGroup } from './commands/events/root.js';
 import { keysGroup } from './commands/keys/root.js';
 import { suppressionsGroup } from './commands/suppressions/root.js';
+import { migrateCommand } from './commands/migrate.js';
 import { usersGroup } from './commands/users/root.js';
 import { webhooksGroup } from './commands/webhooks/root.js';
-import { commandUsage, groupUsage, rootUsage } from './usage.js';
+import { commandUsage, groupUsage, rootUsage, toolUsage } from './usage.js';
 
 const commandGroups: readonly CommandGroup[] = [
   accountsGroup,
@@ -30,7 +35,10 @@ const commandGroups: readonly CommandGroup[] = [
   eventsGroup,
   batchesGroup,
   suppressionsGroup,
+  callsGroup,
 ];
+
+const toolCommands: readonly ToolCommand[] = [migrateCommand, backupCommand, doctorCommand];
 
 export interface CliIo {
   /** Writes one block of text followed by a newline. */
@@ -66,7 +74,7 @@ function splitCommand(argv: readonly string[]): { noun: string | undefined; verb
 
 async function withDatabase(config: Config, progress: (line: string) => void, run: CommandRunner): Promise<CommandResult> {
   // Loaded only here: --help and usage errors need no database driver, and start in a third of the time.
-  const { migrateToLatest, openDatabase } = await import('../db/database.js');
+  const { openDatabase, prepareSchema } = await import('../db/database.js');
   const { notifyDeliveryWorkers } = await import('../features/webhooks/delivery-notifier.js');
   const database = openDatabase(config.database);
   const wakeDeliveryWorkers = async () => {
@@ -75,7 +83,7 @@ async function withDatabase(config: Config, progress: (line: string) => void, ru
     await notifyDeliveryWorkers(database.pool).catch(() => undefined);
   };
   try {
-    await migrateToLatest(database.db);
+    await prepareSchema(database.db, { migrate: config.migrateOnStart });
     return await run({ config, db: database.db, clock: systemClock, wakeDeliveryWorkers, progress });
   } finally {
     await database.destroy();
@@ -96,7 +104,10 @@ function failureOf(error: unknown, commandLine: string): { text: string; exitCod
   return { text: error instanceof Error ? error.message : String(error), exitCode: exitFailure };
 }
 
-type Resolved = { readonly usage: string } | { readonly group: CommandGroup; readonly command: Command; readonly rest: string[] };
+type Resolved =
+  | { readonly usage: string }
+  | { readonly tool: ToolCommand; readonly rest: string[] }
+  | { readonly group: CommandGroup; readonly command: Command; readonly rest: string[] };
 
 /** Finds the command of a line, or the usage text that `--help` asked for. */
 function resolveCommand(argv: readonly string[]): Resolved {
@@ -104,8 +115,14 @@ function resolveCommand(argv: readonly string[]): Resolved {
   const endOfOptions = rest.indexOf('--');
   const help = (endOfOptions === -1 ? rest : rest.slice(0, endOfOptions)).some((token) => helpTokens.has(token));
   if (noun === undefined) {
-    if (help) return { usage: rootUsage(commandGroups) };
-    throw new UsageError('missing command', rootUsage(commandGroups));
+    if (help) return { usage: rootUsage(commandGroups, toolCommands) };
+    throw new UsageError('missing command', rootUsage(commandGroups, toolCommands));
+  }
+  const tool = toolCommands.find((candidate) => candidate.name === noun);
+  if (tool) {
+    if (verb !== undefined) throw new UsageError(`unexpected "${verb}" after "${noun}"`, toolUsage(tool));
+    if (help) return { usage: toolUsage(tool) };
+    return { tool, rest };
   }
   const group = commandGroups.find((candidate) => candidate.name === noun);
   if (!group) throw new UsageError(`unknown command "${noun}"`, 'Run "callgate --help" for usage.');
@@ -128,6 +145,16 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
       io.stdout(resolved.usage);
       return exitOk;
     }
+    if ('tool' in resolved) {
+      const { tool, rest } = resolved;
+      commandLine = `callgate ${tool.name}`;
+      const args = parseCommandArgs(rest, tool.options, []);
+      const run = tool.prepare(args);
+      const progress = args.json ? () => undefined : (line: string) => io.stderr(line);
+      const result = await run({ env, clock: systemClock, progress });
+      io.stdout(args.json ? JSON.stringify(result.json) : result.text);
+      return result.exitCode ?? exitOk;
+    }
     const { group, command, rest } = resolved;
     commandLine = `callgate ${group.name} ${command.name}`;
     const args = parseCommandArgs(rest, command.options, command.positionals ?? []);
@@ -135,7 +162,7 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
     const progress = args.json ? () => undefined : (line: string) => io.stderr(line);
     const result = await withDatabase(loadConfig(env), progress, run);
     io.stdout(args.json ? JSON.stringify(result.json) : result.text);
-    return exitOk;
+    return result.exitCode ?? exitOk;
   } catch (error) {
     const failure = failureOf(error, commandLine);
     io.stderr(`callgate: ${failure.text}`);

@@ -1,10 +1,11 @@
 /** Help texts, built from the command definitions so that they cannot drift from what is parsed. */
 import { globalFlags } from './args.js';
-import type { Command, CommandGroup } from './command.js';
+import type { Command, CommandGroup, ToolCommand } from './command.js';
 
 const footer = [
   "The database is the server's: DATABASE_URL (PostgreSQL) when set, else the SQLite file in",
-  'CALLGATE_DATA_DIR (default ./data). Migrations run first, as at server start.',
+  'CALLGATE_DATA_DIR (default ./data). Migrations run first, as at server start, unless',
+  'CALLGATE_MIGRATE_ON_START=false (then run "callgate migrate").',
   'Exit status: 0 on success, 1 when the command failed, 2 on a usage error.',
 ];
 
@@ -18,8 +19,11 @@ const flagRows: (readonly [string, string])[] = [
   ['-h, --help', globalFlags.help.description],
 ];
 
-export function rootUsage(groups: readonly CommandGroup[]): string {
-  const commands = groups.flatMap((group) => group.commands.map((command) => [`${group.name} ${command.name}`, command.summary] as const));
+export function rootUsage(groups: readonly CommandGroup[], tools: readonly ToolCommand[] = []): string {
+  const commands = [
+    ...groups.flatMap((group) => group.commands.map((command) => [`${group.name} ${command.name}`, command.summary] as const)),
+    ...tools.map((tool) => [tool.name, tool.summary] as const),
+  ];
   return [
     'callgate: operator commands for a callgate installation',
     '',
@@ -69,5 +73,25 @@ export function commandUsage(group: CommandGroup, command: Command): string {
     ...column([...optionRows, ...flagRows]),
     '',
     ...footer,
+  ].join('\n');
+}
+
+export function toolUsage(tool: ToolCommand): string {
+  const options = Object.entries(tool.options);
+  const synopsis = options.map(([name, spec]) => (spec.required ? `--${name} ${spec.value}` : `[--${name} ${spec.value}]`));
+  const optionRows = options.map(
+    ([name, spec]) => [`--${name} ${spec.value}`, `${spec.required ? 'Required. ' : ''}${spec.description}`] as const,
+  );
+  return [
+    `Usage: ${['callgate', tool.name, ...synopsis, '[--json]'].join(' ')}`,
+    '',
+    `${tool.summary}.`,
+    '',
+    'Options:',
+    ...column([...optionRows, ...flagRows]),
+    '',
+    "The database is the server's: DATABASE_URL (PostgreSQL) when set, else the SQLite file in",
+    'CALLGATE_DATA_DIR (default ./data).',
+    'Exit status: 0 on success, 1 when the command failed, 2 on a usage error.',
   ].join('\n');
 }

@@ -11,6 +11,7 @@ import {
   PostgresAdapter,
   PostgresDialect,
   SqliteDialect,
+  sql,
   type Migration,
   type SqliteDatabase,
   type SqliteStatement,
@@ -29,6 +30,7 @@ import * as batches from './migrations/0009-batches.js';
 import * as batchWindowsRetries from './migrations/0010-batch-windows-retries.js';
 import * as suppressions from './migrations/0011-suppressions.js';
 import * as accountConcurrency from './migrations/0012-account-concurrency.js';
+import * as eventRetention from './migrations/0013-event-retention.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -188,19 +190,89 @@ const migrations: Record<string, Migration> = {
   '0010-batch-windows-retries': batchWindowsRetries,
   '0011-suppressions': suppressions,
   '0012-account-concurrency': accountConcurrency,
+  '0013-event-retention': eventRetention,
 };
 
+/** Kysely's record of the migrations applied to a database. */
+const migrationTable = 'kysely_migration';
+
+export interface MigrationState {
+  /** Applied migrations, in the order they were applied. */
+  readonly applied: readonly string[];
+  /** Migrations of this code not yet applied. */
+  readonly pending: readonly string[];
+  /** Applied migrations this code does not know: a newer version of callgate migrated the database. */
+  readonly unknown: readonly string[];
+}
+
 /**
- * Applies every pending migration; safe to run from several processes at once. On PostgreSQL Kysely takes
+ * Where the database stands against this code's migrations. Reads only: the migration table is not made
+ * when missing (a new database has every migration pending).
+ */
+export async function migrationState(db: Db): Promise<MigrationState> {
+  const exists =
+    dialectOf(db) === 'postgres'
+      ? (await sql<{ found: string | null }>`select to_regclass(${migrationTable}) as found`.execute(db)).rows[0]?.found != null
+      : (await sql`select name from sqlite_master where type = 'table' and name = ${migrationTable}`.execute(db)).rows.length > 0;
+  const applied = exists
+    ? (await sql<{ name: string }>`select name from ${sql.table(migrationTable)} order by timestamp, name`.execute(db)).rows.map(
+        (row) => row.name,
+      )
+    : [];
+  const known = Object.keys(migrations);
+  return {
+    applied,
+    pending: known.filter((name) => !applied.includes(name)),
+    unknown: applied.filter((name) => !(name in migrations)),
+  };
+}
+
+/** The database cannot be used by this code as it stands; the message says what to do. */
+export class SchemaMismatchError extends Error {
+  override readonly name = 'SchemaMismatchError';
+}
+
+function newerThanCode(unknown: readonly string[]): SchemaMismatchError {
+  return new SchemaMismatchError(
+    `the database was migrated by a newer version of callgate (it has migration${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}, which this version does not know); run that version or a newer one, or restore a backup taken before the upgrade`,
+  );
+}
+
+/**
+ * The one check every process makes before using the database (server start, CLI commands): refuses a
+ * database migrated by a newer version, then either applies the pending migrations (`migrate`, the
+ * default, CALLGATE_MIGRATE_ON_START) or refuses a database that is behind, so that a rolling deploy
+ * runs `callgate migrate` once and no process ever runs against a schema it was not written for.
+ */
+export async function prepareSchema(db: Db, options: { readonly migrate: boolean }): Promise<void> {
+  const state = await migrationState(db);
+  if (state.unknown.length > 0) throw newerThanCode(state.unknown);
+  if (options.migrate) {
+    await migrateToLatest(db);
+    return;
+  }
+  if (state.pending.length > 0) {
+    throw new SchemaMismatchError(
+      `the database is behind this version of callgate (pending migration${state.pending.length === 1 ? '' : 's'}: ${state.pending.join(', ')}) and CALLGATE_MIGRATE_ON_START is false: run \`callgate migrate\` first, then start again`,
+    );
+  }
+}
+
+/**
+ * Applies every pending migration and returns the names it applied (none when up to date); safe to run from several processes at once. On PostgreSQL Kysely takes
  * a lock. On SQLite its lock is per connection only, so two processes opening a new file together can race:
  * each migration runs in a transaction, the loser's fails, and trying again finds the work done.
  */
-export async function migrateToLatest(db: Db, attempts = 5): Promise<void> {
+export async function migrateToLatest(db: Db, attempts = 5): Promise<string[]> {
+  const unknown = (await migrationState(db)).unknown;
+  if (unknown.length > 0) throw newerThanCode(unknown);
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const applied: string[] = [];
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
+    for (const result of results ?? []) if (result.status === 'Success') applied.push(result.migrationName);
     const failed = results?.find((result) => result.status === 'Error');
-    if (!error && !failed) return;
+    if (!error && !failed) return applied;
     if (attempt < attempts) {
       await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
       continue;

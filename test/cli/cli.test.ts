@@ -67,7 +67,7 @@ describe('callgate CLI usage (no database needed)', () => {
   it('a wrong command line exits 2 with a short message and opens no database', async () => {
     const cases: [string[], RegExp][] = [
       [[], /missing command/],
-      [['calls', 'list'], /unknown command "calls"/],
+      [['phones', 'list'], /unknown command "phones"/],
       [['keys'], /missing command after "keys"/],
       [['keys', 'rotate'], /unknown command "keys rotate"/],
       [['accounts', 'create'], /missing option --name/],

@@ -215,10 +215,28 @@ export async function deleteRecord(
   await query.execute();
 }
 
-/** Removes completed records past their 24 hours and in-flight ones abandoned long ago. */
-export async function purgeExpired(db: Db, now: string, abandonedBefore: string): Promise<number> {
+/** Removes at most `limit` completed records past their 24 hours and in-flight ones abandoned long ago. */
+export async function purgeExpired(db: Db, now: string, abandonedBefore: string, limit: number): Promise<number> {
   const result = await db
     .deleteFrom('idempotency_keys')
+    .where((eb) =>
+      eb(
+        eb.refTuple('api_key_id', 'route', 'idempotency_key'),
+        'in',
+        eb
+          .selectFrom('idempotency_keys')
+          .select(['api_key_id', 'route', 'idempotency_key'])
+          .where((inner) =>
+            inner.or([
+              inner.and([inner('state', '=', 'completed'), inner('expires_at', '<=', now)]),
+              inner.and([inner('state', '=', 'in_progress'), inner('locked_until', '<=', abandonedBefore)]),
+            ]),
+          )
+          .limit(limit)
+          .$asTuple('api_key_id', 'route', 'idempotency_key'),
+      ),
+    )
+    // An in-flight record that was completed or taken over since the select is not expired any more.
     .where((eb) =>
       eb.or([
         eb.and([eb('state', '=', 'completed'), eb('expires_at', '<=', now)]),

@@ -13,6 +13,7 @@ import type { InsertStatement } from '../../db/prepared.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { bodyFingerprint } from '../../lib/json.js';
+import { retentionBatchSize } from '../../jobs/retention.js';
 import * as repo from './idempotency.repository.js';
 import type { IdempotencyScope } from './idempotency.repository.js';
 
@@ -248,8 +249,8 @@ export async function claimFor(
   return claimed.kind === 'owned' ? { kind: 'owned', hold: new KeyHold(deps, scope, claimed.owner) } : claimed;
 }
 
-/** Deletes expired records; returns how many. */
-export async function purgeExpired(db: Db, clock: Clock, settings: IdempotencySettings): Promise<number> {
+/** Deletes at most `limit` expired records; returns how many. */
+export async function purgeExpired(db: Db, clock: Clock, settings: IdempotencySettings, limit = retentionBatchSize): Promise<number> {
   const now = clock.now();
-  return repo.purgeExpired(db, isoTimestamp(now), isoTimestamp(addMs(now, -settings.lockMs)));
+  return repo.purgeExpired(db, isoTimestamp(now), isoTimestamp(addMs(now, -settings.lockMs)), limit);
 }

@@ -37,3 +37,20 @@ export async function deleteEndedSessions(db: Db, now: string, idleBefore: strin
     .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<', idleBefore)]))
     .execute();
 }
+
+/** Deletes at most `limit` sessions past their absolute end or idle since before `idleBefore`; returns how many. */
+export async function purgeEndedSessions(db: Db, now: string, idleBefore: string, limit: number): Promise<number> {
+  const result = await db
+    .deleteFrom('portal_sessions')
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('portal_sessions')
+        .select('id')
+        .where((inner) => inner.or([inner('expires_at', '<=', now), inner('last_seen_at', '<', idleBefore)]))
+        .limit(limit),
+    )
+    // A session used since the select is not idle any more.
+    .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<', idleBefore)]))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -12,3 +12,8 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserRow | 
 export async function updatePasswordHash(db: Db, id: string, passwordHash: string): Promise<void> {
   await db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', id).execute();
 }
+
+/** The users of an account, oldest first. */
+export async function listUsersOfAccount(db: Db, accountId: string): Promise<UserRow[]> {
+  return db.selectFrom('users').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+}

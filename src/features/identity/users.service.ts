@@ -23,6 +23,11 @@ export function toUserView(row: UserRow): UserView {
   return { id: row.id, account_id: row.account_id, email: row.email, created_at: row.created_at };
 }
 
+/** The portal users of an account (never their password hashes). */
+export async function listUsers(db: Db, accountId: string): Promise<UserView[]> {
+  return (await repo.listUsersOfAccount(db, accountId)).map(toUserView);
+}
+
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }

@@ -27,3 +27,14 @@ export async function deleteFormTokensBefore(db: Db, before: string): Promise<vo
 export async function releaseFormToken(db: Db, token: string): Promise<void> {
   await db.deleteFrom('portal_form_tokens').where('token', '=', token).where('api_key_id', 'is', null).execute();
 }
+
+/** Deletes at most `limit` form tokens made before `before`; returns how many. */
+export async function purgeFormTokensBefore(db: Db, before: string, limit: number): Promise<number> {
+  const result = await db
+    .deleteFrom('portal_form_tokens')
+    .where('token', 'in', (eb) =>
+      eb.selectFrom('portal_form_tokens').select('token').where('created_at', '<', before).orderBy('created_at').limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

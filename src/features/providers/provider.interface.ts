@@ -94,4 +94,6 @@ export interface AgentDirectory {
   /** Every agent, over as many pages as the provider needs; `onProgress` hears after each page. */
   listAgents(onProgress?: (progress: AgentListProgress) => void): Promise<Result<DirectoryAgent[], ProviderFailure>>;
   listPhoneNumbers(): Promise<Result<DirectoryPhoneNumber[], ProviderFailure>>;
+  /** Whether the credentials are accepted, by the smallest read there is (`callgate doctor`); changes nothing. */
+  checkAccess(): Promise<Result<void, ProviderFailure>>;
 }

@@ -1,14 +1,20 @@
-/** The worker's job that deletes request-log rows past their retention. */
+/** The worker's job that deletes request-log rows past their retention (CALLGATE_REQUEST_LOG_DAYS), in batches. */
 import type { Db } from '../../db/database.js';
-import { periodicJob, type Job } from '../../jobs/job-runner.js';
+import type { Job } from '../../jobs/job-runner.js';
+import { retentionJob } from '../../jobs/retention.js';
 import type { Clock } from '../../lib/clock.js';
 import { purgeOldRequests } from './request-log.service.js';
 
-export function requestLogPurgeJob(deps: { readonly db: Db; readonly clock: Clock }, intervalMs: number): Job {
-  return periodicJob({
+export function requestLogPurgeJob(
+  deps: { readonly db: Db; readonly clock: Clock; readonly days: number },
+  intervalMs: number,
+  batchSize?: number,
+): Job {
+  return retentionJob({
     name: 'request-log-purge',
     label: 'request log purge',
     intervalMs,
-    run: () => purgeOldRequests(deps.db, deps.clock),
+    ...(batchSize === undefined ? {} : { batchSize }),
+    steps: [(now, limit) => purgeOldRequests(deps.db, { now: () => now }, { days: deps.days, limit })],
   });
 }

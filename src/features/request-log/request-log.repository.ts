@@ -30,7 +30,13 @@ export async function listRequestLogs(db: Db, filter: RequestLogFilter): Promise
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }
 
-export async function purgeRequestLogs(db: Db, before: string): Promise<number> {
-  const result = await db.deleteFrom('request_logs').where('created_at', '<', before).executeTakeFirst();
+/** Deletes at most `limit` rows older than `before`, oldest first; returns how many. */
+export async function purgeRequestLogs(db: Db, before: string, limit: number): Promise<number> {
+  const result = await db
+    .deleteFrom('request_logs')
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('request_logs').select('id').where('created_at', '<', before).orderBy('created_at').limit(limit),
+    )
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

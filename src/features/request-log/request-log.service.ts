@@ -7,6 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { failureLogLevel } from '../../db/unavailable.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import { retentionBatchSize } from '../../jobs/retention.js';
 import * as repo from './request-log.repository.js';
 import type { RequestLogRow } from './request-log.tables.js';
 
@@ -80,6 +81,15 @@ export async function listRecentRequests(
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }
 
-export async function purgeOldRequests(db: Db, clock: Clock): Promise<number> {
-  return repo.purgeRequestLogs(db, isoTimestamp(addMs(clock.now(), -requestLogRetentionMs)));
+/**
+ * Deletes at most `limit` requests older than `days` (CALLGATE_REQUEST_LOG_DAYS); returns how many. The
+ * portal shows the last 7 days whatever is kept.
+ */
+export async function purgeOldRequests(
+  db: Db,
+  clock: Clock,
+  options: { readonly days?: number; readonly limit?: number } = {},
+): Promise<number> {
+  const retentionMs = options.days === undefined ? requestLogRetentionMs : options.days * 24 * 60 * 60 * 1000;
+  return repo.purgeRequestLogs(db, isoTimestamp(addMs(clock.now(), -retentionMs)), options.limit ?? retentionBatchSize);
 }

@@ -31,6 +31,18 @@ export async function listEnabledEndpoints(db: Db, accountId: string): Promise<W
   return listEnabledEndpointsOfAccounts(db, [accountId]);
 }
 
+/** Every enabled endpoint of the installation, by account then id (`callgate doctor`). */
+export async function listAllEnabledEndpoints(db: Db): Promise<WebhookEndpointRow[]> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('deleted_at', 'is', null)
+    .where('enabled', '=', 1)
+    .orderBy('account_id')
+    .orderBy('id')
+    .execute();
+}
+
 /** The enabled endpoints of these accounts, in id order. */
 export async function listEnabledEndpointsOfAccounts(db: Db, accountIds: readonly string[]): Promise<WebhookEndpointRow[]> {
   if (accountIds.length === 0) return [];

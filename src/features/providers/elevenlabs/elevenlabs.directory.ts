@@ -60,6 +60,12 @@ export function createElevenLabsDirectory(client: ElevenLabsClient): AgentDirect
       return err({ kind: 'rejected', message: `more than ${maxPages} pages`, retryable: false });
     },
 
+    async checkAccess() {
+      const response = await client.request('GET', '/v1/convai/agents?page_size=1');
+      if (response.kind !== 'ok') return err(workspaceFailure(response));
+      return ok(undefined);
+    },
+
     async listPhoneNumbers() {
       const response = await client.request('GET', '/v1/convai/phone-numbers');
       if (response.kind !== 'ok') return err(workspaceFailure(response));

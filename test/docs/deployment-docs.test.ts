@@ -1,0 +1,65 @@
+/**
+ * The operator's documents against the code: every setting src/config.ts reads and every CLI command is
+ * in the README, the deployment guide is linked from it, and the systemd unit it gives passes
+ * `systemd-analyze verify` where systemd is installed.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { it } from 'node:test';
+import { runCli } from '../support/cli-runner.js';
+import { repoRoot } from '../support/repo-root.js';
+
+const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+const deployment = fs.readFileSync(path.join(repoRoot, 'docs/deployment.md'), 'utf8');
+
+it('the README documents every setting that src/config.ts reads', () => {
+  const source = fs.readFileSync(path.join(repoRoot, 'src/config.ts'), 'utf8');
+  const names = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(env, '([A-Z][A-Z0-9_]+)'/g)].map((match) => match[1] ?? match[2]));
+  assert.ok(names.has('CALLGATE_MIGRATE_ON_START') && names.has('CALLGATE_EVENT_RETENTION_DAYS'), [...names].join());
+  for (const name of names) assert.ok(readme.includes(`| \`${name}\` |`), `${name} is in the README's Configuration table`);
+});
+
+it('the README shows every CLI command and links the deployment guide', async () => {
+  const help = await runCli({ CALLGATE_LOG_LEVEL: 'silent' }, ['--help']);
+  const commands = [
+    ...help.stdout
+      .split('Commands:\n')[1]!
+      .split('\n\n')[0]!
+      .matchAll(/^ {2}(\S+(?: [a-z-]+)?) {2}/gm),
+  ].map((m) => m[1]!);
+  assert.ok(commands.includes('migrate') && commands.includes('calls list'), commands.join());
+  for (const command of commands) assert.ok(readme.includes(`npx callgate ${command}`), `README shows npx callgate ${command}`);
+  assert.match(readme, /\[docs\/deployment\.md\]\(docs\/deployment\.md\)/);
+  for (const heading of [
+    'One machine with SQLite',
+    'N API processes and M workers',
+    'Migrations in a rolling deploy',
+    'Backups',
+    'What to watch',
+    'Limits measured',
+  ]) {
+    assert.ok(deployment.includes(heading), heading);
+  }
+  assert.match(deployment, /\[BENCHMARKS\.md\]\(\.\.\/BENCHMARKS\.md\)/);
+});
+
+const systemdAnalyze = spawnSync('systemd-analyze', ['--version']).status === 0;
+
+it('docs/callgate.service passes systemd-analyze verify', { skip: systemdAnalyze ? false : 'systemd-analyze is not installed' }, () => {
+  // ExecStart must name an executable that exists here: this machine's node where it is not /usr/bin/node.
+  const unit = fs.readFileSync(path.join(repoRoot, 'docs/callgate.service'), 'utf8').replace('/usr/bin/node', process.execPath);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-unit-'));
+  try {
+    const file = path.join(dir, 'callgate.service');
+    fs.writeFileSync(file, unit);
+    const result = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
+    assert.equal(result.status, 0, result.stderr);
+    // Unknown keys are only warnings: the unit must have none.
+    assert.equal(result.stderr.trim(), '', result.stderr);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
