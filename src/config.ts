@@ -93,6 +93,12 @@ export interface Config {
    * 65000: longer than the 60 s idle timeout of common proxies and load balancers, so that the proxy always
    * closes first and never sends a request down a connection callgate is closing. */
   readonly keepAliveTimeoutMs: number;
+  /** When set, `GET /metrics` needs `Authorization: Bearer <token>`. `CALLGATE_METRICS_TOKEN`, at least 16
+   * characters, no spaces; default unset (open: keep the path away from the internet). */
+  readonly metricsToken: string | undefined;
+  /** When set, `/metrics` and `/readyz` are served on this port by a server of their own (worker-only
+   * processes too), and the API port serves no `/metrics`. `CALLGATE_METRICS_PORT`, default unset. */
+  readonly metricsPort: number | undefined;
   /** pino level. `CALLGATE_LOG_LEVEL`, default info. */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -202,6 +208,15 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('CALLGATE_HEADERS_TIMEOUT_MS must not be longer than CALLGATE_REQUEST_TIMEOUT_MS');
   }
 
+  const metricsToken = env.CALLGATE_METRICS_TOKEN?.trim() || undefined;
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,256}$/.test(metricsToken)) {
+    throw new ConfigError('CALLGATE_METRICS_TOKEN must be 16 to 256 printable characters without spaces (e.g. openssl rand -hex 32)');
+  }
+  const metricsPort = env.CALLGATE_METRICS_PORT?.trim() ? integer(env, 'CALLGATE_METRICS_PORT', 0, 1, 65_535) : undefined;
+  if (metricsPort !== undefined && metricsPort === port && roleList.includes('api')) {
+    throw new ConfigError('CALLGATE_METRICS_PORT must differ from PORT (or leave it unset to serve /metrics on PORT)');
+  }
+
   return Object.freeze({
     roles: new Set(roleList as Role[]),
     port,
@@ -236,6 +251,8 @@ export function loadConfig(env: Env = process.env): Config {
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'CALLGATE_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),
+    metricsToken,
+    metricsPort,
     logLevel,
   });
 }

@@ -6,11 +6,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import {
+  DEFAULT_MIGRATION_TABLE,
   Kysely,
   Migrator,
   PostgresAdapter,
   PostgresDialect,
   SqliteDialect,
+  sql,
   type Migration,
   type SqliteDatabase,
   type SqliteStatement,
@@ -202,4 +204,17 @@ export async function migrateToLatest(db: Db, attempts = 5): Promise<void> {
     const reason = error instanceof Error ? error.message : String(error ?? failed?.migrationName);
     throw new Error(`database migration failed: ${reason}`, { cause: error });
   }
+}
+
+/**
+ * How the database's migrations compare with the code's (readiness): `pending`, known here and not applied;
+ * `unknown`, applied by a newer version of callgate.
+ */
+export async function migrationState(db: Db): Promise<{ pending: string[]; unknown: string[] }> {
+  const applied = await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)}`.execute(db);
+  const appliedNames = new Set(applied.rows.map((row) => row.name));
+  return {
+    pending: Object.keys(migrations).filter((name) => !appliedNames.has(name)),
+    unknown: [...appliedNames].filter((name) => !Object.hasOwn(migrations, name)),
+  };
 }
