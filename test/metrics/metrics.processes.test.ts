@@ -26,9 +26,7 @@ await forEachDialect('CALLGATE_METRICS_PORT in server processes', (dialect) => {
     before(async () => {
       const port = await freePort();
       metricsUrl = `http://127.0.0.1:${port}`;
-      processes.push(
-        await startServerProcess({ env: { ...database.env, CALLGATE_ROLES: 'worker', CALLGATE_METRICS_PORT: String(port) } }),
-      );
+      processes.push(await startServerProcess({ env: { ...database.env, CALLGATE_ROLES: 'worker', CALLGATE_METRICS_PORT: String(port) } }));
     });
 
     it('serves its job metrics and Node’s on the metrics port', async () => {

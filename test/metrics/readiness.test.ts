@@ -45,7 +45,10 @@ await forEachDialect('GET /readyz', (dialect) => {
     it('is ready while every job beats, with its checks', async () => {
       const { status, body } = await readyz(t);
       assert.equal(status, 200, JSON.stringify(body));
-      assert.deepEqual(body, { status: 'ready', checks: { database: { status: 'ok' }, migrations: { status: 'ok' }, worker: { status: 'ok' } } });
+      assert.deepEqual(body, {
+        status: 'ready',
+        checks: { database: { status: 'ok' }, migrations: { status: 'ok' }, worker: { status: 'ok' } },
+      });
     });
 
     it('is not ready once a job has not ended a pass well for longer than its bound, and says which', async () => {
@@ -80,7 +83,10 @@ await forEachDialect('GET /readyz', (dialect) => {
     });
 
     it('is not ready with a migration pending, naming it', async () => {
-      await t.services.db.deleteFrom('kysely_migration' as never).where('name' as never, '=', '0009-batches' as never).execute();
+      await t.services.db
+        .deleteFrom('kysely_migration' as never)
+        .where('name' as never, '=', '0009-batches' as never)
+        .execute();
       const { status, body } = await readyz(t);
       assert.equal(status, 503);
       assert.equal(body.checks.migrations.status, 'failing');
@@ -100,20 +106,29 @@ await forEachDialect('GET /readyz', (dialect) => {
       const { status, body } = await readyz(t);
       assert.equal(status, 503);
       assert.match(body.checks.migrations.reason, /9999-from-the-future.*newer callgate/);
-      await t.services.db.deleteFrom('kysely_migration' as never).where('name' as never, '=', '9999-from-the-future' as never).execute();
+      await t.services.db
+        .deleteFrom('kysely_migration' as never)
+        .where('name' as never, '=', '9999-from-the-future' as never)
+        .execute();
     });
   });
 });
 
 const unavailable = await postgresUnavailableReason();
-if (unavailable && process.env.CALLGATE_TEST_REQUIRE_POSTGRES === '1') throw new Error(`CALLGATE_TEST_REQUIRE_POSTGRES=1 but ${unavailable}`);
+if (unavailable && process.env.CALLGATE_TEST_REQUIRE_POSTGRES === '1')
+  throw new Error(`CALLGATE_TEST_REQUIRE_POSTGRES=1 but ${unavailable}`);
 
 await describe('GET /readyz with the PostgreSQL database gone', { skip: unavailable ?? false }, () => {
   it('answers 503 naming the database while it is away, and 200 once it is back', async () => {
     const database = await createTestDatabase('postgres');
     const proxy = await startTcpProxy();
     const services = await createServices(
-      loadConfig({ ...testEnvDefaults, ...database.env, DATABASE_URL: proxy.urlThrough(database.env.DATABASE_URL!), CALLGATE_ROLES: 'api' }),
+      loadConfig({
+        ...testEnvDefaults,
+        ...database.env,
+        DATABASE_URL: proxy.urlThrough(database.env.DATABASE_URL!),
+        CALLGATE_ROLES: 'api',
+      }),
     );
     const app = buildApp(services);
     try {
