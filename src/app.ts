@@ -11,6 +11,9 @@ import { registerApiAuth } from './features/api-keys/api-auth.hook.js';
 import { batchesRoutes } from './features/batches/batches.routes.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
 import { healthRoutes } from './features/health/health.routes.js';
+import { readinessRoutes } from './features/health/readiness.routes.js';
+import { registerHttpMetrics } from './features/metrics/http-metrics.hook.js';
+import { metricsRoutes } from './features/metrics/metrics.routes.js';
 import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './features/portal/portal.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
 import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
@@ -76,13 +79,23 @@ export function buildApp(services: Services): FastifyInstance {
   answerNodeEvents(app.server);
   registerAccessLog(app);
   registerErrorHandling(app);
+  registerHttpMetrics(app, services.metrics);
   app.decorate('inFlight', trackHandlers(app));
 
   app.register(healthRoutes, { db: services.db, dialect: services.database.dialect, publicUrl: config.publicUrl });
+  app.register(readinessRoutes, { deps: services.readiness });
+  // With a metrics port of its own, the metrics stay off the API port (see metrics.server.ts).
+  if (config.metricsPort === undefined) app.register(metricsRoutes, { metrics: services.metrics, token: config.metricsToken });
   app.register(portalRoutes, { prefix: '/developers', deps: services });
   app.register(elevenLabsWebhookRoutes, {
     secret: config.elevenlabs.webhookSecret,
-    deps: { db: services.db, clock: services.clock, logger, onOutcome: () => services.notifier.notify() },
+    deps: {
+      db: services.db,
+      clock: services.clock,
+      logger,
+      onOutcome: () => services.notifier.notify(),
+      observeEnded: (call) => services.metrics.callEnded(call),
+    },
   });
   app.register(apiRoutes, { prefix: '/v1', services });
   return app;

@@ -101,6 +101,12 @@ export interface Config {
   /** Webhook events whose deliveries are all finished are deleted, with their deliveries and attempts, this
    * many days after the event. `CALLGATE_EVENT_RETENTION_DAYS`, default 30. */
   readonly eventRetentionDays: number;
+  /** When set, `GET /metrics` needs `Authorization: Bearer <token>`. `CALLGATE_METRICS_TOKEN`, at least 16
+   * characters, no spaces; default unset (open: keep the path away from the internet). */
+  readonly metricsToken: string | undefined;
+  /** When set, `/metrics` and `/readyz` are served on this port by a server of their own (worker-only
+   * processes too), and the API port serves no `/metrics`. `CALLGATE_METRICS_PORT`, default unset. */
+  readonly metricsPort: number | undefined;
   /** pino level. `CALLGATE_LOG_LEVEL`, default info. */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -210,6 +216,15 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('CALLGATE_HEADERS_TIMEOUT_MS must not be longer than CALLGATE_REQUEST_TIMEOUT_MS');
   }
 
+  const metricsToken = env.CALLGATE_METRICS_TOKEN?.trim() || undefined;
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,256}$/.test(metricsToken)) {
+    throw new ConfigError('CALLGATE_METRICS_TOKEN must be 16 to 256 printable characters without spaces (e.g. openssl rand -hex 32)');
+  }
+  const metricsPort = env.CALLGATE_METRICS_PORT?.trim() ? integer(env, 'CALLGATE_METRICS_PORT', 0, 1, 65_535) : undefined;
+  if (metricsPort !== undefined && metricsPort === port && roleList.includes('api')) {
+    throw new ConfigError('CALLGATE_METRICS_PORT must differ from PORT (or leave it unset to serve /metrics on PORT)');
+  }
+
   return Object.freeze({
     roles: new Set(roleList as Role[]),
     port,
@@ -247,6 +262,8 @@ export function loadConfig(env: Env = process.env): Config {
     migrateOnStart: boolean(env, 'CALLGATE_MIGRATE_ON_START', true),
     requestLogDays: integer(env, 'CALLGATE_REQUEST_LOG_DAYS', 7, 1, 3_650),
     eventRetentionDays: integer(env, 'CALLGATE_EVENT_RETENTION_DAYS', 30, 1, 3_650),
+    metricsToken,
+    metricsPort,
     logLevel,
   });
 }

@@ -17,6 +17,10 @@ import { sessionsPurgeJob } from './features/identity/sessions-purge.job.js';
 import { formTokensPurgeJob } from './features/portal/form-tokens-purge.job.js';
 import { eventRetentionJob } from './features/webhooks/event-retention.job.js';
 import { JobRunner } from './jobs/job-runner.js';
+import type { ReadinessDeps } from './features/health/readiness.service.js';
+import { Metrics } from './features/metrics/metrics.js';
+import { instrumentProviders } from './features/metrics/provider-metrics.js';
+import { jobObserver, watchWorker } from './features/metrics/worker-metrics.js';
 import type { CallsDeps } from './features/calls/calls.service.js';
 import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
 import { createSimulatorProvider } from './features/providers/simulator.provider.js';
@@ -40,6 +44,10 @@ export interface Services {
   readonly db: Db;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** The process's metrics registry and instruments (GET /metrics). */
+  readonly metrics: Metrics;
+  /** What GET /readyz checks: the database, its migrations and, in a worker, the jobs' beats. */
+  readonly readiness: ReadinessDeps;
   readonly perKeyLimiter: RateLimiter;
   readonly perIpLimiter: RateLimiter;
   /** The worker role's job runner: the call monitor, the webhook dispatcher, the batch dialer and the purges are its jobs. */
@@ -100,6 +108,7 @@ export function createLogger(config: Config): Logger {
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   const logger = overrides.logger ?? createLogger(config);
   const clock = overrides.clock ?? systemClock;
+  const metrics = new Metrics();
   const database = openDatabase(config.database, {
     backgroundCheckpoints: true,
     onCheckpointerError: (error) => logger.warn({ err: error }, 'SQLite checkpoints run inside commits again'),
@@ -145,20 +154,22 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     };
 
     const elevenlabsClient = elevenLabsClientFor(config);
-    const providers =
+    const providers = instrumentProviders(
       overrides.providers ??
-      createProviderRegistry({
-        simulator: createSimulatorProvider({ clock, delayMs: config.simulatorDelayMs }),
-        ...(elevenlabsClient
-          ? { elevenlabs: createElevenLabsProvider({ client: elevenlabsClient, clock, reconcileAfterMs: config.reconcileAfterMs }) }
-          : {}),
-      });
+        createProviderRegistry({
+          simulator: createSimulatorProvider({ clock, delayMs: config.simulatorDelayMs }),
+          ...(elevenlabsClient
+            ? { elevenlabs: createElevenLabsProvider({ client: elevenlabsClient, clock, reconcileAfterMs: config.reconcileAfterMs }) }
+            : {}),
+        }),
+      metrics,
+    );
 
     const notifier =
       database.dialect === 'postgres' && config.database.dialect === 'postgres'
         ? createPostgresNotifier(database.pool, config.database.url, logger)
         : createLocalNotifier();
-    const jobs = new JobRunner({ clock, logger });
+    const jobs = new JobRunner({ clock, logger, observer: jobObserver(metrics) });
     const sender =
       overrides.webhookSender ?? createHttpSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
     const dispatcher = new WebhookDispatcher({
@@ -172,6 +183,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       retryScheduleMs: config.webhookRetryScheduleMs,
       timeoutMs: config.webhookTimeoutMs,
       concurrency: config.webhookConcurrency,
+      metrics,
       ...(overrides.dispatcherSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.dispatcherSweepIntervalMs }),
       ...(overrides.random === undefined ? {} : { random: overrides.random }),
     });
@@ -187,12 +199,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       // A batch's call ended: its batch has a free slot for the next recipient, which any worker may dial
       // (the notifier wakes this one's dialer at once, and those of other processes through NOTIFY).
       onBatchCallEnded: () => notifier.notify(),
+      observeEnded: (call) => metrics.callEnded(call),
       ...(overrides.monitorSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.monitorSweepIntervalMs }),
     });
 
     const requestLog = new RequestLogWriter(database.db, logger);
     const purgeIntervalMs = overrides.purgeIntervalMs ?? defaultPurgeIntervalMs;
-    const idempotency = { waitMs: config.idempotencyWaitMs, lockMs: config.idempotencyLockMs };
+    const idempotency = { waitMs: config.idempotencyWaitMs, lockMs: config.idempotencyLockMs, observer: metrics.idempotencyObserver };
     // The purges are jobs of the worker role: in the documented multi-process setup an api-only process
     // always runs beside a worker, and one worker purging is enough for all.
     const batchSize = overrides.retentionBatchSize;
@@ -233,12 +246,16 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     const batches: BatchesDeps = { db: database.db, clock, idempotency, wakeWorkers: () => notifier.notify() };
     const suppressions: SuppressionsDeps = { db: database.db, clock, idempotency };
 
+    if (config.roles.has('worker')) watchWorker(metrics, { db: database.db, clock, jobs });
+
     return {
       config,
       database,
       db: database.db,
       clock,
       logger,
+      metrics,
+      readiness: { db: database.db, clock, jobs: config.roles.has('worker') ? jobs : undefined },
       perKeyLimiter,
       perIpLimiter,
       jobs,

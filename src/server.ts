@@ -6,6 +6,7 @@ import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createServices } from './container.js';
 import { cliSettingsFor, demoBanner, seedDemoIfEmpty } from './features/bootstrap/demo-seed.js';
+import { buildMetricsApp } from './features/metrics/metrics.server.js';
 import { missingSetting } from './features/providers/provider-settings.js';
 
 /** Shutdown gives in-flight requests this long before the process exits anyway. */
@@ -52,9 +53,17 @@ async function main(): Promise<void> {
   }
 
   if (app) await app.listen({ port: config.port, host: config.host });
+  // Its own port, in any role: a worker-only process is scraped and probed there.
+  const metricsApp = config.metricsPort === undefined ? undefined : buildMetricsApp(services);
+  if (metricsApp) await metricsApp.listen({ port: config.metricsPort, host: config.host });
   // A worker alone listens on nothing, so it names no URL.
   logger.info(
-    { database: services.database.dialect, roles: [...config.roles], ...(app ? { url: config.publicUrl } : {}) },
+    {
+      database: services.database.dialect,
+      roles: [...config.roles],
+      ...(app ? { url: config.publicUrl } : {}),
+      ...(metricsApp ? { metricsPort: config.metricsPort } : {}),
+    },
     'callgate is running',
   );
 
@@ -72,6 +81,7 @@ async function main(): Promise<void> {
     // to store, so the database stays open until it ends (within the grace).
     (app ? app.close().then(() => app.inFlight.idle(Math.max(0, forceAt - releaseMarginMs - Date.now()))) : Promise.resolve())
       .then(() => services.close(Math.max(0, forceAt - releaseMarginMs - Date.now())))
+      .then(() => metricsApp?.close())
       .then(() => process.exit(0))
       .catch((error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');

@@ -21,6 +21,8 @@ export interface JobContext {
 export interface PassResult {
   /** The pass took a full batch: run again at once rather than at the next interval. */
   readonly more?: boolean;
+  /** Rows the pass claimed (for the metrics). */
+  readonly claimed?: number;
 }
 
 export interface Job {
@@ -56,6 +58,22 @@ export interface JobHandle {
   wakeAt(at: Date): void;
   /** A pass now, resolved when it (or the pass that follows the one under way) has ended. */
   run(): Promise<void>;
+  /** Tells the runner's observer that `count` claims ran out before their work was recorded. */
+  leaseLost(count: number): void;
+}
+
+/** Hears every pass and lost lease, per job: the metrics. */
+export interface JobObserver {
+  passEnded(job: string, result: 'ok' | 'error', durationMs: number, claimed: number): void;
+  leaseLost(job: string, count: number): void;
+}
+
+/** Whether a started job still beats: when it started and when its last pass ended well (runner's clock). */
+export interface JobBeat {
+  readonly name: string;
+  readonly intervalMs: number;
+  readonly startedAt: Date;
+  readonly lastPassAt: Date | undefined;
 }
 
 export interface JobRunnerOptions {
@@ -69,6 +87,7 @@ export interface JobRunnerOptions {
   readonly wakeGranularityMs?: number;
   /** Looks asked for further off than this are left to the interval. */
   readonly maxWakeDelayMs?: number;
+  readonly observer?: JobObserver;
 }
 
 const defaultWakeGranularityMs = 50;
@@ -107,6 +126,8 @@ interface Entry {
   /** A pass that was asked for while one ran, and its promise. */
   again: Promise<void> | undefined;
   started: boolean;
+  startedAt: Date | undefined;
+  lastPassAt: Date | undefined;
 }
 
 export class JobRunner {
@@ -126,6 +147,9 @@ export class JobRunner {
         wake: () => void this.pass(entry),
         wakeAt: (at) => this.wakeAt(entry, at),
         run: () => this.pass(entry),
+        leaseLost: (count) => {
+          if (count > 0) this.options.observer?.leaseLost(job.name, count);
+        },
       },
       interval: undefined,
       startTimer: undefined,
@@ -135,6 +159,8 @@ export class JobRunner {
       running: undefined,
       again: undefined,
       started: false,
+      startedAt: undefined,
+      lastPassAt: undefined,
     };
     this.entries.set(job.name, entry);
     return entry.handle;
@@ -150,6 +176,7 @@ export class JobRunner {
     for (const entry of this.entries.values()) {
       if (entry.started || (names && !names.includes(entry.job.name))) continue;
       entry.started = true;
+      entry.startedAt = this.options.clock.now();
       entry.interval = setInterval(() => entry.handle.wake(), entry.job.intervalMs);
       entry.interval.unref();
       entry.unsubscribe = entry.signal?.subscribe(entry.handle.wake);
@@ -193,6 +220,15 @@ export class JobRunner {
     );
   }
 
+  /** The started jobs with their last good pass: what readiness and the lag gauge read. */
+  beats(): JobBeat[] {
+    return [...this.entries.values()].flatMap((entry) =>
+      entry.started && entry.startedAt
+        ? [{ name: entry.job.name, intervalMs: entry.job.intervalMs, startedAt: entry.startedAt, lastPassAt: entry.lastPassAt }]
+        : [],
+    );
+  }
+
   /** A pass, or, while one runs, the one after it; wake-ups during a pass fold into that one. */
   private pass(entry: Entry): Promise<void> {
     if (this.stopped || !entry.started) return Promise.resolve();
@@ -213,12 +249,18 @@ export class JobRunner {
   private async passes(entry: Entry): Promise<void> {
     const { job } = entry;
     const stopping = () => this.stopped;
+    const { observer } = this.options;
+    let began = performance.now();
     try {
       for (;;) {
+        began = performance.now();
         const result = await job.runOnce({ now: this.options.clock.now(), stopping });
+        entry.lastPassAt = this.options.clock.now();
+        observer?.passEnded(job.name, 'ok', performance.now() - began, result?.claimed ?? 0);
         if (this.stopped || !result?.more) return;
       }
     } catch (error) {
+      observer?.passEnded(job.name, 'error', performance.now() - began, 0);
       if (isDatabaseUnavailable(error)) {
         this.options.logger.warn({ err: error }, `${job.label} failed: the database is unavailable; trying again at the next sweep`);
       } else {

@@ -32,6 +32,8 @@ export interface CallMonitorOptions {
   readonly onCallEnded?: (callId: string) => void;
   /** Called after a batch's call ended: its batch has a free slot (the dialer's wake-up). */
   readonly onBatchCallEnded?: () => void;
+  /** Hears each call ended (the metrics). */
+  readonly observeEnded?: (call: CallRow) => void;
 }
 
 const defaultSweepIntervalMs = 1_000;
@@ -97,7 +99,7 @@ export class CallMonitor implements Job {
     };
     await Promise.all(Array.from({ length: Math.min(checkConcurrency, due.length) }, lane));
     await this.record(ended);
-    return { more: due.length === sweepBatchSize };
+    return { more: due.length === sweepBatchSize, claimed: due.length };
   }
 
   /** Records the outcomes of one batch in one transaction; if that fails, each on its own. */
@@ -105,13 +107,13 @@ export class CallMonitor implements Job {
     const { db, clock, logger } = this.options;
     let results: { ended: boolean; deliveries: number }[];
     try {
-      results = await recordOutcomes(db, clock, ended);
+      results = await recordOutcomes(db, clock, ended, this.options.observeEnded);
     } catch (error) {
       logger.warn({ err: error, calls: ended.length }, 'recording a batch of call outcomes failed; recording them one by one');
       results = [];
       for (const item of ended) {
         results.push(
-          await recordOutcome(db, clock, item.callId, item.outcome).catch((err: unknown) => {
+          await recordOutcome(db, clock, item.callId, item.outcome, this.options.observeEnded).catch((err: unknown) => {
             logger[failureLogLevel(err)](
               { err, callId: item.callId },
               'recording a call outcome failed; it is looked at again after its lease',

@@ -315,15 +315,17 @@ export async function findCallById(db: Db, id: string): Promise<CallRow | undefi
  * Records how a call ended, once, and in the same transaction writes its `call.completed` / `call.failed`
  * event with a delivery per subscribed endpoint (the outbox); a batch's call also ends its recipient there,
  * and may finish its batch. A second report for the same call changes nothing (`ended` false). Callers
- * wake the webhook dispatcher when `deliveries` is more than zero.
+ * wake the webhook dispatcher when `deliveries` is more than zero. `onEnded` hears each call ended, once
+ * committed (the metrics).
  */
 export async function recordOutcome(
   db: Db,
   clock: Clock,
   callId: string,
   outcome: CallOutcome,
+  onEnded?: (call: CallRow) => void,
 ): Promise<{ ended: boolean; deliveries: number }> {
-  const [result] = await recordOutcomes(db, clock, [{ callId, outcome }]);
+  const [result] = await recordOutcomes(db, clock, [{ callId, outcome }], onEnded);
   return result!;
 }
 
@@ -337,6 +339,7 @@ export async function recordOutcomes(
   db: Db,
   clock: Clock,
   outcomes: readonly { readonly callId: string; readonly outcome: CallOutcome }[],
+  onEnded?: (call: CallRow) => void,
 ): Promise<{ ended: boolean; deliveries: number }[]> {
   if (outcomes.length === 0) return [];
   const updatedAt = isoTimestamp(clock.now());
@@ -344,8 +347,10 @@ export async function recordOutcomes(
   const first = new Map<string, CallOutcome>();
   for (const { callId, outcome } of outcomes) if (!first.has(callId)) first.set(callId, outcome);
   const endings = [...first].map(([callId, outcome]) => callEnding(callId, outcome, updatedAt));
-  return db.transaction().execute(async (trx) => {
+  let endedCalls: CallRow[] = [];
+  const results = await db.transaction().execute(async (trx) => {
     const ended = new Map((await repo.finishCalls(trx, endings)).map((call) => [call.id, call]));
+    endedCalls = [...ended.values()];
     const withEvents = [...ended.values()].flatMap((call) => {
       const event = callOutcomeEvent(call);
       return event ? [{ call, event }] : [];
@@ -368,6 +373,8 @@ export async function recordOutcomes(
       return { ended: true, deliveries: (deliveries.get(callId) ?? 0) + batchDeliveries };
     });
   });
+  if (onEnded) for (const call of endedCalls) onEnded(call);
+  return results;
 }
 
 function callEnding(callId: string, outcome: CallOutcome, updatedAt: string): repo.CallEnding {

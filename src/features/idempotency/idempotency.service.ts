@@ -27,6 +27,8 @@ export interface IdempotencySettings {
   readonly waitMs: number;
   /** How long an in-flight record holds its key before it counts as abandoned. */
   readonly lockMs: number;
+  /** Hears each claim's result and each wait for a first request in progress (the metrics). */
+  readonly observer?: { claimed(kind: Claim['kind']): void; waited(): void };
 }
 
 export interface StoredResponse {
@@ -81,7 +83,9 @@ export async function claim(
 ): Promise<Claim> {
   const owner = randomBytes(12).toString('hex');
   try {
-    return await claimAs(db, clock, settings, scope, requestHash, owner);
+    const claimed = await claimAs(db, clock, settings, scope, requestHash, owner);
+    settings.observer?.claimed(claimed.kind);
+    return claimed;
   } catch (error) {
     // An insert or take-over may have committed just before its connection dropped, holding the key for an
     // owner nobody knows: free it once the database is back, or the key would stay locked for lockMs.
@@ -142,6 +146,7 @@ async function claimAs(
       continue;
     }
     if (Date.now() >= deadline) return { kind: 'in_progress' };
+    if (pollMs === pollStartMs) settings.observer?.waited();
     await sleep(pollMs);
     pollMs = Math.min(pollMaxMs, pollMs * 2);
   }

@@ -3,6 +3,7 @@
  * list`. Every read is scoped to the account: another account's delivery is as absent as an unknown one.
  */
 import type { Db } from '../../db/database.js';
+import * as dispatcherRepo from './dispatcher.repository.js';
 import * as repo from './webhooks.repository.js';
 import type { WebhookAttemptRow, WebhookDeliveryRow, WebhookEventRow } from './webhooks.tables.js';
 
@@ -33,4 +34,9 @@ export async function listEventsOfCall(db: Db, accountId: string, callId: string
 
 export async function findDelivery(db: Db, accountId: string, id: string): Promise<WebhookDeliveryRow | undefined> {
   return repo.findDeliveryInAccount(db, accountId, id);
+}
+
+/** Deliveries waiting to be sent in the whole database, and the next-attempt time of the oldest due (the metrics). */
+export function deliveryBacklog(db: Db, now: string): Promise<{ pending: number; oldestDueAt: string | null }> {
+  return dispatcherRepo.deliveryBacklog(db, now);
 }

@@ -107,15 +107,16 @@ const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
  * Writes the results of several attempts in one transaction (one fsync for many deliveries). Rows are
  * locked in one fixed order, endpoints then deliveries, each by id: two workers recording batches that
  * touch the same endpoints would otherwise deadlock on PostgreSQL, and the losing batch would stay
- * claimed until its lease ended and then be sent again.
+ * claimed until its lease ended and then be sent again. Returns how many results came too late: their claim
+ * was lost (released at shutdown, or its lease ran out and another worker took the delivery).
  */
-export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', records: readonly AttemptRecord[]): Promise<void> {
+export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', records: readonly AttemptRecord[]): Promise<number> {
   // Several results for one endpoint become one update, applied in the order the results came.
   const endpointChanges = new Map<string, Partial<WebhookEndpointsTable>>();
   for (const record of records) {
     if (record.endpoint) endpointChanges.set(record.endpointId, { ...endpointChanges.get(record.endpointId), ...record.endpoint });
   }
-  await db.transaction().execute(async (trx) => {
+  return db.transaction().execute(async (trx) => {
     for (const id of [...endpointChanges.keys()].sort(byId)) {
       await trx.updateTable('webhook_endpoints').set(endpointChanges.get(id)!).where('id', '=', id).execute();
     }
@@ -157,6 +158,7 @@ export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', rec
     // record: the delivery went back to pending and its next attempt will carry the same number.
     const attempts = records.flatMap((record) => (record.attempt && held.has(record.deliveryId) ? [record.attempt] : []));
     if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
+    return records.length - held.size; // claims lost: the results not recorded
   });
 }
 
@@ -208,4 +210,25 @@ export async function releaseClaims(db: Db, workerId: string, ids: readonly stri
     .where('id', 'in', [...ids])
     .where('locked_by', '=', workerId)
     .execute();
+}
+
+/**
+ * The deliveries waiting to be sent and the next-attempt time of the oldest one due (the metrics, at
+ * scrape time). Both read the (status, next_attempt_at) index: a count of the pending range, and its first row.
+ */
+export async function deliveryBacklog(db: Db, now: string): Promise<{ pending: number; oldestDueAt: string | null }> {
+  const pending = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  const oldest = await db
+    .selectFrom('webhook_deliveries')
+    .select('next_attempt_at')
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', now)
+    .orderBy('next_attempt_at')
+    .limit(1)
+    .executeTakeFirst();
+  return { pending: Number(pending?.n ?? 0), oldestDueAt: oldest?.next_attempt_at ?? null };
 }

@@ -10,6 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { failureLogLevel } from '../../db/unavailable.js';
 import type { Job, JobContext, JobHandle, JobRunner, PassResult } from '../../jobs/job-runner.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { DeliveryNotifier } from './delivery-notifier.js';
@@ -36,6 +37,8 @@ export interface DispatcherOptions {
   readonly concurrency?: number;
   readonly sweepIntervalMs?: number;
   readonly random?: () => number;
+  /** Counts attempts by result and endpoints disabled. */
+  readonly metrics?: Metrics;
 }
 
 /** An endpoint whose deliveries have all failed for this long is disabled (Svix's rule). */
@@ -166,7 +169,7 @@ export class WebhookDispatcher implements Job {
       });
       this.inFlight.set(delivery.id, attempt);
     }
-    return { more: batch.length === limit };
+    return { more: batch.length === limit, claimed: batch.length };
   }
 
   private async attempt(delivery: repo.ClaimedDelivery): Promise<void> {
@@ -201,12 +204,15 @@ export class WebhookDispatcher implements Job {
   }
 
   /**
-   * One line per attempt, so that an operator sees deliveries in the server's log: successes at info,
-   * failures at warn with the error. Ids, status and timing only: no URL (it may carry a token), no body.
+   * One line per attempt at info, so that an operator sees deliveries in the server's log (a receiver down
+   * for a day would fill a warn-level log with its retries; the metrics count them), and a warn line when an
+   * endpoint is disabled, which needs someone. Ids, status and timing only: no URL (it may carry a token),
+   * no body.
    */
   private logAttempt(delivery: repo.ClaimedDelivery, record: repo.AttemptRecord): void {
     const { attempt } = record;
     if (!attempt) return;
+    const { logger, metrics } = this.options;
     const fields = {
       endpoint_id: delivery.endpoint_id,
       event_id: delivery.event_id,
@@ -216,13 +222,15 @@ export class WebhookDispatcher implements Job {
       status_code: attempt.status_code,
       duration_ms: attempt.duration_ms,
     };
+    metrics?.webhookAttempts.inc({ result: fields.result });
     if (record.delivery.status === 'succeeded') {
-      this.options.logger.info(fields, 'webhook delivered');
+      logger.info(fields, 'webhook delivered');
     } else {
-      this.options.logger.warn(
-        { ...fields, error: attempt.error, next_attempt_at: record.delivery.next_attempt_at ?? null },
-        'webhook attempt failed',
-      );
+      logger.info({ ...fields, error: attempt.error, next_attempt_at: record.delivery.next_attempt_at ?? null }, 'webhook attempt failed');
+    }
+    if (record.endpoint?.enabled === 0) {
+      metrics?.webhookEndpointsDisabled.inc({ reason: attempt.status_code === 410 ? 'gone' : 'failing' });
+      logger.warn({ endpoint_id: delivery.endpoint_id, reason: record.endpoint.disabled_reason }, 'webhook endpoint disabled');
     }
   }
 
@@ -323,6 +331,7 @@ export class WebhookDispatcher implements Job {
     const records = batch.map((entry) => entry.record);
     this.flushing = repo
       .recordAttempts(this.options.db, this.options.dialect, records)
+      .then((lost) => this.handle.leaseLost(lost))
       .catch((error: unknown) => {
         // The claims stay until their lease ends; the sweep then retries these deliveries.
         this.options.logger[failureLogLevel(error)]({ err: error, count: records.length }, 'could not record webhook attempts');

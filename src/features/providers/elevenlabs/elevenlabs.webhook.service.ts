@@ -7,6 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../../db/database.js';
 import type { Clock } from '../../../lib/clock.js';
 import { findCallById, recordOutcome } from '../../calls/calls.service.js';
+import type { CallRow } from '../../calls/calls.tables.js';
 import { completedOutcome, initiationFailureOutcome, saneUnixSeconds, type OnAdjusted } from './elevenlabs.mapping.js';
 
 export interface ElevenLabsWebhookDeps {
@@ -15,6 +16,8 @@ export interface ElevenLabsWebhookDeps {
   readonly logger: FastifyBaseLogger;
   /** Called when an outcome was recorded, to wake the webhook dispatcher. */
   readonly onOutcome: () => void;
+  /** Hears each call ended (the metrics). */
+  readonly observeEnded?: (call: CallRow) => void;
 }
 
 export type WebhookHandling = 'recorded' | 'duplicate' | 'unknown_conversation' | 'ignored';
@@ -47,7 +50,7 @@ export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, paylo
   if (typeof event.event_timestamp === 'number' && at === now) onAdjusted('event_timestamp', event.event_timestamp, now.toISOString());
   const outcome =
     event.type === 'post_call_transcription' ? completedOutcome(event.data, at, onAdjusted) : initiationFailureOutcome(event.data, at);
-  const recorded = await recordOutcome(deps.db, deps.clock, callId, outcome);
+  const recorded = await recordOutcome(deps.db, deps.clock, callId, outcome, deps.observeEnded);
   // Deliveries to make, or a batch's slot freed: the workers (of every process) look now.
   if (recorded.deliveries > 0 || (recorded.ended && call.batch_id !== null)) deps.onOutcome();
   return recorded.ended ? 'recorded' : 'duplicate';

@@ -1,0 +1,104 @@
+/**
+ * Readiness (`GET /readyz`): can this process do its work now? The database answers, its migrations are the
+ * ones this code knows (none pending, none from a newer version), and, in a process of the worker role,
+ * every job of the worker has ended a pass lately. Liveness (`/healthz`) stays the cheaper question of
+ * whether the process answers at all.
+ */
+import { sql } from 'kysely';
+import { migrationState, type Db } from '../../db/database.js';
+import type { JobBeat } from '../../jobs/job-runner.js';
+import type { Clock } from '../../lib/clock.js';
+
+export interface ReadinessDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  /** Present in a process of the worker role: its jobs' last passes. */
+  readonly jobs: { beats(): JobBeat[] } | undefined;
+  /** How long the database may take to answer before it counts as unreachable. */
+  readonly databaseTimeoutMs?: number;
+}
+
+export interface Check {
+  readonly ok: boolean;
+  /** What is wrong, in words an operator can act on; absent when ok. */
+  readonly reason?: string;
+}
+
+export interface Readiness {
+  readonly ready: boolean;
+  readonly checks: { readonly database: Check; readonly migrations: Check; readonly worker: Check };
+}
+
+const defaultDatabaseTimeoutMs = 2_000;
+
+/**
+ * A job beats while its last good pass (or its start) is within twice its interval plus half a minute: a
+ * slow pass or two is no outage, a job stuck in a pass or failing every pass is.
+ */
+export function beatBoundMs(intervalMs: number): number {
+  return 2 * intervalMs + 30_000;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function reasonOf(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  return (typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message).slice(0, 300);
+}
+
+async function databaseCheck(deps: ReadinessDeps): Promise<Check> {
+  try {
+    await withTimeout(sql`select 1`.execute(deps.db), deps.databaseTimeoutMs ?? defaultDatabaseTimeoutMs, 'the database');
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, reason: `The database is unreachable: ${reasonOf(error)}` };
+  }
+}
+
+async function migrationsCheck(deps: ReadinessDeps): Promise<Check> {
+  try {
+    const state = await withTimeout(migrationState(deps.db), deps.databaseTimeoutMs ?? defaultDatabaseTimeoutMs, 'the database');
+    if (state.unknown.length > 0) {
+      return {
+        ok: false,
+        reason: `The database has migrations this version does not know (${state.unknown.join(', ')}): a newer callgate migrated it; deploy that version.`,
+      };
+    }
+    if (state.pending.length > 0) {
+      return { ok: false, reason: `Migrations not applied yet: ${state.pending.join(', ')}. Run the migrations, then this check passes.` };
+    }
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, reason: `The migrations could not be read: ${reasonOf(error)}` };
+  }
+}
+
+function workerCheck(deps: ReadinessDeps): Check {
+  if (!deps.jobs) return { ok: true };
+  const beats = deps.jobs.beats();
+  if (beats.length === 0) return { ok: false, reason: 'The worker role is configured but its jobs are not running.' };
+  const now = deps.clock.now().getTime();
+  const silent = beats.flatMap((beat) => {
+    const last = (beat.lastPassAt ?? beat.startedAt).getTime();
+    const ageMs = now - last;
+    return ageMs > beatBoundMs(beat.intervalMs)
+      ? [`${beat.name} (no pass ended well for ${Math.round(ageMs / 1000)} s; every ${Math.round(beat.intervalMs / 1000)} s expected)`]
+      : [];
+  });
+  if (silent.length === 0) return { ok: true };
+  return { ok: false, reason: `Worker jobs not beating: ${silent.join('; ')}. The server log says why their passes fail.` };
+}
+
+export async function checkReadiness(deps: ReadinessDeps): Promise<Readiness> {
+  const database = await databaseCheck(deps);
+  const migrations: Check = database.ok ? await migrationsCheck(deps) : { ok: false, reason: 'Not checked: the database is unreachable.' };
+  const worker = workerCheck(deps);
+  return { ready: database.ok && migrations.ok && worker.ok, checks: { database, migrations, worker } };
+}

@@ -1,0 +1,21 @@
+/**
+ * The small HTTP server of CALLGATE_METRICS_PORT: `/metrics` and `/readyz` only, in every process that sets
+ * it, worker-only ones included (they have no API port). Kept apart from the API so that the metrics can
+ * listen on an address the internet does not reach; the API port then serves neither path's metrics.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Services } from '../../container.js';
+import { registerErrorHandling } from '../../errors/error-handler.js';
+import { registerRequestEdge } from '../../http/request-edge.hook.js';
+import { serverOptions } from '../../http/server-options.js';
+import { readinessRoutes } from '../health/readiness.routes.js';
+import { metricsRoutes } from './metrics.routes.js';
+
+export function buildMetricsApp(services: Services): FastifyInstance {
+  const app = Fastify(serverOptions(services.config, services.logger as FastifyBaseLogger));
+  registerRequestEdge(app);
+  registerErrorHandling(app);
+  app.register(metricsRoutes, { metrics: services.metrics, token: services.config.metricsToken });
+  app.register(readinessRoutes, { deps: services.readiness });
+  return app;
+}

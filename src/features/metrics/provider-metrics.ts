@@ -1,0 +1,57 @@
+/**
+ * Measures the voice providers from outside: the container wraps the provider registry, so every request
+ * to a provider (POST /v1/calls, the batch dialer, the call monitor) is timed and its failures counted by
+ * kind, without a line in the adapters. A call placed is counted here too, by provider and outcome.
+ */
+import type { ProviderRegistry } from '../providers/provider-registry.js';
+import type { VoiceProvider } from '../providers/provider.interface.js';
+import type { Metrics } from './metrics.js';
+
+type Operation = 'place_call' | 'check_call';
+
+export function instrumentProviders(registry: ProviderRegistry, metrics: Metrics): ProviderRegistry {
+  const wrapped = new WeakMap<VoiceProvider, VoiceProvider>();
+  const instrument = (provider: VoiceProvider): VoiceProvider => {
+    let found = wrapped.get(provider);
+    if (!found) {
+      found = instrumentProvider(provider, metrics);
+      wrapped.set(provider, found);
+    }
+    return found;
+  };
+  return {
+    byName: (name) => instrument(registry.byName(name)),
+    forCall: (agent, mode) => instrument(registry.forCall(agent, mode)),
+  };
+}
+
+function instrumentProvider(provider: VoiceProvider, metrics: Metrics): VoiceProvider {
+  const timed = async <T extends { ok: boolean; error?: { kind: string } }>(
+    operation: Operation,
+    request: () => Promise<T>,
+  ): Promise<T> => {
+    const labels = { provider: provider.name, operation };
+    const end = metrics.providerDuration.startTimer(labels);
+    try {
+      const result = await request();
+      end();
+      if (!result.ok) metrics.providerFailures.inc({ ...labels, kind: result.error?.kind ?? 'error' });
+      return result;
+    } catch (error) {
+      // Adapters return failures as values; a throw is a bug or a broken connection, counted apart.
+      end();
+      metrics.providerFailures.inc({ ...labels, kind: 'error' });
+      throw error;
+    }
+  };
+  return {
+    name: provider.name,
+    firstCheckDelayMs: provider.firstCheckDelayMs,
+    placeCall: async (request) => {
+      const result = await timed('place_call', () => provider.placeCall(request));
+      metrics.callsPlaced.inc({ provider: provider.name, outcome: result.ok ? 'placed' : result.error.kind });
+      return result;
+    },
+    checkCall: (call) => timed('check_call', () => provider.checkCall(call)),
+  };
+}
