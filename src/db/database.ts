@@ -12,6 +12,7 @@ import {
   PostgresDialect,
   SqliteDialect,
   type Migration,
+  type QueryResult,
   type SqliteDatabase,
   type SqliteStatement,
 } from 'kysely';
@@ -70,15 +71,10 @@ const postgresConnectTimeoutMs = 5_000;
 /** Distinct SQL texts kept prepared; queries built with `in (…)` lists vary, so the cache is bounded. */
 const statementCacheSize = 500;
 
-/**
- * better-sqlite3 as Kysely sees it, but preparing each distinct SQL text once: Kysely asks for a new
- * statement on every query, and SQLite's parse-and-plan was a sixth of the CPU time of a created call.
- * Kysely runs one query at a time on this connection and reads results with `all` or `run`, so a cached
- * statement is never in use twice at once; streamed queries (`iterate`) get a statement of their own.
- */
-function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
+/** better-sqlite3's statements, each distinct SQL text prepared once (see `withStatementCache`). */
+function statementCache(sqlite: BetterSqlite3.Database): (sql: string) => BetterSqlite3.Statement {
   const cache = new Map<string, BetterSqlite3.Statement>();
-  const prepare = (sql: string): BetterSqlite3.Statement => {
+  return (sql) => {
     const cached = cache.get(sql);
     if (cached) return cached;
     const statement = sqlite.prepare(sql);
@@ -86,6 +82,15 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
     cache.set(sql, statement);
     return statement;
   };
+}
+
+/**
+ * better-sqlite3 as Kysely sees it, but preparing each distinct SQL text once: Kysely asks for a new
+ * statement on every query, and SQLite's parse-and-plan was a sixth of the CPU time of a created call.
+ * Kysely runs one query at a time on this connection and reads results with `all` or `run`, so a cached
+ * statement is never in use twice at once; streamed queries (`iterate`) get a statement of their own.
+ */
+function withStatementCache(sqlite: BetterSqlite3.Database, prepare: (sql: string) => BetterSqlite3.Statement): SqliteDatabase {
   return {
     close: () => sqlite.close(),
     prepare(sql: string): SqliteStatement {
@@ -100,6 +105,44 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
         iterate: (parameters) => sqlite.prepare(sql).iterate(parameters) as IterableIterator<unknown>,
       };
     },
+  };
+}
+
+/**
+ * The SQLite connection under a process's Kysely instance, for the statements of the hot path
+ * (db/prepared.ts), which run on it directly: better-sqlite3 runs a statement synchronously, and Kysely's
+ * executor (its connection lock, the driver's layers and their promises) cost more CPU than a simple
+ * statement itself. Only the root instance has one, never a transaction's.
+ */
+export interface DirectSqlite {
+  /**
+   * True when a statement may run now: the connection is open and no transaction is under way on it. A
+   * Kysely transaction holds the one connection across awaits; a statement run directly meanwhile would
+   * become part of it, so it waits for its turn in Kysely instead.
+   */
+  free(): boolean;
+  /** Runs a statement at once and returns what Kysely's SQLite driver would. */
+  execute<Row>(sql: string, parameters: readonly unknown[]): QueryResult<Row>;
+  /** Runs `work` between BEGIN and COMMIT, synchronously, so nothing else can run inside (or roll back on a throw). */
+  transaction<T>(work: () => T): T;
+}
+
+const directSqlites = new WeakMap<Db, DirectSqlite>();
+
+export function directSqliteOf(db: Db): DirectSqlite | undefined {
+  return directSqlites.get(db);
+}
+
+function directSqlite(sqlite: BetterSqlite3.Database, prepare: (sql: string) => BetterSqlite3.Statement): DirectSqlite {
+  return {
+    free: () => sqlite.open && !sqlite.inTransaction,
+    execute<Row>(sql: string, parameters: readonly unknown[]): QueryResult<Row> {
+      const statement = prepare(sql);
+      if (statement.reader) return { rows: statement.all(parameters) as Row[] };
+      const { changes, lastInsertRowid } = statement.run(parameters);
+      return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+    },
+    transaction: (work) => sqlite.transaction(work)(),
   };
 }
 
@@ -123,7 +166,9 @@ export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}):
     sqlite.pragma('foreign_keys = ON');
     // The CLI and the server may write at the same moment; wait for the lock instead of failing.
     sqlite.pragma('busy_timeout = 5000');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const prepare = statementCache(sqlite);
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, prepare) }) });
+    directSqlites.set(db, directSqlite(sqlite, prepare));
     const checkpointer = options.backgroundCheckpoints
       ? startCheckpointer(sqlite, options.onCheckpointerError ? { onError: options.onCheckpointerError } : {})
       : undefined;

@@ -4,9 +4,11 @@
  * of a created call. The query is written with the ordinary, typed Kysely builder; it is compiled with a
  * placeholder in place of each argument, and each run swaps the arguments into the compiled parameters.
  * The SQL text stays the same, so SQLite's statement cache (database.ts) and PostgreSQL see the same query.
+ * On SQLite a run outside any transaction skips Kysely's executor and runs on the connection at once
+ * (`DirectSqlite`): the same statement, with a few microseconds less of CPU around it.
  */
 import { CompiledQuery, type Compilable, type InsertQueryBuilder, type InsertResult, type QueryResult } from 'kysely';
-import type { Db } from './database.js';
+import { directSqliteOf, type Db } from './database.js';
 
 type Slot = { readonly param: string } | { readonly value: unknown };
 
@@ -18,6 +20,13 @@ interface Compiled {
 
 const marker = '\u0000callgate-prepared:';
 
+/** A prepared query: run it with `db` (or a transaction) and its parameters, or `bind` them for `inOneTransaction`. */
+export interface PreparedQuery<Params, Row> {
+  (db: Db, params: Params): Promise<QueryResult<Row>>;
+  /** The compiled statement with these parameters, for `inOneTransaction`. */
+  bind(db: Db, params: Params): CompiledQuery<Row>;
+}
+
 /**
  * `build` gets the parameters as an object and must hand each field it reads to Kysely as a value (in
  * where, set, values or limit), never to `sql.raw` or as an identifier: compiling checks that every field
@@ -26,7 +35,7 @@ const marker = '\u0000callgate-prepared:';
 export function preparedQuery<Params extends object, Row>(
   name: string,
   build: (db: Db, params: Params) => Compilable<Row>,
-): (db: Db, params: Params) => Promise<QueryResult<Row>> {
+): PreparedQuery<Params, Row> {
   // Keyed by the dialect's adapter class: the SQL differs by dialect, not by connection or transaction.
   const cache = new Map<unknown, Compiled>();
 
@@ -53,17 +62,55 @@ export function preparedQuery<Params extends object, Row>(
     return { sql: compiled.sql, query: compiled.query, slots };
   }
 
-  return async (db, params) => {
+  function compiledFor(db: Db): Compiled {
     const adapter = db.getExecutor().adapter.constructor;
     let compiled = cache.get(adapter);
     if (!compiled) {
       compiled = compile(db);
       cache.set(adapter, compiled);
     }
+    return compiled;
+  }
+
+  function parametersOf(compiled: Compiled, params: Params): unknown[] {
     const values = params as Record<string, unknown>;
-    const parameters = compiled.slots.map((slot) => ('param' in slot ? values[slot.param] : slot.value));
-    return db.executeQuery<Row>({ ...CompiledQuery.raw(compiled.sql, parameters), query: compiled.query });
+    return compiled.slots.map((slot) => ('param' in slot ? values[slot.param] : slot.value));
+  }
+
+  function bind(db: Db, params: Params): CompiledQuery<Row> {
+    const compiled = compiledFor(db);
+    return { ...CompiledQuery.raw(compiled.sql, parametersOf(compiled, params)), query: compiled.query };
+  }
+
+  const run = async (db: Db, params: Params): Promise<QueryResult<Row>> => {
+    const direct = directSqliteOf(db);
+    if (direct?.free()) {
+      const compiled = compiledFor(db);
+      return direct.execute<Row>(compiled.sql, parametersOf(compiled, params));
+    }
+    return db.executeQuery<Row>(bind(db, params));
   };
+  return Object.assign(run, { bind });
+}
+
+/**
+ * Runs statements as one transaction (as part of `db` when it is a transaction). On SQLite, when no transaction
+ * is under way, that is BEGIN, the statements and COMMIT in one synchronous step on the connection (nothing
+ * else can run in between); otherwise a Kysely transaction, which waits for its turn on the connection.
+ */
+export async function inOneTransaction(db: Db, statements: readonly CompiledQuery[]): Promise<void> {
+  const direct = directSqliteOf(db);
+  if (direct?.free()) {
+    direct.transaction(() => {
+      for (const statement of statements) direct.execute(statement.sql, statement.parameters);
+    });
+    return;
+  }
+  const runAll = async (trx: Db) => {
+    for (const statement of statements) await trx.executeQuery(statement);
+  };
+  // Inside a transaction already, the statements are part of it.
+  await (db.isTransaction ? runAll(db) : db.transaction().execute(runAll));
 }
 
 /**
