@@ -58,6 +58,9 @@ async function commitCostsBeside(spec: TargetSpec, settings: CommitCostSettings,
 }
 
 export async function measureLatency(spec: TargetSpec, settings: LatencySettings, workDir: string): Promise<LatencyMeasurement> {
+  // A diagnostic, off by default (the profiler costs CPU, which the figures would include): a V8 CPU profile of
+  // the target over the measured window, latency-<label>.cpuprofile in this folder.
+  const profileDir = process.env.BENCH_LATENCY_CPU_PROF;
   process.stderr.write(`bench: ${spec.label} …\n`);
   const logFile = path.join(workDir, `${spec.label.replace(/[^a-z0-9]+/gi, '-')}.log`);
   const target = await startTarget(spec.kind, { env: spec.env, logFile });
@@ -86,10 +89,12 @@ export async function measureLatency(spec: TargetSpec, settings: LatencySettings
       {
         async onWindowOpen() {
           before = await read(target, postgres);
+          if (profileDir) await target.startProfile();
         },
       },
     );
     const after = await read(target, postgres);
+    if (profileDir) await target.stopProfile(path.join(profileDir, `latency-${spec.label.replace(/[^a-z0-9]+/gi, '-')}.cpuprofile`));
     await target.stop();
     return summarise(spec, settings, result, before!, after, commitCosts, logFile);
   } finally {
