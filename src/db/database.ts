@@ -146,6 +146,45 @@ function directSqlite(sqlite: BetterSqlite3.Database, prepare: (sql: string) => 
   };
 }
 
+/**
+ * The main pool under a process's Kysely instance on PostgreSQL, for the statements of the hot path
+ * (db/prepared.ts): it runs them as Kysely's driver does (a connection of the pool, the query, the
+ * connection back), without the layers of Kysely's executor around it. A statement given a `name` is
+ * prepared once per connection (PostgreSQL parses and plans it once, then binds and runs it), which
+ * `preparedQuery` does only for statements that return no rows: a prepared `select *` would fail once a
+ * migration of another process adds a column ("cached plan must not change result type").
+ */
+export interface DirectPostgres {
+  execute<Row>(sql: string, parameters: readonly unknown[], name: string | undefined): Promise<QueryResult<Row>>;
+}
+
+const directPostgreses = new WeakMap<Db, DirectPostgres>();
+
+export function directPostgresOf(db: Db): DirectPostgres | undefined {
+  return directPostgreses.get(db);
+}
+
+const affectingCommands = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE']);
+
+function directPostgres(pool: pg.Pool): DirectPostgres {
+  return {
+    async execute<Row>(sql: string, parameters: readonly unknown[], name: string | undefined): Promise<QueryResult<Row>> {
+      const client = await pool.connect();
+      try {
+        const values = [...parameters];
+        const { command, rowCount, rows } = await client.query(name === undefined ? { text: sql, values } : { name, text: sql, values });
+        return {
+          // As Kysely's PostgreSQL driver reports it.
+          ...(affectingCommands.has(command) ? { numAffectedRows: BigInt(rowCount ?? 0) } : {}),
+          rows: (rows ?? []) as Row[],
+        };
+      } finally {
+        client.release();
+      }
+    },
+  };
+}
+
 export interface OpenOptions {
   /**
    * SQLite only: checkpoint the WAL from a worker thread instead of inside commits (sqlite-checkpointer.ts).
@@ -185,6 +224,7 @@ export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}):
   const pool = postgresPool(config.url, postgresPoolSize);
   const counterPool = postgresPool(config.url, counterPoolSize, '-c synchronous_commit=off');
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  directPostgreses.set(db, directPostgres(pool));
   return {
     dialect: 'postgres',
     db,

@@ -4,11 +4,13 @@
  * of a created call. The query is written with the ordinary, typed Kysely builder; it is compiled with a
  * placeholder in place of each argument, and each run swaps the arguments into the compiled parameters.
  * The SQL text stays the same, so SQLite's statement cache (database.ts) and PostgreSQL see the same query.
- * On SQLite a run outside any transaction skips Kysely's executor and runs on the connection at once
- * (`DirectSqlite`): the same statement, with a few microseconds less of CPU around it.
+ * A run on a process's own instance (not a transaction) skips Kysely's executor: on SQLite it runs on the
+ * connection at once when no transaction is under way (`DirectSqlite`), on PostgreSQL on a connection of the
+ * pool (`DirectPostgres`), where a statement that returns no rows is also prepared once per connection.
  */
 import { CompiledQuery, type Compilable, type InsertQueryBuilder, type InsertResult, type QueryResult } from 'kysely';
-import { directSqliteOf, type Db } from './database.js';
+import { createHash } from 'node:crypto';
+import { directPostgresOf, directSqliteOf, type Db } from './database.js';
 
 type Slot = { readonly param: string } | { readonly value: unknown };
 
@@ -16,6 +18,14 @@ interface Compiled {
   readonly sql: string;
   readonly query: CompiledQuery['query'];
   readonly slots: readonly Slot[];
+  /** PostgreSQL's name for the statement, for one that returns no rows (see `DirectPostgres`). */
+  readonly statementName: string | undefined;
+}
+
+/** An INSERT, UPDATE or DELETE without RETURNING at its top: its result has no rows, whatever the table's columns. */
+function returnsNoRows(query: CompiledQuery['query']): boolean {
+  const kinds = ['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'];
+  return kinds.includes(query.kind) && (query as { returning?: unknown }).returning === undefined;
 }
 
 const marker = '\u0000callgate-prepared:';
@@ -59,7 +69,10 @@ export function preparedQuery<Params extends object, Row>(
     if (bound.size !== read.size || compiled.sql.includes(marker)) {
       throw new Error(`prepared query "${name}": every parameter must be passed to Kysely as a value`);
     }
-    return { sql: compiled.sql, query: compiled.query, slots };
+    const statementName = returnsNoRows(compiled.query)
+      ? `cg_${createHash('sha256').update(compiled.sql).digest('hex').slice(0, 24)}`
+      : undefined;
+    return { sql: compiled.sql, query: compiled.query, slots, statementName };
   }
 
   function compiledFor(db: Db): Compiled {
@@ -87,6 +100,11 @@ export function preparedQuery<Params extends object, Row>(
     if (direct?.free()) {
       const compiled = compiledFor(db);
       return direct.execute<Row>(compiled.sql, parametersOf(compiled, params));
+    }
+    const postgres = directPostgresOf(db);
+    if (postgres) {
+      const compiled = compiledFor(db);
+      return postgres.execute<Row>(compiled.sql, parametersOf(compiled, params), compiled.statementName);
     }
     return db.executeQuery<Row>(bind(db, params));
   };

@@ -114,4 +114,18 @@ await forEachDialect('preparedQuery', (dialect) => {
       ['acct_t1', 'acct_t2', 'acct_t4'],
     );
   });
+
+  it('keeps working after another process adds a column to its table', async () => {
+    const createdAt = new Date().toISOString();
+    const wholeAccount = preparedQuery('whole account', (db, p: { id: string }) =>
+      db.selectFrom('accounts').selectAll().where('id', '=', p.id),
+    );
+    await insertAccount(handle.db, { id: 'acct_before', name: 'Before', createdAt });
+    assert.equal((await wholeAccount(handle.db, { id: 'acct_before' })).rows.length, 1);
+    await sql`alter table accounts add column later_note text`.execute(handle.db);
+    await insertAccount(handle.db, { id: 'acct_after', name: 'After', createdAt });
+    const [row] = (await wholeAccount(handle.db, { id: 'acct_after' })).rows as Record<string, unknown>[];
+    assert.equal(row?.name, 'After');
+    assert.equal(row?.later_note, null);
+  });
 });
