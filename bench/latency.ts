@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import path from 'node:path';
 import { postgresCommitCost, sqliteCommitCost, type CommitCost, type CommitCostSettings } from './commit-cost.js';
 import {
   callBody,
@@ -65,6 +66,9 @@ async function commitCostsBeside(spec: TargetSpec, settings: CommitCostSettings,
 }
 
 export async function measureLatency(spec: TargetSpec, settings: LatencySettings, workDir: string): Promise<LatencyMeasurement> {
+  // A diagnostic, off by default (the profiler costs CPU, which the figures would include): a V8 CPU profile of
+  // the target over the measured window, latency-<label>.cpuprofile in this folder.
+  const profileDir = process.env.BENCH_LATENCY_CPU_PROF;
   return withTarget(spec, workDir, async ({ target, postgres, tokens, logFile }) => {
     const commitCosts = await commitCostsBeside(spec, { count: commitSamples, ratePerSecond: settings.ratePerSecond }, workDir);
     await probe(target, tokens[0]!);
@@ -86,10 +90,12 @@ export async function measureLatency(spec: TargetSpec, settings: LatencySettings
       {
         async onWindowOpen() {
           before = await read(target, postgres);
+          if (profileDir) await target.startProfile();
         },
       },
     );
     const after = await read(target, postgres);
+    if (profileDir) await target.stopProfile(path.join(profileDir, `latency-${spec.label.replace(/[^a-z0-9]+/gi, '-')}.cpuprofile`));
     await target.stop();
     return summarise(spec, settings, result, before!, after, commitCosts, logFile);
   });

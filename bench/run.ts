@@ -10,7 +10,8 @@
  * (20000, the dispatcher's backlog), BENCH_LATENCY_RATE (200 requests a second, open loop) for BENCH_LATENCY_S (15) after
  * BENCH_LATENCY_WARMUP_S (5), BENCH_WEBHOOK_RATE (200 outcomes a second) for BENCH_WEBHOOK_LATENCY_S (10),
  * BENCH_WEBHOOK_VERIFY_EVERY (50: every 50th signature is checked), BENCH_DISPATCHER_CPU_PROF (a folder: a V8 CPU
- * profile of the dispatcher process during the throughput phase, dispatcher-<dialect>.cpuprofile),
+ * profile of the dispatcher process during the throughput phase, dispatcher-<dialect>.cpuprofile), BENCH_LATENCY_CPU_PROF (a
+ * folder: a V8 CPU profile of each open-loop target over its measured window, latency-<label>.cpuprofile),
  * BENCH_BATCH_CREATE_RECIPIENTS (10000) posted BENCH_BATCH_CREATE_RUNS (3) times, BENCH_BATCH_RECIPIENTS (5000) dialed at
  * BENCH_BATCH_CONCURRENCY (100) with calls of BENCH_BATCH_DELAY_MS (500), BENCH_TARGETS
  * (ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,

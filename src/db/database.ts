@@ -13,6 +13,7 @@ import {
   SqliteDialect,
   sql,
   type Migration,
+  type QueryResult,
   type SqliteDatabase,
   type SqliteStatement,
 } from 'kysely';
@@ -75,15 +76,10 @@ const postgresConnectTimeoutMs = 5_000;
 /** Distinct SQL texts kept prepared; queries built with `in (…)` lists vary, so the cache is bounded. */
 const statementCacheSize = 500;
 
-/**
- * better-sqlite3 as Kysely sees it, but preparing each distinct SQL text once: Kysely asks for a new
- * statement on every query, and SQLite's parse-and-plan was a sixth of the CPU time of a created call.
- * Kysely runs one query at a time on this connection and reads results with `all` or `run`, so a cached
- * statement is never in use twice at once; streamed queries (`iterate`) get a statement of their own.
- */
-function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
+/** better-sqlite3's statements, each distinct SQL text prepared once (see `withStatementCache`). */
+function statementCache(sqlite: BetterSqlite3.Database): (sql: string) => BetterSqlite3.Statement {
   const cache = new Map<string, BetterSqlite3.Statement>();
-  const prepare = (sql: string): BetterSqlite3.Statement => {
+  return (sql) => {
     const cached = cache.get(sql);
     if (cached) return cached;
     const statement = sqlite.prepare(sql);
@@ -91,6 +87,15 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
     cache.set(sql, statement);
     return statement;
   };
+}
+
+/**
+ * better-sqlite3 as Kysely sees it, but preparing each distinct SQL text once: Kysely asks for a new
+ * statement on every query, and SQLite's parse-and-plan was a sixth of the CPU time of a created call.
+ * Kysely runs one query at a time on this connection and reads results with `all` or `run`, so a cached
+ * statement is never in use twice at once; streamed queries (`iterate`) get a statement of their own.
+ */
+function withStatementCache(sqlite: BetterSqlite3.Database, prepare: (sql: string) => BetterSqlite3.Statement): SqliteDatabase {
   return {
     close: () => sqlite.close(),
     prepare(sql: string): SqliteStatement {
@@ -104,6 +109,83 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
         run: (parameters) => (isRollback && !sqlite.inTransaction ? { changes: 0, lastInsertRowid: 0 } : statement.run(parameters)),
         iterate: (parameters) => sqlite.prepare(sql).iterate(parameters) as IterableIterator<unknown>,
       };
+    },
+  };
+}
+
+/**
+ * The SQLite connection under a process's Kysely instance, for the statements of the hot path
+ * (db/prepared.ts), which run on it directly: better-sqlite3 runs a statement synchronously, and Kysely's
+ * executor (its connection lock, the driver's layers and their promises) cost more CPU than a simple
+ * statement itself. Only the root instance has one, never a transaction's.
+ */
+export interface DirectSqlite {
+  /**
+   * True when a statement may run now: the connection is open and no transaction is under way on it. A
+   * Kysely transaction holds the one connection across awaits; a statement run directly meanwhile would
+   * become part of it, so it waits for its turn in Kysely instead.
+   */
+  free(): boolean;
+  /** Runs a statement at once and returns what Kysely's SQLite driver would. */
+  execute<Row>(sql: string, parameters: readonly unknown[]): QueryResult<Row>;
+  /** Runs `work` between BEGIN and COMMIT, synchronously, so nothing else can run inside (or roll back on a throw). */
+  transaction<T>(work: () => T): T;
+}
+
+const directSqlites = new WeakMap<Db, DirectSqlite>();
+
+export function directSqliteOf(db: Db): DirectSqlite | undefined {
+  return directSqlites.get(db);
+}
+
+function directSqlite(sqlite: BetterSqlite3.Database, prepare: (sql: string) => BetterSqlite3.Statement): DirectSqlite {
+  return {
+    free: () => sqlite.open && !sqlite.inTransaction,
+    execute<Row>(sql: string, parameters: readonly unknown[]): QueryResult<Row> {
+      const statement = prepare(sql);
+      if (statement.reader) return { rows: statement.all(parameters) as Row[] };
+      const { changes, lastInsertRowid } = statement.run(parameters);
+      return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+    },
+    transaction: (work) => sqlite.transaction(work)(),
+  };
+}
+
+/**
+ * The main pool under a process's Kysely instance on PostgreSQL, for the statements of the hot path
+ * (db/prepared.ts): it runs them as Kysely's driver does (a connection of the pool, the query, the
+ * connection back), without the layers of Kysely's executor around it. A statement given a `name` is
+ * prepared once per connection (PostgreSQL parses and plans it once, then binds and runs it), which
+ * `preparedQuery` does only for statements that return no rows: a prepared `select *` would fail once a
+ * migration of another process adds a column ("cached plan must not change result type").
+ */
+export interface DirectPostgres {
+  execute<Row>(sql: string, parameters: readonly unknown[], name: string | undefined): Promise<QueryResult<Row>>;
+}
+
+const directPostgreses = new WeakMap<Db, DirectPostgres>();
+
+export function directPostgresOf(db: Db): DirectPostgres | undefined {
+  return directPostgreses.get(db);
+}
+
+const affectingCommands = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE']);
+
+function directPostgres(pool: pg.Pool): DirectPostgres {
+  return {
+    async execute<Row>(sql: string, parameters: readonly unknown[], name: string | undefined): Promise<QueryResult<Row>> {
+      const client = await pool.connect();
+      try {
+        const values = [...parameters];
+        const { command, rowCount, rows } = await client.query(name === undefined ? { text: sql, values } : { name, text: sql, values });
+        return {
+          // As Kysely's PostgreSQL driver reports it.
+          ...(affectingCommands.has(command) ? { numAffectedRows: BigInt(rowCount ?? 0) } : {}),
+          rows: (rows ?? []) as Row[],
+        };
+      } finally {
+        client.release();
+      }
     },
   };
 }
@@ -128,7 +210,9 @@ export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}):
     sqlite.pragma('foreign_keys = ON');
     // The CLI and the server may write at the same moment; wait for the lock instead of failing.
     sqlite.pragma('busy_timeout = 5000');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const prepare = statementCache(sqlite);
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, prepare) }) });
+    directSqlites.set(db, directSqlite(sqlite, prepare));
     const checkpointer = options.backgroundCheckpoints
       ? startCheckpointer(sqlite, options.onCheckpointerError ? { onError: options.onCheckpointerError } : {})
       : undefined;
@@ -145,6 +229,7 @@ export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}):
   const pool = postgresPool(config.url, postgresPoolSize);
   const counterPool = postgresPool(config.url, counterPoolSize, '-c synchronous_commit=off');
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  directPostgreses.set(db, directPostgres(pool));
   return {
     dialect: 'postgres',
     db,

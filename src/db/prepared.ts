@@ -4,9 +4,13 @@
  * of a created call. The query is written with the ordinary, typed Kysely builder; it is compiled with a
  * placeholder in place of each argument, and each run swaps the arguments into the compiled parameters.
  * The SQL text stays the same, so SQLite's statement cache (database.ts) and PostgreSQL see the same query.
+ * A run on a process's own instance (not a transaction) skips Kysely's executor: on SQLite it runs on the
+ * connection at once when no transaction is under way (`DirectSqlite`), on PostgreSQL on a connection of the
+ * pool (`DirectPostgres`), where a statement that returns no rows is also prepared once per connection.
  */
 import { CompiledQuery, type Compilable, type InsertQueryBuilder, type InsertResult, type QueryResult } from 'kysely';
-import type { Db } from './database.js';
+import { createHash } from 'node:crypto';
+import { directPostgresOf, directSqliteOf, type Db } from './database.js';
 
 type Slot = { readonly param: string } | { readonly value: unknown };
 
@@ -14,9 +18,24 @@ interface Compiled {
   readonly sql: string;
   readonly query: CompiledQuery['query'];
   readonly slots: readonly Slot[];
+  /** PostgreSQL's name for the statement, for one that returns no rows (see `DirectPostgres`). */
+  readonly statementName: string | undefined;
+}
+
+/** An INSERT, UPDATE or DELETE without RETURNING at its top: its result has no rows, whatever the table's columns. */
+function returnsNoRows(query: CompiledQuery['query']): boolean {
+  const kinds = ['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'];
+  return kinds.includes(query.kind) && (query as { returning?: unknown }).returning === undefined;
 }
 
 const marker = '\u0000callgate-prepared:';
+
+/** A prepared query: run it with `db` (or a transaction) and its parameters, or `bind` them for `inOneTransaction`. */
+export interface PreparedQuery<Params, Row> {
+  (db: Db, params: Params): Promise<QueryResult<Row>>;
+  /** The compiled statement with these parameters, for `inOneTransaction`. */
+  bind(db: Db, params: Params): CompiledQuery<Row>;
+}
 
 /**
  * `build` gets the parameters as an object and must hand each field it reads to Kysely as a value (in
@@ -26,7 +45,7 @@ const marker = '\u0000callgate-prepared:';
 export function preparedQuery<Params extends object, Row>(
   name: string,
   build: (db: Db, params: Params) => Compilable<Row>,
-): (db: Db, params: Params) => Promise<QueryResult<Row>> {
+): PreparedQuery<Params, Row> {
   // Keyed by the dialect's adapter class: the SQL differs by dialect, not by connection or transaction.
   const cache = new Map<unknown, Compiled>();
 
@@ -50,20 +69,66 @@ export function preparedQuery<Params extends object, Row>(
     if (bound.size !== read.size || compiled.sql.includes(marker)) {
       throw new Error(`prepared query "${name}": every parameter must be passed to Kysely as a value`);
     }
-    return { sql: compiled.sql, query: compiled.query, slots };
+    const statementName = returnsNoRows(compiled.query)
+      ? `cg_${createHash('sha256').update(compiled.sql).digest('hex').slice(0, 24)}`
+      : undefined;
+    return { sql: compiled.sql, query: compiled.query, slots, statementName };
   }
 
-  return async (db, params) => {
+  function compiledFor(db: Db): Compiled {
     const adapter = db.getExecutor().adapter.constructor;
     let compiled = cache.get(adapter);
     if (!compiled) {
       compiled = compile(db);
       cache.set(adapter, compiled);
     }
+    return compiled;
+  }
+
+  function parametersOf(compiled: Compiled, params: Params): unknown[] {
     const values = params as Record<string, unknown>;
-    const parameters = compiled.slots.map((slot) => ('param' in slot ? values[slot.param] : slot.value));
-    return db.executeQuery<Row>({ ...CompiledQuery.raw(compiled.sql, parameters), query: compiled.query });
+    return compiled.slots.map((slot) => ('param' in slot ? values[slot.param] : slot.value));
+  }
+
+  function bind(db: Db, params: Params): CompiledQuery<Row> {
+    const compiled = compiledFor(db);
+    return { ...CompiledQuery.raw(compiled.sql, parametersOf(compiled, params)), query: compiled.query };
+  }
+
+  const run = async (db: Db, params: Params): Promise<QueryResult<Row>> => {
+    const direct = directSqliteOf(db);
+    if (direct?.free()) {
+      const compiled = compiledFor(db);
+      return direct.execute<Row>(compiled.sql, parametersOf(compiled, params));
+    }
+    const postgres = directPostgresOf(db);
+    if (postgres) {
+      const compiled = compiledFor(db);
+      return postgres.execute<Row>(compiled.sql, parametersOf(compiled, params), compiled.statementName);
+    }
+    return db.executeQuery<Row>(bind(db, params));
   };
+  return Object.assign(run, { bind });
+}
+
+/**
+ * Runs statements as one transaction (as part of `db` when it is a transaction). On SQLite, when no transaction
+ * is under way, that is BEGIN, the statements and COMMIT in one synchronous step on the connection (nothing
+ * else can run in between); otherwise a Kysely transaction, which waits for its turn on the connection.
+ */
+export async function inOneTransaction(db: Db, statements: readonly CompiledQuery[]): Promise<void> {
+  const direct = directSqliteOf(db);
+  if (direct?.free()) {
+    direct.transaction(() => {
+      for (const statement of statements) direct.execute(statement.sql, statement.parameters);
+    });
+    return;
+  }
+  const runAll = async (trx: Db) => {
+    for (const statement of statements) await trx.executeQuery(statement);
+  };
+  // Inside a transaction already, the statements are part of it.
+  await (db.isTransaction ? runAll(db) : db.transaction().execute(runAll));
 }
 
 /**

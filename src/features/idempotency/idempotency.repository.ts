@@ -1,6 +1,6 @@
 import { sql, type ExpressionBuilder } from 'kysely';
 import { dialectOf, type Db } from '../../db/database.js';
-import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
+import { inOneTransaction, preparedQuery, type InsertStatement, type PreparedQuery } from '../../db/prepared.js';
 import type { Database } from '../../db/schema.js';
 import type { IdempotencyKeysTable, IdempotencyRow } from './idempotency.tables.js';
 
@@ -137,10 +137,7 @@ export async function insertCompletingKey<P extends object>(
   if (dialectOf(db) === 'postgres') {
     await queries.inOneStatement(db, { ...params, ...completion });
   } else {
-    await db.transaction().execute(async (trx) => {
-      await queries.insert(trx, params);
-      await markCompletedQuery(trx, completion);
-    });
+    await inOneTransaction(db, [queries.insert.bind(db, params), markCompletedQuery.bind(db, completion)]);
   }
 }
 
@@ -159,8 +156,8 @@ const completionNames = new Set(
 );
 
 interface CompletingQueries<P> {
-  readonly insert: (db: Db, params: P) => Promise<unknown>;
-  readonly inOneStatement: (db: Db, params: P & CompletionParams) => Promise<unknown>;
+  readonly insert: PreparedQuery<P, unknown>;
+  readonly inOneStatement: PreparedQuery<P & CompletionParams, unknown>;
 }
 
 // Prepared once per insert statement (and dialect): every created resource with a key runs one of them.
