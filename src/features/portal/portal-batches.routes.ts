@@ -6,6 +6,7 @@ import fastifyMultipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { decodeUtf8 } from '../../lib/csv.js';
 import { listAgents } from '../agents/agents.service.js';
 import { listApiKeys } from '../api-keys/api-keys.service.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
@@ -20,7 +21,7 @@ import {
   type BatchAction,
 } from '../batches/batches.service.js';
 import type { BatchStatus } from '../batches/batches.tables.js';
-import { decodeCsv, parseRecipientsCsv, type CsvProblem } from '../batches/recipients-csv.js';
+import { parseRecipientsCsv, type CsvProblem } from '../batches/recipients-csv.js';
 import { createBatchOnce } from './portal-batches.service.js';
 import { isFormToken, newFormToken } from './portal-keys.service.js';
 import { frameUser, isPlainId, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
@@ -101,7 +102,7 @@ async function flattenMultipart(request: FastifyRequest): Promise<void> {
     } else if (part?.type === 'file') {
       const bytes = part._buf ?? Buffer.alloc(0);
       if (bytes.length === 0 && !part.filename) continue;
-      body[name] = decodeCsv(bytes);
+      body[name] = decodeUtf8(bytes);
     }
   }
   request.body = body;
