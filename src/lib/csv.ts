@@ -7,6 +7,12 @@
  */
 import { CsvError, parse } from 'csv-parse/sync';
 
+/** A fault of a CSV file that the person who sent it must fix, with its line (0: the file as a whole). */
+export interface CsvProblem {
+  readonly line: number;
+  readonly message: string;
+}
+
 export interface CsvRow {
   /** 1-based line of the text where the row starts (a quoted value may carry it over several). */
   readonly line: number;

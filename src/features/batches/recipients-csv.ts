@@ -4,16 +4,10 @@
  * rules of POST /v1/batches and every fault is reported with its line, so a file is fixed in one go;
  * a file with any fault gives no recipients at all.
  */
-import { readCsv } from '../../lib/csv.js';
+import { readCsv, type CsvProblem } from '../../lib/csv.js';
 import { e164Pattern, metadataKeyMaxLength } from '../calls/calls.schemas.js';
 import { metadataSizeProblem } from '../calls/calls.service.js';
 import { recipientsMax, referenceMaxLength, type CreateBatchBody } from './batches.schemas.js';
-
-export interface CsvProblem {
-  /** 1-based line of the file where the faulty record starts (0: the file as a whole). */
-  readonly line: number;
-  readonly message: string;
-}
 
 export type RecipientsCsvResult =
   | { readonly kind: 'ok'; readonly recipients: CreateBatchBody['recipients'] }

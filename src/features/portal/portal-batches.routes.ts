@@ -6,7 +6,7 @@ import fastifyMultipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { decodeUtf8 } from '../../lib/csv.js';
+import { decodeUtf8, type CsvProblem } from '../../lib/csv.js';
 import { listAgents } from '../agents/agents.service.js';
 import { listApiKeys } from '../api-keys/api-keys.service.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
@@ -30,7 +30,7 @@ import {
   type BatchAction,
 } from '../batches/batches.service.js';
 import type { BatchStatus } from '../batches/batches.tables.js';
-import { parseRecipientsCsv, type CsvProblem } from '../batches/recipients-csv.js';
+import { parseRecipientsCsv } from '../batches/recipients-csv.js';
 import { createBatchOnce } from './portal-batches.service.js';
 import { isFormToken, newFormToken } from './portal-keys.service.js';
 import { frameUser, isPlainId, matchFieldShapes, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';

@@ -15,7 +15,7 @@ import {
 import { recipientZone, weekdays } from '../../batches/calling-window.js';
 import type { BatchStatus, RecipientStatus } from '../../batches/batches.tables.js';
 import { callingWindowInWords, retryInWords } from '../../batches/batch-words.js';
-import type { CsvProblem } from '../../batches/recipients-csv.js';
+import type { CsvProblem } from '../../../lib/csv.js';
 import { badge, copyable, csrfField, portalPath, table, time } from './components.js';
 import { html, type SafeHtml } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';
