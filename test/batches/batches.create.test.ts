@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { apiGet, createBatch, numbers, postBatch, readBatch, recipientsFor } from '../support/batch-client.js';
+import { apiGet, batchFields, createBatch, numbers, postBatch, readBatch, recipientsFor } from '../support/batch-client.js';
 
 await forEachDialect('POST /v1/batches', (dialect) => {
   let t: TestApp;
@@ -48,19 +48,7 @@ await forEachDialect('POST /v1/batches', (dialect) => {
     assert.deepEqual(batch.counts, { total: 3, queued: 3, dialing: 0, in_progress: 0, completed: 0, failed: 0, cancelled: 0 });
     assert.equal(batch.completed_at, null);
     assert.equal(batch.scheduled_at, batch.created_at);
-    assert.deepEqual(Object.keys(batch).sort(), [
-      'agent_id',
-      'calling_window',
-      'completed_at',
-      'counts',
-      'created_at',
-      'id',
-      'max_concurrency',
-      'name',
-      'retry',
-      'scheduled_at',
-      'status',
-    ]);
+    assert.deepEqual(Object.keys(batch).sort(), batchFields);
     assert.equal(batch.calling_window, null);
     assert.equal(batch.retry, null);
     assert.deepEqual(await readBatch(t, batch.id), batch);

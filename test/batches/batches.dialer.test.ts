@@ -8,12 +8,11 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
 import { err } from '../../src/lib/result.js';
-import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import type { ProviderFailure, VoiceProvider } from '../../src/features/providers/provider.interface.js';
 import { createSimulatorProvider, simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { forEachDialect } from '../support/dialects.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { allRecipients, apiPost, createBatch, numbers, readBatch } from '../support/batch-client.js';
+import type { TestApp } from '../support/test-app.js';
+import { allRecipients, apiPost, createBatch, dialerPass, numbers, readBatch, startHandRunDialer } from '../support/batch-client.js';
 
 const hour = 3600_000;
 /** The simulator's call length in these tests (CALLGATE_SIMULATOR_DELAY_MS of test-app). */
@@ -38,27 +37,12 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
   let t: TestApp;
 
   before(async () => {
-    const never = 24 * hour;
-    t = await startTestApp(dialect, {
-      overrides: {
-        clock,
-        providers: createProviderRegistry({ simulator: provider }),
-        random: () => 0.5,
-        dialerSweepIntervalMs: never,
-        monitorSweepIntervalMs: never,
-        dispatcherSweepIntervalMs: never,
-      },
-    });
-    t.services.jobs.start([t.services.batchDialer.name, t.services.callMonitor.name]);
+    t = await startHandRunDialer(dialect, { clock, provider, random: () => 0.5 });
   });
   after(async () => t.close());
 
   const dialer = () => t.services.batchDialer;
-  /** One dialer pass and the dials it started. */
-  const pass = async () => {
-    await dialer().pass();
-    await dialer().idle();
-  };
+  const pass = () => dialerPass(t);
   /** The simulated calls under way end: time moves past them and the monitor records their outcomes. */
   const endCalls = async () => {
     clock.advance(callMs);

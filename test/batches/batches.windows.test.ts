@@ -7,12 +7,20 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
-import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import type { VoiceProvider } from '../../src/features/providers/provider.interface.js';
 import { createSimulatorProvider, simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { forEachDialect } from '../support/dialects.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { allRecipients, apiGet, createBatch, numbers, postBatch, readBatch } from '../support/batch-client.js';
+import type { TestApp } from '../support/test-app.js';
+import {
+  allRecipients,
+  apiGet,
+  createBatch,
+  dialerPass,
+  numbers,
+  postBatch,
+  readBatch,
+  startHandRunDialer,
+} from '../support/batch-client.js';
 
 const hour = 3600_000;
 const minute = 60_000;
@@ -36,25 +44,11 @@ await forEachDialect('Calling windows and retries of batches', (dialect) => {
   let t: TestApp;
 
   before(async () => {
-    const never = 24 * hour;
-    t = await startTestApp(dialect, {
-      overrides: {
-        clock,
-        providers: createProviderRegistry({ simulator: provider }),
-        random: () => 0.5,
-        dialerSweepIntervalMs: never,
-        monitorSweepIntervalMs: never,
-        dispatcherSweepIntervalMs: never,
-      },
-    });
-    t.services.jobs.start([t.services.batchDialer.name, t.services.callMonitor.name]);
+    t = await startHandRunDialer(dialect, { clock, provider, random: () => 0.5 });
   });
   after(async () => t.close());
 
-  const pass = async () => {
-    await t.services.batchDialer.pass();
-    await t.services.batchDialer.idle();
-  };
+  const pass = () => dialerPass(t);
   const endCalls = async () => {
     clock.advance(callMs);
     await t.services.callMonitor.sweep();

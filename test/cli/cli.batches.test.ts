@@ -9,24 +9,11 @@ import { after, before, describe, it } from 'node:test';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { until } from '../support/wait.js';
-import { apiGet, createBatch, numbers, readBatch } from '../support/batch-client.js';
+import { apiGet, batchFields, createBatch, numbers, readBatch } from '../support/batch-client.js';
 import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
 
-const batchKeys = [
-  'account_id',
-  'agent_id',
-  'calling_window',
-  'completed_at',
-  'counts',
-  'created_at',
-  'id',
-  'max_concurrency',
-  'mode',
-  'name',
-  'retry',
-  'scheduled_at',
-  'status',
-];
+/** The API's batch fields, and the CLI's two more: the owner's account and the mode. */
+const batchKeys = [...batchFields, 'account_id', 'mode'].sort();
 
 /** The API's batch inside the CLI's: the CLI adds the owner's account and the mode, nothing else. */
 function apiPart(batch: Record<string, any>): Record<string, any> {
@@ -170,9 +157,12 @@ await forEachDialect('callgate batches CLI', (dialect) => {
     assert.match(text.stdout, /recipients: +25 in all: 25 queued, 0 dialing, 0 in progress, 0 completed, 0 failed, 0 cancelled\n/);
     assert.match(
       text.stdout,
-      /\nThe first 20 of 25 recipients, in the order sent:\n# +ID +TO +REFERENCE +STATUS +CALL +FAILURE +UPDATED\n/,
+      /\nThe first 20 of 25 recipients, in the order sent:\n# +ID +TO +REFERENCE +STATUS +ATTEMPTS +NEXT ATTEMPT +CALL +FAILURE +UPDATED\n/,
     );
-    assert.match(text.stdout, new RegExp(`\n1 +rcp_[0-9a-z]{26} +\\${testNumbers[0]} +ref-0 +queued +- +- +`));
+    assert.match(text.stdout, /calling window: +none: recipients are dialed at any hour\n/);
+    assert.match(text.stdout, /retries: +none: one dial per recipient\n/);
+    const first = shown.recipients.data[0];
+    assert.match(text.stdout, new RegExp(`\n1 +rcp_[0-9a-z]{26} +\\${testNumbers[0]} +ref-0 +queued +0 +${first.next_attempt_at} +- +- +`));
     assert.match(text.stdout, new RegExp(`\n20 +rcp_[0-9a-z]{26} +\\${testNumbers[19]} +ref-19 +queued `));
     assert.doesNotMatch(text.stdout, new RegExp(`\\${testNumbers[20]}`));
     assert.match(
@@ -189,6 +179,45 @@ await forEachDialect('callgate batches CLI', (dialect) => {
     assert.match(liveText.stdout, new RegExp(`^Batch ${live.id} \\(live mode\\) of account ${accountId}\n`));
     assert.match(liveText.stdout, /\nAll 3 recipients, in the order sent:\n/);
     assert.doesNotMatch(liveText.stdout, /The others/);
+  });
+
+  it('batches show says the calling window and the retries in words, and when a held recipient is dialed', async () => {
+    const held = await createBatch(
+      t,
+      numbers(2, 6000),
+      {
+        calling_window: {
+          start: '09:00',
+          end: '17:30',
+          days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sun'],
+          time_zone: 'recipient',
+          fallback_time_zone: 'America/New_York',
+        },
+        retry: { on: ['busy'], max_attempts: 3, delay_minutes: 90 },
+      },
+      { token: testToken },
+    );
+    const shown = await runJson(env, ['batches', 'show', held.id]);
+    assert.deepEqual(apiPart(shown), await readBatch(t, held.id, testToken));
+    const text = await runCli(env, ['batches', 'show', held.id]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(
+      text.stdout,
+      /calling window: +09:00–17:30, mon–fri, sun, in each recipient's time zones, from its number \(America\/New_York for a number of no known zone\)\n/,
+    );
+    assert.match(text.stdout, /retries: +a busy recipient is dialed again 90 minutes later, up to 3 dials in all\n/);
+    shown.recipients.data.forEach((recipient: Record<string, any>, index: number) => {
+      assert.ok(recipient.next_attempt_at, 'a queued recipient says when it is dialed');
+      assert.match(
+        text.stdout,
+        new RegExp(`\n${index + 1} +${recipient.id} +\\${recipient.to} +ref-${index} +queued +0 +${recipient.next_attempt_at} +- +- +`),
+      );
+    });
+    const hourly = await createBatch(t, numbers(1, 6100), { retry: { max_attempts: 2, delay_minutes: 120 } }, { token: testToken });
+    assert.match(
+      (await runCli(env, ['batches', 'show', hourly.id])).stdout,
+      /retries: +a busy or unanswered recipient is dialed again 2 hours later, up to 2 dials in all\n/,
+    );
   });
 
   it('batches cancel ends what was not dialed, as POST /v1/batches/{id}/cancel does; twice changes nothing', async () => {
@@ -266,6 +295,6 @@ await forEachDialect('callgate batches CLI', (dialect) => {
     assert.match(recipient.call_id, /^call_/);
     const text = await runCli(env, ['batches', 'show', done.id]);
     assert.match(text.stdout, /\nIts recipient, in the order sent:\n/);
-    assert.match(text.stdout, new RegExp(`\n1 +rcp_[0-9a-z]{26} +\\+14155555000 +ref-0 +completed +${recipient.call_id} +- +`));
+    assert.match(text.stdout, new RegExp(`\n1 +rcp_[0-9a-z]{26} +\\+14155555000 +ref-0 +completed +1 +- +${recipient.call_id} +- +`));
   });
 });

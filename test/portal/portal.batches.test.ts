@@ -24,11 +24,13 @@ interface FilePart {
 }
 
 /** A multipart/form-data body as a browser sends the batch form (fields, then the file). */
-function multipartBody(fields: Record<string, string>, file?: FilePart): { payload: Buffer; contentType: string } {
+function multipartBody(fields: Record<string, string | string[]>, file?: FilePart): { payload: Buffer; contentType: string } {
   const boundary = '----callgateTestBoundary7MA4YWxkTrZu0gW';
   const chunks: Buffer[] = [];
-  for (const [name, value] of Object.entries(fields)) {
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+  for (const [name, values] of Object.entries(fields)) {
+    for (const value of [values].flat()) {
+      chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+    }
   }
   if (file) {
     chunks.push(
@@ -65,7 +67,7 @@ await forEachDialect('Portal batches', (dialect) => {
     return { csrf: csrfOf(page.body), formToken: formTokenOf(page.body), page: page.body };
   }
 
-  function postMultipart(fields: Record<string, string>, file?: FilePart): Promise<LightMyRequestResponse> {
+  function postMultipart(fields: Record<string, string | string[]>, file?: FilePart): Promise<LightMyRequestResponse> {
     const { payload, contentType } = multipartBody(fields, file);
     return t.inject({
       method: 'POST',
@@ -85,7 +87,7 @@ await forEachDialect('Portal batches', (dialect) => {
     return Number(row.n);
   }
 
-  const formFields = (form: { csrf: string; formToken: string }, extra: Record<string, string> = {}) => ({
+  const formFields = (form: { csrf: string; formToken: string }, extra: Record<string, string | string[]> = {}) => ({
     _csrf: form.csrf,
     form_token: form.formToken,
     api_key_id: t.seed.keyId,
@@ -300,6 +302,120 @@ await forEachDialect('Portal batches', (dialect) => {
     assert.ok(second.body.includes(numbers(1, 6059)[0]!));
     assert.ok(!second.body.includes(numbers(1, 6049)[0]!));
     assert.match(second.body, /← First recipients/);
+  });
+
+  it('creates a batch with a calling window and retries from the form, refusing a faulty one with the service`s reasons', async () => {
+    const form = await loadForm();
+    assert.match(form.page, /name="window_start" type="time"/);
+    assert.match(form.page, /name="retry_on" value="busy" checked/);
+    const windowFields = {
+      window_start: '09:00',
+      window_end: '17:30',
+      window_days: ['mon', 'tue', 'wed', 'thu', 'fri'],
+      window_time_zone: 'recipient',
+      window_fallback_time_zone: 'America/New_York',
+      retry_on: 'busy',
+      retry_max_attempts: '3',
+      retry_delay_minutes: '90',
+      scheduled_at: tomorrow().slice(0, 19),
+    };
+    const csv = { name: 'csv_file', filename: 'window.csv', content: 'to,reference\n+14155550500,a\n+442071838750,b\n' };
+    const before = await batchCount();
+    const refusals: [Record<string, string | string[]>, RegExp][] = [
+      [
+        { window_end: '08:00' },
+        /The window&#39;s end must come after the window&#39;s start \(09:00\); a window cannot run across midnight\./,
+      ],
+      [{ window_fallback_time_zone: '' }, /The fallback time zone is required with time zone recipient/],
+      [{ window_time_zone: 'Mars/Olympus' }, /The time zone must be an IANA time zone such as America\/New_York/],
+      [{ window_start: '' }, /The window&#39;s start must be a time of day as HH:MM/],
+      [{ retry_max_attempts: '9' }, /Dials per recipient must be a whole number from 1 to 5\./],
+      [{ retry_delay_minutes: '0' }, /Minutes between dials must be a whole number from 1 to 1440\./],
+      [{ retry_on: [] }, /Tick busy, no answer or both/],
+    ];
+    for (const [change, message] of refusals) {
+      const refused = await postMultipart(formFields(form, { ...windowFields, ...change }), csv);
+      assert.equal(refused.statusCode, 400, JSON.stringify(change));
+      assert.match(refused.body, message);
+      // The form comes back as it was sent.
+      assert.match(refused.body, /name="window_days" value="tue" checked/);
+      assert.doesNotMatch(refused.body, /name="window_days" value="sat" checked/);
+    }
+    assert.equal(await batchCount(), before, 'nothing made');
+
+    const created = await postMultipart(formFields(form, windowFields), csv);
+    assert.equal(created.statusCode, 303, created.body);
+    const id = /batch_[A-Za-z0-9]+/.exec(created.headers.location as string)![0];
+    const batch = await readBatch(t, id);
+    assert.deepEqual(batch.calling_window, {
+      start: '09:00',
+      end: '17:30',
+      days: ['mon', 'tue', 'wed', 'thu', 'fri'],
+      time_zone: 'recipient',
+      fallback_time_zone: 'America/New_York',
+    });
+    assert.deepEqual(batch.retry, { on: ['busy'], max_attempts: 3, delay_minutes: 90 });
+    const page = (await client.get(`/developers/batches/${id}`)).body;
+    assert.match(
+      page,
+      /<dt>Calling window<\/dt><dd>09:00–17:30, mon–fri, in each recipient&#39;s time zones, from its number \(America\/New_York for a number of no known zone\)<\/dd>/,
+    );
+    assert.match(page, /<dt>Retries<\/dt><dd>a busy recipient is dialed again 90 minutes later, up to 3 dials in all<\/dd>/);
+    // Each recipient shows when its own window lets it be dialed.
+    for (const recipient of await allRecipients(t, id)) {
+      assert.ok(recipient.next_attempt_at >= batch.scheduled_at);
+      assert.ok(page.includes(`<time datetime="${recipient.next_attempt_at}">`));
+    }
+
+    // Without window or retries, the page says so; an empty window and 1 dial send neither.
+    const plain = await loadForm();
+    const plainCreated = await postMultipart(
+      formFields(plain, { scheduled_at: tomorrow().slice(0, 19), window_days: [], retry_on: ['busy', 'no_answer'] }),
+      csv,
+    );
+    const plainId = /batch_[A-Za-z0-9]+/.exec(plainCreated.headers.location as string)![0];
+    assert.deepEqual([(await readBatch(t, plainId)).calling_window, (await readBatch(t, plainId)).retry], [null, null]);
+    const plainPage = (await client.get(`/developers/batches/${plainId}`)).body;
+    assert.match(plainPage, /<dt>Calling window<\/dt><dd>none: recipients are dialed at any hour<\/dd>/);
+    assert.match(plainPage, /<dt>Retries<\/dt><dd>none: one dial per recipient<\/dd>/);
+  });
+
+  it('shows a retried recipient`s attempts, its next attempt while it waits, and every call it became', async () => {
+    const batch = await createBatch(t, [simulatorMagicNumbers.busy], { retry: { on: ['busy'], max_attempts: 2, delay_minutes: 1 } });
+    const here = `/developers/batches/${batch.id}`;
+    const waiting = await until('the first attempt to end busy', async () => {
+      const [recipient] = await allRecipients(t, batch.id);
+      return recipient!.attempts === 1 && recipient!.status === 'queued' ? recipient! : undefined;
+    });
+    const cell = (page: string, label: string) =>
+      new RegExp(`<td data-label="${label}"[^>]*><div class="cell">(.*?)</div></td>`, 's').exec(page)?.[1];
+    const first = (await client.get(here)).body;
+    assert.equal(cell(first, 'Attempts'), '1');
+    assert.equal(cell(first, 'Calls'), `<a href="/developers/calls/${waiting.call_ids[0]}"><code>${waiting.call_ids[0]}</code></a>`);
+    assert.equal(
+      cell(first, 'Next attempt'),
+      `<time datetime="${waiting.next_attempt_at}">${waiting.next_attempt_at.replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC')}</time>`,
+    );
+
+    // The delay is a minute: it is made to have passed, and the dialer takes the recipient again.
+    await t.services.db
+      .updateTable('batch_recipients')
+      .set({ next_attempt_at: new Date().toISOString() })
+      .where('id', '=', waiting.id)
+      .execute();
+    const final = await until('the second attempt to end', async () => {
+      const [recipient] = await allRecipients(t, batch.id);
+      return recipient!.status === 'failed' ? recipient! : undefined;
+    });
+    assert.equal(final.attempts, 2);
+    assert.equal(final.call_ids.length, 2);
+    const last = (await client.get(here)).body;
+    assert.equal(cell(last, 'Attempts'), '2');
+    assert.equal(
+      cell(last, 'Calls'),
+      final.call_ids.map((callId: string) => `<a href="/developers/calls/${callId}"><code>${callId}</code></a>`).join('<br>'),
+    );
+    assert.match(cell(last, 'Next attempt')!, /muted">—/);
   });
 
   it('pauses, resumes and cancels with buttons valid for the state shown; a refused action is a clear message, not a 500', async () => {

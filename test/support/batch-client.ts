@@ -1,7 +1,55 @@
 /** Small readers and writers of the batches API for the batch tests, through the real app (inject). */
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
-import type { TestApp } from './test-app.js';
+import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
+import type { VoiceProvider } from '../../src/features/providers/provider.interface.js';
+import type { ManualClock } from '../../src/lib/clock.js';
+import { startTestApp, type TestApp } from './test-app.js';
+import type { Dialect } from './test-database.js';
+
+/** A batch's fields as the API answers it, sorted. */
+export const batchFields = [
+  'agent_id',
+  'calling_window',
+  'completed_at',
+  'counts',
+  'created_at',
+  'id',
+  'max_concurrency',
+  'name',
+  'retry',
+  'scheduled_at',
+  'status',
+];
+
+/**
+ * The app on `clock` with `provider` as its simulator, the batch dialer and the call monitor started but
+ * passing only when a test asks (their sweeps never come by themselves within a test).
+ */
+export async function startHandRunDialer(
+  dialect: Dialect,
+  options: { readonly clock: ManualClock; readonly provider: VoiceProvider; readonly random?: () => number },
+): Promise<TestApp> {
+  const never = 24 * 3600_000;
+  const t = await startTestApp(dialect, {
+    overrides: {
+      clock: options.clock,
+      providers: createProviderRegistry({ simulator: options.provider }),
+      ...(options.random ? { random: options.random } : {}),
+      dialerSweepIntervalMs: never,
+      monitorSweepIntervalMs: never,
+      dispatcherSweepIntervalMs: never,
+    },
+  });
+  t.services.jobs.start([t.services.batchDialer.name, t.services.callMonitor.name]);
+  return t;
+}
+
+/** One dialer pass and the dials it started. */
+export async function dialerPass(t: TestApp): Promise<void> {
+  await t.services.batchDialer.pass();
+  await t.services.batchDialer.idle();
+}
 
 /** `count` distinct valid numbers, +1415555 followed by four digits from `first`. */
 export function numbers(count: number, first = 1000): string[] {
@@ -12,14 +60,24 @@ export function recipientsFor(tos: readonly string[]): { to: string; reference: 
   return tos.map((to, index) => ({ to, reference: `ref-${index}`, metadata: { customer_name: `Customer ${index}`, n: index } }));
 }
 
-export function postBatch(
+/** A POST of a JSON body to the API with a Bearer key (the seed's by default) and an optional Idempotency-Key. */
+export function postApi(
   t: TestApp,
+  url: string,
   body: unknown,
   options: { token?: string; idempotencyKey?: string } = {},
 ): Promise<LightMyRequestResponse> {
   const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${options.token ?? t.seed.token}` };
   if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
-  return t.inject({ method: 'POST', url: '/v1/batches', headers, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+  return t.inject({ method: 'POST', url, headers, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+}
+
+export function postBatch(
+  t: TestApp,
+  body: unknown,
+  options: { token?: string; idempotencyKey?: string } = {},
+): Promise<LightMyRequestResponse> {
+  return postApi(t, '/v1/batches', body, options);
 }
 
 /** Creates a batch of the seed agent (or `agent_id` in `extra`) and returns it; fails the test otherwise. */

@@ -1,5 +1,6 @@
 /** Small readers and writers of the suppressions API for the tests, through the real app (inject). */
 import type { LightMyRequestResponse } from 'fastify';
+import { postApi } from './batch-client.js';
 import type { TestApp } from './test-app.js';
 
 export function postSuppression(
@@ -7,9 +8,7 @@ export function postSuppression(
   body: unknown,
   options: { token?: string; idempotencyKey?: string } = {},
 ): Promise<LightMyRequestResponse> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${options.token ?? t.seed.token}` };
-  if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
-  return t.inject({ method: 'POST', url: '/v1/suppressions', headers, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+  return postApi(t, '/v1/suppressions', body, options);
 }
 
 export function deleteSuppression(t: TestApp, to: string, token = t.seed.token): Promise<LightMyRequestResponse> {

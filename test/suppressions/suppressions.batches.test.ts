@@ -7,15 +7,14 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
-import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
+import type { VoiceProvider } from '../../src/features/providers/provider.interface.js';
 import { createSimulatorProvider } from '../../src/features/providers/simulator.provider.js';
 import { forEachDialect } from '../support/dialects.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { allRecipients, createBatch, numbers, readBatch } from '../support/batch-client.js';
+import type { TestApp } from '../support/test-app.js';
+import { allRecipients, createBatch, dialerPass, numbers, readBatch, startHandRunDialer } from '../support/batch-client.js';
 import { deleteSuppression, postSuppression } from '../support/suppression-client.js';
 import { until } from '../support/wait.js';
 
-const hour = 3600_000;
 const callMs = 50;
 
 await forEachDialect('Suppressed recipients of a batch', (dialect) => {
@@ -25,32 +24,18 @@ await forEachDialect('Suppressed recipients of a batch', (dialect) => {
   let t: TestApp;
 
   before(async () => {
-    const never = 24 * hour;
-    t = await startTestApp(dialect, {
-      overrides: {
-        clock,
-        providers: createProviderRegistry({
-          simulator: {
-            ...simulator,
-            placeCall: (request) => {
-              dialed.push(request.to);
-              return simulator.placeCall(request);
-            },
-          },
-        }),
-        dialerSweepIntervalMs: never,
-        monitorSweepIntervalMs: never,
-        dispatcherSweepIntervalMs: never,
+    const provider: VoiceProvider = {
+      ...simulator,
+      placeCall: (request) => {
+        dialed.push(request.to);
+        return simulator.placeCall(request);
       },
-    });
-    t.services.jobs.start([t.services.batchDialer.name, t.services.callMonitor.name]);
+    };
+    t = await startHandRunDialer(dialect, { clock, provider });
   });
   after(async () => t.close());
 
-  const pass = async () => {
-    await t.services.batchDialer.pass();
-    await t.services.batchDialer.idle();
-  };
+  const pass = () => dialerPass(t);
   /**
    * Passes until the batch's recipients are in these states: a batch's creation and a recipient failed at
    * its turn wake the dialer, whose own pass may run beside the test's.

@@ -4,16 +4,10 @@
  * rules of POST /v1/batches and every fault is reported with its line, so a file is fixed in one go;
  * a file with any fault gives no recipients at all.
  */
-import { parse } from 'csv-parse/sync';
+import { readCsv, type CsvProblem } from '../../lib/csv.js';
 import { e164Pattern, metadataKeyMaxLength } from '../calls/calls.schemas.js';
 import { metadataSizeProblem } from '../calls/calls.service.js';
 import { recipientsMax, referenceMaxLength, type CreateBatchBody } from './batches.schemas.js';
-
-export interface CsvProblem {
-  /** 1-based line of the file where the faulty record starts (0: the file as a whole). */
-  readonly line: number;
-  readonly message: string;
-}
 
 export type RecipientsCsvResult =
   | { readonly kind: 'ok'; readonly recipients: CreateBatchBody['recipients'] }
@@ -22,50 +16,12 @@ export type RecipientsCsvResult =
 const e164 = new RegExp(e164Pattern);
 const toColumns = ['to', 'phone'];
 
-/** The file's bytes as text: UTF-8 (a byte order mark is dropped), or null when it is not UTF-8. */
-export function decodeCsv(bytes: Uint8Array): string | null {
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    return null;
-  }
-}
-
-interface CsvRecord {
-  readonly cells: string[];
-  readonly line: number;
-}
-
-/** The records of the text with the line each starts on, or the fault that stopped the reading. */
-function readRecords(text: string): CsvRecord[] | CsvProblem {
-  // One kind of line break, so that csv-parse counts lines as an editor does (it counts CR LF inside a
-  // quoted value as two); a line break inside a quoted value becomes LF.
-  const normalised = text.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
-  let rows: { record: string[]; info: { lines: number } }[];
-  try {
-    rows = parse(normalised, {
-      info: true,
-      relax_column_count: true,
-      relax_quotes: true,
-      skip_empty_lines: true,
-      skip_records_with_empty_values: true,
-    }) as unknown as { record: string[]; info: { lines: number } }[];
-  } catch (error) {
-    const line = typeof (error as { lines?: unknown }).lines === 'number' ? (error as { lines: number }).lines : 0;
-    const reason = error instanceof Error ? error.message.replace(/^[A-Za-z ]+: /, '') : String(error);
-    return { line, message: `the file could not be read from here on (${reason}).` };
-  }
-  return rows.map(({ record, info }) => ({
-    cells: record.map((cell) => cell.trim()),
-    // `lines` is where the record ends; a quoted value may span several.
-    line: info.lines - record.reduce((breaks, cell) => breaks + (cell.match(/\n/g)?.length ?? 0), 0),
-  }));
-}
-
 export function parseRecipientsCsv(text: string): RecipientsCsvResult {
-  const read = readRecords(text);
-  if (!Array.isArray(read)) return { kind: 'invalid', problems: [read] };
-  const [header, ...records] = read;
+  const read = readCsv(text);
+  if (!read.ok)
+    return { kind: 'invalid', problems: [{ line: read.line, message: `${read.message}; the file could not be read from here on.` }] };
+  // A line of empty values (only separators) is left out as a blank one.
+  const [header, ...records] = read.rows.filter((row) => row.cells.some((cell) => cell !== ''));
   if (!header) return { kind: 'invalid', problems: [{ line: 0, message: 'the file is empty: it needs a header line with a to column.' }] };
 
   const problems: CsvProblem[] = [];

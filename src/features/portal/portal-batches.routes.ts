@@ -6,10 +6,20 @@ import fastifyMultipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { decodeUtf8, type CsvProblem } from '../../lib/csv.js';
 import { listAgents } from '../agents/agents.service.js';
 import { listApiKeys } from '../api-keys/api-keys.service.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
-import { maxConcurrencyLimit, nameMaxLength, type Batch, type CreateBatchBody } from '../batches/batches.schemas.js';
+import {
+  maxAttemptsLimit,
+  maxConcurrencyLimit,
+  nameMaxLength,
+  retryDelayMinutesLimit,
+  retryReasons,
+  type Batch,
+  type CreateBatchBody,
+} from '../batches/batches.schemas.js';
+import { recipientZone, weekdays } from '../batches/calling-window.js';
 import {
   batchModes,
   changeBatch,
@@ -20,10 +30,10 @@ import {
   type BatchAction,
 } from '../batches/batches.service.js';
 import type { BatchStatus } from '../batches/batches.tables.js';
-import { decodeCsv, parseRecipientsCsv, type CsvProblem } from '../batches/recipients-csv.js';
+import { parseRecipientsCsv } from '../batches/recipients-csv.js';
 import { createBatchOnce } from './portal-batches.service.js';
 import { isFormToken, newFormToken } from './portal-keys.service.js';
-import { frameUser, isPlainId, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { frameUser, isPlainId, matchFieldShapes, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { BatchForm, BatchesQuery, BatchQuery, EmptyForm, IdParams } from './portal.schemas.js';
 import { portalPath } from './views/components.js';
 import { errorPage } from './views/errors.view.js';
@@ -79,32 +89,36 @@ function scheduledAtOf(text: string): string | undefined {
 }
 
 /**
- * A multipart form as the portal's other forms arrive: each field's text (the first, if sent twice), and
- * the file as its text (null when it is not UTF-8; absent when none was chosen). A value cut at a limit
- * is refused whole (413), never read in part.
+ * A multipart form as the portal's other forms arrive: each field's text, or its texts when sent several
+ * times (then shaped by the schema as for an urlencoded form: the first for a text, a list for
+ * checkboxes), and the file as its text (null when it is not UTF-8; absent when none was chosen). A value
+ * cut at a limit is refused whole (413), never read in part.
  */
 async function flattenMultipart(request: FastifyRequest): Promise<void> {
   if (!request.isMultipart()) return;
   const parts = (request.body ?? {}) as Record<string, unknown>;
   const body: Record<string, unknown> = {};
   for (const [name, entry] of Object.entries(parts)) {
-    const part = (Array.isArray(entry) ? entry[0] : entry) as {
+    const sent = (Array.isArray(entry) ? entry : [entry]) as {
       type?: string;
       value?: unknown;
       valueTruncated?: boolean;
       filename?: string;
       _buf?: Buffer;
-    };
+    }[];
+    const part = sent[0];
     if (part?.type === 'field') {
-      if (part.valueTruncated) throw Object.assign(new Error(`form field ${name} too large`), { statusCode: 413 });
-      body[name] = typeof part.value === 'string' ? part.value : '';
+      if (sent.some((field) => field.valueTruncated)) throw Object.assign(new Error(`form field ${name} too large`), { statusCode: 413 });
+      const texts = sent.map((field) => (typeof field.value === 'string' ? field.value : ''));
+      body[name] = texts.length === 1 ? texts[0] : texts;
     } else if (part?.type === 'file') {
       const bytes = part._buf ?? Buffer.alloc(0);
       if (bytes.length === 0 && !part.filename) continue;
-      body[name] = decodeCsv(bytes);
+      body[name] = decodeUtf8(bytes);
     }
   }
   request.body = body;
+  await matchFieldShapes(request);
 }
 
 export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
@@ -201,7 +215,7 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
   await app.register(async (form) => {
     await form.register(fastifyMultipart, {
       attachFieldsToBody: true,
-      limits: { fileSize: csvMaxBytes, fieldSize: csvMaxBytes, files: 1, fields: 20, parts: 21, headerPairs: 100 },
+      limits: { fileSize: csvMaxBytes, fieldSize: csvMaxBytes, files: 1, fields: 40, parts: 41, headerPairs: 100 },
     });
     form.addHook('preValidation', flattenMultipart);
     form.setErrorHandler((error, request, reply) => {
@@ -231,6 +245,14 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
       name: form.name.trim(),
       scheduledAt: form.scheduled_at.trim(),
       maxConcurrency: form.max_concurrency.trim(),
+      windowStart: form.window_start.trim(),
+      windowEnd: form.window_end.trim(),
+      windowDays: form.window_days,
+      windowTimeZone: form.window_time_zone.trim(),
+      windowFallbackTimeZone: form.window_fallback_time_zone.trim(),
+      retryOn: form.retry_on,
+      retryMaxAttempts: form.retry_max_attempts.trim(),
+      retryDelayMinutes: form.retry_delay_minutes.trim(),
       csvText: form.csv_text,
     };
     const sentToken = form.form_token;
@@ -245,13 +267,16 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
     };
 
     if (!isFormToken(sentToken)) return fail(400, 'This form is out of date. Check the batches list, then create the batch again.');
-    const maxConcurrency = /^[0-9]{1,3}$/.test(values.maxConcurrency) ? Number(values.maxConcurrency) : Number.NaN;
+    const maxConcurrency = wholeNumber(values.maxConcurrency);
+    const retry = retryOf(values);
     const fieldError =
       values.name.length > nameMaxLength
         ? `A name has at most ${nameMaxLength} characters.`
         : !(maxConcurrency >= 1 && maxConcurrency <= maxConcurrencyLimit)
           ? `Calls at once must be a whole number from 1 to ${maxConcurrencyLimit}.`
-          : undefined;
+          : typeof retry === 'string'
+            ? retry
+            : undefined;
     const csvText = fromFile ? form.csv_file : form.csv_text;
     if (csvText === null)
       return fail(400, fieldError, [{ line: 0, message: 'the file is not UTF-8 text; save it as CSV UTF-8 and choose it again.' }]);
@@ -267,6 +292,8 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
       max_concurrency: maxConcurrency,
       ...(values.name === '' ? {} : { name: values.name }),
       ...(scheduledAt === undefined ? {} : { scheduled_at: scheduledAt }),
+      ...callingWindowOf(values),
+      ...(retry === undefined || typeof retry === 'string' ? {} : { retry }),
     };
     const result = await createBatchOnce(deps.batches, { accountId: session.accountId, apiKeyId: values.apiKeyId, formToken, body });
     switch (result.kind) {
@@ -317,9 +344,57 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
   }
 };
 
-/** The service's refusal of a field (the CSV was checked before, so it is the start time) in the form's words. */
+const wholeNumber = (text: string) => (/^[0-9]{1,4}$/.test(text) ? Number(text) : Number.NaN);
+
+/** The form's calling window, for createBatch to check: none while its fields are all left empty. */
+function callingWindowOf(values: BatchFormValues): Pick<CreateBatchBody, 'calling_window'> {
+  const { windowStart: start, windowEnd: end, windowTimeZone: zone } = values;
+  if (start === '' && end === '' && zone === '' && values.windowDays.length === 0) return {};
+  // A browser sends only the form's days; anything else is left out rather than refused.
+  const days = weekdays.filter((day) => values.windowDays.includes(day));
+  const fallback = values.windowFallbackTimeZone;
+  return {
+    calling_window: {
+      start,
+      end,
+      time_zone: zone,
+      ...(days.length > 0 ? { days } : {}),
+      // The fallback serves "recipient" only: a zone left in its box after choosing a named one is not a fault.
+      ...(zone === recipientZone && fallback !== '' ? { fallback_time_zone: fallback } : {}),
+    },
+  };
+}
+
+/** The form's retries: none with 1 dial per recipient, a message for a field out of range. */
+function retryOf(values: BatchFormValues): CreateBatchBody['retry'] | string {
+  const maxAttempts = wholeNumber(values.retryMaxAttempts);
+  if (!(maxAttempts >= 1 && maxAttempts <= maxAttemptsLimit))
+    return `Dials per recipient must be a whole number from 1 to ${maxAttemptsLimit}.`;
+  if (maxAttempts === 1) return undefined;
+  const delay = wholeNumber(values.retryDelayMinutes);
+  if (!(delay >= 1 && delay <= retryDelayMinutesLimit))
+    return `Minutes between dials must be a whole number from 1 to ${retryDelayMinutesLimit}.`;
+  const on = retryReasons.filter((reason) => values.retryOn.includes(reason));
+  if (on.length === 0) return 'Tick busy, no answer or both: the calls to dial again.';
+  return { on, max_attempts: maxAttempts, delay_minutes: delay };
+}
+
+/** The API's names of the window's fields, as the form labels them. */
+const windowLabels: [string, string][] = [
+  ['calling_window.fallback_time_zone', 'the fallback time zone'],
+  ['calling_window.time_zone', 'the time zone'],
+  ['calling_window.start', "the window's start"],
+  ['calling_window.end', "the window's end"],
+  ['calling_window.days', 'the days'],
+  ['time_zone "recipient"', `time zone ${recipientZone}`],
+];
+
+/** The service's refusal of a field (the CSV was checked before) in the form's words. */
 function invalidMessage(param: string, message: string, graceMs: number): string {
-  if (param !== 'scheduled_at') return `${message.charAt(0).toUpperCase()}${message.slice(1)}`;
+  if (param !== 'scheduled_at') {
+    const worded = windowLabels.reduce((text, [name, label]) => text.replaceAll(name, label), message);
+    return `${worded.charAt(0).toUpperCase()}${worded.slice(1)}`;
+  }
   if (message.includes('past'))
     return `The start time is in the past (more than ${graceMs / 1000} seconds ago): leave it empty to start now.`;
   if (message.includes('30 days')) return 'The start time is more than 30 days ahead.';

@@ -77,6 +77,15 @@ export const BatchForm = PortalForm({
   name: Field(),
   scheduled_at: Field(),
   max_concurrency: Field(),
+  window_start: Field(),
+  window_end: Field(),
+  // Checkboxes: the values ticked (see portal-batches.routes.ts).
+  window_days: Type.Array(Type.String(), { default: [] }),
+  window_time_zone: Field(),
+  window_fallback_time_zone: Field(),
+  retry_on: Type.Array(Type.String(), { default: [] }),
+  retry_max_attempts: Field('1'),
+  retry_delay_minutes: Field('30'),
   csv_text: Field(),
   // The file's text, or null when it is not UTF-8 (see portal-batches.routes.ts); absent without a file.
   csv_file: Type.Optional(Type.Union([Type.String(), Type.Null()])),

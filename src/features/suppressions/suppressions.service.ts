@@ -6,6 +6,7 @@
  */
 import type { Db } from '../../db/database.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
+import type { CsvProblem } from '../../lib/csv.js';
 import { newId } from '../../lib/ids.js';
 import { e164Pattern } from '../calls/calls.schemas.js';
 import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
@@ -133,15 +134,9 @@ export async function listSuppressions(
 /** Numbers one import may hold, as many as one batch has recipients. */
 export const importMaxNumbers = 10_000;
 
-export interface ImportProblem {
-  /** 1-based line of the file; 0 for a fault of the whole file. */
-  readonly line: number;
-  readonly message: string;
-}
-
 export type ImportResult =
   /** Nothing was imported: every line at fault, in the file's order. */
-  | { readonly kind: 'invalid'; readonly problems: readonly ImportProblem[] }
+  | { readonly kind: 'invalid'; readonly problems: readonly CsvProblem[] }
   | {
       readonly kind: 'imported';
       /** Numbers put on the list now. */
@@ -172,7 +167,7 @@ export async function importSuppressions(
       problems: [{ line: 0, message: `The file has ${parsed.rows.length} numbers; at most ${importMaxNumbers} are imported at once.` }],
     };
   }
-  const problems: ImportProblem[] = [];
+  const problems: CsvProblem[] = [];
   const numbers = new Map<string, string | null>();
   for (const row of parsed.rows) {
     const number = normalizeNumber(row.to);

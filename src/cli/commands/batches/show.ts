@@ -1,5 +1,6 @@
 import { listRecipients } from '../../../features/batches/batches.service.js';
 import type { Recipient } from '../../../features/batches/batches.schemas.js';
+import { callingWindowInWords, retryInWords } from '../../../features/batches/batch-words.js';
 import { integerOption } from '../../args.js';
 import type { Command } from '../../command.js';
 import { formatFields, formatTable } from '../../output.js';
@@ -42,6 +43,8 @@ export const showBatchCommand: Command = {
           ['agent', batch.agent_id],
           ['max concurrency', String(batch.max_concurrency)],
           ['scheduled at', batch.scheduled_at],
+          ['calling window', callingWindowInWords(batch.calling_window)],
+          ['retries', retryInWords(batch.retry)],
           ['created', batch.created_at],
           ['completed', batch.completed_at],
           ['recipients', countsLine(batch.counts)],
@@ -49,13 +52,15 @@ export const showBatchCommand: Command = {
         '',
         heading,
         formatTable(
-          ['#', 'id', 'to', 'reference', 'status', 'call', 'failure', 'updated'],
+          ['#', 'id', 'to', 'reference', 'status', 'attempts', 'next attempt', 'call', 'failure', 'updated'],
           recipients.data.map((recipient, index) => [
             String(index + 1),
             recipient.id,
             recipient.to,
             recipient.reference,
             recipient.status,
+            String(recipient.attempts),
+            recipient.next_attempt_at,
             recipient.call_id ?? null,
             failureOf(recipient),
             recipient.updated_at,

@@ -2,9 +2,20 @@ import type { AgentView } from '../../agents/agents.service.js';
 import type { ApiKeyView } from '../../api-keys/api-keys.service.js';
 import type { ApiKeyMode } from '../../api-keys/api-keys.tables.js';
 import type { Batch, BatchCounts, Recipient } from '../../batches/batches.schemas.js';
-import { maxConcurrencyDefault, maxConcurrencyLimit, nameMaxLength, recipientsMax } from '../../batches/batches.schemas.js';
+import {
+  maxAttemptsLimit,
+  maxConcurrencyDefault,
+  maxConcurrencyLimit,
+  nameMaxLength,
+  recipientsMax,
+  retryDefaults,
+  retryDelayMinutesLimit,
+  retryReasons,
+} from '../../batches/batches.schemas.js';
+import { recipientZone, weekdays } from '../../batches/calling-window.js';
 import type { BatchStatus, RecipientStatus } from '../../batches/batches.tables.js';
-import type { CsvProblem } from '../../batches/recipients-csv.js';
+import { callingWindowInWords, retryInWords } from '../../batches/batch-words.js';
+import type { CsvProblem } from '../../../lib/csv.js';
 import { badge, copyable, csrfField, portalPath, table, time } from './components.js';
 import { html, type SafeHtml } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';
@@ -168,9 +179,14 @@ function recipientsTable(recipients: readonly Recipient[], empty: string): SafeH
     recipient.reference ?? html`<span class="muted">—</span>`,
     statusBadge(recipient.status),
     recipient.failure_reason ? html`<code>${recipient.failure_reason}</code>` : html`<span class="muted">—</span>`,
-    recipient.call_id
-      ? html`<a href="${portalPath('calls', recipient.call_id)}"><code>${recipient.call_id}</code></a>`
+    String(recipient.attempts),
+    // Every attempt's call, the latest last.
+    recipient.call_ids.length > 0
+      ? recipient.call_ids.map(
+          (callId, index) => html`${index > 0 ? html`<br>` : ''}<a href="${portalPath('calls', callId)}"><code>${callId}</code></a>`,
+        )
       : html`<span class="muted">—</span>`,
+    time(recipient.next_attempt_at),
     time(recipient.updated_at),
   ]);
   const columns = [
@@ -178,7 +194,9 @@ function recipientsTable(recipients: readonly Recipient[], empty: string): SafeH
     { label: 'Reference' },
     { label: 'Status' },
     { label: 'Failure reason' },
-    { label: 'Call' },
+    { label: 'Attempts', numeric: true },
+    { label: 'Calls' },
+    { label: 'Next attempt' },
     { label: 'Updated' },
   ];
   return table('Recipients', columns, rows, empty);
@@ -210,6 +228,8 @@ export function batchPage(input: BatchPageInput): string {
     <dt>Agent</dt><dd><code>${batch.agent_id}</code></dd>
     <dt>Scheduled</dt><dd>${time(batch.scheduled_at)}</dd>
     <dt>Concurrency</dt><dd>at most ${String(batch.max_concurrency)} calls at once</dd>
+    <dt>Calling window</dt><dd>${callingWindowInWords(batch.calling_window)}</dd>
+    <dt>Retries</dt><dd>${retryInWords(batch.retry)}</dd>
     <dt>Created</dt><dd>${time(batch.created_at)}</dd>
     <dt>Ended</dt><dd>${time(batch.completed_at)}</dd>
   </dl>
@@ -250,6 +270,16 @@ export interface BatchFormValues {
   readonly name: string;
   readonly scheduledAt: string;
   readonly maxConcurrency: string;
+  /** The calling window: none while start, end, days and time zone are all left empty. */
+  readonly windowStart: string;
+  readonly windowEnd: string;
+  readonly windowDays: readonly string[];
+  readonly windowTimeZone: string;
+  readonly windowFallbackTimeZone: string;
+  /** Retries: none while the dials per recipient are 1. */
+  readonly retryOn: readonly string[];
+  readonly retryMaxAttempts: string;
+  readonly retryDelayMinutes: string;
   /** The CSV pasted in the text box (a chosen file cannot be given back to the browser). */
   readonly csvText: string;
 }
@@ -272,8 +302,70 @@ export const emptyBatchForm: BatchFormValues = {
   name: '',
   scheduledAt: '',
   maxConcurrency: String(maxConcurrencyDefault),
+  windowStart: '',
+  windowEnd: '',
+  windowDays: [],
+  windowTimeZone: '',
+  windowFallbackTimeZone: '',
+  retryOn: [...retryDefaults.on],
+  retryMaxAttempts: String(retryDefaults.max_attempts),
+  retryDelayMinutes: String(retryDefaults.delay_minutes),
   csvText: '',
 };
+
+const retryLabels = { busy: 'Busy', no_answer: 'No answer' } as const;
+
+function windowFields(values: BatchFormValues): SafeHtml {
+  return html`<fieldset class="field">
+      <legend>Calling window <span class="muted">(optional)</span></legend>
+      <p class="hint" id="window-hint">Recipients are dialed only between these times, on these days, in the time zone given: a named one, or <code>${recipientZone}</code> for each number's own zones (then the fallback zone serves numbers of no known zone). Leave empty to dial at any hour.</p>
+      <div class="field">
+        <label for="window_start">From <span class="muted">(HH:MM)</span></label>
+        <input id="window_start" name="window_start" type="time" value="${values.windowStart}" aria-describedby="window-hint">
+      </div>
+      <div class="field">
+        <label for="window_end">Until <span class="muted">(HH:MM, after the start)</span></label>
+        <input id="window_end" name="window_end" type="time" value="${values.windowEnd}">
+      </div>
+      <fieldset class="field">
+        <legend>Days <span class="muted">(none ticked: every day)</span></legend>
+        ${weekdays.map(
+          (day) =>
+            html`<label class="choice"><input type="checkbox" name="window_days" value="${day}"${values.windowDays.includes(day) ? html` checked` : ''}> ${day}</label>`,
+        )}
+      </fieldset>
+      <div class="field">
+        <label for="window_time_zone">Time zone</label>
+        <input id="window_time_zone" name="window_time_zone" type="text" maxlength="100" spellcheck="false" value="${values.windowTimeZone}" placeholder="America/New_York or ${recipientZone}">
+      </div>
+      <div class="field">
+        <label for="window_fallback_time_zone">Fallback time zone <span class="muted">(with ${recipientZone})</span></label>
+        <input id="window_fallback_time_zone" name="window_fallback_time_zone" type="text" maxlength="100" spellcheck="false" value="${values.windowFallbackTimeZone}" placeholder="America/New_York">
+      </div>
+    </fieldset>`;
+}
+
+function retryFields(values: BatchFormValues): SafeHtml {
+  return html`<fieldset class="field">
+      <legend>Retries <span class="muted">(optional)</span></legend>
+      <p class="hint" id="retry-hint">A recipient whose call ended for a reason ticked here is dialed again after the delay (inside its calling window), until it has had the dials given. 1 dial: no retry.</p>
+      <fieldset class="field">
+        <legend>Retry when</legend>
+        ${retryReasons.map(
+          (reason) =>
+            html`<label class="choice"><input type="checkbox" name="retry_on" value="${reason}"${values.retryOn.includes(reason) ? html` checked` : ''}> ${retryLabels[reason]}</label>`,
+        )}
+      </fieldset>
+      <div class="field">
+        <label for="retry_max_attempts">Dials per recipient</label>
+        <input id="retry_max_attempts" name="retry_max_attempts" type="number" min="1" max="${String(maxAttemptsLimit)}" step="1" required value="${values.retryMaxAttempts}" aria-describedby="retry-hint">
+      </div>
+      <div class="field">
+        <label for="retry_delay_minutes">Minutes between dials</label>
+        <input id="retry_delay_minutes" name="retry_delay_minutes" type="number" min="1" max="${String(retryDelayMinutesLimit)}" step="1" required value="${values.retryDelayMinutes}">
+      </div>
+    </fieldset>`;
+}
 
 function problemsSection(problems: readonly CsvProblem[], fromFile: boolean): SafeHtml {
   const rows = problems.map((problem) => [
@@ -333,6 +425,8 @@ export function batchFormPage(input: BatchFormPageInput): string {
       <input id="max_concurrency" name="max_concurrency" type="number" min="1" max="${String(maxConcurrencyLimit)}" step="1" required value="${values.maxConcurrency}" aria-describedby="concurrency-hint">
       <p class="hint" id="concurrency-hint">At most this many calls of the batch are dialing or under way at any moment (1 to ${String(maxConcurrencyLimit)}).</p>
     </div>
+    ${windowFields(values)}
+    ${retryFields(values)}
     <div class="field">
       <label for="csv_file">Recipients: a CSV file</label>
       <input id="csv_file" name="csv_file" type="file" accept=".csv,text/csv,text/plain" aria-describedby="csv-hint">

@@ -1,5 +1,5 @@
 /** The suppression list: numbers the account never calls; add one, import a file of them, remove one. */
-import type { ImportProblem } from '../../suppressions/suppressions.service.js';
+import type { CsvProblem } from '../../../lib/csv.js';
 import type { Suppression } from '../../suppressions/suppressions.schemas.js';
 import { csrfField, table, time } from './components.js';
 import { html, type SafeHtml } from './html.js';
@@ -20,7 +20,7 @@ export interface SuppressionsPageInput {
   /** The add form as sent, with what is wrong with it. */
   readonly add?: { readonly to: string; readonly reason: string; readonly error: string };
   /** The import form as sent, with the faults of its lines (nothing was imported). */
-  readonly importForm?: { readonly csv: string; readonly reason: string; readonly problems: readonly ImportProblem[] };
+  readonly importForm?: { readonly csv: string; readonly reason: string; readonly problems: readonly CsvProblem[] };
   /** portal.js puts this address in place of the form's (a page answering a POST). */
   readonly replaceUrl?: string;
 }
@@ -50,7 +50,7 @@ function addForm(user: User, add: SuppressionsPageInput['add']): SafeHtml {
 </section>`;
 }
 
-function problemList(problems: readonly ImportProblem[]): SafeHtml {
+function problemList(problems: readonly CsvProblem[]): SafeHtml {
   const shown = problems.slice(0, problemsShown);
   return html`<ul class="problems" id="import-problems">${shown.map(
     (problem) => html`<li>${problem.line > 0 ? html`<strong>Line ${problem.line}</strong> ${problem.message}` : problem.message}</li>`,
