@@ -54,6 +54,8 @@ export interface BatchScope {
 }
 
 export async function findBatch(db: Db, id: string, scope: BatchScope = {}): Promise<BatchRow | undefined> {
+  // No batch id has a NUL, and PostgreSQL refuses one in any text (an error, not a miss): a path's id may carry one.
+  if (id.includes('\u0000')) return undefined;
   let query = db.selectFrom('batches').selectAll().where('id', '=', id);
   if (scope.accountId !== undefined) query = query.where('account_id', '=', scope.accountId);
   if (scope.mode !== undefined) query = query.where('mode', '=', scope.mode);
