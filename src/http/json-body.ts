@@ -6,7 +6,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors/api-error.js';
-import { findNul, nulError } from './nul-text.js';
+import { findLoneSurrogate, findNul, loneSurrogateError, nulError } from './nul-text.js';
 
 /**
  * How deeply arrays and objects may nest in a JSON body. A call's body is two levels deep (metadata is flat
@@ -202,6 +202,9 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
       // A NUL can only be written as the escape \u0000 (JSON refuses the raw byte in a string).
       const nul = text.includes('\\u0000') ? findNul(value) : null;
       if (nul) return done(nulError(nul), undefined);
+      // Likewise a surrogate can only come as an escape (UTF-8 has no bytes for one: isUtf8 refused those).
+      const lone = /\\u[dD][89a-fA-F]/.test(text) ? findLoneSurrogate(value) : null;
+      if (lone) return done(loneSurrogateError(lone), undefined);
       done(null, value);
     });
   });

@@ -19,17 +19,47 @@ export interface NulPlace {
  * own stack, never recursion, so no nesting can exhaust the call stack.
  */
 export function findNul(value: unknown): NulPlace | null {
+  return findText(value, (text) => text.includes('\u0000'));
+}
+
+/**
+ * In the u mode a pair is one code point, so this matches only a surrogate without its other half: JSON can
+ * carry one as an escape (`"\ud800"`), but it is no character, and each database stores it as U+FFFD (one on
+ * PostgreSQL, three on SQLite): it would read back changed, and differently on each.
+ */
+const loneSurrogate = /[\uD800-\uDFFF]/u;
+
+/** The first string or object key in `value` that holds a lone surrogate, or null when there is none. */
+export function findLoneSurrogate(value: unknown): NulPlace | null {
+  return findText(value, (text) => loneSurrogate.test(text));
+}
+
+/** The ApiError for a lone surrogate: 400 `invalid_request`, with `param` naming the field. */
+export function loneSurrogateError(place: NulPlace): ApiError {
+  const where = place.inKey
+    ? `A key ${place.field === '' ? 'of the body' : `of ${place.field}`}`
+    : place.field === ''
+      ? 'The value'
+      : place.field;
+  return new ApiError(
+    'invalid_request',
+    `${where} contains a lone surrogate (an escape from \\ud800 to \\udfff without its pair), which is no character; send the text as UTF-8.`,
+    place.field === '' ? {} : { param: place.field },
+  );
+}
+
+function findText(value: unknown, holds: (text: string) => boolean): NulPlace | null {
   const stack: { value: unknown; path: string }[] = [{ value, path: '' }];
   while (stack.length > 0) {
     const { value: item, path } = stack.pop()!;
     if (typeof item === 'string') {
-      if (item.includes('\u0000')) return { field: path, inKey: false };
+      if (holds(item)) return { field: path, inKey: false };
       continue;
     }
     if (item === null || typeof item !== 'object') continue;
     // An array's elements are named by index, as `param` names them: `recipients[3].to`.
     const entries = Array.isArray(item) ? item.map((element, index) => [`[${index}]`, element] as const) : Object.entries(item);
-    if (entries.some(([key]) => key.includes('\u0000'))) return { field: path, inKey: true };
+    if (entries.some(([key]) => holds(key))) return { field: path, inKey: true };
     // Pushed in reverse, so the first field in document order is reported first.
     for (let index = entries.length - 1; index >= 0; index--) {
       const [key, element] = entries[index]!;

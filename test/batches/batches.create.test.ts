@@ -154,6 +154,10 @@ await forEachDialect('POST /v1/batches', (dialect) => {
       ],
       ['an unknown top-level field', () => ({ ...base(), callback: 'x' }), 'callback', /Unknown field/],
       ['a NUL in a recipient', () => withRecipient(1, { metadata: { note: 'a\u0000b' } }), 'recipients[1].metadata.note', /NUL/],
+      // A lone surrogate is no character: stored, it came back as U+FFFD (one on PostgreSQL, three on SQLite).
+      ['a lone surrogate in a reference', () => withRecipient(3, { reference: 'a\ud800' }), 'recipients[3].reference', /surrogate/],
+      ['a lone surrogate in a metadata key', () => withRecipient(4, { metadata: { '\udc00k': 1 } }), 'recipients[4].metadata', /surrogate/],
+      ['a lone surrogate in the name', () => ({ ...base(), name: '\udbff' }), 'name', /surrogate/],
       [
         'a number that would not read back',
         () => `{"agent_id":"${t.seed.agentId}","recipients":[{"to":"+14155550100","metadata":{"n":12345678901234567890}}]}`,

@@ -182,5 +182,20 @@ await forEachDialect('Reading, pausing, resuming and cancelling batches', (diale
       assert.equal(remove.statusCode, 405);
       assert.equal(remove.json().error, 'method_not_allowed');
     });
+
+    it('an id with a NUL character is 404 on every batch route, not a database error', async () => {
+      // PostgreSQL refuses a NUL in text outright; SQLite just finds nothing.
+      for (const id of ['%00', 'batch_a%00b']) {
+        for (const res of [
+          await apiGet(t, `/v1/batches/${id}`, token),
+          await apiGet(t, `/v1/batches/${id}/recipients`, token),
+          ...(await Promise.all(['pause', 'resume', 'cancel'].map((action) => apiPost(t, `/v1/batches/${id}/${action}`, token)))),
+        ]) {
+          assert.equal(res.statusCode, 404, `${id}: ${res.body}`);
+          assert.equal(res.json().error, 'not_found');
+          assert.match(res.json().request_id, /^req_/);
+        }
+      }
+    });
   });
 });

@@ -89,6 +89,20 @@ describe('nextOpening', () => {
     assert.equal(opening(night, ['America/New_York'], '2026-03-08T05:00:00.000Z'), '2026-03-08T07:30:00.000Z');
   });
 
+  it('never opens outside its hours when its end falls in the hour the spring change skips', () => {
+    const zone = ['America/New_York'];
+    // 02:30-02:45 does not exist on 8 March 2026 in New York (02:00 EST jumps to 03:00 EDT): closed all that day,
+    // never at 03:30-03:45 EDT; the next opening is Monday's 02:30 EDT.
+    const skipped: CallingWindow = { ...ny, start: '02:30', end: '02:45' };
+    assert.ok(!isOpen(skipped, zone, new Date('2026-03-08T07:30:00.000Z')), '03:30 EDT is not in 02:30-02:45');
+    assert.equal(opening(skipped, zone, '2026-03-08T05:00:00.000Z'), '2026-03-09T06:30:00.000Z');
+    // 01:30-02:30: open from 01:30 EST until the change (07:00Z), not on until 03:30 EDT.
+    const across: CallingWindow = { ...ny, start: '01:30', end: '02:30' };
+    assert.ok(isOpen(across, zone, new Date('2026-03-08T06:59:00.000Z')));
+    assert.ok(!isOpen(across, zone, new Date('2026-03-08T07:00:00.000Z')), '03:00 EDT is not in 01:30-02:30');
+    assert.equal(opening(across, zone, '2026-03-08T07:00:00.000Z'), '2026-03-09T05:30:00.000Z');
+  });
+
   it('handles zones half an hour off UTC, Adelaide across its April change too', () => {
     assert.equal(opening(ny, ['Asia/Kolkata'], '2026-06-01T00:00:00.000Z'), '2026-06-01T03:30:00.000Z');
     // Adelaide leaves daylight time (UTC+10:30 to +9:30) on Sunday 5 April 2026 at 03:00.

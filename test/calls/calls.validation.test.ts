@@ -160,16 +160,22 @@ await forEachDialect('POST /v1/calls validation', (dialect) => {
         'AGENT_TEST_REMINDERS',
         ' agent_test_reminders',
         'agent_😀',
-        'agent_\ud800',
       ]) {
         await expectRefused(callBody(t, { agent_id: agentId }), { status: 403, error: 'agent_not_found', param: 'agent_id' });
       }
     });
 
-    it('an agent_id with a NUL character is 400 invalid_request naming it, on both databases (no agent can have one)', async () => {
+    it('an agent_id with a NUL character or a lone surrogate is 400 invalid_request naming it, on both databases (no agent can have one)', async () => {
       for (const agentId of ['agent_\u0000', '\u0000', 'agent_test_reminders\u0000']) {
         await expectRefused(callBody(t, { agent_id: agentId }), { status: 400, error: 'invalid_request', param: 'agent_id' });
       }
+      // Nor a lone surrogate, which no database would store as sent.
+      const lone = await expectRefused(callBody(t, { agent_id: 'agent_\ud800' }), {
+        status: 400,
+        error: 'invalid_request',
+        param: 'agent_id',
+      });
+      assert.match(String(lone.message), /lone surrogate/);
     });
 
     it('an agent of another account is 403 agent_not_found, exactly like one that does not exist', async () => {

@@ -106,8 +106,13 @@ await forEachDialect('Suppressed recipients of a batch', (dialect) => {
     assert.equal(done.completed_at, clock.now().toISOString());
     assert.deepEqual(done.counts, { total: 3, queued: 0, dialing: 0, in_progress: 0, completed: 0, failed: 3, cancelled: 0 });
     assert.deepEqual(
-      (await allRecipients(t, batch.id)).map((r) => r.failure_reason),
-      ['suppressed', 'suppressed', 'suppressed'],
+      (await allRecipients(t, batch.id)).map((r) => [r.failure_reason, r.attempts, r.call_ids]),
+      [
+        ['suppressed', 0, []],
+        ['suppressed', 0, []],
+        ['suppressed', 0, []],
+      ],
+      'attempts counts dials made: a listed number is never dialed',
     );
     assert.deepEqual(await batchEvents(batch.id), [done]);
   });

@@ -286,7 +286,11 @@ export class BatchDialer implements Job {
   /** Fails a recipient that is not to be called at all; the provider is never asked. */
   private async notDialable(batch: BatchRow, recipient: RecipientRow, reason: 'suppressed'): Promise<void> {
     const message = "The number is on the account's suppression list; it was not called.";
-    const { finished } = await failDialing(this.options.db, this.options.clock, batch.id, [recipient.id], { reason, message });
+    const { finished } = await failDialing(this.options.db, this.options.clock, batch.id, [recipient.id], {
+      reason,
+      message,
+      notDialed: true,
+    });
     this.options.logger.info({ batchId: batch.id, recipientId: recipient.id, reason }, 'a batch recipient was not called');
     this.afterFinishing(finished);
     this.wake();

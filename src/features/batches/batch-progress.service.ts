@@ -113,6 +113,7 @@ export async function holdOutsideWindow(
   }
   if (never.length === 0) return { dial, finished: new Map() };
   await repo.failDialingRecipients(trx, never, {
+    notDialed: true,
     reason: 'outside_calling_window',
     message: `The calling window ${window.start}-${window.end} no longer opens in all of this number's time zones at once.`,
     now: at,
@@ -129,7 +130,7 @@ export async function failDialing(
   clock: Clock,
   batchId: string,
   recipientIds: readonly string[],
-  failure: { readonly reason: string; readonly message: string | null; readonly leaseEndedBy?: string },
+  failure: { readonly reason: string; readonly message: string | null; readonly leaseEndedBy?: string; readonly notDialed?: boolean },
 ): Promise<{ readonly failed: readonly string[]; readonly finished: FinishedBatches }> {
   return db.transaction().execute(async (trx) => {
     await repo.lockBatches(trx, [batchId]);

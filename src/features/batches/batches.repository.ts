@@ -54,6 +54,8 @@ export interface BatchScope {
 }
 
 export async function findBatch(db: Db, id: string, scope: BatchScope = {}): Promise<BatchRow | undefined> {
+  // No batch id has a NUL, and PostgreSQL refuses one in any text (an error, not a miss): a path's id may carry one.
+  if (id.includes('\u0000')) return undefined;
   let query = db.selectFrom('batches').selectAll().where('id', '=', id);
   if (scope.accountId !== undefined) query = query.where('account_id', '=', scope.accountId);
   if (scope.mode !== undefined) query = query.where('mode', '=', scope.mode);
@@ -294,18 +296,26 @@ export async function endRecipients(db: Db, endings: readonly RecipientEnding[])
 export async function failDialingRecipients(
   db: Db,
   ids: readonly string[],
-  failure: { readonly reason: string; readonly message: string | null; readonly now: string; readonly leaseEndedBy?: string },
+  failure: {
+    readonly reason: string;
+    readonly message: string | null;
+    readonly now: string;
+    readonly leaseEndedBy?: string;
+    /** Failed before the provider was asked (a suppressed number): the claim's counted dial is given back. */
+    readonly notDialed?: boolean;
+  },
 ): Promise<string[]> {
   if (ids.length === 0) return [];
   let query = db
     .updateTable('batch_recipients')
-    .set({
+    .set((eb) => ({
       status: 'failed',
       failure_reason: failure.reason,
       failure_message: failure.message,
       locked_until: null,
       updated_at: failure.now,
-    })
+      ...(failure.notDialed ? { attempts: eb('attempts', '-', 1) } : {}),
+    }))
     .where('id', 'in', ids)
     .where('status', '=', 'dialing');
   if (failure.leaseEndedBy !== undefined) query = query.where('locked_until', '<=', failure.leaseEndedBy);

@@ -96,6 +96,24 @@ export function windowZones(window: CallingWindow, to: string): string[] {
 
 type Interval = readonly [start: number, end: number];
 
+/**
+ * When a window ends on a day, as an instant. An end the clock skips (02:45 on a spring-forward night) is moved
+ * forward by Luxon to a time after the window (03:45): the window ends instead where the skipped hour begins,
+ * the instant of the change, found between the shifted time less the skip (on the old offset) and itself.
+ */
+function endOfDay(end: DateTime, minuteOfDay: number): number {
+  const skipped = (end.hour * 60 + end.minute - minuteOfDay + 1440) % 1440;
+  let after = end.toMillis();
+  if (skipped === 0) return after;
+  let before = after - skipped * 60_000;
+  while (after - before > 60_000) {
+    const middle = before + Math.floor((after - before) / 120_000) * 60_000;
+    if (DateTime.fromMillis(middle, { zone: end.zone }).offset === end.offset) after = middle;
+    else before = middle;
+  }
+  return after;
+}
+
 /** The window's open intervals in one zone that end after `from`, up to the horizon, in order. */
 function openIntervals(window: CallingWindow, zone: string, from: number): Interval[] {
   const [startHour, startMinute] = window.start.split(':').map(Number) as [number, number];
@@ -109,7 +127,7 @@ function openIntervals(window: CallingWindow, zone: string, from: number): Inter
   while (day.toMillis() < until) {
     if (open.has(day.weekday)) {
       const start = day.set({ hour: startHour, minute: startMinute }).toMillis();
-      const end = day.set({ hour: endHour, minute: endMinute }).toMillis();
+      const end = endOfDay(day.set({ hour: endHour, minute: endMinute }), endHour * 60 + endMinute);
       if (end > from && end > start) intervals.push([start, end]);
     }
     day = day.plus({ days: 1 });
