@@ -165,6 +165,9 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
     const problem = encodingProblem(request);
     if (problem) return done(problem, undefined);
     const bytes = body as Buffer;
+    // Many HTTP clients send `Content-Type: application/json` on every request, bodiless POSTs and DELETEs
+    // included (pause, resume, cancel, a suppression's removal): a route that takes no body reads none.
+    if (bytes.length === 0 && request.routeOptions.schema?.body === undefined) return done(null, undefined);
     if (!isUtf8(bytes)) return done(new ApiError('invalid_json', 'The request body is not valid UTF-8; send JSON as UTF-8.'), undefined);
     const text = bytes.toString('utf8');
     if (nestsDeeperThan(text, jsonMaxDepth)) {

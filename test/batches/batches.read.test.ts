@@ -126,6 +126,22 @@ await forEachDialect('Reading, pausing, resuming and cancelling batches', (diale
       assert.equal((await apiPost(t, `/v1/batches/${running.id}/resume`, token)).json().status, 'running');
     });
 
+    it('takes a bodiless request sent with Content-Type: application/json, as many clients send it; a creating POST still needs its body', async () => {
+      const batch = await createBatch(t, numbers(1, 5500), { agent_id: 'agent_lists' }, { token });
+      const json = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      const paused = await t.inject({ method: 'POST', url: `/v1/batches/${batch.id}/pause`, headers: json, payload: '' });
+      assert.equal(paused.statusCode, 200, paused.body);
+      assert.equal(paused.json().status, 'paused');
+      const cancelled = await t.inject({ method: 'POST', url: `/v1/batches/${batch.id}/cancel`, headers: json });
+      assert.equal(cancelled.statusCode, 200, cancelled.body);
+      const removed = await t.inject({ method: 'DELETE', url: '/v1/suppressions/%2B14155550199', headers: json, payload: '' });
+      assert.equal(removed.statusCode, 404, removed.body);
+      assert.equal(removed.json().error, 'not_found');
+      const empty = await t.inject({ method: 'POST', url: '/v1/batches', headers: json, payload: '' });
+      assert.equal(empty.statusCode, 400, empty.body);
+      assert.equal(empty.json().error, 'invalid_json');
+    });
+
     it('cancel ends every queued recipient and the batch; twice gives the same; it can be neither resumed nor paused', async () => {
       const batch = await createBatch(t, numbers(3, 6000), { agent_id: 'agent_lists' }, { token });
       const cancelled = await apiPost(t, `/v1/batches/${batch.id}/cancel`, token);
