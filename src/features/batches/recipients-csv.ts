@@ -17,7 +17,8 @@ const e164 = new RegExp(e164Pattern);
 const toColumns = ['to', 'phone'];
 
 export function parseRecipientsCsv(text: string): RecipientsCsvResult {
-  const read = readCsv(text);
+  // Semicolons and tabs too: spreadsheets in many European locales export CSV with semicolons.
+  const read = readCsv(text, { separator: 'detect' });
   if (!read.ok)
     return { kind: 'invalid', problems: [{ line: read.line, message: `${read.message}; the file could not be read from here on.` }] };
   // A line of empty values (only separators) is left out as a blank one.
