@@ -10,7 +10,7 @@ describe('recipients from a CSV file', () => {
     ['tabs', '\t'],
   ] as const) {
     it(`reads a file separated by ${name}`, () => {
-      const text = ['Phone', 'reference', 'first_name'].join(separator) + '\n' + ['+14155550123', 'r-1', 'Ada'].join(separator) + '\n';
+      const text = `${['Phone', 'reference', 'first_name'].join(separator)}\n${['+14155550123', 'r-1', 'Ada'].join(separator)}\n`;
       const result = parseRecipientsCsv(text);
       assert.deepEqual(result, { kind: 'ok', recipients: [{ to: '+14155550123', reference: 'r-1', metadata: { first_name: 'Ada' } }] });
     });
