@@ -28,6 +28,7 @@ import * as agentPhoneNumber from './migrations/0008-agent-phone-number.js';
 import * as batches from './migrations/0009-batches.js';
 import * as batchWindowsRetries from './migrations/0010-batch-windows-retries.js';
 import * as suppressions from './migrations/0011-suppressions.js';
+import * as eventsApi from './migrations/0012-events-api.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -186,6 +187,7 @@ const migrations: Record<string, Migration> = {
   '0009-batches': batches,
   '0010-batch-windows-retries': batchWindowsRetries,
   '0011-suppressions': suppressions,
+  '0012-events-api': eventsApi,
 };
 
 /**

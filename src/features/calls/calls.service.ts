@@ -318,7 +318,13 @@ export async function recordOutcomes(
     const written = await enqueueEvents(
       trx,
       clock,
-      withEvents.map(({ call, event }) => ({ accountId: call.account_id, type: event.type, callId: call.id, data: event.data })),
+      withEvents.map(({ call, event }) => ({
+        accountId: call.account_id,
+        mode: call.mode,
+        type: event.type,
+        callId: call.id,
+        data: event.data,
+      })),
     );
     const deliveries = new Map(withEvents.map(({ call }, index) => [call.id, written[index]!.deliveryIds.length]));
     // A batch's `batch.completed` deliveries count with the first of its calls that ended here.
