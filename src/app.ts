@@ -15,7 +15,7 @@ import { healthRoutes } from './features/health/health.routes.js';
 import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './features/portal/portal.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
 import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
-import { requestLogHook } from './features/request-log/request-log.hook.js';
+import { registerResponseBodyCapture, requestLogHook } from './features/request-log/request-log.hook.js';
 import { registerAccessLog } from './http/access-log.hook.js';
 import { answerNodeEvents } from './http/client-errors.js';
 import { registerJsonBodyParser } from './http/json-body.js';
@@ -41,6 +41,7 @@ const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { servi
     perIpLimiter: services.perIpLimiter,
   });
   v1.addHook('preValidation', refuseNulInQuery);
+  registerResponseBodyCapture(v1);
   v1.addHook('onResponse', requestLogHook(services.requestLog));
   await v1.register(callsRoutes, { deps: services.calls });
   await v1.register(batchesRoutes, { deps: services.batches });

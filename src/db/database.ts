@@ -29,6 +29,7 @@ import * as batches from './migrations/0009-batches.js';
 import * as batchWindowsRetries from './migrations/0010-batch-windows-retries.js';
 import * as suppressions from './migrations/0011-suppressions.js';
 import * as eventsApi from './migrations/0012-events-api.js';
+import * as requestLogBodies from './migrations/0013-request-log-bodies.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -188,6 +189,7 @@ const migrations: Record<string, Migration> = {
   '0010-batch-windows-retries': batchWindowsRetries,
   '0011-suppressions': suppressions,
   '0012-events-api': eventsApi,
+  '0013-request-log-bodies': requestLogBodies,
 };
 
 /**
