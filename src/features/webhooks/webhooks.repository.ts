@@ -117,6 +117,7 @@ export async function listDeliveries(db: Db, filter: DeliveryFilter) {
       'e.type as event_type',
       'e.call_id',
       'w.url as endpoint_url',
+      'w.description as endpoint_description',
       'w.deleted_at as endpoint_deleted_at',
     ])
     .where('d.account_id', '=', filter.accountId);

@@ -1,5 +1,5 @@
 /** The overview: a quick start with this installation's base URL, an agent of the account and a curl command. */
-import type { Call } from '../../calls/calls.schemas.js';
+import type { CallWithMode } from '../../calls/calls.service.js';
 import type { AgentView } from '../../agents/agents.service.js';
 import { createCallCurl } from '../../calls/curl-example.js';
 import type { EndpointView } from '../../webhooks/endpoints.service.js';
@@ -14,7 +14,7 @@ export interface OverviewInput {
   readonly agents: readonly AgentView[];
   readonly activeKeys: number;
   readonly endpoints: readonly EndpointView[];
-  readonly recentCalls: readonly Call[];
+  readonly recentCalls: readonly CallWithMode[];
 }
 
 function step(number: number, title: string, done: boolean, body: unknown) {
