@@ -87,7 +87,7 @@ async function fillBacklog(services: Services, accountId: string, message: Extra
         for (let i = 0; i < size; i++) {
           const now = services.clock.now();
           const data = completedCall(newId('call', now.getTime()), now);
-          await enqueueEvent(trx, services.clock, { accountId, type: 'call.completed', callId: null, data });
+          await enqueueEvent(trx, services.clock, { accountId, mode: 'test', type: 'call.completed', callId: null, data });
         }
       });
     }

@@ -10,6 +10,7 @@ import { registerErrorHandling, sendError, sendFrameworkError } from './errors/e
 import { registerApiAuth } from './features/api-keys/api-auth.hook.js';
 import { batchesRoutes } from './features/batches/batches.routes.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
+import { eventsRoutes } from './features/webhooks/events.routes.js';
 import { healthRoutes } from './features/health/health.routes.js';
 import { readinessRoutes } from './features/health/readiness.routes.js';
 import { registerHttpMetrics } from './features/metrics/http-metrics.hook.js';
@@ -17,7 +18,7 @@ import { metricsRoutes } from './features/metrics/metrics.routes.js';
 import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './features/portal/portal.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
 import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
-import { requestLogHook } from './features/request-log/request-log.hook.js';
+import { registerResponseBodyCapture, requestLogHook } from './features/request-log/request-log.hook.js';
 import { registerAccessLog } from './http/access-log.hook.js';
 import { answerNodeEvents } from './http/client-errors.js';
 import { registerJsonBodyParser } from './http/json-body.js';
@@ -43,10 +44,12 @@ const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { servi
     perIpLimiter: services.perIpLimiter,
   });
   v1.addHook('preValidation', refuseNulInQuery);
+  registerResponseBodyCapture(v1);
   v1.addHook('onResponse', requestLogHook(services.requestLog));
   await v1.register(callsRoutes, { deps: services.calls });
   await v1.register(batchesRoutes, { deps: services.batches });
   await v1.register(suppressionsRoutes, { deps: services.suppressions });
+  await v1.register(eventsRoutes, { deps: { db: services.db, clock: services.clock } });
   // An unknown path under /v1 is still an API request: authenticated, counted against the key's limit and
   // listed in the request log (where a mistyped URL is found), then answered 404 with the path named.
   v1.setNotFoundHandler((request, reply) =>

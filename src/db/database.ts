@@ -32,6 +32,8 @@ import * as batchWindowsRetries from './migrations/0010-batch-windows-retries.js
 import * as suppressions from './migrations/0011-suppressions.js';
 import * as accountConcurrency from './migrations/0012-account-concurrency.js';
 import * as eventRetention from './migrations/0013-event-retention.js';
+import * as eventsApi from './migrations/0014-events-api.js';
+import * as requestLogBodies from './migrations/0015-request-log-bodies.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -276,6 +278,8 @@ const migrations: Record<string, Migration> = {
   '0011-suppressions': suppressions,
   '0012-account-concurrency': accountConcurrency,
   '0013-event-retention': eventRetention,
+  '0014-events-api': eventsApi,
+  '0015-request-log-bodies': requestLogBodies,
 };
 
 /** Kysely's record of the migrations applied to a database. */

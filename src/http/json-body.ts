@@ -155,7 +155,15 @@ export function inexactNumber(text: string): InexactNumber | null {
   return null;
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The JSON body as sent (UTF-8 text), kept for the request log; null without a readable body. */
+    jsonBodyText: string | null;
+  }
+}
+
 export function registerJsonBodyParser(app: FastifyInstance): void {
+  app.decorateRequest('jsonBodyText', null);
   // The API speaks JSON only; Fastify's built-in text/plain parser would let plain text through to validation.
   app.removeContentTypeParser('text/plain');
   // secure-json-parse underneath: keys named __proto__ or constructor.prototype are refused, not parsed.
@@ -170,6 +178,8 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
     if (bytes.length === 0 && request.routeOptions.schema?.body === undefined) return done(null, undefined);
     if (!isUtf8(bytes)) return done(new ApiError('invalid_json', 'The request body is not valid UTF-8; send JSON as UTF-8.'), undefined);
     const text = bytes.toString('utf8');
+    // A reference, not a copy: the request log cuts it after the answer (even a refused body has a story).
+    request.jsonBodyText = text;
     if (nestsDeeperThan(text, jsonMaxDepth)) {
       return done(
         new ApiError(

@@ -189,6 +189,7 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
         event_type: 'webhook.test',
         call_id: null,
         endpoint_url: endpoint.url,
+        endpoint_description: endpoint.description,
         endpoint_deleted_at: null,
       },
     );

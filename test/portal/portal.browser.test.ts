@@ -189,8 +189,17 @@ else
       assert.ok(await page.getByText('completed').first().isVisible());
       assert.ok(await page.getByText('call.completed').first().isVisible());
       assert.ok((await page.locator('pre.json').textContent())?.includes('<b>not bold</b>'), 'metadata shown as text');
+      // The mode beside the status, and each delivery's endpoint named in its summary, open or not.
+      assert.equal(await page.locator('.page-head .badge', { hasText: /^live$/ }).count(), 1);
+      const summary = page.locator('.delivery summary').first();
+      assert.match((await summary.locator('.delivery-endpoint').textContent()) ?? '', /Local receiver/);
+      await summary.click();
+      assert.equal(await page.locator('.delivery[open]').count(), 0, 'closed now');
+      assert.ok(await summary.getByText('Local receiver').isVisible(), 'the endpoint is named without opening the delivery');
       await screenshot(page, '11-call');
       await page.goto(`${baseUrl}/developers/calls`);
+      const callRow = page.locator('tr', { hasText: created.body.id });
+      assert.ok(await callRow.locator('.badge', { hasText: /^live$/ }).isVisible(), 'the calls list shows the mode');
       await screenshot(page, '12-calls');
     });
 
@@ -214,6 +223,42 @@ else
       await page.getByRole('button', { name: 'Search' }).click();
       assert.ok(await page.getByText('agent_not_found').isVisible());
       await screenshot(page, '15-request-found');
+
+      // At 1280 px the whole table fits: no sideways scrolling, request id and duration inside the viewport,
+      // long paths (a page of a batch's recipients, an event list with every filter) included.
+      for (const url of [
+        `/v1/batches/batch_01m87nzs5g4bvs6f92extmzq1n/recipients?status=failed&limit=100&starting_after=rcp_01m87nzs5g4bvs6f92extmzq1n`,
+        `/v1/events?type=call.completed&created_after=${encodeURIComponent('2026-11-24T08:00:00.000+01:00')}&starting_after=evt_01m87nzs5g4bvs6f92extmzq1n`,
+      ]) {
+        await fetch(`${baseUrl}${url}`, { headers: { authorization: `Bearer ${t.seed.token}` } });
+      }
+      await t.services.requestLog.flush();
+      await page.goto(`${baseUrl}/developers/requests`);
+      const viewportWidth = page.viewportSize()!.width;
+      assert.equal(viewportWidth, 1280);
+      const wrap = page.locator('.table-wrap').first();
+      const [scrollWidth, clientWidth] = await wrap.evaluate((element) => [element.scrollWidth, element.clientWidth]);
+      assert.ok(scrollWidth <= clientWidth, `the table needs ${scrollWidth} px in ${clientWidth} px`);
+      const rows = page.locator('.table-wrap tbody tr');
+      assert.ok((await rows.count()) >= 3);
+      for (let index = 0; index < (await rows.count()); index++) {
+        for (const column of [6, 7]) {
+          const box = await rows.nth(index).locator(`td:nth-child(${column})`).boundingBox();
+          assert.ok(box && box.x >= 0 && box.x + box.width <= viewportWidth, `row ${index} column ${column} at ${JSON.stringify(box)}`);
+        }
+      }
+      await screenshot(page, '15j-requests-at-1280');
+
+      // The request's page: its body and the answer, pretty-printed and escaped, and nothing secret.
+      await page.getByRole('link', { name: requestId }).click();
+      const [requestBody, responseBody] = await page.locator('pre.body').allTextContents();
+      assert.deepEqual(JSON.parse(requestBody!), { agent_id: 'agent_missing', to: '+14155550123' });
+      assert.ok(requestBody!.includes('\n  "agent_id"'), 'pretty-printed');
+      assert.equal(JSON.parse(responseBody!).error, 'agent_not_found');
+      assert.equal(JSON.parse(responseBody!).request_id, requestId);
+      const text = (await page.locator('main').textContent()) ?? '';
+      assert.ok(!text.includes(t.seed.token) && !/Bearer/.test(text), 'no token on the page');
+      await screenshot(page, '15k-request');
     });
 
     it('creates a batch from a CSV file, sees its progress on the list, pauses and cancels it', async () => {

@@ -4,6 +4,7 @@
  * for every id of another account.
  */
 import assert from 'node:assert/strict';
+import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, it } from 'node:test';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
@@ -274,6 +275,52 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.ok(
       !after.includes(`href="/developers/webhooks/${endpoint.id}"`) && !after.includes(`/developers/webhooks/${endpoint.id}/deliveries/`),
     );
+  });
+
+  it("shows each call as test or live, and names each delivery's endpoint in its summary", async () => {
+    receiver.fallback = { status: 200, body: 'ok' };
+    const { db, clock } = t.services;
+    const named = await createEndpoint(db, clock, true, { accountId: t.seed.accountId, url: receiver.url, description: 'CRM <sync>' });
+    const bare = await createEndpoint(db, clock, true, { accountId: t.seed.accountId, url: `${receiver.url}?bare=1` });
+    const testToken = (await createApiKey(db, clock, { accountId: t.seed.accountId, name: 'test', mode: 'test' })).token;
+    const live = (await t.createCall(callBody(t))).json();
+    const test = (await t.createCall(callBody(t), { token: testToken })).json();
+
+    const modeIn = (page: string, callId: string) => {
+      const row = page.split('<tr>').find((cells) => cells.includes(`<code>${callId}</code>`)) ?? '';
+      return /<span class="badge badge-\w+">(test|live)<\/span>/.exec(row)?.[1];
+    };
+    const list = (await client.get('/developers/calls')).body;
+    assert.match(list, /<th scope="col">Mode<\/th>/);
+    assert.deepEqual([modeIn(list, live.id), modeIn(list, test.id)], ['live', 'test']);
+    const overview = (await client.get('/developers')).body;
+    assert.deepEqual([modeIn(overview, live.id), modeIn(overview, test.id)], ['live', 'test']);
+
+    const page = await until(async () => {
+      const body = (await client.get(`/developers/calls/${test.id}`)).body;
+      // Each delivery's summary shows its last status: both delivered.
+      return (body.match(/<summary>(?:(?!<\/summary>)[\s\S])*badge-ok">200</g) ?? []).length === 2 && body;
+    }, 'both deliveries of the test call');
+    assert.match(page, /<p><span class="badge badge-\w+">completed<\/span> <span class="badge badge-neutral">test<\/span><\/p>/);
+    const summaries = [...page.matchAll(/<summary>([\s\S]*?)<\/summary>/g)]
+      .map((match) => match[1]!)
+      .filter((text) => text.includes('delivery-main'));
+    assert.equal(summaries.length, 2);
+    assert.ok(
+      summaries.some((summary) => summary.includes('→ CRM &lt;sync&gt;')),
+      'the description, escaped',
+    );
+    assert.ok(
+      summaries.some((summary) => summary.includes(`→ ${bare.url}`)),
+      'the URL when there is no description',
+    );
+    for (const endpoint of [named, bare]) {
+      await db
+        .updateTable('webhook_endpoints')
+        .set({ enabled: 0, deleted_at: new Date().toISOString() })
+        .where('id', '=', endpoint.id)
+        .execute();
+    }
   });
 
   it('finds a request by the request_id of its error', async () => {

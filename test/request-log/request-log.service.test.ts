@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import type { RequestLogRow } from '../../src/features/request-log/request-log.tables.js';
+import type { NewRequestLog } from '../../src/features/request-log/request-log.tables.js';
 import { listRecentRequests, purgeOldRequests, requestLogRetentionMs } from '../../src/features/request-log/request-log.service.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
@@ -23,7 +23,7 @@ await forEachDialect('Request log', (dialect) => {
   });
   after(async () => t.close());
 
-  const row = (account: SeededAccount, id: string, ageMs: number): RequestLogRow => ({
+  const row = (account: SeededAccount, id: string, ageMs: number): NewRequestLog => ({
     id,
     account_id: account.accountId,
     api_key_id: account.keyId,
@@ -82,7 +82,7 @@ await forEachDialect('Request log', (dialect) => {
     for (const [id, ageMs] of Object.entries(ages)) t.services.requestLog.add(row(account, id, ageMs));
     t.services.requestLog.add(row(other, 'req_list_other', minuteMs));
     await t.services.requestLog.flush();
-    const ids = (rows: RequestLogRow[]) => rows.map((r) => r.id);
+    const ids = (rows: readonly { id: string }[]) => rows.map((r) => r.id);
 
     const first = await listRecentRequests(t.services.db, clock, account.accountId, { limit: 2 });
     assert.deepEqual([ids(first.rows), first.hasMore], [['req_list_a', 'req_list_b'], true]);

@@ -7,7 +7,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices, type ServiceOverrides, type Services } from '../../src/container.js';
 import type { ApiKeyMode } from '../../src/features/api-keys/api-keys.tables.js';
-import type { RequestLogRow } from '../../src/features/request-log/request-log.tables.js';
+import type { NewRequestLog } from '../../src/features/request-log/request-log.tables.js';
 import { createAccount } from '../../src/features/identity/accounts.service.js';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
@@ -117,7 +117,7 @@ export function callBody(app: TestApp, extra: Record<string, unknown> = {}): Rec
 }
 
 /** A request-log row of the seed account's key (a created call), as the request-log hook writes one. */
-export function requestLogRow(app: TestApp, id: string, createdAt: string): RequestLogRow {
+export function requestLogRow(app: TestApp, id: string, createdAt: string): NewRequestLog {
   return {
     id,
     account_id: app.seed.accountId,

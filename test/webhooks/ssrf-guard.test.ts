@@ -354,6 +354,7 @@ await forEachDialect('SSRF guard at delivery time', (dialect) => {
     const endpoint = await createEndpoint(t.services.db, t.services.clock, true, { accountId: t.seed.accountId, url });
     await enqueueEvent(t.services.db, t.services.clock, {
       accountId: t.seed.accountId,
+      mode: null,
       type: 'webhook.test',
       callId: null,
       data: { message: 'ssrf' },

@@ -277,7 +277,13 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
     // Many events at once, committed together, then one NOTIFY wakes both workers.
     await db.transaction().execute(async (trx) => {
       for (let i = 0; i < eventCount; i++) {
-        await enqueueEvent(trx, systemClock, { accountId: seeded.seed.accountId, type: 'call.completed', callId: null, data: { n: i } });
+        await enqueueEvent(trx, systemClock, {
+          accountId: seeded.seed.accountId,
+          mode: 'test',
+          type: 'call.completed',
+          callId: null,
+          data: { n: i },
+        });
       }
     });
     await sql`notify callgate_deliveries`.execute(db);

@@ -55,6 +55,7 @@ await forEachDialect('Delivery records and secret rotation', (dialect) => {
     const before = receiver.received.length;
     const { deliveryIds } = await enqueueEvent(t.services.db, clock, {
       accountId: t.seed.accountId,
+      mode: null,
       type: 'webhook.test',
       callId: null,
       data: { endpoint_id: endpointId },
@@ -139,6 +140,7 @@ await forEachDialect('Results of a lost claim', (dialect) => {
     const endpoint = await createEndpoint(t.services.db, clock, true, { accountId: t.seed.accountId, url: 'http://127.0.0.1:9/hook' });
     const { deliveryIds } = await enqueueEvent(t.services.db, clock, {
       accountId: t.seed.accountId,
+      mode: null,
       type: 'webhook.test',
       callId: null,
       data: { endpoint_id: endpoint.id },

@@ -178,7 +178,13 @@ export async function finishBatchesIfDone(trx: Db, clock: Clock, batchIds: reado
   const written = await enqueueEvents(
     trx,
     clock,
-    finished.map((batch, index) => ({ accountId: batch.account_id, type: 'batch.completed' as const, callId: null, data: views[index] })),
+    finished.map((batch, index) => ({
+      accountId: batch.account_id,
+      mode: batch.mode,
+      type: 'batch.completed' as const,
+      callId: null,
+      data: views[index],
+    })),
   );
   return new Map(finished.map((batch, index) => [batch.id, written[index]!.deliveryIds.length]));
 }

@@ -277,17 +277,43 @@ export const listLimitMax = 100;
  * sees them (Stripe's test and live data never mix). `startingAfter` must be one of those calls, so a
  * cursor can't be used to probe other accounts; returns null when it is not.
  */
-export async function listCalls(
+export async function listCalls(db: Db, accountId: string, query: CallPageQuery): Promise<{ data: Call[]; has_more: boolean } | null> {
+  const page = await pageOfCalls(db, accountId, query);
+  return page && { data: page.rows.map(toCall), has_more: page.hasMore };
+}
+
+/** A call with the mode it was made in: the portal shows both modes, and says which each call is. */
+export type CallWithMode = Call & { readonly mode: CallRow['mode'] };
+
+function toCallWithMode(row: CallRow): CallWithMode {
+  return { ...toCall(row), mode: row.mode };
+}
+
+/** `listCalls` for the portal: each call with its mode. */
+export async function listCallsWithMode(
   db: Db,
   accountId: string,
-  query: { limit: number; startingAfter?: string; status?: CallRow['status']; agentId?: string; mode?: CallRow['mode'] },
-): Promise<{ data: Call[]; has_more: boolean } | null> {
+  query: CallPageQuery,
+): Promise<{ data: CallWithMode[]; has_more: boolean } | null> {
+  const page = await pageOfCalls(db, accountId, query);
+  return page && { data: page.rows.map(toCallWithMode), has_more: page.hasMore };
+}
+
+interface CallPageQuery {
+  limit: number;
+  startingAfter?: string;
+  status?: CallRow['status'];
+  agentId?: string;
+  mode?: CallRow['mode'];
+}
+
+async function pageOfCalls(db: Db, accountId: string, query: CallPageQuery): Promise<{ rows: CallRow[]; hasMore: boolean } | null> {
   let cursor: CallRow | undefined;
   if (query.startingAfter !== undefined) {
     cursor = hasNul(query.startingAfter) ? undefined : await repo.findCallInAccount(db, accountId, query.startingAfter, query.mode);
     if (!cursor) return null;
   }
-  if (query.agentId !== undefined && hasNul(query.agentId)) return { data: [], has_more: false };
+  if (query.agentId !== undefined && hasNul(query.agentId)) return { rows: [], hasMore: false };
   const rows = await repo.listCalls(db, {
     accountId,
     limit: query.limit + 1,
@@ -296,7 +322,7 @@ export async function listCalls(
     ...(query.agentId === undefined ? {} : { agentId: query.agentId }),
     ...(query.mode === undefined ? {} : { mode: query.mode }),
   });
-  return { data: rows.slice(0, query.limit).map(toCall), has_more: rows.length > query.limit };
+  return { rows: rows.slice(0, query.limit), hasMore: rows.length > query.limit };
 }
 
 /** A call of the account; with `mode`, only one made in that mode (an API key's). */
@@ -304,6 +330,13 @@ export async function getCall(db: Db, accountId: string, id: string, mode?: Call
   if (hasNul(id)) return null;
   const row = await repo.findCallInAccount(db, accountId, id, mode);
   return row ? toCall(row) : null;
+}
+
+/** A call of the account, of either mode, with its mode (the portal's call page). */
+export async function getCallWithMode(db: Db, accountId: string, id: string): Promise<CallWithMode | null> {
+  if (hasNul(id)) return null;
+  const row = await repo.findCallInAccount(db, accountId, id);
+  return row ? toCallWithMode(row) : null;
 }
 
 /** A call of any account: for a provider's webhook, which names the call but no account. */
@@ -358,7 +391,13 @@ export async function recordOutcomes(
     const written = await enqueueEvents(
       trx,
       clock,
-      withEvents.map(({ call, event }) => ({ accountId: call.account_id, type: event.type, callId: call.id, data: event.data })),
+      withEvents.map(({ call, event }) => ({
+        accountId: call.account_id,
+        mode: call.mode,
+        type: event.type,
+        callId: call.id,
+        data: event.data,
+      })),
     );
     const deliveries = new Map(withEvents.map(({ call }, index) => [call.id, written[index]!.deliveryIds.length]));
     // A batch's `batch.completed` deliveries count with the first of its calls that ended here.

@@ -1,7 +1,7 @@
 /** The account's calls: a filtered, paged list and a page per call with its events and their deliveries. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { listAgents } from '../agents/agents.service.js';
-import { listCalls } from '../calls/calls.service.js';
+import { listCallsWithMode } from '../calls/calls.service.js';
 import type { CallRow } from '../calls/calls.tables.js';
 import { frameUser, isPlainId, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { CallsQuery, IdParams } from './portal.schemas.js';
@@ -27,7 +27,7 @@ export const portalCallsRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> 
     const agentId = agentParam !== undefined && isPlainId(agentParam) ? agentParam : undefined;
     const startingAfter = after !== undefined && isPlainId(after) ? after : undefined;
     const filters = { status, agentId } satisfies { status?: CallRow['status'] | undefined; agentId?: string | undefined };
-    const page = await listCalls(deps.db, session.accountId, {
+    const page = await listCallsWithMode(deps.db, session.accountId, {
       limit: pageSize,
       ...(status ? { status } : {}),
       ...(agentId ? { agentId } : {}),

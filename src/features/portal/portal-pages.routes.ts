@@ -4,13 +4,13 @@ import { ApiError } from '../../errors/api-error.js';
 import { syncAgents } from '../agents/agents-sync.service.js';
 import { listAgents } from '../agents/agents.service.js';
 import { elevenLabsKeySetting, missingSetting } from '../providers/provider-settings.js';
-import { listRecentRequests } from '../request-log/request-log.service.js';
-import { frameUser, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
-import { EmptyForm, RequestsQuery } from './portal.schemas.js';
+import { getRecentRequest, listRecentRequests } from '../request-log/request-log.service.js';
+import { frameUser, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { EmptyForm, IdParams, RequestsQuery } from './portal.schemas.js';
 import { loadOverview } from './portal.service.js';
 import { agentsPage } from './views/agents.view.js';
 import { overviewPage } from './views/overview.view.js';
-import { requestsPage } from './views/requests.view.js';
+import { requestPage, requestsPage } from './views/requests.view.js';
 
 /** Requests on one page of the request log; older ones are a link away. */
 const requestLogPageSize = 100;
@@ -81,5 +81,12 @@ export const portalPagesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> 
         olderUrl: page.hasMore && last ? `/developers/requests?before=${encodeURIComponent(last.id)}` : undefined,
       }),
     );
+  });
+
+  app.get('/requests/:id', { schema: { params: IdParams } }, async (request, reply) => {
+    const session = sessionOf(request);
+    const row = await getRecentRequest(deps.db, deps.clock, session.accountId, request.params.id);
+    if (!row) return sendNotFound(request, reply);
+    return sendPage(reply, 200, requestPage(frameUser(session), row));
   });
 };

@@ -7,7 +7,7 @@ import { ApiError } from '../../errors/api-error.js';
 import type { Clock } from '../../lib/clock.js';
 import { listAgents } from '../agents/agents.service.js';
 import { listApiKeys } from '../api-keys/api-keys.service.js';
-import { getCall, listCalls } from '../calls/calls.service.js';
+import { getCallWithMode, listCallsWithMode } from '../calls/calls.service.js';
 import { concurrencyOf } from '../concurrency/concurrency.service.js';
 import { findDelivery, listDeliveriesWithAttempts, listEventsOfCall } from '../webhooks/deliveries.service.js';
 import { getEndpoint, listEndpoints } from '../webhooks/endpoints.service.js';
@@ -18,7 +18,7 @@ export async function loadOverview(db: Db, clock: Clock, accountId: string) {
     listAgents(db, accountId),
     listApiKeys(db, accountId),
     listEndpoints(db, accountId),
-    listCalls(db, accountId, { limit: 5 }),
+    listCallsWithMode(db, accountId, { limit: 5 }),
     concurrencyOf(db, clock, accountId),
   ]);
   return {
@@ -41,7 +41,7 @@ export async function loadEndpointPage(db: Db, accountId: string, endpointId: st
 }
 
 export async function loadCallPage(db: Db, accountId: string, callId: string) {
-  const call = await getCall(db, accountId, callId);
+  const call = await getCallWithMode(db, accountId, callId);
   if (!call) return null;
   const events = await listEventsOfCall(db, accountId, call.id);
   const eventsWithDeliveries = await Promise.all(

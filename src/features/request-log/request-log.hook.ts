@@ -3,8 +3,28 @@
  * rows are buffered and written in batches by RequestLogWriter). Requests without a valid key are not
  * logged: no account to show them to.
  */
-import type { onResponseAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, onResponseAsyncHookHandler } from 'fastify';
+import { loggedBody } from './request-log-bodies.js';
 import type { RequestLogWriter } from './request-log.service.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The response body as sent, when it was text (every JSON answer), for the request log. */
+    responseBodyText: string | null;
+  }
+}
+
+/**
+ * Keeps a reference to each answer's serialized body for the log. Nothing else happens before the reply:
+ * cutting and redacting wait for onResponse.
+ */
+export function registerResponseBodyCapture(scope: FastifyInstance): void {
+  scope.decorateRequest('responseBodyText', null);
+  scope.addHook('onSend', (request, _reply, payload, done) => {
+    request.responseBodyText = typeof payload === 'string' ? payload : null;
+    done(null, payload);
+  });
+}
 
 export function requestLogHook(writer: RequestLogWriter): onResponseAsyncHookHandler {
   return async (request, reply) => {
@@ -23,6 +43,8 @@ export function requestLogHook(writer: RequestLogWriter): onResponseAsyncHookHan
       idempotency_key: typeof idempotencyKey === 'string' ? idempotencyKey.slice(0, 255) : null,
       duration_ms: Math.round(reply.elapsedTime),
       created_at: new Date(Date.now() - reply.elapsedTime).toISOString(),
+      request_body: loggedBody(request.jsonBodyText),
+      response_body: loggedBody(request.responseBodyText),
     });
   };
 }

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.js';
-import type { RequestLogRow } from './request-log.tables.js';
+import type { NewRequestLog, RequestLogRow, RequestLogSummary } from './request-log.tables.js';
 
-export async function insertRequestLogs(db: Db, rows: readonly RequestLogRow[]): Promise<void> {
+export async function insertRequestLogs(db: Db, rows: readonly NewRequestLog[]): Promise<void> {
   if (rows.length > 0)
     await db
       .insertInto('request_logs')
@@ -18,8 +18,27 @@ export interface RequestLogFilter {
   limit: number;
 }
 
-export async function listRequestLogs(db: Db, filter: RequestLogFilter): Promise<RequestLogRow[]> {
-  let query = db.selectFrom('request_logs').selectAll().where('account_id', '=', filter.accountId).where('created_at', '>=', filter.since);
+/** The columns of the log's table: not the bodies, up to 32 KB a row, which only a request's page shows. */
+const summaryColumns = [
+  'id',
+  'account_id',
+  'api_key_id',
+  'key_prefix',
+  'method',
+  'path',
+  'status',
+  'error_code',
+  'idempotency_key',
+  'duration_ms',
+  'created_at',
+] as const;
+
+export async function listRequestLogs(db: Db, filter: RequestLogFilter): Promise<RequestLogSummary[]> {
+  let query = db
+    .selectFrom('request_logs')
+    .select(summaryColumns)
+    .where('account_id', '=', filter.accountId)
+    .where('created_at', '>=', filter.since);
   if (filter.requestId) query = query.where('id', '=', filter.requestId);
   const before = filter.before;
   if (before) {
@@ -28,6 +47,17 @@ export async function listRequestLogs(db: Db, filter: RequestLogFilter): Promise
     );
   }
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
+}
+
+/** One request of the account, bodies included, if it is not older than `since`. */
+export async function findRequestLog(db: Db, accountId: string, id: string, since: string): Promise<RequestLogRow | undefined> {
+  return db
+    .selectFrom('request_logs')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .where('created_at', '>=', since)
+    .executeTakeFirst();
 }
 
 /** Deletes at most `limit` rows older than `before`, oldest first; returns how many. */

@@ -9,14 +9,14 @@ import { failureLogLevel } from '../../db/unavailable.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { retentionBatchSize } from '../../jobs/retention.js';
 import * as repo from './request-log.repository.js';
-import type { RequestLogRow } from './request-log.tables.js';
+import type { NewRequestLog, RequestLogRow, RequestLogSummary } from './request-log.tables.js';
 
 export const requestLogRetentionMs = 7 * 24 * 60 * 60 * 1000;
 const flushDelayMs = 50;
 const maxBuffered = 500;
 
 export class RequestLogWriter {
-  private buffer: RequestLogRow[] = [];
+  private buffer: NewRequestLog[] = [];
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -25,7 +25,7 @@ export class RequestLogWriter {
     private readonly logger: FastifyBaseLogger,
   ) {}
 
-  add(row: RequestLogRow): void {
+  add(row: NewRequestLog): void {
     this.buffer.push(row);
     if (this.buffer.length >= maxBuffered) void this.flush();
     else if (!this.timer) {
@@ -62,7 +62,7 @@ export async function listRecentRequests(
   clock: Clock,
   accountId: string,
   options: { requestId?: string; before?: string; limit?: number } = {},
-): Promise<{ rows: RequestLogRow[]; hasMore: boolean }> {
+): Promise<{ rows: RequestLogSummary[]; hasMore: boolean }> {
   const since = isoTimestamp(addMs(clock.now(), -requestLogRetentionMs));
   const limit = Math.min(Math.max(options.limit ?? 100, 1), 500);
   let before: { createdAt: string; id: string } | undefined;
@@ -79,6 +79,13 @@ export async function listRecentRequests(
     ...(before ? { before } : {}),
   });
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+}
+
+/** One request of the account's last 7 days with its bodies (the portal's request page), or null. */
+export async function getRecentRequest(db: Db, clock: Clock, accountId: string, id: string): Promise<RequestLogRow | null> {
+  if (id.includes('\u0000')) return null;
+  const since = isoTimestamp(addMs(clock.now(), -requestLogRetentionMs));
+  return (await repo.findRequestLog(db, accountId, id, since)) ?? null;
 }
 
 /**

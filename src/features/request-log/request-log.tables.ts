@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import type { Insertable, Selectable } from 'kysely';
 
 export interface RequestLogsTable {
   /** The request id (`req_…`), as in the response's X-Request-Id and error bodies. */
@@ -13,6 +13,9 @@ export interface RequestLogsTable {
   idempotency_key: string | null;
   duration_ms: number;
   created_at: string;
+  /** The JSON body sent and the body answered, as text: at most 16 KB each, secrets removed (request-log-bodies.ts). */
+  request_body: string | null;
+  response_body: string | null;
 }
 
 export interface RequestLogTables {
@@ -20,3 +23,7 @@ export interface RequestLogTables {
 }
 
 export type RequestLogRow = Selectable<RequestLogsTable>;
+/** What the writer takes: a row, its bodies optional (absent: none). */
+export type NewRequestLog = Insertable<RequestLogsTable>;
+/** A row as the log's table lists it, without the bodies (its page reads those). */
+export type RequestLogSummary = Omit<RequestLogRow, 'request_body' | 'response_body'>;

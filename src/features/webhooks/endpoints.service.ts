@@ -194,6 +194,8 @@ export async function sendTestEvent(
   if (endpoint.enabled !== 1) throw new ApiError('invalid_request', 'the endpoint is disabled; enable it first');
   const { eventId, deliveryIds } = await enqueueEvent(db, clock, {
     accountId: endpoint.account_id,
+    // A test of an endpoint, in no mode: the events API does not list it.
+    mode: null,
     type: 'webhook.test',
     callId: null,
     data: { endpoint_id: endpoint.id, message: 'This is a test event from callgate.' },

@@ -7,6 +7,7 @@ import type { Insertable } from 'kysely';
 import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { CallRow } from '../calls/calls.tables.js';
 import * as repo from './webhooks.repository.js';
 import type { DeliveryTrigger, WebhookDeliveriesTable, WebhookEndpointRow } from './webhooks.tables.js';
@@ -94,6 +95,8 @@ export function endpointWants(endpoint: Pick<WebhookEndpointRow, 'event_types'>,
 
 export interface NewEvent {
   accountId: string;
+  /** The mode of the call or batch the event reports (null for `webhook.test`): API keys read their mode's events only. */
+  mode: ApiKeyMode | null;
   type: EventType;
   callId: string | null;
   data: unknown;
@@ -127,6 +130,7 @@ export async function enqueueEvents(
     return {
       id: eventId,
       account_id: input.accountId,
+      mode: input.mode,
       type: input.type,
       call_id: input.callId,
       payload: JSON.stringify(envelope),

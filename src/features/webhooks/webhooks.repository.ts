@@ -129,6 +129,7 @@ export async function listDeliveries(db: Db, filter: DeliveryFilter) {
       'e.type as event_type',
       'e.call_id',
       'w.url as endpoint_url',
+      'w.description as endpoint_description',
       'w.deleted_at as endpoint_deleted_at',
     ])
     .where('d.account_id', '=', filter.accountId);
@@ -157,4 +158,54 @@ export async function findDeliveryInAccount(db: Db, accountId: string, id: strin
 
 export async function listDeliveryEndpointsOfEvent(db: Db, eventId: string): Promise<{ endpoint_id: string }[]> {
   return db.selectFrom('webhook_deliveries').select('endpoint_id').distinct().where('event_id', '=', eventId).execute();
+}
+
+export interface EventPageFilter {
+  accountId: string;
+  mode: NonNullable<WebhookEventRow['mode']>;
+  /** Only events created at or after this time (the API's window). */
+  since: string;
+  /** Only events created after this time (`created_after`). */
+  createdAfter?: string;
+  type?: string;
+  /** The event the page starts after (the cursor), by its place in the order. */
+  startingAfter?: { readonly createdAt: string; readonly id: string };
+  limit: number;
+}
+
+/** An account's events of one mode, newest first (by creation time, then id): what GET /v1/events pages through. */
+export async function listEventsOfMode(db: Db, filter: EventPageFilter): Promise<Pick<WebhookEventRow, 'id' | 'payload'>[]> {
+  let query = db
+    .selectFrom('webhook_events')
+    .select(['id', 'payload'])
+    .where('account_id', '=', filter.accountId)
+    .where('mode', '=', filter.mode)
+    .where('created_at', '>=', filter.since);
+  if (filter.createdAfter !== undefined) query = query.where('created_at', '>', filter.createdAfter);
+  if (filter.type !== undefined) query = query.where('type', '=', filter.type);
+  const after = filter.startingAfter;
+  if (after) {
+    query = query.where((eb) =>
+      eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
+    );
+  }
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
+}
+
+/** An event of this account and mode created at or after `since`; any other is as absent as an unknown one. */
+export async function findEventOfMode(
+  db: Db,
+  accountId: string,
+  mode: NonNullable<WebhookEventRow['mode']>,
+  id: string,
+  since: string,
+): Promise<Pick<WebhookEventRow, 'id' | 'payload' | 'created_at'> | undefined> {
+  return db
+    .selectFrom('webhook_events')
+    .select(['id', 'payload', 'created_at'])
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .where('mode', '=', mode)
+    .where('created_at', '>=', since)
+    .executeTakeFirst();
 }

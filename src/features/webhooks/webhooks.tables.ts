@@ -3,6 +3,7 @@
  * status and next attempt, one attempt row per HTTP try.
  */
 import type { Selectable } from 'kysely';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 
 export interface WebhookEndpointsTable {
   id: string;
@@ -31,6 +32,8 @@ export interface WebhookEventsTable {
   account_id: string;
   type: string;
   call_id: string | null;
+  /** The mode of what caused the event (a call's, a batch's), which the events API filters on; null for `webhook.test`. */
+  mode: ApiKeyMode | null;
   /** The envelope exactly as sent: these bytes are what gets signed. */
   payload: string;
   created_at: string;

@@ -1,5 +1,6 @@
 import type { AgentView } from '../../agents/agents.service.js';
 import type { Call } from '../../calls/calls.schemas.js';
+import type { CallWithMode } from '../../calls/calls.service.js';
 import type { CallRow } from '../../calls/calls.tables.js';
 import type { DeliveryWithAttempts } from '../../webhooks/deliveries.service.js';
 import type { WebhookEventRow } from '../../webhooks/webhooks.tables.js';
@@ -10,13 +11,14 @@ import { layout, type PageFrame } from './layout.view.js';
 
 export const callStatuses: readonly CallRow['status'][] = ['initiated', 'completed', 'failed'];
 
-export function callsTable(calls: readonly Call[], empty: string): SafeHtml {
+export function callsTable(calls: readonly CallWithMode[], empty: string): SafeHtml {
   const rows = calls.map((call) => [
     time(call.created_at),
     html`<a href="${portalPath('calls', call.id)}"><code>${call.id}</code></a>`,
     html`<code>${call.agent_id}</code>`,
     call.to,
     badge(call.status),
+    badge(call.mode),
     call.duration_seconds === undefined ? html`<span class="muted">—</span>` : `${call.duration_seconds} s`,
   ]);
   const columns = [
@@ -25,6 +27,7 @@ export function callsTable(calls: readonly Call[], empty: string): SafeHtml {
     { label: 'Agent' },
     { label: 'To' },
     { label: 'Status' },
+    { label: 'Mode' },
     { label: 'Duration', numeric: true },
   ];
   return table('Calls', columns, rows, empty);
@@ -32,7 +35,7 @@ export function callsTable(calls: readonly Call[], empty: string): SafeHtml {
 
 export interface CallsPageInput {
   readonly user: NonNullable<PageFrame['user']>;
-  readonly calls: readonly Call[];
+  readonly calls: readonly CallWithMode[];
   readonly agents: readonly AgentView[];
   readonly status: string | undefined;
   readonly agentId: string | undefined;
@@ -75,7 +78,7 @@ export function callsPage(input: CallsPageInput): string {
 
 export interface CallPageInput {
   readonly user: NonNullable<PageFrame['user']>;
-  readonly call: Call;
+  readonly call: CallWithMode;
   readonly events: readonly { event: WebhookEventRow; deliveries: DeliveryWithAttempts[] }[];
 }
 
@@ -111,12 +114,13 @@ export function callPage(input: CallPageInput): string {
   return layout(
     { title: `Call ${call.id}`, user, active: 'calls' },
     html`<p class="crumbs"><a href="/developers/calls">Calls</a> /</p>
-<div class="page-head"><h1 class="break">${copyable('call-id', call.id)}</h1><p>${badge(call.status)}</p></div>
+<div class="page-head"><h1 class="break">${copyable('call-id', call.id)}</h1><p>${badge(call.status)} ${badge(call.mode)}</p></div>
 <div class="grid-2">
 <section class="card" aria-labelledby="req">
   <h2 id="req">Request</h2>
   <dl class="facts">
     <dt>Agent</dt><dd><code>${call.agent_id}</code></dd>
+    <dt>Mode</dt><dd>${call.mode === 'test' ? 'test (a test-mode key: simulated)' : 'live'}</dd>
     <dt>To</dt><dd>${call.to}</dd>
     <dt>Created</dt><dd>${time(call.created_at)}</dd>
     <dt>Metadata</dt><dd>${call.metadata ? html`<pre class="json">${pretty(call.metadata)}</pre>` : html`<span class="muted">none</span>`}</dd>

@@ -42,13 +42,19 @@ function attemptsTable(delivery: DeliveryWithAttempts): SafeHtml {
   ${pending ? html`<p class="muted small">${pending}</p>` : ''}`;
 }
 
+/** How a delivery's summary names its endpoint: its description when it has one, else its URL. */
+function endpointName(delivery: DeliveryWithAttempts): SafeHtml {
+  const name = delivery.endpoint_description.trim() || delivery.endpoint_url;
+  return html`<span class="delivery-endpoint" title="${delivery.endpoint_url}">→ ${name}${delivery.endpoint_deleted_at ? ' (deleted)' : ''}</span>`;
+}
+
 export function deliveryList(deliveries: readonly DeliveryWithAttempts[], options: DeliveryListOptions): SafeHtml {
   if (deliveries.length === 0) return html`<p class="empty">No deliveries yet.</p>`;
   return html`<ul class="deliveries">${deliveries.map(
     (delivery, index) => html`<li>
 <details class="delivery"${index === 0 ? html` open` : ''}>
   <summary>
-    <span class="delivery-main">${badge(delivery.status)} <code>${delivery.event_type}</code> ${statusCode(delivery.last_status_code)}</span>
+    <span class="delivery-main">${badge(delivery.status)} <code>${delivery.event_type}</code> ${statusCode(delivery.last_status_code)}${options.showEndpoint ? html` ${endpointName(delivery)}` : ''}</span>
     <span class="delivery-meta">${time(delivery.created_at)} · ${delivery.attempt_count} attempt${delivery.attempt_count === 1 ? '' : 's'}${delivery.trigger === 'event' ? '' : html` · ${delivery.trigger}`}</span>
   </summary>
   <div class="delivery-body">

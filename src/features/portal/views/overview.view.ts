@@ -1,5 +1,5 @@
 /** The overview: a quick start with this installation's base URL, an agent of the account and a curl command. */
-import type { Call } from '../../calls/calls.schemas.js';
+import type { CallWithMode } from '../../calls/calls.service.js';
 import type { AgentView } from '../../agents/agents.service.js';
 import { createCallCurl } from '../../calls/curl-example.js';
 import type { EndpointView } from '../../webhooks/endpoints.service.js';
@@ -14,7 +14,7 @@ export interface OverviewInput {
   readonly agents: readonly AgentView[];
   readonly activeKeys: number;
   readonly endpoints: readonly EndpointView[];
-  readonly recentCalls: readonly Call[];
+  readonly recentCalls: readonly CallWithMode[];
   /** The account's max_concurrent_calls (null: none) and its calls in progress now, in each mode. */
   readonly concurrency: { readonly limit: number | null; readonly live: number; readonly test: number };
 }

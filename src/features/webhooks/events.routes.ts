@@ -1,0 +1,96 @@
+/**
+ * GET /v1/events and GET /v1/events/{id}: the key's events of the last 30 days in its mode, each the very
+ * JSON its webhooks carried (sent as stored text, not re-serialised, so the bytes match the signed body).
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import { ApiError } from '../../errors/api-error.js';
+import { registerMethodNotAllowed } from '../../errors/error-handler.js';
+import type { Db } from '../../db/database.js';
+import { parseIsoDateTime, type Clock } from '../../lib/clock.js';
+import { requireApiKey } from '../api-keys/api-auth.hook.js';
+import { errorResponses } from '../calls/calls.schemas.js';
+import { eventsListLimitDefault, eventsListLimitMax, getEventJson, listEventsPageJson } from './event-reads.service.js';
+import { EventEnvelope, EventList, EventParams, ListEventsQuery } from './events.schemas.js';
+
+export interface EventsDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+}
+
+function parseLimit(text: string | undefined): number {
+  const limit = text === undefined ? eventsListLimitDefault : /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(limit >= 1 && limit <= eventsListLimitMax)) {
+    throw new ApiError('invalid_request', `limit must be an integer from 1 to ${eventsListLimitMax}.`, { param: 'limit' });
+  }
+  return limit;
+}
+
+/**
+ * Sends JSON that is already text: Fastify passes a string with a JSON content type through untouched (no
+ * serializer, so no response schema applies to it). The schemas above still describe it to readers.
+ */
+function sendJsonText(reply: FastifyReply, json: string): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(json as never);
+}
+
+export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: EventsDeps }> = async (app, { deps }) => {
+  app.get(
+    '/events',
+    { schema: { querystring: ListEventsQuery, response: { 200: EventList, ...errorResponses } } },
+    async (request, reply) => {
+      const apiKey = requireApiKey(request);
+      const limit = parseLimit(request.query.limit);
+      const { starting_after: startingAfter, type, created_after: createdAfterText } = request.query;
+      let createdAfter: Date | undefined;
+      if (createdAfterText !== undefined) {
+        createdAfter = parseIsoDateTime(createdAfterText) ?? undefined;
+        if (!createdAfter) {
+          throw new ApiError(
+            'invalid_request',
+            'created_after must be an ISO 8601 date and time with its time zone, such as 2026-11-24T09:00:00Z.',
+            { param: 'created_after' },
+          );
+        }
+      }
+      const page = await listEventsPageJson(
+        deps.db,
+        deps.clock,
+        { accountId: apiKey.account_id, mode: apiKey.mode },
+        {
+          limit,
+          ...(startingAfter === undefined ? {} : { startingAfter }),
+          ...(type === undefined ? {} : { type }),
+          ...(createdAfter === undefined ? {} : { createdAfter }),
+        },
+      );
+      if (page === null) {
+        throw new ApiError('invalid_request', `starting_after is not a ${apiKey.mode}-mode event of this account of the last 30 days.`, {
+          param: 'starting_after',
+        });
+      }
+      return sendJsonText(reply, page);
+    },
+  );
+  registerMethodNotAllowed(app, '/events', ['GET']);
+
+  app.get(
+    '/events/:id',
+    { schema: { params: EventParams, response: { 200: EventEnvelope, ...errorResponses } } },
+    async (request, reply) => {
+      const apiKey = requireApiKey(request);
+      const id = request.params.id;
+      const event = await getEventJson(deps.db, deps.clock, { accountId: apiKey.account_id, mode: apiKey.mode }, id);
+      if (event === null) {
+        throw new ApiError(
+          'not_found',
+          id === ''
+            ? 'An event id is needed: GET /v1/events/{id}.'
+            : `No ${apiKey.mode}-mode event ${id} in this account in the last 30 days.`,
+        );
+      }
+      return sendJsonText(reply, event);
+    },
+  );
+  registerMethodNotAllowed(app, '/events/:id', ['GET']);
+};
