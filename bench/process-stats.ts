@@ -62,3 +62,10 @@ export function resetPeakRss(): void {
     // Not Linux, or not allowed: the peak then covers the whole life of the process.
   }
 }
+
+/** The share of the time between two readings that the process's event loop was busy. */
+export function loopBusyBetween(before: ProcessStats, after: ProcessStats): number {
+  const active = after.eluActiveMs - before.eluActiveMs;
+  const idle = after.eluIdleMs - before.eluIdleMs;
+  return active / Math.max(1, active + idle);
+}
