@@ -5,12 +5,10 @@
  * events with enqueueEvent, starts the worker, waits for it to go idle, and records call outcomes at a steady
  * rate through recordOutcome, noting when each outcome's transaction had committed.
  */
-import { Session } from 'node:inspector/promises';
-import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { fromDist, onParentRequest, runServiceChild, sendToParent } from './service-child.js';
-import { processStats, resetPeakRss, wallClockMs, watchEventLoop, type ProcessStats } from './process-stats.js';
+import { cpuProfiler, processStats, resetPeakRss, wallClockMs, watchEventLoop, type ProcessStats } from './process-stats.js';
 
 export type DispatcherMessage =
   | { readonly type: 'ready'; readonly secret: string; readonly concurrency: number }
@@ -199,7 +197,7 @@ async function main(): Promise<void> {
   const { agent } = await upsertAgent(db, clock, { accountId: account.id, agentId, name: 'Benchmark agent', provider: 'simulator' });
   const endpoint = await createEndpoint(db, clock, services.config.webhookAllowPrivate, { accountId: account.id, url: receiverUrl });
   let callIds: string[] = [];
-  const profiler = new Session();
+  const profiler = cpuProfiler();
 
   onParentRequest(async (message: DispatcherRequest) => {
     switch (message.type) {
@@ -218,16 +216,11 @@ async function main(): Promise<void> {
       case 'stats':
         return send({ type: 'stats', stats: processStats() });
       case 'profile-start':
-        profiler.connect();
-        await profiler.post('Profiler.enable');
-        await profiler.post('Profiler.start');
+        await profiler.start();
         return send({ type: 'profile-started' });
-      case 'profile-stop': {
-        const { profile } = await profiler.post('Profiler.stop');
-        fs.writeFileSync(message.file, JSON.stringify(profile));
-        profiler.disconnect();
+      case 'profile-stop':
+        await profiler.stop(message.file);
         return send({ type: 'profile-stopped' });
-      }
       case 'stop':
         await services.close();
         send({ type: 'stopped' });
