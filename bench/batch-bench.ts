@@ -18,10 +18,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Dialect, TestDatabase } from '../test/support/test-database.js';
 import type { BatchMessage, BatchRequest, BatchRun } from './batch-process.js';
-import { forkBenchScript, type BenchChild } from './child-process.js';
-import { clockTicksPerSecond, loadAverage, machineBusyShare, machineCpuTicks, type CpuTicks } from './machine.js';
-import { logProblems, percentile, postgresBackendTicks, type Measurement } from './measure.js';
-import type { ProcessStats } from './process-stats.js';
+import { forkBenchScript, serviceEnv, type BenchChild } from './child-process.js';
+import { loadAverage, machineBusyShare, machineCpuTicks, type CpuTicks } from './machine.js';
+import { logProblems, percentile, postgresBackendTicks, postgresCpuCoresBetween, type Measurement } from './measure.js';
+import { loopBusyBetween, type ProcessStats } from './process-stats.js';
 
 export interface BatchSettings {
   readonly createRecipients: number;
@@ -116,20 +116,13 @@ function cpuBetween(before: Readings, after: Readings) {
   const seconds = (after.atMs - before.atMs) / 1000;
   const serviceUs = after.service.cpuUs - before.service.cpuUs;
   const ownUs = after.ownCpu.user + after.ownCpu.system - before.ownCpu.user - before.ownCpu.system;
-  let postgresCpuCores: number | null = null;
-  if (before.postgres && after.postgres) {
-    let ticks = 0;
-    for (const [pid, value] of after.postgres) ticks += value - (before.postgres.get(pid) ?? value);
-    postgresCpuCores = ticks / clockTicksPerSecond / seconds;
-  }
-  const active = after.service.eluActiveMs - before.service.eluActiveMs;
-  const idle = after.service.eluIdleMs - before.service.eluIdleMs;
+  const postgresCpuCores = postgresCpuCoresBetween(before.postgres, after.postgres, seconds);
   const busy = machineBusyShare(before.machine, after.machine);
   const serviceCpuCores = serviceUs / 1e6 / seconds;
   return {
     serviceUs,
     serviceCpuCores,
-    loopBusy: active / Math.max(1, active + idle),
+    loopBusy: loopBusyBetween(before.service, after.service),
     postgresCpuCores,
     otherCpuCores:
       busy === null ? null : Math.max(0, busy * os.cpus().length - serviceCpuCores - ownUs / 1e6 / seconds - (postgresCpuCores ?? 0)),
@@ -196,17 +189,7 @@ export async function measureBatches(database: TestDatabase, settings: BatchSett
   process.stderr.write(`bench: ${label} …\n`);
   const logFile = path.join(workDir, `${label.replace(/[^a-z0-9]+/gi, '-')}.log`);
   const service: Service = forkBenchScript(new URL('./batch-process.ts', import.meta.url), [], {
-    env: {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATABASE_URL: '',
-      REDIS_URL: '',
-      CALLGATE_DEMO_SEED: 'false',
-      CALLGATE_ROLES: 'api,worker',
-      CALLGATE_LOG_LEVEL: settings.logLevel,
-      CALLGATE_SIMULATOR_DELAY_MS: String(settings.delayMs),
-      ...database.env,
-    },
+    env: serviceEnv(settings.logLevel, { CALLGATE_SIMULATOR_DELAY_MS: String(settings.delayMs), ...database.env }),
     logFile,
     // To collect the garbage of seeding before the peak memory of the create phase is measured.
     nodeOptions: ['--expose-gc'],

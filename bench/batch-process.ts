@@ -8,6 +8,7 @@
  * requests over HTTP. On request it waits for a batch to end and reads what its calls' rows say of the run.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fromDist, onParentRequest, runServiceChild, sendToParent } from './service-child.js';
 import { processStats, resetPeakRss, watchEventLoop, type ProcessStats } from './process-stats.js';
 
 /** One call of the batch: when it was placed, when it ended at the provider and when its outcome was recorded. */
@@ -44,15 +45,7 @@ export type BatchRequest =
   | { readonly type: 'wait-batch'; readonly batchId: string; readonly timeoutMs: number }
   | { readonly type: 'stop' };
 
-function send(message: BatchMessage): void {
-  process.send?.(message);
-}
-
-// The service runs from dist/ (what `npm start` runs; `npm run bench` builds it first), typed by its sources.
-const dist = new URL('../dist/', import.meta.url);
-async function fromDist<T>(file: string): Promise<T> {
-  return (await import(new URL(file, dist).href)) as T;
-}
+const send = (message: BatchMessage) => sendToParent(message);
 
 const { loadConfig } = await fromDist<typeof import('../src/config.js')>('config.js');
 const { createServices } = await fromDist<typeof import('../src/container.js')>('container.js');
@@ -138,42 +131,29 @@ async function main(): Promise<void> {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
 
-  process.on('message', (message: BatchRequest) => {
-    void (async () => {
-      switch (message.type) {
-        case 'stats':
-          return send({ type: 'stats', stats: processStats() });
-        case 'reset-peak':
-          global.gc?.();
-          resetPeakRss();
-          return send({ type: 'peak-reset' });
-        case 'start-worker':
-          simulator.resetStats();
-          services.startWorker();
-          return send({ type: 'worker-started' });
-        case 'wait-batch':
-          return send({ type: 'batch-ended', run: await waitBatch(services, simulator, message.batchId, message.timeoutMs) });
-        case 'stop':
-          await app.close();
-          await services.close();
-          send({ type: 'stopped' });
-          process.disconnect();
-          return;
-      }
-    })().catch((error: unknown) => {
-      send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-      process.exit(1);
-    });
+  onParentRequest(async (message: BatchRequest) => {
+    switch (message.type) {
+      case 'stats':
+        return send({ type: 'stats', stats: processStats() });
+      case 'reset-peak':
+        global.gc?.();
+        resetPeakRss();
+        return send({ type: 'peak-reset' });
+      case 'start-worker':
+        simulator.resetStats();
+        services.startWorker();
+        return send({ type: 'worker-started' });
+      case 'wait-batch':
+        return send({ type: 'batch-ended', run: await waitBatch(services, simulator, message.batchId, message.timeoutMs) });
+      case 'stop':
+        await app.close();
+        await services.close();
+        send({ type: 'stopped' });
+        process.disconnect();
+        return;
+    }
   });
   send({ type: 'ready', port, token, agentId, delayMs: config.simulatorDelayMs });
 }
 
-if (!process.send) {
-  process.stderr.write('bench/batch-process.ts is started by bench/run.ts (npm run bench), not by hand\n');
-  process.exit(2);
-}
-
-main().catch((error: unknown) => {
-  send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-  process.exit(1);
-});
+runServiceChild('bench/batch-process.ts', main);

@@ -2,21 +2,21 @@
 import type { BatchMeasurement, BatchSettings } from './batch-bench.js';
 import { cell, dialectName, int, one, pct, two } from './format.js';
 import { ms } from './measure.js';
+import {
+  logNote,
+  noisyOtherCores,
+  perDialect,
+  sectionEnd,
+  sharedMachineNote,
+  verdict as sectionVerdict,
+  type SectionInput,
+} from './section-report.js';
 
 /** The issue's targets for batches. */
 export const minIdealRatio = 0.8;
 export const createMaxMs = { sqlite: 2_000, postgres: 4_000 } as const;
 
-/** Other processes busier than this during a run make its timings unrepresentative. */
-const noisyOtherCores = 0.25;
-
-export interface BatchReportInput {
-  readonly settings: BatchSettings;
-  readonly measurements: readonly BatchMeasurement[];
-  /** Why the PostgreSQL run was skipped, when it was asked for and could not run. */
-  readonly postgresSkip: string | null;
-  readonly cores: number;
-}
+export type BatchReportInput = SectionInput<BatchSettings, BatchMeasurement>;
 
 /** Everything that breaks a guarantee or leaves the run incomplete: over the limit, recipients not completed. */
 export function batchProblems(m: BatchMeasurement): string[] {
@@ -36,15 +36,13 @@ export function batchProblems(m: BatchMeasurement): string[] {
 }
 
 function verdict(ok: boolean, m: BatchMeasurement): string {
-  if (batchProblems(m).length > 0) return '**not met** (the run broke a guarantee or did not complete)';
-  return ok ? 'met' : '**not met**';
+  return sectionVerdict(ok, batchProblems(m), 'the run broke a guarantee or did not complete');
 }
 
 const slowest = (m: BatchMeasurement) => Math.max(...m.createMs);
 
 function limits(input: BatchReportInput): string {
-  const out: string[] = [];
-  for (const m of input.measurements) {
+  return perDialect(input.measurements, (m) => {
     const text: string[] = [];
     // Each slot of the batch runs calls one after another: its mean cycle is the time per call in a slot.
     const cycleMs = (m.elapsedMs * m.maxConcurrency) / Math.max(1, m.placed);
@@ -101,9 +99,8 @@ function limits(input: BatchReportInput): string {
         `and the recipients inserted 1,000 rows to a statement in one transaction; the process's RSS rose from ${int(m.createBaseRssMb)} MB to a peak of ` +
         `${int(m.createPeakRssMb)} MB (the body, its parsed form and the rows are all in memory at once).`,
     );
-    out.push(`- **${dialectName(m.dialect)}.** ${text.join(' ')}`);
-  }
-  return out.join('\n');
+    return text;
+  });
 }
 
 export function renderBatchSection(input: BatchReportInput): string {
@@ -131,10 +128,6 @@ export function renderBatchSection(input: BatchReportInput): string {
       (problems.length > 0 ? `. **Problems: ${problems.join('; ')}.**` : ', never more than max_concurrency at once.')
     );
   });
-  const logs = measurements
-    .filter((m) => m.logProblems.count > 0)
-    .map((m) => `${m.label}: ${int(m.logProblems.count)} lines at warn or above, the first: \`${cell(m.logProblems.first ?? '')}\``);
-  const noisiest = Math.max(0, ...measurements.map((m) => m.otherCpuCores ?? 0));
 
   const targets: string[] = [];
   for (const m of measurements) {
@@ -171,7 +164,7 @@ export function renderBatchSection(input: BatchReportInput): string {
   \`created_at\` minus the (k − ${settings.maxConcurrency})-th outcome record time: the slot it took was freed by that
   outcome. CPU covers the POST to the batch's end: the service process (all threads) and PostgreSQL's backends of its
   database; "other processes" is the machine's busy time (/proc/stat) minus those and this process.
-${noisiest > noisyOtherCores ? `\n> **The machine was shared during this run:** other processes used up to ${two(noisiest)} cores during a batch run.\n` : ''}
+${sharedMachineNote(measurements, 'a batch run')}
 ### Results
 
 | target | POST /v1/batches of ${int(settings.createRecipients)}, ms | peak RSS MB | ${int(settings.dialRecipients)} at ${settings.maxConcurrency}, s | ratio to ideal | highest concurrency | mean concurrency | process, cores | PostgreSQL, cores |
@@ -182,16 +175,5 @@ ${rows.join('\n')}
 |---|---|---|---|---|---|---|---|---|
 ${details.join('\n')}
 
-${checks.join('\n\n')}
-${logs.length > 0 ? `\nLog lines at warn or above: ${logs.join('; ')}\n` : '\nNo log line at warn or above in the batch runs.\n'}
-### Targets (from the issue)
-
-| target | measured | |
-|---|---|---|
-${targets.join('\n')}
-
-### What limits it
-
-${limits(input)}
-`;
+${sectionEnd({ checks, logNote: logNote(measurements, 'batch runs'), targets, limits: limits(input) })}`;
 }

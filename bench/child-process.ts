@@ -2,6 +2,23 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 
+/**
+ * The environment a service child starts from: a free port on loopback, no database URL or Redis (the
+ * database's own env comes in `extra`), no demo data, the API and the worker; `extra` adds to it or overrides it.
+ */
+export function serviceEnv(logLevel: string, extra: Record<string, string>): Record<string, string> {
+  return {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: '',
+    REDIS_URL: '',
+    CALLGATE_DEMO_SEED: 'false',
+    CALLGATE_ROLES: 'api,worker',
+    CALLGATE_LOG_LEVEL: logLevel,
+    ...extra,
+  };
+}
+
 /** Every child speaks in messages with a `type`; `failed` ends any wait with the child's error. */
 export interface ChildMessage {
   readonly type: string;

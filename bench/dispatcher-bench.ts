@@ -14,9 +14,9 @@ import pg from 'pg';
 import type { Dialect, TestDatabase } from '../test/support/test-database.js';
 import { forkBenchScript, type BenchChild } from './child-process.js';
 import type { DispatcherMessage, DispatcherRequest } from './dispatcher-process.js';
-import { clockTicksPerSecond, machineBusyShare, machineCpuTicks, type CpuTicks } from './machine.js';
-import { logProblems, percentile, postgresBackendTicks, type Measurement } from './measure.js';
-import type { ProcessStats } from './process-stats.js';
+import { machineBusyShare, machineCpuTicks, type CpuTicks } from './machine.js';
+import { logProblems, percentile, postgresBackendTicks, postgresCpuCoresBetween, type Measurement } from './measure.js';
+import { loopBusyBetween, type ProcessStats } from './process-stats.js';
 import type { ReceiverMessage, ReceiverRequest } from './receiver-process.js';
 
 export interface DispatcherSettings {
@@ -109,21 +109,14 @@ function cpuBetween(before: Readings, after: Readings, delivered: number) {
   const dispatcherUs = after.dispatcher.cpuUs - before.dispatcher.cpuUs;
   const receiverUs = after.receiver.cpuUs - before.receiver.cpuUs;
   const ownUs = after.ownCpu.user + after.ownCpu.system - before.ownCpu.user - before.ownCpu.system;
-  let postgresCpuCores: number | null = null;
-  if (before.postgres && after.postgres) {
-    let ticks = 0;
-    for (const [pid, value] of after.postgres) ticks += value - (before.postgres.get(pid) ?? value);
-    postgresCpuCores = ticks / clockTicksPerSecond / seconds;
-  }
-  const active = after.dispatcher.eluActiveMs - before.dispatcher.eluActiveMs;
-  const idle = after.dispatcher.eluIdleMs - before.dispatcher.eluIdleMs;
+  const postgresCpuCores = postgresCpuCoresBetween(before.postgres, after.postgres, seconds);
   const busy = machineBusyShare(before.machine, after.machine);
   const dispatcherCpuCores = dispatcherUs / 1e6 / seconds;
   const receiverCpuCores = receiverUs / 1e6 / seconds;
   return {
     dispatcherCpuCores,
     dispatcherCpuMsPerDelivery: delivered > 0 ? dispatcherUs / 1000 / delivered : 0,
-    dispatcherLoopBusy: active / Math.max(1, active + idle),
+    dispatcherLoopBusy: loopBusyBetween(before.dispatcher, after.dispatcher),
     receiverCpuCores,
     postgresCpuCores,
     otherCpuCores:

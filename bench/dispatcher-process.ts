@@ -5,11 +5,10 @@
  * events with enqueueEvent, starts the worker, waits for it to go idle, and records call outcomes at a steady
  * rate through recordOutcome, noting when each outcome's transaction had committed.
  */
-import { Session } from 'node:inspector/promises';
-import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { processStats, resetPeakRss, wallClockMs, watchEventLoop, type ProcessStats } from './process-stats.js';
+import { fromDist, onParentRequest, runServiceChild, sendToParent } from './service-child.js';
+import { cpuProfiler, processStats, resetPeakRss, wallClockMs, watchEventLoop, type ProcessStats } from './process-stats.js';
 
 export type DispatcherMessage =
   | { readonly type: 'ready'; readonly secret: string; readonly concurrency: number }
@@ -36,15 +35,7 @@ export type DispatcherRequest =
   | { readonly type: 'profile-stop'; readonly file: string }
   | { readonly type: 'stop' };
 
-function send(message: DispatcherMessage): void {
-  process.send?.(message);
-}
-
-// The service runs from dist/ (what `npm start` runs; `npm run bench` builds it first), typed by its sources.
-const dist = new URL('../dist/', import.meta.url);
-async function fromDist<T>(file: string): Promise<T> {
-  return (await import(new URL(file, dist).href)) as T;
-}
+const send = (message: DispatcherMessage) => sendToParent(message);
 
 const { loadConfig } = await fromDist<typeof import('../src/config.js')>('config.js');
 const { createServices } = await fromDist<typeof import('../src/container.js')>('container.js');
@@ -206,56 +197,38 @@ async function main(): Promise<void> {
   const { agent } = await upsertAgent(db, clock, { accountId: account.id, agentId, name: 'Benchmark agent', provider: 'simulator' });
   const endpoint = await createEndpoint(db, clock, services.config.webhookAllowPrivate, { accountId: account.id, url: receiverUrl });
   let callIds: string[] = [];
-  const profiler = new Session();
+  const profiler = cpuProfiler();
 
-  process.on('message', (message: DispatcherRequest) => {
-    void (async () => {
-      switch (message.type) {
-        case 'backlog':
-          return fillBacklog(services, account.id, message);
-        case 'start-worker':
-          services.startWorker();
-          return send({ type: 'worker-started', atMs: wallClockMs() });
-        case 'drain':
-          return drain(services);
-        case 'prepare-calls':
-          callIds = await prepareCalls(services, account.id, agent.id, message.count);
-          return send({ type: 'calls-prepared', count: callIds.length });
-        case 'outcomes':
-          return recordOutcomes(services, callIds, message.perSecond);
-        case 'stats':
-          return send({ type: 'stats', stats: processStats() });
-        case 'profile-start':
-          profiler.connect();
-          await profiler.post('Profiler.enable');
-          await profiler.post('Profiler.start');
-          return send({ type: 'profile-started' });
-        case 'profile-stop': {
-          const { profile } = await profiler.post('Profiler.stop');
-          fs.writeFileSync(message.file, JSON.stringify(profile));
-          profiler.disconnect();
-          return send({ type: 'profile-stopped' });
-        }
-        case 'stop':
-          await services.close();
-          send({ type: 'stopped' });
-          process.disconnect();
-          return;
-      }
-    })().catch((error: unknown) => {
-      send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-      process.exit(1);
-    });
+  onParentRequest(async (message: DispatcherRequest) => {
+    switch (message.type) {
+      case 'backlog':
+        return fillBacklog(services, account.id, message);
+      case 'start-worker':
+        services.startWorker();
+        return send({ type: 'worker-started', atMs: wallClockMs() });
+      case 'drain':
+        return drain(services);
+      case 'prepare-calls':
+        callIds = await prepareCalls(services, account.id, agent.id, message.count);
+        return send({ type: 'calls-prepared', count: callIds.length });
+      case 'outcomes':
+        return recordOutcomes(services, callIds, message.perSecond);
+      case 'stats':
+        return send({ type: 'stats', stats: processStats() });
+      case 'profile-start':
+        await profiler.start();
+        return send({ type: 'profile-started' });
+      case 'profile-stop':
+        await profiler.stop(message.file);
+        return send({ type: 'profile-stopped' });
+      case 'stop':
+        await services.close();
+        send({ type: 'stopped' });
+        process.disconnect();
+        return;
+    }
   });
   send({ type: 'ready', secret: endpoint.secret, concurrency: services.config.webhookConcurrency });
 }
 
-if (!process.send) {
-  process.stderr.write('bench/dispatcher-process.ts is started by bench/run.ts (npm run bench), not by hand\n');
-  process.exit(2);
-}
-
-main().catch((error: unknown) => {
-  send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-  process.exit(1);
-});
+runServiceChild('bench/dispatcher-process.ts', main);

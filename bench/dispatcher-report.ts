@@ -2,21 +2,13 @@
 import type { DispatcherMeasurement, DispatcherSettings } from './dispatcher-bench.js';
 import { cell, dialectName, int, one, pct, two } from './format.js';
 import { ms } from './measure.js';
+import { logNote, perDialect, sectionEnd, sharedMachineNote, verdict as sectionVerdict, type SectionInput } from './section-report.js';
 
 /** The issue's targets for the dispatcher. */
 export const sqliteMinDeliveriesPerSecond = 3_000;
 export const firstAttemptP50MaxMs = 20;
 
-/** Other processes busier than this during a throughput window make it unrepresentative. */
-const noisyOtherCores = 0.25;
-
-export interface DispatcherReportInput {
-  readonly settings: DispatcherSettings;
-  readonly measurements: readonly DispatcherMeasurement[];
-  /** Why the PostgreSQL run was skipped, when it was asked for and could not run. */
-  readonly postgresSkip: string | null;
-  readonly cores: number;
-}
+export type DispatcherReportInput = SectionInput<DispatcherSettings, DispatcherMeasurement>;
 
 /** Everything that makes a run's figures untrustworthy: lost or repeated deliveries, bad signatures. */
 export function dispatcherProblems(m: DispatcherMeasurement): string[] {
@@ -32,13 +24,11 @@ export function dispatcherProblems(m: DispatcherMeasurement): string[] {
 }
 
 function verdict(ok: boolean, m: DispatcherMeasurement): string {
-  if (dispatcherProblems(m).length > 0) return '**not met** (the run lost, repeated or mis-signed deliveries)';
-  return ok ? 'met' : '**not met**';
+  return sectionVerdict(ok, dispatcherProblems(m), 'the run lost, repeated or mis-signed deliveries');
 }
 
 function limits(input: DispatcherReportInput): string {
-  const out: string[] = [];
-  for (const m of input.measurements) {
+  return perDialect(input.measurements, (m) => {
     const text: string[] = [];
     text.push(
       `The dispatcher process used **${two(m.dispatcherCpuMsPerDelivery)} ms of CPU per delivery** (claim, sign, send, read the answer, ` +
@@ -68,9 +58,8 @@ function limits(input: DispatcherReportInput): string {
         `it over a connection kept alive` +
         (m.firstAttemptMaxMs < 1000 ? '; none waited for the 1 s sweep.' : '; some waited for the 1 s sweep.'),
     );
-    out.push(`- **${dialectName(m.dialect)}.** ${text.join(' ')}`);
-  }
-  return out.join('\n');
+    return text;
+  });
 }
 
 export function renderDispatcherSection(input: DispatcherReportInput): string {
@@ -100,10 +89,6 @@ export function renderDispatcherSection(input: DispatcherReportInput): string {
       (problems.length > 0 ? `. **Problems: ${problems.join('; ')}.**` : ', all valid; no webhook-id arrived twice.')
     );
   });
-  const logs = measurements
-    .filter((m) => m.logProblems.count > 0)
-    .map((m) => `${m.label}: ${int(m.logProblems.count)} lines at warn or above, the first: \`${cell(m.logProblems.first ?? '')}\``);
-  const noisiest = Math.max(0, ...measurements.map((m) => m.otherCpuCores ?? 0));
 
   const targets: string[] = [];
   const sqlite = measurements.find((m) => m.dialect === 'sqlite');
@@ -148,7 +133,7 @@ export function renderDispatcherSection(input: DispatcherReportInput): string {
   clocks being the same machine's. "Producer lag" is how late the producer started an outcome at worst.
 - Peak RSS is the dispatcher process's VmHWM, started again after the backlog was written, so it covers the worker's
   two phases. SQLite: a new file in a temporary folder; PostgreSQL: a new database, dropped afterwards.
-${noisiest > noisyOtherCores ? `\n> **The machine was shared during this run:** other processes used up to ${two(noisiest)} cores during a throughput window.\n` : ''}
+${sharedMachineNote(measurements, 'a throughput window')}
 ### Results
 
 | target | deliveries/s | first attempt p50 ms | p99 ms | peak RSS MB |
@@ -159,16 +144,5 @@ ${rows.join('\n')}
 |---|---|---|---|---|---|---|---|---|---|---|---|
 ${details.join('\n')}
 
-${checks.join('\n\n')}
-${logs.length > 0 ? `\nLog lines at warn or above: ${logs.join('; ')}\n` : '\nNo log line at warn or above in the dispatcher runs.\n'}
-### Targets (from the issue)
-
-| target | measured | |
-|---|---|---|
-${targets.join('\n')}
-
-### What limits it
-
-${limits(input)}
-`;
+${sectionEnd({ checks, logNote: logNote(measurements, 'dispatcher runs'), targets, limits: limits(input) })}`;
 }

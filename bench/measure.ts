@@ -137,6 +137,18 @@ export async function postgresBackendTicks(client: pg.Client): Promise<Map<numbe
   return ticks;
 }
 
+/** The CPU PostgreSQL's backends used between two postgresBackendTicks readings, in cores (null on SQLite). */
+export function postgresCpuCoresBetween(
+  before: ReadonlyMap<number, number> | null,
+  after: ReadonlyMap<number, number> | null,
+  seconds: number,
+): number | null {
+  if (!before || !after) return null;
+  let ticks = 0;
+  for (const [pid, value] of after) ticks += value - (before.get(pid) ?? value);
+  return ticks / clockTicksPerSecond / seconds;
+}
+
 export function logProblems(file: string): Measurement['logProblems'] {
   let count = 0;
   let first: string | null = null;
@@ -289,12 +301,7 @@ function summarise(spec: TargetSpec, w: Window): Measurement {
   const answered = Object.values(w.statusCounts).reduce((sum, n) => sum + n, 0);
   const sorted = Float64Array.from(w.latencies).sort();
   const loadGeneratorCpuCores = ownUs / 1e6 / seconds;
-  let postgresCpuCores: number | null = null;
-  if (before.postgres && after.postgres) {
-    let ticks = 0;
-    for (const [pid, value] of after.postgres) ticks += value - (before.postgres.get(pid) ?? value);
-    postgresCpuCores = ticks / clockTicksPerSecond / seconds;
-  }
+  const postgresCpuCores = postgresCpuCoresBetween(before.postgres, after.postgres, seconds);
   const executed = new Map<string, number>();
   for (const [sql, n] of Object.entries(after.target.statements)) {
     const text = sql.replace(/\s+/g, ' ').trim();

@@ -1,5 +1,6 @@
 /** What a bench child process says about itself: CPU, event-loop use and delay, peak memory. */
 import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 
 export interface ProcessStats {
@@ -61,4 +62,28 @@ export function resetPeakRss(): void {
   } catch {
     // Not Linux, or not allowed: the peak then covers the whole life of the process.
   }
+}
+
+/** The share of the time between two readings that the process's event loop was busy. */
+export function loopBusyBetween(before: ProcessStats, after: ProcessStats): number {
+  const active = after.eluActiveMs - before.eluActiveMs;
+  const idle = after.eluIdleMs - before.eluIdleMs;
+  return active / Math.max(1, active + idle);
+}
+
+/** This process's V8 sampling profiler (the one behind `node --cpu-prof`), started and stopped when the parent asks. */
+export function cpuProfiler(): { start(): Promise<void>; stop(file: string): Promise<void> } {
+  const session = new Session();
+  return {
+    async start() {
+      session.connect();
+      await session.post('Profiler.enable');
+      await session.post('Profiler.start');
+    },
+    async stop(file) {
+      const { profile } = await session.post('Profiler.stop');
+      fs.writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
 }

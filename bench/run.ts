@@ -31,6 +31,7 @@ import { batchProblems } from './batch-report.js';
 import { measureDispatcher, type DispatcherMeasurement, type DispatcherSettings } from './dispatcher-bench.js';
 import { dispatcherProblems } from './dispatcher-report.js';
 import { describeMachine } from './machine.js';
+import { serviceEnv } from './child-process.js';
 import { measureLatency, type LatencyMeasurement, type LatencySettings } from './latency.js';
 import { measure, type LoadSettings, type Measurement, type TargetSpec } from './measure.js';
 import { summariseProfile } from './profile-summary.js';
@@ -89,20 +90,13 @@ const output = path.resolve(fileURLToPath(new URL('..', import.meta.url)), proce
 const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-bench-'));
 
 function appEnv(extra: Record<string, string>): Record<string, string> {
-  return {
-    PORT: '0',
-    HOST: '127.0.0.1',
-    DATABASE_URL: '',
-    REDIS_URL: '',
-    CALLGATE_DEMO_SEED: 'false',
-    CALLGATE_ROLES: 'api,worker',
-    CALLGATE_LOG_LEVEL: logLevel,
+  return serviceEnv(logLevel, {
     // Nothing is refused, but every request is still counted by the limiter.
     CALLGATE_RATE_LIMIT_PER_MINUTE: '1000000000',
     CALLGATE_SIMULATOR_DELAY_MS: String(simulatorDelayMs),
     BENCH_KEYS: String(keyCount),
     ...extra,
-  };
+  });
 }
 
 /** Runs one target on a database of its own, dropped afterwards. */

@@ -9,13 +9,11 @@
  *            seeded with one account, one simulator agent and BENCH_KEYS API keys whose tokens go back to the parent.
  * It speaks to the parent over the IPC channel only (see TargetMessage / ParentMessage).
  */
-import fs from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import { createHash, randomBytes } from 'node:crypto';
 import BetterSqlite3 from 'better-sqlite3';
 import Fastify, { type FastifyInstance } from 'fastify';
 import pg from 'pg';
-import { processStats, watchEventLoop, type ProcessStats } from './process-stats.js';
+import { cpuProfiler, processStats, watchEventLoop, type ProcessStats } from './process-stats.js';
 
 export type TargetKind = 'ceiling' | 'floor' | 'app';
 
@@ -342,7 +340,7 @@ async function main(): Promise<void> {
   const running = kind === 'ceiling' ? await startCeiling() : kind === 'floor' ? await startFloor(keys) : await startApp(keys);
   const address = running.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
-  const profiler = new Session();
+  const profiler = cpuProfiler();
 
   process.on('message', (message: ParentMessage) => {
     void (async () => {
@@ -350,16 +348,11 @@ async function main(): Promise<void> {
         case 'sample':
           return send({ type: 'sample', sample: sample() });
         case 'profile-start':
-          profiler.connect();
-          await profiler.post('Profiler.enable');
-          await profiler.post('Profiler.start');
+          await profiler.start();
           return send({ type: 'profile-started' });
-        case 'profile-stop': {
-          const { profile } = await profiler.post('Profiler.stop');
-          fs.writeFileSync(message.file, JSON.stringify(profile));
-          profiler.disconnect();
+        case 'profile-stop':
+          await profiler.stop(message.file);
           return send({ type: 'profile-stopped' });
-        }
         case 'stop': {
           const calls = await running.counts();
           await running.close();

@@ -17,7 +17,8 @@ export function retentionJob(spec: {
   readonly label: string;
   readonly intervalMs: number;
   readonly steps: readonly RetentionStep[];
-  readonly batchSize?: number;
+  /** Rows per statement; `retentionBatchSize` when not given (tests give a small one). */
+  readonly batchSize?: number | undefined;
 }): Job {
   const limit = spec.batchSize ?? retentionBatchSize;
   return {

@@ -21,6 +21,7 @@ import { seedAccount, testEnvDefaults, type SeededAccount } from '../support/tes
 import { createTestDatabase, type Dialect, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/wait.js';
 import { highestOverlap, numbers, recipientsFor } from '../support/batch-client.js';
+import { letEveryWorkerDial, workerDialed } from '../support/batch-workers.js';
 
 /** A database with a seeded account (a simulator agent, an ElevenLabs agent and a live key), and its handle. */
 async function seededDatabase(dialect: Dialect): Promise<{ database: TestDatabase; handle: DatabaseHandle; seed: SeededAccount }> {
@@ -105,33 +106,11 @@ await forEachDialect('Two worker processes dialing one batch', (dialect) => {
     const batchId = created.json.id as string;
     const readBatch = async () => (await request('GET', `${api.url}/v1/batches/${batchId}`, seeded.seed.token)).json;
 
-    // The worker that wakes first tends to take every free slot. While one has not dialed yet, the other
-    // is stopped (SIGSTOP) for a moment, as a stalled worker would be, so that both share the batch.
-    const dialed = (worker: ServerProcess) => /batch recipients claimed/.test(worker.output());
+    // Both workers share the batch (one is stopped for a moment while the other has not dialed).
     await until('a first call to end', async () => ((await readBatch()).counts.completed > 0 ? true : undefined), 60_000);
-    const dialing = async () =>
-      (
-        await seeded.handle.db
-          .selectFrom('batch_recipients')
-          .select('id')
-          .where('batch_id', '=', batchId)
-          .where('status', '=', 'dialing')
-          .execute()
-      ).length;
-    for (let attempt = 0; attempt < 5 && !workers.every(dialed); attempt++) {
-      const idle = workers.find((worker) => !dialed(worker))!;
-      const busy = workers.find((worker) => worker !== idle)!;
-      // Not while it dials: the recipients it holds as `dialing` would keep their slots until it goes on.
-      await until('a moment without a dial under way', async () => ((await dialing()) === 0 ? true : undefined));
-      process.kill(busy.pid, 'SIGSTOP');
-      try {
-        await until('the other worker to dial', () => (dialed(idle) ? true : undefined), 5_000).catch(() => undefined);
-      } finally {
-        process.kill(busy.pid, 'SIGCONT');
-      }
-    }
+    await letEveryWorkerDial(seeded.handle.db, batchId, workers);
     for (const [index, worker] of workers.entries())
-      assert.ok(dialed(worker), `worker ${index + 1} dialed nothing:\n${worker.output().slice(-2000)}`);
+      assert.ok(workerDialed(worker), `worker ${index + 1} dialed nothing:\n${worker.output().slice(-2000)}`);
 
     const done = await until(
       'the batch to complete',

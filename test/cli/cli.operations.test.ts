@@ -14,6 +14,7 @@ import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startFakeElevenLabs, type FakeElevenLabs } from '../support/fake-elevenlabs.js';
 import { startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { webhookEndpointRow } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 describe('callgate tools: usage', () => {
@@ -135,25 +136,9 @@ await forEachDialect('callgate backup, doctor and reads', (dialect) => {
   });
 
   const insertEndpoint = async (id: string, url: string, enabled: boolean) => {
-    const now = new Date().toISOString();
     await handle.db
       .insertInto('webhook_endpoints')
-      .values({
-        id,
-        account_id: accountId,
-        url,
-        description: '',
-        enabled: enabled ? 1 : 0,
-        event_types: '["*"]',
-        secret: 'whsec_x',
-        previous_secret: null,
-        previous_secret_expires_at: null,
-        disabled_reason: null,
-        failing_since: null,
-        created_at: now,
-        updated_at: now,
-        deleted_at: null,
-      })
+      .values(webhookEndpointRow(accountId, id, url, new Date().toISOString(), enabled))
       .execute();
   };
 

@@ -12,6 +12,7 @@ import { createServices } from '../../src/container.js';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
 import { setMaxConcurrentCalls } from '../../src/features/identity/accounts.service.js';
 import { highestOverlap, numbers, recipientsFor } from '../support/batch-client.js';
+import { letEveryWorkerDial, workerDialed } from '../support/batch-workers.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startServerProcess, type ServerProcess } from '../support/server-process.js';
 import { seedAccount, testEnvDefaults, type SeededAccount } from '../support/test-app.js';
@@ -118,39 +119,17 @@ await forEachDialect('The account concurrency limit across two API and two worke
         );
       }
     };
-    // The worker that wakes first tends to take every free slot. While one has not dialed yet, the other is
-    // stopped (SIGSTOP) for a moment, as a stalled worker would be, so that both dial the account's calls.
-    const dialed = (worker: ServerProcess) => /batch recipients claimed/.test(worker.output());
-    const dialing = async () =>
-      (
-        await handle.db
-          .selectFrom('batch_recipients')
-          .select('id')
-          .where('batch_id', '=', batchId)
-          .where('status', '=', 'dialing')
-          .execute()
-      ).length;
+    // Both workers dial the account's calls (one is stopped for a moment while the other has not).
     const shareTheBatch = async () => {
-      await until('a first dial', () => (workers.some(dialed) ? true : undefined), 60_000);
-      for (let attempt = 0; attempt < 5 && !workers.every(dialed); attempt++) {
-        const idle = workers.find((worker) => !dialed(worker))!;
-        const busy = workers.find((worker) => worker !== idle)!;
-        // Not while it dials: the recipients it holds as `dialing` would keep their slots until it goes on.
-        await until('a moment without a dial under way', async () => ((await dialing()) === 0 ? true : undefined));
-        process.kill(busy.pid, 'SIGSTOP');
-        try {
-          await until('the other worker to dial', () => (dialed(idle) ? true : undefined), 5_000).catch(() => undefined);
-        } finally {
-          process.kill(busy.pid, 'SIGCONT');
-        }
-      }
+      await until('a first dial', () => (workers.some(workerDialed) ? true : undefined), 60_000);
+      await letEveryWorkerDial(handle.db, batchId, workers);
     };
     await Promise.all([
       shareTheBatch(),
       ...apis.flatMap((_, apiIndex) => Array.from({ length: clientsPerApi }, (__, clientIndex) => client(apiIndex, clientIndex))),
     ]);
     for (const [index, worker] of workers.entries())
-      assert.ok(dialed(worker), `worker ${index + 1} dialed nothing:\n${worker.output().slice(-2000)}`);
+      assert.ok(workerDialed(worker), `worker ${index + 1} dialed nothing:\n${worker.output().slice(-2000)}`);
 
     const batch = await until(
       'the batch to complete',

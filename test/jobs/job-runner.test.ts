@@ -255,7 +255,7 @@ await forEachDialect('Job runner', (dialect) => {
     const old = new Date(t.services.clock.now().getTime() - 30 * 24 * 60 * 60 * 1000).toISOString();
     await t.services.db
       .insertInto('request_logs')
-      .values(requestLogRow(t, 'req_job_purge_old', old))
+      .values(requestLogRow(t.seed, 'req_job_purge_old', old))
       .execute();
     await waitFor(
       async () =>

@@ -13,7 +13,7 @@ import { eventRetentionJob } from '../../src/features/webhooks/event-retention.j
 import type { Job } from '../../src/jobs/job-runner.js';
 import { addMs, isoTimestamp, ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
-import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
+import { callBody, countCalls, requestLogRow, startTestApp, webhookEndpointRow, type TestApp } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
 
 const dayMs = 24 * 60 * 60 * 1000;
@@ -67,19 +67,7 @@ await forEachDialect('Retention jobs', (dialect) => {
   });
   after(async () => t?.close());
 
-  const requestLog = (id: string, createdAt: string) => ({
-    id,
-    account_id: t.seed.accountId,
-    api_key_id: t.seed.keyId,
-    key_prefix: 'cg_live_x',
-    method: 'GET',
-    path: '/v1/calls',
-    status: 200,
-    error_code: null,
-    idempotency_key: null,
-    duration_ms: 1,
-    created_at: createdAt,
-  });
+  const requestLog = (id: string, createdAt: string) => requestLogRow(t.seed, id, createdAt);
 
   const insertRequestLogs = async () => {
     const rows = [
@@ -108,22 +96,7 @@ await forEachDialect('Retention jobs', (dialect) => {
     const now = isoTimestamp(start);
     await db
       .insertInto('webhook_endpoints')
-      .values({
-        id: endpointId,
-        account_id: t.seed.accountId,
-        url: 'https://example.com/hook',
-        description: '',
-        enabled: 1,
-        event_types: '["*"]',
-        secret: 'whsec_x',
-        previous_secret: null,
-        previous_secret_expires_at: null,
-        disabled_reason: null,
-        failing_since: null,
-        created_at: now,
-        updated_at: now,
-        deleted_at: null,
-      })
+      .values(webhookEndpointRow(t.seed.accountId, endpointId, 'https://example.com/hook', now))
       .onConflict((oc) => oc.column('id').doNothing())
       .execute();
     const event = (id: string, createdAt: string) => ({

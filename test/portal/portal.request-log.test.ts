@@ -111,7 +111,7 @@ await forEachDialect('Portal request log', (dialect) => {
 
   it('shows the last 7 days, and the purge removes older rows', async () => {
     const now = t.services.clock.now().getTime();
-    const row = (id: string, ageMs: number) => requestLogRow(t, id, new Date(now - ageMs).toISOString());
+    const row = (id: string, ageMs: number) => requestLogRow(t.seed, id, new Date(now - ageMs).toISOString());
     t.services.requestLog.add(row('req_six_days_old', requestLogRetentionMs - 24 * 60 * 60 * 1000));
     t.services.requestLog.add(row('req_eight_days_old', requestLogRetentionMs + 24 * 60 * 60 * 1000));
     await t.services.requestLog.flush();
@@ -141,20 +141,8 @@ await forEachDialect('Portal request log', (dialect) => {
     const start = t.services.clock.now().getTime() - 60 * 60 * 1000;
     const ids = Array.from({ length: 230 }, (_, i) => `req_page_${String(i).padStart(3, '0')}`);
     for (const [i, id] of ids.entries()) {
-      t.services.requestLog.add({
-        id,
-        account_id: account.accountId,
-        api_key_id: account.keyId,
-        key_prefix: account.token.slice(0, 12),
-        method: 'GET',
-        path: '/v1/calls',
-        // Two requests in each millisecond: the id orders those.
-        status: 200,
-        error_code: null,
-        idempotency_key: null,
-        duration_ms: 1,
-        created_at: new Date(start + Math.floor(i / 2)).toISOString(),
-      });
+      // Two requests in each millisecond: the id orders those.
+      t.services.requestLog.add(requestLogRow(account, id, new Date(start + Math.floor(i / 2)).toISOString()));
     }
     await t.services.requestLog.flush();
     const shown: string[] = [];

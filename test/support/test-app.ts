@@ -8,6 +8,8 @@ import { loadConfig } from '../../src/config.js';
 import { createServices, type ServiceOverrides, type Services } from '../../src/container.js';
 import type { ApiKeyMode } from '../../src/features/api-keys/api-keys.tables.js';
 import type { NewRequestLog } from '../../src/features/request-log/request-log.tables.js';
+import { newEndpointRow } from '../../src/features/webhooks/endpoints.service.js';
+import type { WebhookEndpointRow } from '../../src/features/webhooks/webhooks.tables.js';
 import { createAccount } from '../../src/features/identity/accounts.service.js';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
@@ -116,13 +118,13 @@ export function callBody(app: TestApp, extra: Record<string, unknown> = {}): Rec
   return { agent_id: app.seed.agentId, to: '+14155550123', ...extra };
 }
 
-/** A request-log row of the seed account's key (a created call), as the request-log hook writes one. */
-export function requestLogRow(app: TestApp, id: string, createdAt: string): NewRequestLog {
+/** A request-log row of an account's key (a created call), as the request-log hook writes one. */
+export function requestLogRow(account: SeededAccount, id: string, createdAt: string): NewRequestLog {
   return {
     id,
-    account_id: app.seed.accountId,
-    api_key_id: app.seed.keyId,
-    key_prefix: app.seed.token.slice(0, 12),
+    account_id: account.accountId,
+    api_key_id: account.keyId,
+    key_prefix: account.token.slice(0, 12),
     method: 'POST',
     path: '/v1/calls',
     status: 201,
@@ -130,6 +132,17 @@ export function requestLogRow(app: TestApp, id: string, createdAt: string): NewR
     idempotency_key: null,
     duration_ms: 3,
     created_at: createdAt,
+  };
+}
+
+/**
+ * A webhook endpoint row as createEndpoint writes one (every event type), but with a known id and a URL the
+ * API would refuse or never check, for tests that write it themselves; `enabled` false for a disabled one.
+ */
+export function webhookEndpointRow(accountId: string, id: string, url: string, now: string, enabled = true): WebhookEndpointRow {
+  return {
+    ...newEndpointRow({ id, accountId, url, description: '', eventTypes: ['*'], secret: 'whsec_x', now }),
+    enabled: enabled ? 1 : 0,
   };
 }
 

@@ -14,7 +14,7 @@ export function idempotencyPurgeJob(
     name: 'idempotency-purge',
     label: 'idempotency purge',
     intervalMs,
-    ...(batchSize === undefined ? {} : { batchSize }),
+    batchSize,
     steps: [(now, limit) => purgeExpired(deps.db, { now: () => now }, deps.idempotency, limit)],
   });
 }

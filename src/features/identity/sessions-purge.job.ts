@@ -14,7 +14,7 @@ export function sessionsPurgeJob(deps: { readonly db: Db }, intervalMs: number, 
     name: 'sessions-purge',
     label: 'portal sessions purge',
     intervalMs,
-    ...(batchSize === undefined ? {} : { batchSize }),
+    batchSize,
     steps: [(now, limit) => purgeEndedSessions(deps.db, isoTimestamp(now), isoTimestamp(addMs(now, -sessionIdleMs)), limit)],
   });
 }

@@ -12,102 +12,81 @@ const latencyBucketsSeconds = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 export class Metrics {
   readonly registry = new Registry();
 
-  readonly httpRequests = new Counter({
-    name: 'callgate_http_requests_total',
-    help: 'HTTP requests answered, by route pattern (unmatched paths as "unmatched"), method and status.',
-    labelNames: ['route', 'method', 'status'] as const,
-    registers: [this.registry],
-  });
-  readonly httpDuration = new Histogram({
-    name: 'callgate_http_request_duration_seconds',
-    help: 'Time from a request received to its answer sent, by route pattern, method and status.',
-    labelNames: ['route', 'method', 'status'] as const,
-    buckets: latencyBucketsSeconds,
-    registers: [this.registry],
-  });
-  readonly httpRefusals = new Counter({
-    name: 'callgate_http_refusals_total',
-    help: 'Requests refused with 429, by error code (rate_limit_exceeded, concurrency_limit_exceeded, ...).',
-    labelNames: ['code'] as const,
-    registers: [this.registry],
-  });
+  readonly httpRequests = this.counter(
+    'callgate_http_requests_total',
+    'HTTP requests answered, by route pattern (unmatched paths as "unmatched"), method and status.',
+    ['route', 'method', 'status'],
+  );
+  readonly httpDuration = this.latencyHistogram(
+    'callgate_http_request_duration_seconds',
+    'Time from a request received to its answer sent, by route pattern, method and status.',
+    ['route', 'method', 'status'],
+  );
+  readonly httpRefusals = this.counter(
+    'callgate_http_refusals_total',
+    'Requests refused with 429, by error code (rate_limit_exceeded, concurrency_limit_exceeded, ...).',
+    ['code'],
+  );
 
-  readonly callsPlaced = new Counter({
-    name: 'callgate_calls_placed_total',
-    help: 'Calls the voice provider was asked to place, by provider and outcome (placed, or the failure kind).',
-    labelNames: ['provider', 'outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly callsEnded = new Counter({
-    name: 'callgate_calls_ended_total',
-    help: 'Calls that ended, by provider and outcome (completed, or the failure reason).',
-    labelNames: ['provider', 'outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly providerDuration = new Histogram({
-    name: 'callgate_provider_request_duration_seconds',
-    help: 'Time a voice provider took to answer, by provider and operation (place_call, check_call).',
-    labelNames: ['provider', 'operation'] as const,
-    buckets: latencyBucketsSeconds,
-    registers: [this.registry],
-  });
-  readonly providerFailures = new Counter({
-    name: 'callgate_provider_request_failures_total',
-    help: 'Voice provider requests that failed, by provider, operation and kind (rejected, unavailable, timeout, error).',
-    labelNames: ['provider', 'operation', 'kind'] as const,
-    registers: [this.registry],
-  });
+  readonly callsPlaced = this.counter(
+    'callgate_calls_placed_total',
+    'Calls the voice provider was asked to place, by provider and outcome (placed, or the failure kind).',
+    ['provider', 'outcome'],
+  );
+  readonly callsEnded = this.counter(
+    'callgate_calls_ended_total',
+    'Calls that ended, by provider and outcome (completed, or the failure reason).',
+    ['provider', 'outcome'],
+  );
+  readonly providerDuration = this.latencyHistogram(
+    'callgate_provider_request_duration_seconds',
+    'Time a voice provider took to answer, by provider and operation (place_call, check_call).',
+    ['provider', 'operation'],
+  );
+  readonly providerFailures = this.counter(
+    'callgate_provider_request_failures_total',
+    'Voice provider requests that failed, by provider, operation and kind (rejected, unavailable, timeout, error).',
+    ['provider', 'operation', 'kind'],
+  );
 
-  readonly webhookAttempts = new Counter({
-    name: 'callgate_webhook_attempts_total',
-    help: 'Webhook delivery attempts, by result (succeeded, retrying, failed).',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
-  readonly webhookEndpointsDisabled = new Counter({
-    name: 'callgate_webhook_endpoints_disabled_total',
-    help: 'Webhook endpoints disabled by the dispatcher, by reason (gone: a 410; failing: every delivery failed for 5 days).',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
+  readonly webhookAttempts = this.counter(
+    'callgate_webhook_attempts_total',
+    'Webhook delivery attempts, by result (succeeded, retrying, failed).',
+    ['result'],
+  );
+  readonly webhookEndpointsDisabled = this.counter(
+    'callgate_webhook_endpoints_disabled_total',
+    'Webhook endpoints disabled by the dispatcher, by reason (gone: a 410; failing: every delivery failed for 5 days).',
+    ['reason'],
+  );
 
-  readonly idempotencyClaims = new Counter({
-    name: 'callgate_idempotency_requests_total',
-    help: 'Requests with an Idempotency-Key, by result (owned: processed; replay; conflict; in_progress: still running after the wait).',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
-  readonly idempotencyWaits = new Counter({
-    name: 'callgate_idempotency_waits_total',
-    help: 'Requests that waited for an earlier request with the same Idempotency-Key to finish.',
-    registers: [this.registry],
-  });
+  readonly idempotencyClaims = this.counter(
+    'callgate_idempotency_requests_total',
+    'Requests with an Idempotency-Key, by result (owned: processed; replay; conflict; in_progress: still running after the wait).',
+    ['result'],
+  );
+  readonly idempotencyWaits = this.counter(
+    'callgate_idempotency_waits_total',
+    'Requests that waited for an earlier request with the same Idempotency-Key to finish.',
+  );
 
-  readonly jobPasses = new Counter({
-    name: 'callgate_job_passes_total',
-    help: 'Passes of the worker jobs, by job and result (ok, error).',
-    labelNames: ['job', 'result'] as const,
-    registers: [this.registry],
-  });
-  readonly jobPassDuration = new Histogram({
-    name: 'callgate_job_pass_duration_seconds',
-    help: 'Time one pass of a worker job took, by job.',
-    labelNames: ['job'] as const,
-    buckets: latencyBucketsSeconds,
-    registers: [this.registry],
-  });
-  readonly jobClaims = new Counter({
-    name: 'callgate_job_claims_total',
-    help: 'Rows a worker job claimed (calls to check, deliveries to send, batches to dial), by job.',
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
-  readonly jobLeaseLosses = new Counter({
-    name: 'callgate_job_lease_losses_total',
-    help: 'Claims a worker job lost before it recorded its work (the lease ran out and another worker took the row), by job.',
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
+  readonly jobPasses = this.counter('callgate_job_passes_total', 'Passes of the worker jobs, by job and result (ok, error).', [
+    'job',
+    'result',
+  ]);
+  readonly jobPassDuration = this.latencyHistogram('callgate_job_pass_duration_seconds', 'Time one pass of a worker job took, by job.', [
+    'job',
+  ]);
+  readonly jobClaims = this.counter(
+    'callgate_job_claims_total',
+    'Rows a worker job claimed (calls to check, deliveries to send, batches to dial), by job.',
+    ['job'],
+  );
+  readonly jobLeaseLosses = this.counter(
+    'callgate_job_lease_losses_total',
+    'Claims a worker job lost before it recorded its work (the lease ran out and another worker took the row), by job.',
+    ['job'],
+  );
 
   constructor(options: { readonly defaultMetrics?: boolean } = {}) {
     // Node's own: CPU, memory, event-loop lag, GC, handles. Collected at scrape time into this registry.
@@ -127,6 +106,16 @@ export class Metrics {
     claimed: (result: string) => this.idempotencyClaims.inc({ result }),
     waited: () => this.idempotencyWaits.inc(),
   };
+
+  /** A counter in this registry (the fields above are made with it, after `registry`). */
+  private counter<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+    return new Counter<L>({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  /** A latency histogram in seconds in this registry, on the shared buckets. */
+  private latencyHistogram<L extends string>(name: string, help: string, labelNames: readonly L[]): Histogram<L> {
+    return new Histogram<L>({ name, help, labelNames, buckets: latencyBucketsSeconds, registers: [this.registry] });
+  }
 
   /** A gauge whose value is read at scrape time (a query, a runner's state); `read` sets its series. */
   gauge<L extends string>(spec: {

@@ -51,20 +51,23 @@ export function watchWorker(metrics: Metrics, deps: { db: Db; clock: Clock; jobs
     })().finally(() => {
       backlog = undefined;
     }));
-  metrics.gauge({
-    name: 'callgate_webhook_deliveries_pending',
-    help: 'Webhook deliveries waiting for an attempt (due now or later), in the whole database.',
-    async read(gauge) {
-      const read = await readBacklog();
-      gauge.set(read ? read.pending : Number.NaN);
-    },
-  });
-  metrics.gauge({
-    name: 'callgate_webhook_oldest_due_age_seconds',
-    help: 'How long the oldest due webhook delivery has waited past its attempt time (0 when none is due).',
-    async read(gauge) {
-      const read = await readBacklog();
-      gauge.set(read ? read.oldestDueAgeSeconds : Number.NaN);
-    },
-  });
+  const backlogGauge = (name: string, help: string, value: (read: { pending: number; oldestDueAgeSeconds: number }) => number) =>
+    metrics.gauge({
+      name,
+      help,
+      async read(gauge) {
+        const read = await readBacklog();
+        gauge.set(read ? value(read) : Number.NaN);
+      },
+    });
+  backlogGauge(
+    'callgate_webhook_deliveries_pending',
+    'Webhook deliveries waiting for an attempt (due now or later), in the whole database.',
+    (read) => read.pending,
+  );
+  backlogGauge(
+    'callgate_webhook_oldest_due_age_seconds',
+    'How long the oldest due webhook delivery has waited past its attempt time (0 when none is due).',
+    (read) => read.oldestDueAgeSeconds,
+  );
 }

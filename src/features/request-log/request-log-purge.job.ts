@@ -14,7 +14,7 @@ export function requestLogPurgeJob(
     name: 'request-log-purge',
     label: 'request log purge',
     intervalMs,
-    ...(batchSize === undefined ? {} : { batchSize }),
+    batchSize,
     steps: [(now, limit) => purgeOldRequests(deps.db, { now: () => now }, { days: deps.days, limit })],
   });
 }

@@ -78,6 +78,34 @@ function checkedDescription(text: string): string {
   return trimmed;
 }
 
+/** A new endpoint's row, of checked fields: enabled, with one secret, never failing. */
+export function newEndpointRow(fields: {
+  readonly id: string;
+  readonly accountId: string;
+  readonly url: string;
+  readonly description: string;
+  readonly eventTypes: readonly string[];
+  readonly secret: string;
+  readonly now: string;
+}): WebhookEndpointRow {
+  return {
+    id: fields.id,
+    account_id: fields.accountId,
+    url: fields.url,
+    description: fields.description,
+    enabled: 1,
+    event_types: JSON.stringify(fields.eventTypes),
+    secret: fields.secret,
+    previous_secret: null,
+    previous_secret_expires_at: null,
+    disabled_reason: null,
+    failing_since: null,
+    created_at: fields.now,
+    updated_at: fields.now,
+    deleted_at: null,
+  };
+}
+
 /** Creates an endpoint with a new secret; the view includes the secret. A refused field is `invalid_request`. */
 export async function createEndpoint(
   db: Db,
@@ -88,22 +116,15 @@ export async function createEndpoint(
   const description = checkedDescription(input.description ?? '');
   const url = await checkedUrl(input.url, allowPrivate);
   const now = isoTimestamp(clock.now());
-  const row: WebhookEndpointRow = {
+  const row = newEndpointRow({
     id: newId('webhookEndpoint', clock.now().getTime()),
-    account_id: input.accountId,
+    accountId: input.accountId,
     url,
     description,
-    enabled: 1,
-    event_types: JSON.stringify(normaliseEventTypes(input.eventTypes)),
+    eventTypes: normaliseEventTypes(input.eventTypes),
     secret: generateWebhookSecret(),
-    previous_secret: null,
-    previous_secret_expires_at: null,
-    disabled_reason: null,
-    failing_since: null,
-    created_at: now,
-    updated_at: now,
-    deleted_at: null,
-  };
+    now,
+  });
   await repo.insertEndpoint(db, row);
   return { ...toEndpointView(row), secret: row.secret };
 }
