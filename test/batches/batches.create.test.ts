@@ -91,7 +91,8 @@ await forEachDialect('POST /v1/batches', (dialect) => {
     assert.equal(plain.name, null);
     assert.equal(plain.max_concurrency, 5);
     const ahead = new Date(t.services.clock.now().getTime() + 2 * 3600_000);
-    const local = `${ahead.toISOString().slice(0, 10)}T${String((ahead.getUTCHours() + 1) % 24).padStart(2, '0')}${ahead.toISOString().slice(13, 19)}+01:00`;
+    // The same instant written at +01:00: its wall-clock time is an hour past UTC's (the next day's date after 23:00 UTC).
+    const local = `${new Date(ahead.getTime() + 3600_000).toISOString().slice(0, 19)}+01:00`;
     const scheduled = await createBatch(t, numbers(1), { scheduled_at: local });
     assert.equal(scheduled.status, 'scheduled');
     assert.equal(Date.parse(scheduled.scheduled_at), Date.parse(local));
