@@ -110,7 +110,10 @@ async function startCountingReceiver(answerDelayMs: number): Promise<CountingRec
 const redisSkip = (await redisReachable()) ? false : `Redis is not reachable at ${redisHost}:${redisPort}`;
 
 await forEachDialect('Scale: 3 API processes and 2 workers on one PostgreSQL, limits in Redis', (dialect) => {
-  if (dialect !== 'postgres') return; // one SQLite file is not shared by several servers
+  if (dialect !== 'postgres') {
+    it('runs on PostgreSQL', { skip: 'several processes share a PostgreSQL database only' });
+    return;
+  }
   if (redisSkip) {
     it('runs with Redis', { skip: redisSkip });
     return;
