@@ -63,3 +63,34 @@ it('docs/callgate.service passes systemd-analyze verify', { skip: systemdAnalyze
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+it('the metric names in the README and the deployment guide are the ones src/features/metrics defines', () => {
+  const dir = path.join(repoRoot, 'src/features/metrics');
+  const source = fs
+    .readdirSync(dir)
+    .map((file) => fs.readFileSync(path.join(dir, file), 'utf8'))
+    .join('\n');
+  const defined = new Set([...source.matchAll(/name: '(callgate_[a-z_]+)'/g)].map((match) => match[1]!));
+  assert.ok(defined.has('callgate_webhook_deliveries_pending') && defined.has('callgate_http_requests_total'), [...defined].join());
+  // A histogram is queried through its _bucket, _sum and _count series.
+  const named = (text: string) =>
+    new Set([...text.matchAll(/\bcallgate_[a-z_]+/g)].map((match) => match[0].replace(/_(bucket|sum|count)$/, '')));
+  for (const [document, text] of [
+    ['README.md', readme],
+    ['docs/deployment.md', deployment],
+  ] as const) {
+    for (const name of named(text)) assert.ok(defined.has(name), `${document} names ${name}, which no metric has`);
+  }
+  for (const name of defined) assert.ok(readme.includes(`\`${name}\``), `the README's metrics table lists ${name}`);
+  for (const name of [
+    'callgate_webhook_oldest_due_age_seconds',
+    'callgate_job_seconds_since_last_pass',
+    'callgate_provider_request_failures_total',
+  ]) {
+    assert.ok(deployment.includes(name), `the deployment guide alerts on ${name}`);
+  }
+  assert.doesNotMatch(deployment, /not in this version/);
+  assert.match(deployment, /`GET \/readyz`/);
+  assert.match(deployment, /CALLGATE_METRICS_PORT/);
+  assert.match(deployment, /CALLGATE_METRICS_TOKEN/);
+});
