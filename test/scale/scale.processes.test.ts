@@ -322,7 +322,13 @@ await forEachDialect('Scale: 3 API processes and 2 workers on one PostgreSQL, li
       await enqueueEvents(
         db,
         systemClock,
-        Array.from({ length: 150 }, (_, n) => ({ accountId: seed.accountId, type: 'call.completed', callId: null, data: { n } })),
+        Array.from({ length: 150 }, (_, n) => ({
+          accountId: seed.accountId,
+          mode: 'test',
+          type: 'call.completed',
+          callId: null,
+          data: { n },
+        })),
       );
       await sql`notify callgate_deliveries`.execute(db);
 
