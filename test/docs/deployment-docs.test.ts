@@ -70,7 +70,7 @@ it('the metric names in the README and the deployment guide are the ones src/fea
     .readdirSync(dir)
     .map((file) => fs.readFileSync(path.join(dir, file), 'utf8'))
     .join('\n');
-  const defined = new Set([...source.matchAll(/name: '(callgate_[a-z_]+)'/g)].map((match) => match[1]!));
+  const defined = new Set([...source.matchAll(/'(callgate_[a-z_]+)'/g)].map((match) => match[1]!));
   assert.ok(defined.has('callgate_webhook_deliveries_pending') && defined.has('callgate_http_requests_total'), [...defined].join());
   // A histogram is queried through its _bucket, _sum and _count series.
   const named = (text: string) =>
