@@ -173,4 +173,21 @@ await describe('A PostgreSQL database dropped under a running process', { skip: 
       await services.close();
     }
   });
+
+  it('answers /readyz 503 with its reasons as whole sentences', async () => {
+    const database = await createTestDatabase('postgres');
+    const services = await createServices(loadConfig({ ...testEnvDefaults, ...database.env, CALLGATE_ROLES: 'api' }));
+    const app = buildApp(services);
+    try {
+      assert.equal((await readyz(app)).status, 200);
+      await database.drop();
+      const down = await readyz(app);
+      assert.equal(down.status, 503, JSON.stringify(down.body));
+      assert.match(down.body.checks.database.reason, /^The database is unreachable: .*does not exist\.$/);
+      assert.match(down.body.reason, /does not exist\. Not checked: the database is unreachable\.$/);
+    } finally {
+      await app.close();
+      await services.close();
+    }
+  });
 });
