@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
 import { runCli } from '../support/cli-runner.js';
 import { repoRoot } from '../support/repo-root.js';
 
@@ -62,4 +63,21 @@ it('docs/callgate.service passes systemd-analyze verify', { skip: systemdAnalyze
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+it("the guide's /etc/callgate/callgate.env is read by systemd's EnvironmentFile as meant: a valid configuration", () => {
+  const block = /`\/etc\/callgate\/callgate\.env` \(mode[\s\S]*?```sh\n([\s\S]*?)```/.exec(deployment)?.[1];
+  assert.ok(block, 'the guide gives the env file');
+  // systemd.exec(5): lines starting with # or ; are comments; elsewhere a # is part of the value (an inline
+  // comment is not stripped, systemd/systemd#12527), and only the white space around the value is.
+  const env: Record<string, string> = {};
+  for (const line of block.split('\n')) {
+    const trimmed = line.trim();
+    if (trimmed === '' || trimmed.startsWith('#') || trimmed.startsWith(';')) continue;
+    const at = trimmed.indexOf('=');
+    env[trimmed.slice(0, at).trim()] = trimmed.slice(at + 1).trim();
+  }
+  assert.ok(Object.keys(env).length >= 5, JSON.stringify(env));
+  for (const [name, value] of Object.entries(env)) assert.ok(!value.includes('#'), `${name}=${value}: systemd keeps an inline comment`);
+  assert.doesNotThrow(() => loadConfig(env));
 });
