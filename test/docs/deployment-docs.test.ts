@@ -81,3 +81,12 @@ it("the guide's /etc/callgate/callgate.env is read by systemd's EnvironmentFile 
   for (const [name, value] of Object.entries(env)) assert.ok(!value.includes('#'), `${name}=${value}: systemd keeps an inline comment`);
   assert.doesNotThrow(() => loadConfig(env));
 });
+
+it('the guide has the load balancer check /readyz and alerts on the metrics the README documents', () => {
+  assert.doesNotMatch(deployment, /not in\s+this\s+version/, 'the guide says /metrics and /readyz are still to come');
+  assert.match(deployment, /balancer[^.]*checks `GET \/readyz`/);
+  for (const setting of ['CALLGATE_METRICS_TOKEN', 'CALLGATE_METRICS_PORT']) assert.ok(deployment.includes(setting), setting);
+  const watched = new Set([...deployment.matchAll(/`(callgate_[a-z_]+)`/g)].map((match) => match[1]!));
+  assert.ok(watched.size >= 4, [...watched].join());
+  for (const metric of watched) assert.ok(readme.includes(`\`${metric}\``), `${metric} is in the README's metrics table`);
+});
