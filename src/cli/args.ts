@@ -45,6 +45,10 @@ function usageMessage(error: Error & { code?: string }): string {
   const option = /'(-[^' ]+)/.exec(error.message)?.[1];
   if (option && error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option}`;
   if (option && error.message.includes('does not take an argument')) return `option ${option} takes no value`;
+  // parseArgs takes a value starting with a dash (`--limit -5`) for the next option and calls it ambiguous.
+  if (option && error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && error.message.includes('ambiguous')) {
+    return `option ${option} needs a value (for one that starts with a dash, write ${option}=VALUE)`;
+  }
   if (option && error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return `option ${option} needs a value`;
   return error.message;
 }

@@ -21,9 +21,11 @@ const socketCodes = new Set([
 
 /**
  * PostgreSQL SQLSTATEs: class 08 (connection exception), 57P01 admin_shutdown, 57P02 crash_shutdown,
- * 57P03 cannot_connect_now (starting up or in recovery), 53300 too_many_connections.
+ * 57P03 cannot_connect_now (starting up or in recovery), 53300 too_many_connections, and 3D000
+ * invalid_catalog_name: the database was dropped or renamed under the process (every connection ends and
+ * new ones are refused with it); it may come back (restored, renamed back), so it is an outage, not a bug.
  */
-const postgresStates = /^(08...|57P0[1-3]|53300)$/;
+const postgresStates = /^(08...|57P0[1-3]|53300|3D000)$/;
 
 /** node-postgres says these in words only, without a code. */
 const postgresMessages = [

@@ -72,6 +72,9 @@ describe('callgate CLI usage (no database needed)', () => {
       [['keys', 'rotate'], /unknown command "keys rotate"/],
       [['accounts', 'create'], /missing option --name/],
       [['accounts', 'create', '--name'], /option --name needs a value/],
+      // A value starting with a dash reads as an option to parseArgs: say how to give it, not that none was given.
+      [['accounts', 'update', 'acct_x', '--max-concurrent-calls', '-1'], /write --max-concurrent-calls=VALUE/],
+      [['deliveries', 'list', '--account', 'acct_x', '--limit', '-5'], /write --limit=VALUE/],
       [['accounts', 'create', '--name', ' '], /option --name must not be empty/],
       [['accounts', 'create', '--name', 'X', '--colour', 'red'], /unknown option --colour/],
       [['keys', 'create', '--account', 'acct_x', '--name', 'k', '--mode', 'staging'], /--mode must be one of live, test/],

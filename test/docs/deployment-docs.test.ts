@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
 import { runCli } from '../support/cli-runner.js';
 import { repoRoot } from '../support/repo-root.js';
 
@@ -93,4 +94,30 @@ it('the metric names in the README and the deployment guide are the ones src/fea
   assert.match(deployment, /`GET \/readyz`/);
   assert.match(deployment, /CALLGATE_METRICS_PORT/);
   assert.match(deployment, /CALLGATE_METRICS_TOKEN/);
+});
+
+it("the guide's /etc/callgate/callgate.env is read by systemd's EnvironmentFile as meant: a valid configuration", () => {
+  const block = /`\/etc\/callgate\/callgate\.env` \(mode[\s\S]*?```sh\n([\s\S]*?)```/.exec(deployment)?.[1];
+  assert.ok(block, 'the guide gives the env file');
+  // systemd.exec(5): lines starting with # or ; are comments; elsewhere a # is part of the value (an inline
+  // comment is not stripped, systemd/systemd#12527), and only the white space around the value is.
+  const env: Record<string, string> = {};
+  for (const line of block.split('\n')) {
+    const trimmed = line.trim();
+    if (trimmed === '' || trimmed.startsWith('#') || trimmed.startsWith(';')) continue;
+    const at = trimmed.indexOf('=');
+    env[trimmed.slice(0, at).trim()] = trimmed.slice(at + 1).trim();
+  }
+  assert.ok(Object.keys(env).length >= 5, JSON.stringify(env));
+  for (const [name, value] of Object.entries(env)) assert.ok(!value.includes('#'), `${name}=${value}: systemd keeps an inline comment`);
+  assert.doesNotThrow(() => loadConfig(env));
+});
+
+it('the guide has the load balancer check /readyz and alerts on the metrics the README documents', () => {
+  assert.doesNotMatch(deployment, /not in\s+this\s+version/, 'the guide says /metrics and /readyz are still to come');
+  assert.match(deployment, /balancer[^.]*`GET \/readyz`/);
+  for (const setting of ['CALLGATE_METRICS_TOKEN', 'CALLGATE_METRICS_PORT']) assert.ok(deployment.includes(setting), setting);
+  const watched = new Set([...deployment.matchAll(/`(callgate_[a-z_]+)`/g)].map((match) => match[1]!));
+  assert.ok(watched.size >= 4, [...watched].join());
+  for (const metric of watched) assert.ok(readme.includes(`\`${metric}\``), `${metric} is in the README's metrics table`);
 });

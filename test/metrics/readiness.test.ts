@@ -11,7 +11,7 @@ import { createServices } from '../../src/container.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
-import { startTestApp, testEnvDefaults, type TestApp } from '../support/test-app.js';
+import { seedAccount, startTestApp, testEnvDefaults, type TestApp } from '../support/test-app.js';
 import { createTestDatabase, postgresUnavailableReason } from '../support/test-database.js';
 import { eventually } from '../support/wait.js';
 
@@ -148,6 +148,46 @@ await describe('GET /readyz with the PostgreSQL database gone', { skip: unavaila
       await services.close();
       await proxy.close();
       await database.drop();
+    }
+  });
+});
+
+await describe('A PostgreSQL database dropped under a running process', { skip: unavailable ?? false }, () => {
+  // Dropping it ends every connection; new ones are refused with 3D000 (invalid_catalog_name), as when an
+  // operator drops or renames the database, or DATABASE_URL names one that is gone.
+  it('answers /healthz and the API 503 database_unavailable, never 500', async () => {
+    const database = await createTestDatabase('postgres');
+    const services = await createServices(loadConfig({ ...testEnvDefaults, ...database.env, CALLGATE_ROLES: 'api' }));
+    const seed = await seedAccount(services);
+    const app = buildApp(services);
+    try {
+      await database.drop();
+      const health = await app.inject({ method: 'GET', url: '/healthz' });
+      assert.equal(health.statusCode, 503, health.body);
+      assert.equal(health.json().error, 'database_unavailable');
+      const list = await app.inject({ method: 'GET', url: '/v1/calls', headers: { authorization: `Bearer ${seed.token}` } });
+      assert.equal(list.statusCode, 503, list.body);
+      assert.equal(list.json().error, 'database_unavailable');
+    } finally {
+      await app.close();
+      await services.close();
+    }
+  });
+
+  it('answers /readyz 503 with its reasons as whole sentences', async () => {
+    const database = await createTestDatabase('postgres');
+    const services = await createServices(loadConfig({ ...testEnvDefaults, ...database.env, CALLGATE_ROLES: 'api' }));
+    const app = buildApp(services);
+    try {
+      assert.equal((await readyz(app)).status, 200);
+      await database.drop();
+      const down = await readyz(app);
+      assert.equal(down.status, 503, JSON.stringify(down.body));
+      assert.match(down.body.checks.database.reason, /^The database is unreachable: .*does not exist\.$/);
+      assert.match(down.body.reason, /does not exist\. Not checked: the database is unreachable\.$/);
+    } finally {
+      await app.close();
+      await services.close();
     }
   });
 });

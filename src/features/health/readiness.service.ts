@@ -50,7 +50,9 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 function reasonOf(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown } | null)?.code;
-  return (typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message).slice(0, 300);
+  const text = (typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message).slice(0, 300);
+  // Driver messages end without a full stop; /readyz joins the failing checks' reasons into one text.
+  return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
 async function databaseCheck(deps: ReadinessDeps): Promise<Check> {
