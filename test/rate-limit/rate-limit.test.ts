@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import pg from 'pg';
 import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
+import type { RateLimiter } from '../../src/features/rate-limit/rate-limit.interface.js';
+import { createRateLimiter } from '../../src/features/rate-limit/rate-limit.store.js';
 import { forEachDialect } from '../support/dialects.js';
 import { callBody, startTestApp, testEnvDefaults, type TestApp } from '../support/test-app.js';
 
@@ -113,6 +116,28 @@ await forEachDialect('Per-key rate limit (spec 8)', (dialect) => {
   });
 
   if (dialect === 'postgres') {
+    it('processes starting together on a new database all get their limiter (the table is made once)', async () => {
+      // What three processes do on a fresh database: each limiter runs CREATE TABLE IF NOT EXISTS at once.
+      const pool = new pg.Pool({ connectionString: t.database.env.DATABASE_URL, max: 8 });
+      try {
+        for (let round = 0; round < 5; round++) {
+          await pool.query('drop table if exists rate_limits');
+          const made = await Promise.allSettled(
+            Array.from({ length: 6 }, () =>
+              createRateLimiter({ store: { kind: 'postgres', pool }, name: 'race', pointsPerWindow: 5, windowSeconds: 60 }),
+            ),
+          );
+          assert.deepEqual(
+            made.filter((result) => result.status === 'rejected').map((result) => String((result as PromiseRejectedResult).reason)),
+            [],
+          );
+          assert.equal((await (made[0] as PromiseFulfilledResult<RateLimiter>).value.consume('k')).allowed, true);
+        }
+      } finally {
+        await pool.end();
+      }
+    });
+
     it('two processes sharing one PostgreSQL database share one count', async () => {
       const config = loadConfig({ ...testEnvDefaults, ...t.database.env, ...limitEnv });
       const second = await createServices(config);

@@ -54,12 +54,23 @@ async function createStoreLimiter(options: RateLimiterOptions): Promise<RateLimi
       return new RateLimiterRedis({ ...base, storeClient: options.store.client });
     case 'postgres': {
       const pool = options.store.pool;
-      return await new Promise<RateLimiterAbstract>((resolve, reject) => {
-        const limiter: RateLimiterPostgres = new RateLimiterPostgres(
-          { ...base, storeClient: pool, storeType: 'pool', tableName: 'rate_limits' },
-          (error?: unknown) => (error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(limiter)),
-        );
-      });
+      const create = () =>
+        new Promise<RateLimiterAbstract>((resolve, reject) => {
+          const limiter: RateLimiterPostgres = new RateLimiterPostgres(
+            { ...base, storeClient: pool, storeType: 'pool', tableName: 'rate_limits' },
+            (error?: unknown) => (error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(limiter)),
+          );
+        });
+      try {
+        return await create();
+      } catch (error) {
+        // Processes starting together on a new database race on the library's CREATE TABLE IF NOT EXISTS:
+        // the loser gets "type already exists" (42710) or "relation already exists" (42P07), which the
+        // library lets through. The table is there then: a second construction finds it.
+        const code = (error as { code?: unknown }).code;
+        if (code !== '42710' && code !== '42P07') throw error;
+        return await create();
+      }
     }
   }
 }
