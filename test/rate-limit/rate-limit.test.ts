@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import pg from 'pg';
 import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.js';
@@ -8,6 +7,7 @@ import { createServices } from '../../src/container.js';
 import type { RateLimiter } from '../../src/features/rate-limit/rate-limit.interface.js';
 import { createRateLimiter } from '../../src/features/rate-limit/rate-limit.store.js';
 import { forEachDialect } from '../support/dialects.js';
+import { redisSkipReason } from '../support/redis.js';
 import { callBody, startTestApp, testEnvDefaults, type TestApp } from '../support/test-app.js';
 
 const limitEnv = { CALLGATE_RATE_LIMIT_PER_MINUTE: '10', CALLGATE_IP_RATE_LIMIT_PER_MINUTE: '5' };
@@ -165,23 +165,7 @@ await forEachDialect('Per-key rate limit (spec 8)', (dialect) => {
   }
 });
 
-async function redisReachable(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(6379, '127.0.0.1');
-    socket.setTimeout(1_000);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-    socket.once('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
-  });
-}
-
-const redisSkip = (await redisReachable()) ? false : 'Redis is not reachable at 127.0.0.1:6379';
+const redisSkip = await redisSkipReason();
 describe('Per-key rate limit kept in Redis (REDIS_URL)', { skip: redisSkip }, () => {
   let t: TestApp;
   before(async () => {

@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { after, before, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
@@ -30,27 +29,10 @@ import { parsePrometheusText, sampleValue } from '../support/prometheus-text.js'
 import { freePort, startServerProcess, type ServerProcess } from '../support/server-process.js';
 import { seedAccount, testEnvDefaults, type SeededAccount } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { redisHost, redisPort, redisSkipReason } from '../support/redis.js';
 import { until } from '../support/wait.js';
 
-const redisHost = '127.0.0.1';
-const redisPort = 6379;
 const limitPerMinute = 25;
-
-async function redisReachable(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(redisPort, redisHost);
-    socket.setTimeout(1_000);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-    socket.once('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
-  });
-}
 
 /**
  * A webhook receiver that counts, per webhook-id, the requests under way (from their arrival until their
@@ -107,7 +89,7 @@ async function startCountingReceiver(answerDelayMs: number): Promise<CountingRec
   return { url: `http://127.0.0.1:${server.port}/hooks`, server, requests, overlapping, underWay: () => underWay };
 }
 
-const redisSkip = (await redisReachable()) ? false : `Redis is not reachable at ${redisHost}:${redisPort}`;
+const redisSkip = await redisSkipReason();
 
 await forEachDialect('Scale: 3 API processes and 2 workers on one PostgreSQL, limits in Redis', (dialect) => {
   if (dialect !== 'postgres') {

@@ -224,13 +224,7 @@ export async function placeCall(
     created_at: createdAt,
     updated_at: createdAt,
     next_check_at: isoTimestamp(firstCheckAt),
-    started_at: null,
-    ended_at: null,
-    duration_seconds: null,
-    transcript_summary: null,
-    failure_reason: null,
-    failure_message: null,
-    failed_at: null,
+    ...noOutcome,
     batch_id: origin.batch?.id ?? null,
     reference: origin.batch?.reference ?? null,
   };
@@ -416,19 +410,21 @@ export async function recordOutcomes(
   return results;
 }
 
+/** The outcome columns of a call that has none yet: a new call, and the other kind's columns of an ending. */
+const noOutcome = {
+  started_at: null,
+  ended_at: null,
+  duration_seconds: null,
+  transcript_summary: null,
+  failure_reason: null,
+  failure_message: null,
+  failed_at: null,
+} as const;
+
 function callEnding(callId: string, outcome: CallOutcome, updatedAt: string): repo.CallEnding {
-  const none = {
-    started_at: null,
-    ended_at: null,
-    duration_seconds: null,
-    transcript_summary: null,
-    failure_reason: null,
-    failure_message: null,
-    failed_at: null,
-  };
   return outcome.status === 'completed'
     ? {
-        ...none,
+        ...noOutcome,
         id: callId,
         status: 'completed',
         updated_at: updatedAt,
@@ -438,7 +434,7 @@ function callEnding(callId: string, outcome: CallOutcome, updatedAt: string): re
         transcript_summary: outcome.transcriptSummary,
       }
     : {
-        ...none,
+        ...noOutcome,
         id: callId,
         status: 'failed',
         updated_at: updatedAt,
