@@ -187,8 +187,9 @@ async function startApp(keyCount: number): Promise<Running> {
 /**
  * The floor: what a created call needs of this stack, with none of callgate's own code on the path. A bare
  * Fastify route with the request's body schema runs the statements the service runs for it (the key by its
- * hash, the per-key limiter's count, the idempotency claim with the agent read beside it, then the call with
- * the completion of its key: one transaction on SQLite, one statement on PostgreSQL), written by hand on the
+ * hash with its account's concurrency limit, the per-key limiter's count, the idempotency claim with the agent
+ * and the suppression list read beside it, then the call with the completion of its key: one transaction on
+ * SQLite, one statement on PostgreSQL), written by hand on the
  * raw driver and prepared once. No Kysely, no logger, hooks, request log, provider or call monitor: whatever the service
  * costs above this is its own; what this costs, no code of the service can remove.
  */
@@ -204,29 +205,35 @@ async function startFloor(keyCount: number): Promise<Running> {
     account_id: string;
     mode: string;
     revoked_at: string | null;
+    account_max_concurrent_calls: number | null;
   }
   interface Agent {
     id: string;
     agent_id: string;
+    /** 0 or 1 on SQLite, a boolean on PostgreSQL. */
+    to_suppressed: number | boolean;
   }
   interface Statements {
     key(hash: string): Promise<Key | undefined>;
     claim(values: unknown[]): Promise<number>;
-    agent(accountId: string, agentId: string): Promise<Agent | undefined>;
+    agent(accountId: string, agentId: string, to: string): Promise<Agent | undefined>;
     /** The call's 14 columns, then the completion's 4 values and the key's scope and owner (4). */
     store(call: unknown[], completion: unknown[]): Promise<void>;
   }
   const claimColumns = `(api_key_id, route, idempotency_key, request_hash, state, owner, response_status, response_body, response_headers, locked_until, expires_at, created_at)`;
   const callInsert = `insert into calls (id, account_id, api_key_id, agent_id, agent_ref, mode, provider, provider_conversation_id, to_number, metadata, status, created_at, updated_at, next_check_at)`;
+  // The key with its account's concurrency limit, the agent with whether the number is suppressed: as the service reads them.
+  const keySql = `select api_keys.*, (select a.max_concurrent_calls from accounts a where a.id = api_keys.account_id) as account_max_concurrent_calls from api_keys where token_hash = ?`;
+  const agentSql = `select agents.*, exists (select 1 from suppressions s where s.account_id = agents.account_id and s.to_number = ?) as to_suppressed from agents where agents.account_id = ? and agents.agent_id = ?`;
   const completion = `update idempotency_keys set state = 'completed', response_status = ?, response_body = ?, response_headers = ?, expires_at = ? where api_key_id = ? and route = ? and idempotency_key = ? and owner = ?`;
   let statements: Statements;
   if (database.dialect === 'sqlite') {
     const sqlite = database.sqlite;
-    const key = sqlite.prepare('select * from api_keys where token_hash = ?');
+    const key = sqlite.prepare(keySql);
     const claim = sqlite.prepare(
       `insert into idempotency_keys ${claimColumns} values (${Array(12).fill('?').join(', ')}) on conflict do nothing`,
     );
-    const agent = sqlite.prepare('select * from agents where account_id = ? and agent_id = ?');
+    const agent = sqlite.prepare(agentSql);
     const insert = sqlite.prepare(`${callInsert} values (${Array(14).fill('?').join(', ')})`);
     const complete = sqlite.prepare(completion);
     const store = sqlite.transaction((call: unknown[], done: unknown[]) => {
@@ -236,7 +243,7 @@ async function startFloor(keyCount: number): Promise<Running> {
     statements = {
       key: async (hash) => key.get(hash) as Key | undefined,
       claim: async (values) => claim.run(values).changes,
-      agent: async (accountId, agentId) => agent.get(accountId, agentId) as Agent | undefined,
+      agent: async (accountId, agentId, to) => agent.get(to, accountId, agentId) as Agent | undefined,
       store: async (call, done) => store(call, done),
     };
   } else {
@@ -252,12 +259,12 @@ async function startFloor(keyCount: number): Promise<Running> {
     const storeSql = numbered(
       `with inserted as (${callInsert} values (${Array(14).fill('?').join(', ')}) returning id) ${completion} and exists (select id from inserted)`,
     );
+    const keyText = numbered(keySql);
+    const agentText = numbered(agentSql);
     statements = {
-      key: async (hash) => (await pool.query<Key>({ text: 'select * from api_keys where token_hash = $1', values: [hash] })).rows[0],
+      key: async (hash) => (await pool.query<Key>({ text: keyText, values: [hash] })).rows[0],
       claim: async (values) => (await pool.query({ text: claimSql, values })).rowCount ?? 0,
-      agent: async (accountId, agentId) =>
-        (await pool.query<Agent>({ text: 'select * from agents where account_id = $1 and agent_id = $2', values: [accountId, agentId] }))
-          .rows[0],
+      agent: async (accountId, agentId, to) => (await pool.query<Agent>({ text: agentText, values: [to, accountId, agentId] })).rows[0],
       store: async (call, done) => {
         await pool.query({ text: storeSql, values: [...call, ...done] });
       },
@@ -277,8 +284,11 @@ async function startFloor(keyCount: number): Promise<Running> {
     const expiresAt = new Date(now.getTime() + dayMs).toISOString();
     const owner = randomBytes(9).toString('base64url');
     const requestHash = createHash('sha256').update(JSON.stringify(body)).digest('hex');
-    // As the service does: the agent is read beside the claim.
-    const agentRead = statements.agent(key.account_id, body.agent_id);
+    // The floor places calls as the service does for an account without a concurrency limit (the benchmark's):
+    // with one, the service takes a slot in a transaction of its own, which this does not write by hand.
+    if (key.account_max_concurrent_calls !== null) throw new Error('the floor places calls only for accounts without max_concurrent_calls');
+    // As the service does: the agent (and the suppression list) is read beside the claim.
+    const agentRead = statements.agent(key.account_id, body.agent_id, body.to);
     agentRead.catch(() => undefined);
     const claimed = await statements.claim([
       key.id,
@@ -297,6 +307,7 @@ async function startFloor(keyCount: number): Promise<Running> {
     if (claimed === 0) return reply.code(409).send({ error: 'idempotency_conflict' });
     const agent = await agentRead;
     if (!agent) return reply.code(403).send({ error: 'agent_not_found' });
+    if (agent.to_suppressed) return reply.code(403).send({ error: 'number_suppressed' });
     const conversationId = `conv_${randomBytes(13).toString('hex')}`;
     const created = { id: `call_${conversationId}`, agent_id: agent.agent_id, to: body.to, status: 'initiated', created_at: createdAt };
     const headers = { location: `/v1/calls/${created.id}` };

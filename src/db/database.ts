@@ -141,6 +141,8 @@ export function directSqliteOf(db: Db): DirectSqlite | undefined {
 }
 
 function directSqlite(sqlite: BetterSqlite3.Database, prepare: (sql: string) => BetterSqlite3.Statement): DirectSqlite {
+  // Made once: better-sqlite3 builds a transaction function and its variants at each `transaction()` call.
+  const inTransaction = sqlite.transaction(<T>(work: () => T): T => work());
   return {
     free: () => sqlite.open && !sqlite.inTransaction,
     execute<Row>(sql: string, parameters: readonly unknown[]): QueryResult<Row> {
@@ -149,7 +151,7 @@ function directSqlite(sqlite: BetterSqlite3.Database, prepare: (sql: string) => 
       const { changes, lastInsertRowid } = statement.run(parameters);
       return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
     },
-    transaction: (work) => sqlite.transaction(work)(),
+    transaction: (work) => inTransaction(work) as ReturnType<typeof work>,
   };
 }
 

@@ -20,16 +20,18 @@ const tracked = new WeakSet<FastifyRequest>();
 export function trackHandlers(app: FastifyInstance): InFlightHandlers {
   let running = 0;
   let waiters: (() => void)[] = [];
-  app.addHook('preHandler', async (request) => {
+  // Callback hooks, not async ones: every request runs them, and an async hook costs a promise and a turn.
+  app.addHook('preHandler', (request, _reply, done) => {
     tracked.add(request);
     running++;
+    done();
   });
-  app.addHook('onSend', async (request, _reply, payload) => {
+  app.addHook('onSend', (request, _reply, payload, done) => {
     if (tracked.delete(request) && --running === 0) {
       for (const wake of waiters) wake();
       waiters = [];
     }
-    return payload;
+    done(null, payload);
   });
   return {
     idle(timeoutMs) {

@@ -10,12 +10,12 @@ import type { Clock } from '../../lib/clock.js';
 import type { RateLimitDecision, RateLimiter } from '../rate-limit/rate-limit.interface.js';
 import { rateLimitHeaders } from '../rate-limit/rate-limit.store.js';
 import { authenticate } from './api-keys.service.js';
-import type { ApiKeyRow } from './api-keys.tables.js';
+import type { AuthenticatedKey } from './api-keys.tables.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The authenticated API key of a `/v1` request. */
-    apiKey: ApiKeyRow | null;
+    apiKey: AuthenticatedKey | null;
   }
 }
 
@@ -76,7 +76,7 @@ export function registerApiAuth(scope: FastifyInstance, deps: ApiAuthDeps): void
 }
 
 /** The authenticated key of a request that passed the gate (which refused, with its headers, any other). */
-export function requireApiKey(request: FastifyRequest): ApiKeyRow {
+export function requireApiKey(request: FastifyRequest): AuthenticatedKey {
   if (!request.apiKey) throw unauthorized();
   return request.apiKey;
 }

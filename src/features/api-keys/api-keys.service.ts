@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import * as repo from './api-keys.repository.js';
-import type { ApiKeyMode, ApiKeyRow } from './api-keys.tables.js';
+import type { ApiKeyMode, ApiKeyRow, AuthenticatedKey } from './api-keys.tables.js';
 import { generateToken, hashToken, parseBearer } from './api-keys.tokens.js';
 
 /** last_used_at is written at most this often per key, so authentication adds no write to most requests. */
@@ -91,12 +91,13 @@ export async function revokeApiKey(db: Db, clock: Clock, keyId: string, accountI
 
 /**
  * The active key behind an Authorization header, or null for every kind of failure (missing, malformed,
- * unknown, revoked), which callers answer alike. Looked up on every request, so a revocation holds at once.
+ * unknown, revoked), which callers answer alike. Looked up on every request, so a revocation holds at once;
+ * with it, its account's concurrency limit (`AuthenticatedKey`).
  */
-export async function authenticate(db: Db, clock: Clock, header: string | undefined): Promise<ApiKeyRow | null> {
+export async function authenticate(db: Db, clock: Clock, header: string | undefined): Promise<AuthenticatedKey | null> {
   const token = parseBearer(header);
   if (token === null) return null;
-  const row = await repo.findApiKeyByHash(db, hashToken(token));
+  const row = await repo.findApiKeyWithAccountLimitByHash(db, hashToken(token));
   if (!row || row.revoked_at !== null) return null;
   const now = clock.now();
   const staleBefore = isoTimestamp(addMs(now, -lastUsedResolutionMs));

@@ -1,4 +1,6 @@
 import { sql } from 'kysely';
+import type { AgentRow } from '../agents/agents.tables.js';
+import { onSuppressionList } from '../suppressions/suppressions.repository.js';
 import { dialectOf, type Db } from '../../db/database.js';
 import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
 import { claimDue, updateFromJson } from '../../jobs/claim.js';
@@ -47,6 +49,40 @@ export const callInsert: InsertStatement<CallRow> = function insertCall(db, p) {
 };
 
 const insertCallQuery = preparedQuery('insert call', callInsert);
+
+/** The agent a new call goes through, and whether the number it is to call is on the account's suppression list. */
+export interface AgentToCall {
+  readonly agent: AgentRow;
+  readonly suppressed: boolean;
+}
+
+/**
+ * The agent `agentId` of the account, and whether `to` is on the account's suppression list, in one statement:
+ * every POST /v1/calls needs both before the provider is asked, and a read each cost a statement more (on
+ * PostgreSQL a round trip). Undefined without such an agent (the list then does not matter).
+ */
+export async function findAgentAndSuppression(
+  db: Db,
+  p: { readonly accountId: string; readonly agentId: string; readonly to: string },
+): Promise<AgentToCall | undefined> {
+  const row = (await selectAgentAndSuppression(db, p)).rows[0];
+  if (row === undefined) return undefined;
+  const { to_suppressed: suppressed, ...agent } = row;
+  // SQLite answers EXISTS with 0 or 1, PostgreSQL with a boolean.
+  return { agent, suppressed: Boolean(suppressed) };
+}
+
+// Prepared: every POST /v1/calls runs it.
+const selectAgentAndSuppression = preparedQuery(
+  'agent and suppression of a new call',
+  (db, p: { accountId: string; agentId: string; to: string }) =>
+    db
+      .selectFrom('agents')
+      .selectAll('agents')
+      .select(onSuppressionList(sql.ref('agents.account_id'), sql.val(p.to)).as('to_suppressed'))
+      .where('agents.account_id', '=', p.accountId)
+      .where('agents.agent_id', '=', p.agentId),
+);
 
 /**
  * A call of this account only; another account's call is as absent as an unknown one. With `mode`, a call

@@ -35,8 +35,8 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     },
     async (request, reply) => {
       const apiKey = requireApiKey(request);
-      // The agent is read while withIdempotency claims the key, not after it.
-      const agentRead = request.validationError ? undefined : readAgentAhead(deps, apiKey, request.body.agent_id);
+      // The agent (and the suppression list) is read while withIdempotency claims the key, not after it.
+      const agentRead = request.validationError ? undefined : readAgentAhead(deps, apiKey, request.body);
       return withIdempotency(deps, createCallRoute, request, reply, async (hold) => {
         const result = await createCall(deps, apiKey, request.body, hold, agentRead);
         switch (result.kind) {

@@ -5,14 +5,12 @@
 import type { Db } from '../../db/database.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
-import { findAgent } from '../agents/agents.service.js';
 import type { AgentRow } from '../agents/agents.tables.js';
-import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
+import type { ApiKeyRow, AuthenticatedKey } from '../api-keys/api-keys.tables.js';
 import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
 import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
-import { isSuppressed } from '../suppressions/suppressions.service.js';
 import { concurrencyRetryAfterSeconds, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
 import { callOutcomeEvent, enqueueEvents } from '../webhooks/events.service.js';
 import * as repo from './calls.repository.js';
@@ -89,13 +87,19 @@ export function toCall(row: CallRow): Call {
 }
 
 /**
- * Starts reading the agent a request names, to be handed to `createCall`: read while the Idempotency-Key is
- * claimed, it costs PostgreSQL no round trip of its own on the request's path. A read that nobody awaits (a
- * replay, a 409) may fail unobserved.
+ * Starts reading the agent a request names and whether its number is suppressed (one statement), to be
+ * handed to `createCall`: read while the Idempotency-Key is claimed, it costs PostgreSQL no round trip of its
+ * own on the request's path. A read that nobody awaits (a replay, a 409) may fail unobserved.
  */
-export function readAgentAhead(deps: CallsDeps, apiKey: ApiKeyRow, agentId: string): Promise<AgentRow | undefined> {
+export function readAgentAhead(
+  deps: CallsDeps,
+  apiKey: ApiKeyRow,
+  body: Pick<CreateCallBody, 'agent_id' | 'to'>,
+): Promise<repo.AgentToCall | undefined> {
   // PostgreSQL text cannot hold U+0000 (the query would fail with a 500); no agent id contains it anyway.
-  const read = hasNul(agentId) ? Promise.resolve(undefined) : findAgent(deps.db, apiKey.account_id, agentId);
+  const read = hasNul(body.agent_id)
+    ? Promise.resolve(undefined)
+    : repo.findAgentAndSuppression(deps.db, { accountId: apiKey.account_id, agentId: body.agent_id, to: body.to });
   read.catch(() => undefined);
   return read;
 }
@@ -108,29 +112,29 @@ export function readAgentAhead(deps: CallsDeps, apiKey: ApiKeyRow, agentId: stri
  */
 export async function createCall(
   deps: CallsDeps,
-  apiKey: ApiKeyRow,
+  apiKey: AuthenticatedKey,
   body: CreateCallBody,
   hold: KeyHold | undefined,
-  agentRead?: Promise<AgentRow | undefined>,
+  agentRead?: Promise<repo.AgentToCall | undefined>,
 ): Promise<CreateCallResult> {
   const sizeProblem = metadataSizeProblem(body.metadata);
   if (sizeProblem) return { kind: 'invalid_metadata', message: sizeProblem };
 
-  // Read beside the agent: the list guards every mode, so a test-mode key's entry holds for live calls too.
-  const suppressed = isSuppressed(deps.db, apiKey.account_id, body.to);
-  suppressed.catch(() => undefined);
-  const agent = await (agentRead ?? readAgentAhead(deps, apiKey, body.agent_id));
-  if (!agent) return { kind: 'agent_not_found' };
-  if (await suppressed) return { kind: 'number_suppressed' };
+  // The suppression list is read with the agent: it guards every mode, so a test-mode key's entry holds for live calls too.
+  const found = await (agentRead ?? readAgentAhead(deps, apiKey, body));
+  if (!found) return { kind: 'agent_not_found' };
+  if (found.suppressed) return { kind: 'number_suppressed' };
+  const { agent } = found;
 
   // The account's limit of calls at once: a slot is taken before the provider is asked, for as long as the
   // key is locked at most, and dropped once the call is stored (which holds the place until its outcome)
   // or was refused. After a crash in between, the slot frees itself with that lease. (A call whose store
-  // waits for the database, `store_pending`, counts again only once stored.)
+  // waits for the database, `store_pending`, counts again only once stored.) The limit was read with the key.
   const slot = await holdCallSlot(deps.db, deps.clock, {
     accountId: apiKey.account_id,
     mode: apiKey.mode,
     leaseMs: deps.idempotency.lockMs,
+    unlockedLimit: apiKey.account_max_concurrent_calls,
   });
   if (slot.kind === 'full')
     return {

@@ -16,6 +16,15 @@ const selectLimit = preparedQuery('account concurrency limit', (db, p: { account
 );
 
 /**
+ * The limit of the account of `accountId`, as a column of another query, read without the lock: the API key's
+ * lookup carries it (api-keys.repository.ts), so a POST /v1/calls of an account without a limit (most) needs
+ * no statement of its own for it. Null: no limit (or no such account).
+ */
+export function accountLimitOf(accountId: Expression<string>): RawBuilder<number | null> {
+  return sql<number | null>`(select a.max_concurrent_calls from accounts a where a.id = ${accountId})`;
+}
+
+/**
  * Locks the account's row for the rest of the transaction and returns its limit as it is now: every process
  * that counts and takes the account's slots does so under this lock, one at a time. On PostgreSQL FOR NO KEY
  * UPDATE, which (unlike FOR UPDATE) leaves the key-share locks of inserts that reference the account (calls,
@@ -69,7 +78,7 @@ export async function countInProgress(db: Db, accountId: string, mode: ApiKeyMod
  * query (the batch dialer's look for batches with work): read without the lock, a hint only.
  */
 export function hasFreeSlot(accountId: Expression<string>, mode: Expression<string>, now: string): RawBuilder<SqlBool> {
-  const limit = sql`(select a.max_concurrent_calls from accounts a where a.id = ${accountId})`;
+  const limit = accountLimitOf(accountId);
   return sql<SqlBool>`(${limit} is null or (
     (select count(*) from calls c where c.account_id = ${accountId} and c.mode = ${mode} and c.status = 'initiated')
     + (select count(*) from call_slots s where s.account_id = ${accountId} and s.mode = ${mode} and s.expires_at > ${now})

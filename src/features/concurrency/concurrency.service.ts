@@ -93,10 +93,20 @@ export type CallSlot =
 export async function holdCallSlot(
   db: Db,
   clock: Clock,
-  slot: { readonly accountId: string; readonly mode: ApiKeyMode; readonly leaseMs: number },
+  slot: {
+    readonly accountId: string;
+    readonly mode: ApiKeyMode;
+    readonly leaseMs: number;
+    /**
+     * The account's limit as read without the lock earlier in this request (with its API key, `accountLimitOf`),
+     * to spare the read here; absent, it is read here.
+     */
+    readonly unlockedLimit?: number | null;
+  },
 ): Promise<CallSlot> {
-  // Outside a transaction first: an account without a limit costs one prepared read, no transaction.
-  if (((await repo.readLimit(db, slot.accountId)) ?? null) === null) return { kind: 'unlimited' };
+  // Unlocked first: an account without a limit (most) costs no transaction; with one, it is read again under the lock.
+  const limit = slot.unlockedLimit !== undefined ? slot.unlockedLimit : await repo.readLimit(db, slot.accountId);
+  if ((limit ?? null) === null) return { kind: 'unlimited' };
   return db.transaction().execute(async (trx): Promise<CallSlot> => {
     const now = clock.now();
     const count = await lockAndCount(trx, slot.accountId, slot.mode, now);

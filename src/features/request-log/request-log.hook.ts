@@ -3,7 +3,7 @@
  * rows are buffered and written in batches by RequestLogWriter). Requests without a valid key are not
  * logged: no account to show them to.
  */
-import type { FastifyInstance, onResponseAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, onResponseHookHandler } from 'fastify';
 import { loggedBody } from './request-log-bodies.js';
 import type { RequestLogWriter } from './request-log.service.js';
 
@@ -26,10 +26,11 @@ export function registerResponseBodyCapture(scope: FastifyInstance): void {
   });
 }
 
-export function requestLogHook(writer: RequestLogWriter): onResponseAsyncHookHandler {
-  return async (request, reply) => {
+/** A callback hook, not an async one: every request runs it, and an async hook costs a promise and a turn. */
+export function requestLogHook(writer: RequestLogWriter): onResponseHookHandler {
+  return (request, reply, done) => {
     const key = request.apiKey;
-    if (!key) return;
+    if (!key) return done();
     const idempotencyKey = request.headers['idempotency-key'];
     writer.add({
       id: request.id,
@@ -46,5 +47,6 @@ export function requestLogHook(writer: RequestLogWriter): onResponseAsyncHookHan
       request_body: loggedBody(request.jsonBodyText),
       response_body: loggedBody(request.responseBodyText),
     });
+    done();
   };
 }

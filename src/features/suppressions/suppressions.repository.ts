@@ -1,4 +1,5 @@
 /** The suppression list's statements. Every one is scoped to an account: another's entries do not exist. */
+import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
 import type { SuppressionRow } from './suppressions.tables.js';
@@ -48,6 +49,15 @@ export async function findByNumber(db: Db, accountId: string, toNumber: string):
 const selectByNumber = preparedQuery('suppression of a number', (db, p: { accountId: string; toNumber: string }) =>
   db.selectFrom('suppressions').selectAll().where('account_id', '=', p.accountId).where('to_number', '=', p.toNumber),
 );
+
+/**
+ * True where `toNumber` is on the list of the account of `accountId`, as a condition or column of another
+ * query: POST /v1/calls reads it beside its agent, in one statement (calls.repository.ts). A number on the
+ * list counts in both modes.
+ */
+export function onSuppressionList(accountId: Expression<string>, toNumber: Expression<string>): RawBuilder<SqlBool> {
+  return sql<SqlBool>`exists (select 1 from suppressions s where s.account_id = ${accountId} and s.to_number = ${toNumber})`;
+}
 
 export async function findById(db: Db, accountId: string, id: string): Promise<SuppressionRow | undefined> {
   return db.selectFrom('suppressions').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
