@@ -114,7 +114,7 @@ await forEachDialect('The OpenAPI document and the API reference', (dialect) => 
     for (const name of creatingPosts) {
       const operation = document.paths[name.split(' ')[1]!].post;
       assert.ok(
-        operation.parameters.some((p: Json) => p.in === 'header' && p.name === 'idempotency-key'),
+        operation.parameters.some((p: Json) => p.in === 'header' && p.name === 'Idempotency-Key'),
         name,
       );
       assert.ok(operation.responses['201'].headers['Idempotent-Replayed'], name);

@@ -1,15 +1,17 @@
 /**
  * Drives every operation of the OpenAPI document through its answers (success, 400, 401, 403, 404, 409, 413,
- * 415, 429, 502) on both databases, with the response check of every test app (test/support/openapi-check.ts)
+ * 415, 429, 502, 503, 504) on both databases, with the response check of every test app (test/support/openapi-check.ts)
  * comparing each answer with the documented schema of its status: no mismatch, and every operation seen.
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import type { RateLimitDecision, RateLimiter } from '../../src/features/rate-limit/rate-limit.interface.js';
+import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import { simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { apiGet, apiPost, createBatch, postApi, recipientsFor } from '../support/batch-client.js';
 import { forEachDialect } from '../support/dialects.js';
+import { createFakeProvider, failures } from '../support/fake-voice-provider.js';
 import { operationsOf } from '../support/openapi-check.js';
 import { deleteSuppression, postSuppression } from '../support/suppression-client.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
@@ -98,6 +100,20 @@ await forEachDialect('Every operation answers as the OpenAPI document says', (di
     expectStatus(await apiGet(t, '/v1/calls/call_unknown'), 404, 'not_found');
   });
 
+  it('calls: 503 and 504 when the provider is down or does not answer', async () => {
+    const fake = createFakeProvider();
+    fake.steps = [{ failure: failures.unavailable }, { failure: failures.timeout }];
+    const other = await startTestApp(dialect, { overrides: { providers: createProviderRegistry({ simulator: fake }) } });
+    try {
+      expectStatus(await other.createCall(callBody(other)), 503, 'provider_unavailable');
+      expectStatus(await other.createCall(callBody(other)), 504, 'provider_timeout');
+      for (const seen of other.responseCheck.seen) t.responseCheck.seen.add(seen);
+    } finally {
+      // Fails here if an answer did not match the document.
+      await other.close();
+    }
+  });
+
   it('batches: 201, 200, 400, 403, 404, 409', async () => {
     const later = new Date(Date.now() + 24 * 3600_000).toISOString();
     const body = { agent_id: t.seed.agentId, recipients: recipientsFor(['+14155551001', '+14155551002']), scheduled_at: later };
@@ -165,6 +181,6 @@ await forEachDialect('Every operation answers as the OpenAPI document says', (di
       [],
     );
     const statuses = new Set([...t.responseCheck.seen].map((seen) => Number(seen.split(' ').at(-1))));
-    assert.deepEqual([...statuses].sort(), [200, 201, 204, 400, 401, 403, 404, 409, 413, 415, 429, 502]);
+    assert.deepEqual([...statuses].sort(), [200, 201, 204, 400, 401, 403, 404, 409, 413, 415, 429, 502, 503, 504]);
   });
 });

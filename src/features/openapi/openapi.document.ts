@@ -47,11 +47,14 @@ function responseHeaders(status: number, idempotent: boolean): Record<string, un
   };
 }
 
+/** `idempotency-key` as `Idempotency-Key`. */
+const headerName = (name: string) => name.replace(/(^|-)([a-z])/g, (_match, dash: string, letter: string) => dash + letter.toUpperCase());
+
 const successWords: Record<string, string> = { 200: 'OK', 201: 'Created', 204: 'No content' };
 
 interface RouteSchema {
   hide?: boolean;
-  headers?: { properties?: Record<string, unknown> };
+  headers?: { properties?: Record<string, unknown>; required?: string[] };
   response?: Record<string, Record<string, unknown>>;
   [key: string]: unknown;
 }
@@ -64,6 +67,12 @@ function transform({ schema, url }: { schema: unknown; url: string }): { schema:
     return { schema: { ...routeSchema, hide: true }, url };
   }
   const idempotent = routeSchema.headers?.properties?.['idempotency-key'] !== undefined;
+  // Fastify validates headers by their lowercase names; people and clients read them as the spec writes them.
+  const headers = routeSchema.headers && {
+    ...routeSchema.headers,
+    properties: Object.fromEntries(Object.entries(routeSchema.headers.properties ?? {}).map(([name, value]) => [headerName(name), value])),
+    ...(routeSchema.headers.required ? { required: routeSchema.headers.required.map(headerName) } : {}),
+  };
   const response = Object.fromEntries(
     Object.entries(routeSchema.response ?? {}).map(([status, body]) => [
       status,
@@ -75,7 +84,7 @@ function transform({ schema, url }: { schema: unknown; url: string }): { schema:
       },
     ]),
   );
-  return { schema: { ...routeSchema, response }, url };
+  return { schema: { ...routeSchema, ...(headers ? { headers } : {}), response }, url };
 }
 
 /** What a webhook receiver gets: a signed POST per event (docs/webhooks.md). */
