@@ -410,6 +410,44 @@ else
       assert.deepEqual(failures, []);
     });
 
+    it('opens the API reference from the navigation: rendered by callgate, nothing requested from another origin', async () => {
+      await page.goto(`${baseUrl}/developers`);
+      const requested: string[] = [];
+      const onRequest = (request: { url(): string }) => void requested.push(request.url());
+      page.on('request', onRequest);
+      try {
+        await page.getByRole('navigation', { name: 'Portal' }).getByRole('link', { name: 'API reference' }).click();
+        await page.waitForURL(`${baseUrl}/docs`);
+        await page.getByRole('heading', { name: /callgate API/ }).waitFor();
+        await page.locator('#createCall').getByText('/v1/calls').first().waitFor();
+        await page.locator('#webhook-call\\.completed').waitFor();
+        // The stylesheet applied: the contents list sits beside the reference, not above it.
+        const beside = await page.evaluate<boolean>(
+          "document.querySelector('.toc').getBoundingClientRect().right <= document.querySelector('main').getBoundingClientRect().left",
+        );
+        assert.ok(beside, 'the contents list is beside the reference');
+        await screenshot(page, '15-api-reference');
+      } finally {
+        page.off('request', onRequest);
+      }
+      assert.ok(
+        requested.some((url) => url === `${baseUrl}/docs/docs.css`),
+        requested.join(', '),
+      );
+      assert.deepEqual(
+        requested.filter((url) => new URL(url).origin !== baseUrl),
+        [],
+      );
+      // On a phone its tables scroll by themselves; the page is no wider than the screen.
+      const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
+      const small = await phone.newPage();
+      await small.goto(`${baseUrl}/docs`);
+      await screenshot(small, 'phone-api-reference');
+      const overflow = await small.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      await phone.close();
+      assert.ok(overflow <= 1, `the API reference is ${overflow}px wider than the phone`);
+    });
+
     it('signs out, and the old session is over', async () => {
       await page.goto(`${baseUrl}/developers`);
       await page.getByRole('button', { name: 'Sign out' }).click();

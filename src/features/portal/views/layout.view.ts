@@ -2,7 +2,7 @@
 import { csrfField } from './components.js';
 import { html, type SafeHtml } from './html.js';
 
-export type NavKey = 'overview' | 'keys' | 'webhooks' | 'agents' | 'calls' | 'batches' | 'requests' | 'suppressions';
+export type NavKey = 'overview' | 'keys' | 'webhooks' | 'agents' | 'calls' | 'batches' | 'requests' | 'suppressions' | 'docs';
 
 const nav: readonly (readonly [NavKey, string, string])[] = [
   ['overview', 'Overview', '/developers'],
@@ -13,6 +13,8 @@ const nav: readonly (readonly [NavKey, string, string])[] = [
   ['batches', 'Batches', '/developers/batches'],
   ['suppressions', 'Suppressions', '/developers/suppressions'],
   ['requests', 'Request log', '/developers/requests'],
+  // Outside the portal: the API reference rendered from the OpenAPI document (src/features/openapi).
+  ['docs', 'API reference', '/docs'],
 ];
 
 /** Messages shown after a redirect (`?notice=`); only these fixed texts can appear, never request input. */
