@@ -7,8 +7,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createRateLimiter } from '../../../src/features/rate-limit/rate-limit.store.js';
+import { createProviderRegistry } from '../../../src/features/providers/provider-registry.js';
 import { simulatorMagicNumbers } from '../../../src/features/providers/simulator.provider.js';
 import { forEachDialect } from '../../../test/support/dialects.js';
+import { createFakeProvider, failures } from '../../../test/support/fake-voice-provider.js';
 import { listenOnFreePort } from '../../../test/support/http-client.js';
 import { startLocalServer } from '../../../test/support/local-server.js';
 import { startTestApp, type SeededAccount, type TestApp } from '../../../test/support/test-app.js';
@@ -309,14 +311,15 @@ await forEachDialect('TypeScript client against the real server', (dialect) => {
   });
 });
 
-await forEachDialect('TypeScript client waits out a 429', (dialect) => {
+await forEachDialect('TypeScript client: a 429 waited out, provider faults', (dialect) => {
   let t: TestApp;
   let baseUrl: string;
+  const provider = createFakeProvider();
 
   before(async () => {
     // The real limiter with a window of 2 seconds instead of a minute, so that its Retry-After is short.
     const perKeyLimiter = await createRateLimiter({ store: { kind: 'memory' }, name: 'cg_key', pointsPerWindow: 2, windowSeconds: 2 });
-    t = await startTestApp(dialect, { overrides: { perKeyLimiter } });
+    t = await startTestApp(dialect, { overrides: { perKeyLimiter, providers: createProviderRegistry({ simulator: provider }) } });
     baseUrl = await listenOnFreePort(t.app);
   });
   after(async () => t.close());
@@ -358,5 +361,40 @@ await forEachDialect('TypeScript client waits out a 429', (dialect) => {
 
     const noRetries = new Callgate({ apiKey: account.token, baseUrl, ...quick, maxRetries: 0 });
     assert.equal((await thrown(noRetries.calls.listPage())).code, 'rate_limit_exceeded');
+  });
+
+  it('503 provider_unavailable (nothing placed) is retried into one call; 504 provider_timeout is not retried', async () => {
+    const account = await t.newAccount({ agentId: 'agent_provider' });
+    const { fetch, attempts } = recordingFetch();
+    const callgate = new Callgate({ apiKey: account.token, baseUrl, ...quick, fetch });
+    provider.reset();
+    provider.steps = [{ failure: failures.unavailable }];
+    const call = await callgate.calls.create({ agent_id: account.agentId, to: '+14155550502' });
+    assert.deepEqual(
+      attempts.map((attempt) => attempt.status),
+      [503, 201],
+    );
+    assert.equal(attempts[1]!.idempotencyKey, attempts[0]!.idempotencyKey);
+    assert.equal(provider.attempts, 2);
+    assert.equal(await callsOf(t, account), 1);
+    assert.equal(call.lastResponse.attempts, 2);
+
+    // The provider may have placed this one and the key is free again: a retry could call twice.
+    const other = await t.newAccount({ agentId: 'agent_provider_timeout' });
+    const recorder = recordingFetch();
+    provider.reset();
+    provider.steps = [{ failure: failures.timeout }];
+    const error = await thrown(
+      new Callgate({ apiKey: other.token, baseUrl, ...quick, fetch: recorder.fetch }).calls.create({
+        agent_id: other.agentId,
+        to: '+14155550503',
+      }),
+    );
+    assert.ok(error instanceof ServerError);
+    assert.equal(error.status, 504);
+    assert.equal(error.code, 'provider_timeout');
+    assert.match(String(error.request_id), /^req_/);
+    assert.equal(recorder.attempts.length, 1);
+    assert.equal(provider.attempts, 1);
   });
 });
