@@ -114,6 +114,8 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   if (value === null) return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // An HTTP date names its day and month ("Tue, 24 Nov 2026 09:00:05 GMT"); Date.parse would read "-1" as a year.
+  if (!/[a-z]{3}/i.test(text)) return undefined;
   const date = Date.parse(text);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
