@@ -15,6 +15,7 @@ import { healthRoutes } from './features/health/health.routes.js';
 import { readinessRoutes } from './features/health/readiness.routes.js';
 import { registerHttpMetrics } from './features/metrics/http-metrics.hook.js';
 import { metricsRoutes } from './features/metrics/metrics.routes.js';
+import { registerOpenApi } from './features/openapi/openapi.routes.js';
 import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './features/portal/portal.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
 import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
@@ -84,6 +85,8 @@ export function buildApp(services: Services): FastifyInstance {
   registerErrorHandling(app);
   registerHttpMetrics(app, services.metrics);
   app.decorate('inFlight', trackHandlers(app));
+  // First: it learns the routes added after it (GET /v1/openapi.json, GET /docs).
+  registerOpenApi(app);
 
   app.register(healthRoutes, { db: services.db, dialect: services.database.dialect, publicUrl: config.publicUrl });
   app.register(readinessRoutes, { deps: services.readiness });

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../errors/api-error.js';
+import type { ErrorCode } from '../../errors/catalogue.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
+import { errorResponses } from '../../errors/error-schemas.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
-import { errorResponses } from '../calls/calls.schemas.js';
 import { withIdempotency } from '../idempotency/idempotency.hook.js';
 import {
   Batch,
@@ -51,6 +52,30 @@ const refusals: Record<BatchAction, (status: string) => ApiError> = {
   cancel: () => new ApiError('batch_finished', 'The batch has completed: every recipient has ended, nothing is left to cancel.'),
 };
 
+const actionDocs: Record<BatchAction, { operationId: string; summary: string; description: string }> = {
+  pause: {
+    operationId: 'pauseBatch',
+    summary: 'Pause a batch',
+    description: 'No new recipient is dialed until it is resumed; calls under way go on. Pausing a paused batch changes nothing.',
+  },
+  resume: {
+    operationId: 'resumeBatch',
+    summary: 'Resume a paused batch',
+    description: 'Dialing goes on where it stopped. Resuming a running or scheduled batch changes nothing.',
+  },
+  cancel: {
+    operationId: 'cancelBatch',
+    summary: 'Cancel a batch',
+    description:
+      'Recipients not yet dialed end cancelled; calls under way go on, and batch.completed (status cancelled) follows once they ended. Cancelling again changes nothing.',
+  },
+};
+const actionErrors: Record<BatchAction, ErrorCode[]> = {
+  pause: ['not_found', 'batch_finished'],
+  resume: ['not_found', 'batch_not_resumable'],
+  cancel: ['not_found', 'batch_finished'],
+};
+
 export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = async (app, { deps }) => {
   app.post(
     '/batches',
@@ -58,9 +83,14 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
       bodyLimit: batchBodyLimitBytes,
       config: { patternHints: createBatchPatternHints },
       schema: {
+        operationId: 'createBatch',
+        tags: ['Batches'],
+        summary: 'Create a batch of calls',
+        description:
+          'Up to 10,000 recipients called by one agent, from scheduled_at on, at most max_concurrency at a time, within an optional calling window, with optional retries of busy and unanswered lines. Each call ends with its call.* webhook; the batch with batch.completed. The body may be up to 10 MB. Send an Idempotency-Key to retry safely.',
         headers: CreateBatchHeaders,
         body: CreateBatchBody,
-        response: { 200: Batch, 201: Batch, ...errorResponses },
+        response: { 201: Batch, ...errorResponses(['invalid_idempotency_key', 'agent_not_found', 'idempotency_conflict'], { body: true }) },
       },
       // A body that breaks the schema still meets the Idempotency-Key rules first (withIdempotency).
       attachValidation: true,
@@ -77,14 +107,22 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
             });
           case 'created':
             return reply
-              .code(result.response.status)
+              .code(result.response.status as 201)
               .headers(result.response.headers)
               .send(result.response.body as Batch);
         }
       }),
   );
 
-  app.get('/batches', { schema: { querystring: ListBatchesQuery, response: { 200: BatchList, ...errorResponses } } }, async (request) => {
+  const listSchema = {
+    operationId: 'listBatches',
+    tags: ['Batches'],
+    summary: 'List batches',
+    description: "The key's batches of its mode, newest first, a page at a time.",
+    querystring: ListBatchesQuery,
+    response: { 200: BatchList, ...errorResponses([]) },
+  };
+  app.get('/batches', { schema: listSchema }, async (request) => {
     const apiKey = requireApiKey(request);
     const { starting_after: startingAfter, status } = request.query;
     const page = await listBatches(deps.db, apiKey.account_id, {
@@ -98,7 +136,15 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
   });
   registerMethodNotAllowed(app, '/batches', ['GET', 'POST']);
 
-  app.get('/batches/:id', { schema: { params: BatchParams, response: { 200: Batch, ...errorResponses } } }, async (request) => {
+  const retrieveSchema = {
+    operationId: 'retrieveBatch',
+    tags: ['Batches'],
+    summary: 'Retrieve a batch',
+    description: 'The batch with its counts of recipients by state.',
+    params: BatchParams,
+    response: { 200: Batch, ...errorResponses(['not_found']) },
+  };
+  app.get('/batches/:id', { schema: retrieveSchema }, async (request) => {
     const apiKey = requireApiKey(request);
     const batch = await getBatch(deps.db, request.params.id, { accountId: apiKey.account_id, mode: apiKey.mode });
     if (!batch) throw notFound(apiKey.mode, request.params.id);
@@ -108,7 +154,17 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
 
   app.get(
     '/batches/:id/recipients',
-    { schema: { params: BatchParams, querystring: ListRecipientsQuery, response: { 200: RecipientList, ...errorResponses } } },
+    {
+      schema: {
+        operationId: 'listBatchRecipients',
+        tags: ['Batches'],
+        summary: "List a batch's recipients",
+        description: 'The recipients in the order sent, each with its state, attempts and calls, a page at a time.',
+        params: BatchParams,
+        querystring: ListRecipientsQuery,
+        response: { 200: RecipientList, ...errorResponses(['not_found']) },
+      },
+    },
     async (request) => {
       const apiKey = requireApiKey(request);
       const limit = parseLimit(request.query.limit);
@@ -129,7 +185,14 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
   for (const action of ['pause', 'resume', 'cancel'] as const) {
     app.post(
       `/batches/:id/${action}`,
-      { schema: { params: BatchParams, response: { 200: Batch, ...errorResponses } } },
+      {
+        schema: {
+          ...actionDocs[action],
+          tags: ['Batches'],
+          params: BatchParams,
+          response: { 200: Batch, ...errorResponses(actionErrors[action], { body: true }) },
+        },
+      },
       async (request) => {
         const apiKey = requireApiKey(request);
         const result = await changeBatch(deps, request.params.id, action, { accountId: apiKey.account_id, mode: apiKey.mode });

@@ -4,6 +4,7 @@ import type { PatternHints } from '../../errors/error-handler.js';
 import { Metadata, e164Pattern } from '../calls/calls.schemas.js';
 import { weekdays } from './calling-window.js';
 import { batchStatuses, recipientStatuses } from './batches.tables.js';
+import { IdempotencyHeaders } from '../idempotency/idempotency.schemas.js';
 
 export const recipientsMax = 10_000;
 export const referenceMaxLength = 255;
@@ -75,9 +76,7 @@ export const CreateBatchBody = Type.Object(
 );
 export type CreateBatchBody = Static<typeof CreateBatchBody>;
 
-export const CreateBatchHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String()),
-});
+export const CreateBatchHeaders = IdempotencyHeaders;
 
 const count = Type.Integer({ minimum: 0 });
 

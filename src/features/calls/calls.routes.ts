@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
+import { errorResponses } from '../../errors/error-schemas.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
 import { withIdempotency } from '../idempotency/idempotency.hook.js';
 import { providerFailureError } from '../providers/provider-failure.js';
@@ -13,7 +14,6 @@ import {
   CreateCallHeaders,
   ListCallsQuery,
   createCallPatternHints,
-  errorResponses,
 } from './calls.schemas.js';
 import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, readAgentAhead, type CallsDeps } from './calls.service.js';
 
@@ -25,9 +25,29 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     '/calls',
     {
       schema: {
+        operationId: 'createCall',
+        tags: ['Calls'],
+        summary: 'Start an outbound call',
+        description:
+          'Places one call with the agent to the number; its outcome comes later as a call.completed or call.failed webhook (and in GET /v1/calls/{id}). Send an Idempotency-Key to retry safely: a retry with the same key and body answers the first 201 again, with Idempotent-Replayed: true, and places no second call.',
         headers: CreateCallHeaders,
         body: CreateCallBody,
-        response: { 200: CallCreated, 201: CallCreated, ...errorResponses },
+        response: {
+          201: CallCreated,
+          ...errorResponses(
+            [
+              'invalid_idempotency_key',
+              'agent_not_found',
+              'number_suppressed',
+              'idempotency_conflict',
+              'concurrency_limit_exceeded',
+              'provider_error',
+              'provider_unavailable',
+              'provider_timeout',
+            ],
+            { body: true },
+          ),
+        },
       },
       // A body that breaks the schema still meets the Idempotency-Key rules first (withIdempotency).
       attachValidation: true,
@@ -72,7 +92,7 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
             );
           case 'created':
             return reply
-              .code(result.response.status)
+              .code(result.response.status as 201)
               .headers(result.response.headers)
               .send(result.response.body as CallCreated);
         }
@@ -80,7 +100,15 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     },
   );
 
-  app.get('/calls', { schema: { querystring: ListCallsQuery, response: { 200: CallList, ...errorResponses } } }, async (request) => {
+  const listSchema = {
+    operationId: 'listCalls',
+    tags: ['Calls'],
+    summary: 'List calls',
+    description: "The key's calls of its mode, newest first, a page at a time: pass the last id as starting_after for the next page.",
+    querystring: ListCallsQuery,
+    response: { 200: CallList, ...errorResponses([]) },
+  };
+  app.get('/calls', { schema: listSchema }, async (request) => {
     const apiKey = requireApiKey(request);
     const text = request.query.limit;
     const limit = text === undefined ? listLimitDefault : /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN;
@@ -103,7 +131,15 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
   });
   registerMethodNotAllowed(app, '/calls', ['GET', 'POST']);
 
-  app.get('/calls/:id', { schema: { params: CallParams, response: { 200: Call, ...errorResponses } } }, async (request) => {
+  const retrieveSchema = {
+    operationId: 'retrieveCall',
+    tags: ['Calls'],
+    summary: 'Retrieve a call',
+    description: 'The call with its outcome once it ended (status completed or failed).',
+    params: CallParams,
+    response: { 200: Call, ...errorResponses(['not_found']) },
+  };
+  app.get('/calls/:id', { schema: retrieveSchema }, async (request) => {
     const apiKey = requireApiKey(request);
     const call = await getCall(deps.db, apiKey.account_id, request.params.id, apiKey.mode);
     if (!call) {

@@ -1,5 +1,6 @@
 /** The shapes of the calls API (spec 2.1, 2.2, 7). Request and response types come from these schemas. */
 import { Type, type Static } from '@sinclair/typebox';
+import { IdempotencyHeaders } from '../idempotency/idempotency.schemas.js';
 
 export const e164Pattern = '^\\+[1-9]\\d{6,14}$';
 /** A refused `to` in words, instead of the bare pattern (the error handler uses a route's hints). */
@@ -29,9 +30,7 @@ export const CreateCallBody = Type.Object(
 );
 export type CreateCallBody = Static<typeof CreateCallBody>;
 
-export const CreateCallHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String()),
-});
+export const CreateCallHeaders = IdempotencyHeaders;
 
 export const CallCreated = Type.Object({
   id: Type.String(),
@@ -85,12 +84,3 @@ export type ListCallsQuery = Static<typeof ListCallsQuery>;
 
 export const CallList = Type.Object({ data: Type.Array(Call), has_more: Type.Boolean() });
 export type CallList = Static<typeof CallList>;
-
-export const ErrorResponse = Type.Object({
-  error: Type.String(),
-  message: Type.String(),
-  request_id: Type.String(),
-  param: Type.Optional(Type.String()),
-});
-
-export const errorResponses = { '4xx': ErrorResponse, '5xx': ErrorResponse } as const;

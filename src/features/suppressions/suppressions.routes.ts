@@ -2,8 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
+import { errorResponses } from '../../errors/error-schemas.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
-import { createCallPatternHints, e164Pattern, errorResponses } from '../calls/calls.schemas.js';
+import { createCallPatternHints, e164Pattern } from '../calls/calls.schemas.js';
 import { withIdempotency } from '../idempotency/idempotency.hook.js';
 import {
   CreateSuppressionBody,
@@ -54,9 +55,18 @@ export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsD
     '/suppressions',
     {
       schema: {
+        operationId: 'createSuppression',
+        tags: ['Suppressions'],
+        summary: 'Add a number to the suppression list',
+        description:
+          'The number is never called again by this account, in test or live mode: POST /v1/calls answers 403 number_suppressed and batches skip it. 201 with the new entry; 200 with the existing entry, unchanged, when the number was already listed.',
         headers: CreateSuppressionHeaders,
         body: CreateSuppressionBody,
-        response: { 200: Suppression, 201: Suppression, ...errorResponses },
+        response: {
+          200: Type.Object(Suppression.properties, { description: 'Already listed: the existing entry, unchanged' }),
+          201: Suppression,
+          ...errorResponses(['invalid_idempotency_key', 'idempotency_conflict'], { body: true }),
+        },
       },
       // A body that breaks the schema still meets the Idempotency-Key rules first (withIdempotency).
       attachValidation: true,
@@ -67,7 +77,7 @@ export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsD
         const result = await addSuppression(deps, requireApiKey(request).account_id, request.body, hold);
         if (result.kind === 'existing') return reply.code(200).send(result.entry);
         return reply
-          .code(result.response.status)
+          .code(result.response.status as 201)
           .headers(result.response.headers)
           .send(result.response.body as Suppression);
       }),
@@ -75,7 +85,16 @@ export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsD
 
   app.get(
     '/suppressions',
-    { schema: { querystring: ListSuppressionsQuery, response: { 200: SuppressionList, ...errorResponses } } },
+    {
+      schema: {
+        operationId: 'listSuppressions',
+        tags: ['Suppressions'],
+        summary: 'List the suppression list',
+        description: "The account's listed numbers, newest first, a page at a time.",
+        querystring: ListSuppressionsQuery,
+        response: { 200: SuppressionList, ...errorResponses([]) },
+      },
+    },
     async (request) => {
       const apiKey = requireApiKey(request);
       const { starting_after: startingAfter } = request.query;
@@ -91,7 +110,16 @@ export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsD
 
   app.get(
     '/suppressions/:to',
-    { schema: { params: SuppressionParams, response: { 200: Suppression, ...errorResponses } } },
+    {
+      schema: {
+        operationId: 'retrieveSuppression',
+        tags: ['Suppressions'],
+        summary: 'Retrieve a listed number',
+        description: 'The entry of a number, its + URL-encoded: /v1/suppressions/%2B14155550123.',
+        params: SuppressionParams,
+        response: { 200: Suppression, ...errorResponses(['not_found']) },
+      },
+    },
     async (request) => {
       const to = numberOfPath(request.params.to);
       const entry = await getSuppression(deps.db, requireApiKey(request).account_id, to);
@@ -102,7 +130,16 @@ export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsD
 
   app.delete(
     '/suppressions/:to',
-    { schema: { params: SuppressionParams, response: { 204: Type.Null(), ...errorResponses } } },
+    {
+      schema: {
+        operationId: 'deleteSuppression',
+        tags: ['Suppressions'],
+        summary: 'Remove a number from the suppression list',
+        description: 'The number may be called again. Its + URL-encoded: /v1/suppressions/%2B14155550123.',
+        params: SuppressionParams,
+        response: { 204: Type.Null({ description: 'Removed' }), ...errorResponses(['not_found'], { body: true }) },
+      },
+    },
     async (request, reply) => {
       const to = numberOfPath(request.params.to);
       if (!(await removeSuppression(deps.db, requireApiKey(request).account_id, to))) throw notListed(to);

@@ -1,6 +1,7 @@
 /** The shapes of the suppressions API. Request and response types come from these schemas. */
 import { Type, type Static } from '@sinclair/typebox';
 import { e164Pattern } from '../calls/calls.schemas.js';
+import { IdempotencyHeaders } from '../idempotency/idempotency.schemas.js';
 
 export const reasonMaxLength = 500;
 
@@ -14,9 +15,7 @@ export const CreateSuppressionBody = Type.Object(
 );
 export type CreateSuppressionBody = Static<typeof CreateSuppressionBody>;
 
-export const CreateSuppressionHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String()),
-});
+export const CreateSuppressionHeaders = IdempotencyHeaders;
 
 export const Suppression = Type.Object({
   id: Type.String(),

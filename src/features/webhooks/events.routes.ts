@@ -6,10 +6,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { ApiError } from '../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
+import { errorResponses } from '../../errors/error-schemas.js';
 import type { Db } from '../../db/database.js';
 import { parseIsoDateTime, type Clock } from '../../lib/clock.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
-import { errorResponses } from '../calls/calls.schemas.js';
 import { eventsListLimitDefault, eventsListLimitMax, getEventJson, listEventsPageJson } from './event-reads.service.js';
 import { EventEnvelope, EventList, EventParams, ListEventsQuery } from './events.schemas.js';
 
@@ -37,7 +37,17 @@ function sendJsonText(reply: FastifyReply, json: string): FastifyReply {
 export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: EventsDeps }> = async (app, { deps }) => {
   app.get(
     '/events',
-    { schema: { querystring: ListEventsQuery, response: { 200: EventList, ...errorResponses } } },
+    {
+      schema: {
+        operationId: 'listEvents',
+        tags: ['Events'],
+        summary: 'List events',
+        description:
+          "The key's events of its mode of the last 30 days, newest first, each exactly the envelope its webhooks carried: a receiver that was down catches up here.",
+        querystring: ListEventsQuery,
+        response: { 200: EventList, ...errorResponses([]) },
+      },
+    },
     async (request, reply) => {
       const apiKey = requireApiKey(request);
       const limit = parseLimit(request.query.limit);
@@ -76,7 +86,16 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: EventsDeps }> = asy
 
   app.get(
     '/events/:id',
-    { schema: { params: EventParams, response: { 200: EventEnvelope, ...errorResponses } } },
+    {
+      schema: {
+        operationId: 'retrieveEvent',
+        tags: ['Events'],
+        summary: 'Retrieve an event',
+        description: 'One event of the last 30 days, exactly the envelope its webhooks carried.',
+        params: EventParams,
+        response: { 200: EventEnvelope, ...errorResponses(['not_found']) },
+      },
+    },
     async (request, reply) => {
       const apiKey = requireApiKey(request);
       const id = request.params.id;
