@@ -160,6 +160,26 @@ await forEachDialect('TypeScript client against the real server', (dialect) => {
     });
   });
 
+  describe('GETs', () => {
+    it('are retried too: a page whose answer was lost is asked again, and the iteration goes on', async () => {
+      const account = await t.newAccount({ agentId: 'agent_get_retry' });
+      const setup = client(account);
+      const created: string[] = [];
+      for (let i = 0; i < 3; i++) created.push((await setup.calls.create({ agent_id: account.agentId, to: `+1415555070${i}` })).id);
+      // Tries: page 1, page 2 (answer lost), page 2 again, then a retrieve refused once.
+      const { callgate, attempts } = faulty(account, [undefined, 'drop', undefined, 'refuse']);
+      const ids: string[] = [];
+      for await (const call of callgate.calls.list({ limit: 2 })) ids.push(call.id);
+      assert.deepEqual(ids, created.slice().reverse());
+      assert.equal(attempts.length, 3);
+      assert.equal(attempts[2]!.url, attempts[1]!.url, 'the same page asked again');
+      assert.equal(attempts[0]!.idempotencyKey, null, 'GETs carry no Idempotency-Key');
+      const call = await callgate.calls.retrieve(created[0]!);
+      assert.equal(call.id, created[0]);
+      assert.equal(call.lastResponse.attempts, 2);
+    });
+  });
+
   describe('errors that are not retried', () => {
     it('400, 403, 404 and 409 are thrown after one try, with status, code, message, param and request_id', async () => {
       const account = await t.newAccount({ agentId: 'agent_errors' });
