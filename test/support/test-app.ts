@@ -13,6 +13,7 @@ import type { WebhookEndpointRow } from '../../src/features/webhooks/webhooks.ta
 import { createAccount } from '../../src/features/identity/accounts.service.js';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
+import { attachResponseCheck, type ResponseCheck } from './openapi-check.js';
 import { createTestDatabase, type Dialect, type TestDatabase } from './test-database.js';
 
 export interface SeededAccount {
@@ -27,6 +28,8 @@ export interface TestApp {
   readonly services: Services;
   readonly database: TestDatabase;
   readonly seed: SeededAccount;
+  /** Every /v1 answer checked against the OpenAPI document; a mismatch fails close(). */
+  readonly responseCheck: ResponseCheck;
   /** Another account with its own agent and key. */
   newAccount(options?: { mode?: ApiKeyMode; agentId?: string }): Promise<SeededAccount>;
   /** POST /v1/calls with the seed key unless another token is given. */
@@ -79,6 +82,7 @@ export async function startTestApp(
   const config = loadConfig({ ...testEnvDefaults, ...database.env, ...options.env });
   const services = await createServices(config, options.overrides);
   const app = buildApp(services);
+  const responseCheck = attachResponseCheck(app);
   options.register?.(app, services);
   await app.ready();
   if (options.startWorker) services.startWorker();
@@ -91,6 +95,7 @@ export async function startTestApp(
     services,
     database,
     seed,
+    responseCheck,
     newAccount: (accountOptions) => seedAccount(services, accountOptions),
     inject,
     createCall(body, callOptions = {}) {
@@ -109,6 +114,9 @@ export async function startTestApp(
       await app.close();
       await services.close();
       await database.drop();
+      if (responseCheck.mismatches.length > 0) {
+        throw new Error(`answers that do not match the OpenAPI document:\n${responseCheck.mismatches.join('\n')}`);
+      }
     },
   };
 }
