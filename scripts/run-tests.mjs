@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs every test/**/*.test.ts file with Node's own test runner (TypeScript through tsx).
+// Runs every test/**/*.test.ts and clients/*/test/**/*.test.ts file with Node's own test runner (TypeScript through tsx).
 // Files run in parallel, two at a time (this machine has two cores); each makes its own databases.
 // The runner starts files in the order given. Those that start processes (servers, builds, a browser) are
 // the longest by far: they start first, so that the short ones fill in beside them instead of one long
@@ -18,7 +18,8 @@ function findTests(dir) {
 
 const filters = process.argv.slice(2);
 const startsProcesses = (file) => /\b(startServerProcess|spawn|launchBrowser)\(/.test(readFileSync(file, 'utf8'));
-const matched = findTests('test')
+// The TypeScript client's tests run against the real server too (clients/typescript/test).
+const matched = [...findTests('test'), ...findTests('clients/typescript/test')]
   .filter((file) => filters.length === 0 || filters.some((filter) => file.includes(filter)))
   .sort();
 const files = [...matched.filter(startsProcesses), ...matched.filter((file) => !startsProcesses(file))];

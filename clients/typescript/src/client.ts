@@ -1,0 +1,175 @@
+/** The client: one resource object per part of the API, each method one route of it. */
+import { PageIterator, type Page } from './pagination.js';
+import { Transport, type ApiRequest, type RequestOptions, type ResponseInfo, type TransportOptions } from './http.js';
+import type {
+  Batch,
+  Call,
+  CallCreated,
+  CreateBatchParams,
+  CreateCallParams,
+  CreateSuppressionParams,
+  Event,
+  ListBatchesParams,
+  ListCallsParams,
+  ListEventsParams,
+  ListRecipientsParams,
+  ListSuppressionsParams,
+  Recipient,
+  Suppression,
+} from './types.js';
+import { webhooks } from './webhooks.js';
+
+export type CallgateOptions = TransportOptions;
+
+/** A value the API returned, with `lastResponse` (not enumerable: it stays out of JSON and deep equality). */
+export type WithResponse<T> = T & { readonly lastResponse: ResponseInfo };
+
+/** What a list method's parameters have in common: the cursor is the iterator's business. */
+type ListParams = { readonly limit?: number; readonly starting_after?: string };
+
+const id = (value: string) => encodeURIComponent(value);
+
+class Resource {
+  constructor(protected readonly transport: Transport) {}
+
+  protected async send<T extends object>(request: ApiRequest, options?: RequestOptions): Promise<WithResponse<T>> {
+    const { body, response } = await this.transport.request<T>(request, options);
+    return Object.defineProperty(body ?? ({} as T), 'lastResponse', { value: response, enumerable: false }) as WithResponse<T>;
+  }
+
+  protected page<T>(path: string, params: object, options?: RequestOptions): Promise<WithResponse<Page<T>>> {
+    return this.send<Page<T>>({ method: 'GET', path, query: params as ApiRequest['query'] }, options);
+  }
+
+  protected iterate<T extends { id: string }>(path: string, params: ListParams, options?: RequestOptions): PageIterator<T> {
+    return new PageIterator<T>(
+      (startingAfter) => this.page<T>(path, { ...params, starting_after: startingAfter }, options),
+      params.starting_after,
+    );
+  }
+}
+
+export class Calls extends Resource {
+  /**
+   * POST /v1/calls. One Idempotency-Key (a uuid v4 unless `options.idempotencyKey` is given) is sent on
+   * every try, so retries after a lost answer never place a second call.
+   */
+  create(params: CreateCallParams, options?: RequestOptions): Promise<WithResponse<CallCreated>> {
+    return this.send({ method: 'POST', path: '/v1/calls', body: params, idempotent: true }, options);
+  }
+
+  /** GET /v1/calls/{id}: the call with its outcome once it ended. */
+  retrieve(callId: string, options?: RequestOptions): Promise<WithResponse<Call>> {
+    return this.send({ method: 'GET', path: `/v1/calls/${id(callId)}` }, options);
+  }
+
+  /** Every call (newest first) matching `params`, across pages: `for await (const call of client.calls.list())`. */
+  list(params: ListCallsParams = {}, options?: RequestOptions): PageIterator<Call> {
+    return this.iterate('/v1/calls', params, options);
+  }
+
+  /** GET /v1/calls: one page. */
+  listPage(params: ListCallsParams = {}, options?: RequestOptions): Promise<WithResponse<Page<Call>>> {
+    return this.page('/v1/calls', params, options);
+  }
+}
+
+export class Batches extends Resource {
+  /** POST /v1/batches, with one Idempotency-Key across its tries (as calls.create). */
+  create(params: CreateBatchParams, options?: RequestOptions): Promise<WithResponse<Batch>> {
+    return this.send({ method: 'POST', path: '/v1/batches', body: params, idempotent: true }, options);
+  }
+
+  retrieve(batchId: string, options?: RequestOptions): Promise<WithResponse<Batch>> {
+    return this.send({ method: 'GET', path: `/v1/batches/${id(batchId)}` }, options);
+  }
+
+  list(params: ListBatchesParams = {}, options?: RequestOptions): PageIterator<Batch> {
+    return this.iterate('/v1/batches', params, options);
+  }
+
+  listPage(params: ListBatchesParams = {}, options?: RequestOptions): Promise<WithResponse<Page<Batch>>> {
+    return this.page('/v1/batches', params, options);
+  }
+
+  /** A batch's recipients in the order sent, across pages. */
+  listRecipients(batchId: string, params: ListRecipientsParams = {}, options?: RequestOptions): PageIterator<Recipient> {
+    return this.iterate(`/v1/batches/${id(batchId)}/recipients`, params, options);
+  }
+
+  listRecipientsPage(batchId: string, params: ListRecipientsParams = {}, options?: RequestOptions): Promise<WithResponse<Page<Recipient>>> {
+    return this.page(`/v1/batches/${id(batchId)}/recipients`, params, options);
+  }
+
+  // The three actions end in a state, not a new resource: the same request twice gives the same answer,
+  // so they are retried like GETs (without an Idempotency-Key, which these routes do not read).
+  pause(batchId: string, options?: RequestOptions): Promise<WithResponse<Batch>> {
+    return this.send({ method: 'POST', path: `/v1/batches/${id(batchId)}/pause` }, options);
+  }
+
+  resume(batchId: string, options?: RequestOptions): Promise<WithResponse<Batch>> {
+    return this.send({ method: 'POST', path: `/v1/batches/${id(batchId)}/resume` }, options);
+  }
+
+  cancel(batchId: string, options?: RequestOptions): Promise<WithResponse<Batch>> {
+    return this.send({ method: 'POST', path: `/v1/batches/${id(batchId)}/cancel` }, options);
+  }
+}
+
+export class Suppressions extends Resource {
+  /** POST /v1/suppressions: 201 with a new entry, 200 with the existing one for a number already listed. */
+  create(params: CreateSuppressionParams, options?: RequestOptions): Promise<WithResponse<Suppression>> {
+    return this.send({ method: 'POST', path: '/v1/suppressions', body: params, idempotent: true }, options);
+  }
+
+  /** GET /v1/suppressions/{to}, `to` in E.164 (`+14155550123`; the client encodes the `+`). */
+  retrieve(to: string, options?: RequestOptions): Promise<WithResponse<Suppression>> {
+    return this.send({ method: 'GET', path: `/v1/suppressions/${id(to)}` }, options);
+  }
+
+  /** DELETE /v1/suppressions/{to}: the number may be called again. A number not listed is a NotFoundError. */
+  async delete(to: string, options?: RequestOptions): Promise<ResponseInfo> {
+    return (await this.send<object>({ method: 'DELETE', path: `/v1/suppressions/${id(to)}` }, options)).lastResponse;
+  }
+
+  list(params: ListSuppressionsParams = {}, options?: RequestOptions): PageIterator<Suppression> {
+    return this.iterate('/v1/suppressions', params, options);
+  }
+
+  listPage(params: ListSuppressionsParams = {}, options?: RequestOptions): Promise<WithResponse<Page<Suppression>>> {
+    return this.page('/v1/suppressions', params, options);
+  }
+}
+
+export class Events extends Resource {
+  /** GET /v1/events/{id}: the event exactly as its webhooks carried it (the last 30 days). */
+  retrieve(eventId: string, options?: RequestOptions): Promise<WithResponse<Event>> {
+    return this.send({ method: 'GET', path: `/v1/events/${id(eventId)}` }, options);
+  }
+
+  /** The key's events of the last 30 days, newest first, across pages; to catch up, pass `created_after`. */
+  list(params: ListEventsParams = {}, options?: RequestOptions): PageIterator<Event> {
+    return this.iterate('/v1/events', params, options);
+  }
+
+  listPage(params: ListEventsParams = {}, options?: RequestOptions): Promise<WithResponse<Page<Event>>> {
+    return this.page('/v1/events', params, options);
+  }
+}
+
+export class Callgate {
+  readonly calls: Calls;
+  readonly batches: Batches;
+  readonly suppressions: Suppressions;
+  readonly events: Events;
+  /** `webhooks.verify(payload, headers, secret)`; needs no API key (also exported on its own). */
+  readonly webhooks = webhooks;
+
+  constructor(options: CallgateOptions) {
+    const transport = new Transport(options);
+    this.calls = new Calls(transport);
+    this.batches = new Batches(transport);
+    this.suppressions = new Suppressions(transport);
+    this.events = new Events(transport);
+  }
+}
