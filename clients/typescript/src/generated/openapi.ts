@@ -719,7 +719,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Idempotency-Key: 1 to 255 printable ASCII characters, one per logical request. A retry with the same key and body answers the first success again (Idempotent-Replayed: true) and creates nothing; the same key with another body is 409 idempotency_conflict. Keys are kept 24 hours. */
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -1346,7 +1346,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Idempotency-Key: 1 to 255 printable ASCII characters, one per logical request. A retry with the same key and body answers the first success again (Idempotent-Replayed: true) and creates nothing; the same key with another body is 409 idempotency_conflict. Keys are kept 24 hours. */
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2854,7 +2854,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Idempotency-Key: 1 to 255 printable ASCII characters, one per logical request. A retry with the same key and body answers the first success again (Idempotent-Replayed: true) and creates nothing; the same key with another body is 409 idempotency_conflict. Keys are kept 24 hours. */
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
