@@ -426,6 +426,15 @@ else
           "document.querySelector('.toc').getBoundingClientRect().right <= document.querySelector('main').getBoundingClientRect().left",
         );
         assert.ok(beside, 'the contents list is beside the reference');
+        // Every entry of the contents list shows whole: none runs past the list's edge (where it was cut).
+        const cut = await page.evaluate<string[]>(`(() => {
+          const list = document.querySelector('.toc');
+          const edge = list.getBoundingClientRect().right;
+          const cut = [...list.querySelectorAll('a')].filter((a) => a.getBoundingClientRect().right > edge + 0.5).map((a) => a.textContent);
+          if (list.scrollWidth > list.clientWidth + 1) cut.push('the list scrolls sideways');
+          return cut;
+        })()`);
+        assert.deepEqual(cut, []);
         await screenshot(page, '15-api-reference');
       } finally {
         page.off('request', onRequest);
