@@ -158,8 +158,10 @@ Every figure below comes from that one run; run it again to refresh this file.
 
 ## Method
 
-- Each server runs in a process of its own (bench/serve-target.ts, forked with \`node --import tsx\`); autocannon 8
-  runs in the parent process, so the two share the machine's ${machine.cores} cores but never an event loop.
+- Each server runs in a process of its own (bench/serve-target.ts, transpiled to JavaScript and forked with plain
+  \`node\` and the flags of \`npm start\`, as production runs the server; under tsx the process would also hold tsx's
+  loader thread, about 35 MB of RSS); autocannon 8 runs in the parent process, so the two share the machine's
+  ${machine.cores} cores but never an event loop.
 - **Ceiling:** a bare Fastify 5 app with one POST route (no logger, hooks or schemas) answering 201 with a JSON
   body of the same shape and size as a created call (${ceiling ? `${ceiling.responseBytes} bytes` : 'n/a'}); it gets the same request bytes.
 - **Floor:** what a created call needs of this stack with none of callgate's own code on the path: a bare Fastify 5
