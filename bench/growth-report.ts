@@ -118,6 +118,9 @@ const shortSql = (text: string) => {
   return flat.replace(/(\?|\$\d+)(, (\?|\$\d+)){3,}/g, '$1, …').slice(0, 220);
 };
 
+/** A plan line cut short: PostgreSQL prints an IN list's values whole. */
+const shortLine = (line: string) => (line.length > 260 ? `${line.slice(0, 260)}…` : line);
+
 function plansTable(m: GrowthMeasurement): string {
   const e = ends(m);
   const large = m.steps[m.steps.length - 1]!;
@@ -127,7 +130,7 @@ function plansTable(m: GrowthMeasurement): string {
   };
   const rows = large.plans.map(
     (p) =>
-      `| ${cell(p.path)} | \`${cell(shortSql(p.sql))}\` | ${p.plan.map((line) => `\`${cell(line.trim())}\``).join('<br>') || '(none: a plain insert)'} | ` +
+      `| ${cell(p.path)} | \`${cell(shortSql(p.sql))}\` | ${p.plan.map((line) => `\`${cell(shortLine(line.trim()))}\``).join('<br>') || '(none: a plain insert)'} | ` +
       `${p.scans.length > 0 ? `**reads ${p.scans.join(', ')} whole**` : 'index'} | ${e ? `${timeAt(e.small, p)} | ` : ''}${timeAt(large, p)} |`,
   );
   const scanning = large.plans.filter((p) => p.scans.length > 0).length;
@@ -141,7 +144,7 @@ ${rows.join('\n')}
 }
 
 /** Empty tables (none of the bench's rows) are read whole by PostgreSQL's planner whatever their indexes. */
-const unloaded = ['batches', 'batch_recipients', 'call_slots', 'idempotency_keys', 'rate_limits'];
+const unloaded = ['batches', 'batch_recipients', 'call_slots', 'rate_limits'];
 
 function limits(input: GrowthReportInput): string {
   return perDialect(input.measurements, (m) => {
@@ -199,7 +202,8 @@ database in turn; ${int(total)} s for this section on this machine, most of it w
 - **Rows:** for each size a new database of its own, the service's own migrations, then the calls written by bulk
   statements in one transaction by a service process that then exits (\`INSERT … SELECT\` over \`generate_series\` on
   PostgreSQL, over a recursive CTE on SQLite), with as many events (one per ended call, its \`call.completed\` or
-  \`call.failed\` envelope), deliveries, attempts and request-log rows. Spread over the bench's ${growthAccounts} accounts and their
+  \`call.failed\` envelope), deliveries, attempts and request-log rows, and the idempotency records of the last day's
+  calls (kept 24 hours). Spread over the bench's ${growthAccounts} accounts and their
   ${growthAccounts * keysPerAccount} keys (${liveKeysPerAccount} live, ${testKeysPerAccount} test each); calls and events over the last 30 days, request-log rows over the
   last 7 (the retention jobs delete none during the run); 78 % completed, 22 % failed, the last 10 minutes' calls in
   progress; deliveries 96.5 % succeeded, 3 % failed, 0.5 % pending a retry hours ahead. PostgreSQL then runs \`ANALYZE\`,

@@ -17,7 +17,7 @@
  * (ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,
  * latency-postgres,dispatcher-sqlite,dispatcher-postgres,batches-sqlite,batches-postgres,growth-sqlite,growth-postgres; BENCH_TARGETS=batches-sqlite,batches-postgres
  * runs the batch section alone), BENCH_GROWTH_SIZES (10000,1000000: calls stored, each size added to the last) with
- * BENCH_GROWTH_REQUESTS (2000 of each kind) after BENCH_GROWTH_WARMUP (200) from BENCH_GROWTH_CONCURRENCY (4) clients and a
+ * BENCH_GROWTH_REQUESTS (1200 of each kind) after BENCH_GROWTH_WARMUP (100) from BENCH_GROWTH_CONCURRENCY (4) clients and a
  * backlog of BENCH_GROWTH_BACKLOG (5000) deliveries, in BENCH_GROWTH_ROUNDS (4) rounds alternating between the sizes
  * (targets growth-sqlite,growth-postgres), BENCH_OUTPUT (BENCHMARKS.md),
  * CALLGATE_TEST_POSTGRES_URL (the PostgreSQL server's admin URL). Exits 1 when any request of any run failed,
@@ -80,8 +80,8 @@ const growthSettings: GrowthSettings = {
     if (!Number.isInteger(n) || n < 5_000) throw new Error(`BENCH_GROWTH_SIZES must list whole numbers of at least 5000, got "${size}"`);
     return n;
   }),
-  requests: setting('BENCH_GROWTH_REQUESTS', 2_000, 10),
-  warmup: setting('BENCH_GROWTH_WARMUP', 200, 0),
+  requests: setting('BENCH_GROWTH_REQUESTS', 1_200, 10),
+  warmup: setting('BENCH_GROWTH_WARMUP', 100, 0),
   concurrency: setting('BENCH_GROWTH_CONCURRENCY', 4, 1),
   rounds: setting('BENCH_GROWTH_ROUNDS', 4, 1),
   deepPage: 50,
