@@ -7,6 +7,7 @@ import { cell, dialectName, int, p99MaxMs, pct, postgresMinShare, sqliteMinShare
 import type { ProfileSummary, Share } from './profile-summary.js';
 import { renderBatchSection, type BatchReportInput } from './batch-report.js';
 import { renderDispatcherSection, type DispatcherReportInput } from './dispatcher-report.js';
+import { renderGrowthSection, type GrowthReportInput } from './growth-report.js';
 import { latencyTargets, renderLatencySection, type LatencyReportInput } from './latency-report.js';
 
 export interface ProfileRun {
@@ -33,6 +34,8 @@ export interface ReportInput {
   readonly dispatcher: DispatcherReportInput | null;
   /** The batch runs, when any were asked for. */
   readonly batches: BatchReportInput | null;
+  /** The growth runs, when any were asked for. */
+  readonly growth: GrowthReportInput | null;
   readonly totalS: number;
 }
 
@@ -225,5 +228,5 @@ ${targets.join('\n')}
 ${limits(input, ceiling)}
 
 ${mixes.map((m) => `### SQL statements per created call, ${dialectName(m.dialect)} (diagnostic run)\n\n${statementTable(m)}\n`).join('\n')}
-${input.profiles.map(profileSection).join('\n')}${input.latency ? `\n${renderLatencySection(input.latency)}` : ''}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}${input.batches ? renderBatchSection(input.batches) : ''}`;
+${input.profiles.map(profileSection).join('\n')}${input.latency ? `\n${renderLatencySection(input.latency)}` : ''}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}${input.batches ? renderBatchSection(input.batches) : ''}${input.growth ? renderGrowthSection(input.growth) : ''}`;
 }

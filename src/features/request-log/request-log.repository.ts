@@ -42,6 +42,9 @@ export async function listRequestLogs(db: Db, filter: RequestLogFilter): Promise
   if (filter.requestId) query = query.where('id', '=', filter.requestId);
   const before = filter.before;
   if (before) {
+    // The bound lets the index seek to the cursor: the OR alone is tested row by row from the newest, so a
+    // page cost as much as all the pages before it.
+    query = query.where('created_at', '<=', before.createdAt);
     query = query.where((eb) =>
       eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]),
     );

@@ -185,6 +185,9 @@ export async function listEventsOfMode(db: Db, filter: EventPageFilter): Promise
   if (filter.type !== undefined) query = query.where('type', '=', filter.type);
   const after = filter.startingAfter;
   if (after) {
+    // The bound lets the index seek to the cursor: the OR alone is tested row by row from the newest, so a
+    // page cost as much as all the pages before it.
+    query = query.where('created_at', '<=', after.createdAt);
     query = query.where((eb) =>
       eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
     );
