@@ -34,6 +34,7 @@ import * as accountConcurrency from './migrations/0012-account-concurrency.js';
 import * as eventRetention from './migrations/0013-event-retention.js';
 import * as eventsApi from './migrations/0014-events-api.js';
 import * as requestLogBodies from './migrations/0015-request-log-bodies.js';
+import * as overviewCharts from './migrations/0018-overview-charts.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -280,6 +281,7 @@ const migrations: Record<string, Migration> = {
   '0013-event-retention': eventRetention,
   '0014-events-api': eventsApi,
   '0015-request-log-bodies': requestLogBodies,
+  '0018-overview-charts': overviewCharts,
 };
 
 /** Kysely's record of the migrations applied to a database. */
