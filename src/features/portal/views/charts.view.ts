@@ -8,12 +8,23 @@ import type { ChartSeries, ChartSlot } from '../portal-charts.service.js';
 import type { SlotUnit } from '../../../lib/time-slots.js';
 import { html, type SafeHtml } from './html.js';
 
-/** The drawing's own coordinates; the SVG scales to its container's width. */
-const width = 720;
+/**
+ * The drawing's own coordinates; the SVG scales to its container's width. A chart is drawn about as wide as
+ * it shows (`wide` across the card, else half of it), so that its text keeps the page's size.
+ */
 const height = 250;
 const plot = { left: 60, right: 12, top: 14, bottom: 46 } as const;
-const plotWidth = width - plot.left - plot.right;
 const plotHeight = height - plot.top - plot.bottom;
+
+interface Frame {
+  readonly width: number;
+  readonly plotWidth: number;
+}
+
+function frameOf(wide: boolean | undefined): Frame {
+  const width = wide ? 1080 : 540;
+  return { width, plotWidth: width - plot.left - plot.right };
+}
 
 const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
@@ -51,27 +62,27 @@ export function formatNumber(value: number): string {
   return Number(value.toFixed(digits)).toLocaleString('en-US');
 }
 
-const xOf = (index: number, slots: number) => plot.left + (plotWidth * (index + 0.5)) / slots;
+const xOf = (f: Frame, index: number, slots: number) => plot.left + (f.plotWidth * (index + 0.5)) / slots;
 const yOf = (value: number, top: number) => plot.top + plotHeight - (plotHeight * value) / top;
 
 /** Axes, grid lines, tick labels and axis titles. */
-function axes(input: { slots: readonly ChartSlot[]; unit: SlotUnit; top: number; ticks: number[]; yTitle: string; xTitle: string }) {
+function axes(f: Frame, input: { slots: readonly ChartSlot[]; unit: SlotUnit; top: number; ticks: number[]; yTitle: string; xTitle: string }) {
   const every = input.unit === 'hour' ? 3 : 5;
   const last = input.slots.length - 1;
   const yTitleX = 14;
   const yTitleY = plot.top + plotHeight / 2;
   return html`<g class="chart-grid" aria-hidden="true">${input.ticks.map((tick) => {
     const y = yOf(tick, input.top).toFixed(1);
-    return html`<line x1="${String(plot.left)}" x2="${String(width - plot.right)}" y1="${y}" y2="${y}"></line><text class="chart-tick" x="${String(plot.left - 6)}" y="${y}" text-anchor="end" dominant-baseline="middle">${formatNumber(tick)}</text>`;
+    return html`<line x1="${String(plot.left)}" x2="${String(f.width - plot.right)}" y1="${y}" y2="${y}"></line><text class="chart-tick" x="${String(plot.left - 6)}" y="${y}" text-anchor="end" dominant-baseline="middle">${formatNumber(tick)}</text>`;
   })}</g>
-<g class="chart-axis" aria-hidden="true"><line x1="${String(plot.left)}" x2="${String(width - plot.right)}" y1="${String(plot.top + plotHeight)}" y2="${String(plot.top + plotHeight)}"></line>${input.slots.map(
+<g class="chart-axis" aria-hidden="true"><line x1="${String(plot.left)}" x2="${String(f.width - plot.right)}" y1="${String(plot.top + plotHeight)}" y2="${String(plot.top + plotHeight)}"></line>${input.slots.map(
     (slot, index) =>
       // Every third hour or fifth day, counted back from now so that the latest slot is always named.
       (last - index) % every === 0
-        ? html`<text class="chart-tick" x="${xOf(index, input.slots.length).toFixed(1)}" y="${String(plot.top + plotHeight + 16)}" text-anchor="middle">${shortLabel(slot, input.unit)}</text>`
+        ? html`<text class="chart-tick" x="${xOf(f, index, input.slots.length).toFixed(1)}" y="${String(plot.top + plotHeight + 16)}" text-anchor="middle">${shortLabel(slot, input.unit)}</text>`
         : '',
   )}
-<text class="chart-axis-title" x="${String(plot.left + plotWidth / 2)}" y="${String(height - 6)}" text-anchor="middle">${input.xTitle}</text>
+<text class="chart-axis-title" x="${String(plot.left + f.plotWidth / 2)}" y="${String(height - 6)}" text-anchor="middle">${input.xTitle}</text>
 <text class="chart-axis-title" x="${String(yTitleX)}" y="${String(yTitleY)}" text-anchor="middle" transform="rotate(-90 ${String(yTitleX)} ${String(yTitleY)})">${input.yTitle}</text></g>`;
 }
 
@@ -85,17 +96,19 @@ export interface ChartText {
   readonly xTitle: string;
   /** Shown across an empty chart, e.g. `No calls in the last 24 hours.` */
   readonly emptyText: string;
+  /** Drawn across the whole card rather than half of it. */
+  readonly wide?: boolean;
   /** The hidden table's caption and its first column's heading. */
   readonly tableCaption: string;
   readonly unit: SlotUnit;
 }
 
-function frame(text: ChartText, empty: boolean, body: SafeHtml) {
-  return html`<svg class="chart" viewBox="0 0 ${String(width)} ${String(height)}" role="img" aria-labelledby="${text.id}-title ${text.id}-desc" focusable="false">
+function frame(f: Frame, text: ChartText, empty: boolean, body: SafeHtml) {
+  return html`<svg class="chart" viewBox="0 0 ${String(f.width)} ${String(height)}" role="img" aria-labelledby="${text.id}-title ${text.id}-desc" focusable="false">
 <title id="${text.id}-title">${text.title}</title>
 <desc id="${text.id}-desc">${text.summary}</desc>
 ${body}
-${empty ? html`<text class="chart-empty" x="${String(plot.left + plotWidth / 2)}" y="${String(plot.top + plotHeight / 2)}" text-anchor="middle" dominant-baseline="middle">${text.emptyText}</text>` : ''}
+${empty ? html`<text class="chart-empty" x="${String(plot.left + f.plotWidth / 2)}" y="${String(plot.top + plotHeight / 2)}" text-anchor="middle" dominant-baseline="middle">${text.emptyText}</text>` : ''}
 </svg>`;
 }
 
@@ -121,11 +134,12 @@ function hiddenTable(
       : [],
   );
   if (rows.length === 0) return '';
-  return html`<table class="visually-hidden" id="${text.id}-table">
+  // The wrapper hides it: a table takes its content's width whatever its own width and overflow say.
+  return html`<div class="visually-hidden"><table id="${text.id}-table">
 <caption>${text.tableCaption} (${text.unit === 'hour' ? 'hours' : 'days'} without any are left out)</caption>
 <thead><tr><th scope="col">${text.unit === 'hour' ? 'Hour' : 'Day'}</th>${series.map((line) => html`<th scope="col">${line.label}</th>`)}</tr></thead>
 <tbody>${rows}</tbody>
-</table>`;
+</table></div>`;
 }
 
 /**
@@ -136,7 +150,8 @@ export function stackedBarChart(text: ChartText, slots: readonly ChartSlot[], se
   const stackTotals = slots.map((_, index) => series.reduce((sum, line) => sum + (line.values[index] ?? 0), 0));
   const { top, ticks } = yScale(Math.max(0, ...stackTotals));
   const shown = series.filter((line) => line.values.some((value) => value > 0));
-  const barWidth = (plotWidth / slots.length) * 0.72;
+  const f = frameOf(text.wide);
+  const barWidth = (f.plotWidth / slots.length) * 0.72;
   const bars = slots.map((slot, index) => {
     if ((stackTotals[index] ?? 0) === 0) return '';
     let base = 0;
@@ -148,13 +163,13 @@ export function stackedBarChart(text: ChartText, slots: readonly ChartSlot[], se
       const y0 = yOf(base, top);
       base += value;
       const y1 = yOf(base, top);
-      return html`<rect class="series-${line.key}" x="${(xOf(index, slots.length) - barWidth / 2).toFixed(1)}" y="${y1.toFixed(1)}" width="${barWidth.toFixed(1)}" height="${Math.max(0.5, y0 - y1).toFixed(1)}"></rect>`;
+      return html`<rect class="series-${line.key}" x="${(xOf(f, index, slots.length) - barWidth / 2).toFixed(1)}" y="${y1.toFixed(1)}" width="${barWidth.toFixed(1)}" height="${Math.max(0.5, y0 - y1).toFixed(1)}"></rect>`;
     });
     return html`<g class="chart-bar"><title>${slotLabel(slot, text.unit)}: ${parts.join(', ')}</title>${rects}</g>`;
   });
   const empty = shown.length === 0;
   return html`<figure class="chart-figure">
-${frame(text, empty, html`${axes({ slots, unit: text.unit, top, ticks, yTitle: text.yTitle, xTitle: text.xTitle })}<g class="chart-bars">${bars}</g>`)}
+${frame(f, text, empty, html`${axes(f, { slots, unit: text.unit, top, ticks, yTitle: text.yTitle, xTitle: text.xTitle })}<g class="chart-bars">${bars}</g>`)}
 <figcaption>${
     empty
       ? html`<p class="chart-empty-text">${text.emptyText}</p>`
@@ -178,11 +193,12 @@ export function lineChart(
   const values = series.flatMap((line) => line.values.filter((value): value is number => value !== null));
   const { top, ticks } = yScale(Math.max(0, ...values));
   const empty = values.length === 0;
+  const f = frameOf(text.wide);
   const lines = series.map((line) => {
     const runs: string[][] = [[]];
     line.values.forEach((value, index) => {
       if (value === null) runs.push([]);
-      else runs.at(-1)!.push(`${xOf(index, slots.length).toFixed(1)},${yOf(value, top).toFixed(1)}`);
+      else runs.at(-1)!.push(`${xOf(f, index, slots.length).toFixed(1)},${yOf(value, top).toFixed(1)}`);
     });
     const paths = runs
       .filter((run) => run.length > 1)
@@ -190,12 +206,12 @@ export function lineChart(
     const dots = line.values.map((value, index) =>
       value === null
         ? ''
-        : html`<circle class="series-${line.key}" cx="${xOf(index, slots.length).toFixed(1)}" cy="${yOf(value, top).toFixed(1)}" r="3"><title>${slotLabel(slots[index]!, text.unit)}: ${line.label} ${options.format(value)}</title></circle>`,
+        : html`<circle class="series-${line.key}" cx="${xOf(f, index, slots.length).toFixed(1)}" cy="${yOf(value, top).toFixed(1)}" r="3"><title>${slotLabel(slots[index]!, text.unit)}: ${line.label} ${options.format(value)}</title></circle>`,
     );
     return html`<g class="chart-line">${paths}${dots}</g>`;
   });
   return html`<figure class="chart-figure">
-${frame(text, empty, html`${axes({ slots, unit: text.unit, top, ticks, yTitle: text.yTitle, xTitle: text.xTitle })}${lines}`)}
+${frame(f, text, empty, html`${axes(f, { slots, unit: text.unit, top, ticks, yTitle: text.yTitle, xTitle: text.xTitle })}${lines}`)}
 <figcaption>${empty ? html`<p class="chart-empty-text">${text.emptyText}</p>` : legend(series, options.totals, `${text.title}: over the period`)}</figcaption>
 ${hiddenTable(text, slots, series, (value) => (value === null ? '—' : options.format(value)))}
 </figure>`;

@@ -69,6 +69,7 @@ export function overviewCharts(charts: OverviewCharts) {
         {
           ...common,
           id: 'chart-calls',
+          wide: true,
           title: `Calls per ${perSlot} by outcome, ${when}`,
           summary: `Calls per ${perSlot} by outcome over ${when}, ${charts.mode} mode: ${inWords(charts.calls)}.`,
           yTitle: `Calls per ${perSlot}`,
