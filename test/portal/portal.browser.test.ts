@@ -295,7 +295,10 @@ else
         assert.ok(box && box.width > 600 && box.height > 150, `the chart is drawn at ${JSON.stringify(box)}`);
         assert.equal(await plain.locator('svg.chart').count(), 3);
         assert.ok((await plain.locator('#chart-calls rect, svg.chart rect[class^="series-failed"]').count()) >= 2, 'failed bars are drawn');
-        assert.match((await plain.locator('#chart-calls-desc').textContent()) ?? '', /live mode: 4 in all: 1 completed, 1 failed: busy, 2 failed: no_answer/);
+        assert.match(
+          (await plain.locator('#chart-calls-desc').textContent()) ?? '',
+          /live mode: 4 in all: 1 completed, 1 failed: busy, 2 failed: no_answer/,
+        );
         assert.ok(await plain.getByRole('img', { name: /Webhook deliveries per hour/ }).isVisible());
         assert.ok(await plain.getByRole('img', { name: /latency of POST \/v1\/calls/ }).isVisible());
         assert.match((await plain.locator('#chart-latency-desc').textContent()) ?? '', /\d+ requests, p50 [\d.,]+ ms, p99 [\d.,]+ ms/);

@@ -104,6 +104,7 @@ await forEachDialect('Portal overview charts', (dialect) => {
         event_id: eventId,
         endpoint_id: `we_chart_${account.accountId}`,
         account_id: account.accountId,
+        mode,
         status,
         trigger: 'event',
         attempt_count: attempts,

@@ -66,7 +66,10 @@ const xOf = (f: Frame, index: number, slots: number) => plot.left + (f.plotWidth
 const yOf = (value: number, top: number) => plot.top + plotHeight - (plotHeight * value) / top;
 
 /** Axes, grid lines, tick labels and axis titles. */
-function axes(f: Frame, input: { slots: readonly ChartSlot[]; unit: SlotUnit; top: number; ticks: number[]; yTitle: string; xTitle: string }) {
+function axes(
+  f: Frame,
+  input: { slots: readonly ChartSlot[]; unit: SlotUnit; top: number; ticks: number[]; yTitle: string; xTitle: string },
+) {
   const every = input.unit === 'hour' ? 3 : 5;
   const last = input.slots.length - 1;
   const yTitleX = 14;
