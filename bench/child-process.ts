@@ -1,6 +1,27 @@
-/** Forking a bench script (`node --import tsx`) and waiting for its answers over the IPC channel. */
+/** Forking a bench script (`node --import tsx`, or as JavaScript) and waiting for its answers over the IPC channel. */
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import { transpiledScript } from './transpile.js';
+
+/**
+ * How `npm start` runs the server (package.json's start script, `exec env NAME=value … node <flags> dist/server.js`):
+ * its environment settings and node flags, so that a server under the bench's load runs with the memory settings
+ * of production.
+ */
+export function startCommand(): { env: Record<string, string>; nodeFlags: string[] } {
+  const manifest = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
+  const start = manifest.scripts.start;
+  const match = /^exec(?: env((?: [A-Z_]+=\S+)+))? node((?: --\S+)*) dist\/server\.js$/.exec(start);
+  if (!match) throw new Error(`package.json's start script is not "exec [env NAME=value …] node [--flag …] dist/server.js": "${start}"`);
+  const env = Object.fromEntries(
+    (match[1] ?? '')
+      .trim()
+      .split(' ')
+      .filter(Boolean)
+      .map((pair) => pair.split('=', 2) as [string, string]),
+  );
+  return { env, nodeFlags: (match[2] ?? '').trim().split(' ').filter(Boolean) };
+}
 
 /**
  * The environment a service child starts from: a free port on loopback, no database URL or Redis (the
@@ -34,15 +55,19 @@ export interface BenchChild<M extends ChildMessage, P> {
   kill(): void;
 }
 
-/** Forks `script` with tsx (and `nodeOptions`); its standard output (the service's logs) goes to `logFile`. */
+/**
+ * Forks `script` with tsx (and `nodeOptions`), or with `javascript` transpiled first and run by plain node (see
+ * transpile.ts: no tsx thread in the process whose memory is measured); its standard output (the service's logs)
+ * goes to `logFile`.
+ */
 export function forkBenchScript<M extends ChildMessage, P>(
   script: URL,
   args: readonly string[],
-  options: { env: Record<string, string>; logFile: string; nodeOptions?: readonly string[] },
+  options: { env: Record<string, string>; logFile: string; nodeOptions?: readonly string[]; javascript?: boolean },
 ): BenchChild<M, P> {
   const log = fs.openSync(options.logFile, 'w');
-  const child = fork(script, [...args], {
-    execArgv: ['--import', 'tsx', ...(options.nodeOptions ?? [])],
+  const child = fork(options.javascript ? transpiledScript(script) : script, [...args], {
+    execArgv: [...(options.javascript ? [] : ['--import', 'tsx']), ...(options.nodeOptions ?? [])],
     env: { ...process.env, ...options.env },
     stdio: ['ignore', log, 'inherit', 'ipc'],
   });

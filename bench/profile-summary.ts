@@ -66,7 +66,8 @@ function ownerOf(url: string): string | null {
   if (!url || url.startsWith('node:')) return null;
   const pkg = packageOf(url);
   if (pkg) return families.find(([pattern]) => pattern.test(pkg))?.[1] ?? `npm: ${pkg}`;
-  if (/\/bench\//.test(url)) return 'benchmark instrumentation (statement counter)';
+  // bench/ under tsx; .bench-build/ where the server script runs transpiled (transpile.ts).
+  if (/\/(bench|\.bench-build)\//.test(url)) return 'benchmark instrumentation (statement counter)';
   if (/\/(dist|src)\//.test(url)) return 'callgate code';
   return null;
 }
@@ -74,7 +75,8 @@ function ownerOf(url: string): string | null {
 /** better-sqlite3's native entry points: compiling a statement, and running one. */
 const sqliteNatives = new Set(['Statement', 'run', 'all', 'get', 'iterate', 'exec']);
 /** Scripts that call them: better-sqlite3 itself, Kysely's SQLite driver, our statement cache, the bench's counter. */
-const sqliteCaller = /node_modules\/better-sqlite3\/|kysely\/dist\/esm\/dialect\/sqlite\/|\/db\/database\.js|\/bench\/serve-target\.ts/;
+const sqliteCaller =
+  /node_modules\/better-sqlite3\/|kysely\/dist\/esm\/dialect\/sqlite\/|\/db\/database\.js|\/bench\/serve-target\.ts|\/\.bench-build\/serve-target\.js/;
 
 function describe(frame: CallFrame): string {
   const name = frame.functionName || '(anonymous)';

@@ -7,6 +7,7 @@ import { cell, dialectName, int, p99MaxMs, pct, postgresMinShare, sqliteMinShare
 import type { ProfileSummary, Share } from './profile-summary.js';
 import { renderBatchSection, type BatchReportInput } from './batch-report.js';
 import { renderDispatcherSection, type DispatcherReportInput } from './dispatcher-report.js';
+import { renderGrowthSection, type GrowthReportInput } from './growth-report.js';
 import { latencyTargets, renderLatencySection, type LatencyReportInput } from './latency-report.js';
 
 export interface ProfileRun {
@@ -33,6 +34,8 @@ export interface ReportInput {
   readonly dispatcher: DispatcherReportInput | null;
   /** The batch runs, when any were asked for. */
   readonly batches: BatchReportInput | null;
+  /** The growth runs, when any were asked for. */
+  readonly growth: GrowthReportInput | null;
   readonly totalS: number;
 }
 
@@ -158,8 +161,10 @@ Every figure below comes from that one run; run it again to refresh this file.
 
 ## Method
 
-- Each server runs in a process of its own (bench/serve-target.ts, forked with \`node --import tsx\`); autocannon 8
-  runs in the parent process, so the two share the machine's ${machine.cores} cores but never an event loop.
+- Each server runs in a process of its own (bench/serve-target.ts, transpiled to JavaScript and forked with plain
+  \`node\` and the flags of \`npm start\`, as production runs the server; under tsx the process would also hold tsx's
+  loader thread, about 35 MB of RSS); autocannon 8 runs in the parent process, so the two share the machine's
+  ${machine.cores} cores but never an event loop.
 - **Ceiling:** a bare Fastify 5 app with one POST route (no logger, hooks or schemas) answering 201 with a JSON
   body of the same shape and size as a created call (${ceiling ? `${ceiling.responseBytes} bytes` : 'n/a'}); it gets the same request bytes.
 - **Floor:** what a created call needs of this stack with none of callgate's own code on the path: a bare Fastify 5
@@ -223,5 +228,5 @@ ${targets.join('\n')}
 ${limits(input, ceiling)}
 
 ${mixes.map((m) => `### SQL statements per created call, ${dialectName(m.dialect)} (diagnostic run)\n\n${statementTable(m)}\n`).join('\n')}
-${input.profiles.map(profileSection).join('\n')}${input.latency ? `\n${renderLatencySection(input.latency)}` : ''}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}${input.batches ? renderBatchSection(input.batches) : ''}`;
+${input.profiles.map(profileSection).join('\n')}${input.latency ? `\n${renderLatencySection(input.latency)}` : ''}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}${input.batches ? renderBatchSection(input.batches) : ''}${input.growth ? renderGrowthSection(input.growth) : ''}`;
 }

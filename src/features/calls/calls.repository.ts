@@ -188,6 +188,9 @@ export async function listCalls(db: Db, filter: CallListFilter): Promise<CallRow
   let query = db.selectFrom('calls').selectAll().where('account_id', '=', filter.accountId);
   const after = filter.startingAfter;
   if (after) {
+    // The bound lets the index seek to the cursor: the OR alone is tested row by row from the newest, so a
+    // page cost as much as all the pages before it.
+    query = query.where('created_at', '<=', after.createdAt);
     query = query.where((eb) =>
       eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
     );
@@ -196,4 +199,33 @@ export async function listCalls(db: Db, filter: CallListFilter): Promise<CallRow
   if (filter.agentId) query = query.where('agent_id', '=', filter.agentId);
   if (filter.mode) query = query.where('mode', '=', filter.mode);
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
+}
+
+/** Calls of one slot (a UTC hour or day, `slotLength` characters of created_at) by status and failure reason. */
+export interface CallOutcomeCount {
+  readonly slot: string;
+  readonly status: CallRow['status'];
+  readonly failure_reason: string | null;
+  readonly count: number;
+}
+
+/**
+ * The account's calls in `mode` created since `since`, counted per slot, status and failure reason. One
+ * range of the (account_id, mode, created_at, status, failure_reason) index, read without the table.
+ */
+export async function countCallOutcomes(
+  db: Db,
+  filter: { accountId: string; mode: CallRow['mode']; since: string; slotLength: 10 | 13 },
+): Promise<CallOutcomeCount[]> {
+  // A literal length, so that PostgreSQL sees the same expression in SELECT and GROUP BY.
+  const slot = sql<string>`substr(created_at, 1, ${sql.lit(filter.slotLength)})`;
+  const rows = await db
+    .selectFrom('calls')
+    .select([slot.as('slot'), 'status', 'failure_reason', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('account_id', '=', filter.accountId)
+    .where('mode', '=', filter.mode)
+    .where('created_at', '>=', filter.since)
+    .groupBy([slot, 'status', 'failure_reason'])
+    .execute();
+  return rows.map((row) => ({ ...row, count: Number(row.count) }));
 }

@@ -5,6 +5,7 @@
 import type { Db } from '../../db/database.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
+import { slotLength, type SlotUnit } from '../../lib/time-slots.js';
 import type { AgentRow } from '../agents/agents.tables.js';
 import type { ApiKeyRow, AuthenticatedKey } from '../api-keys/api-keys.tables.js';
 import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
@@ -446,4 +447,17 @@ function callEnding(callId: string, outcome: CallOutcome, updatedAt: string): re
         failure_message: outcome.message,
         failed_at: isoTimestamp(outcome.failedAt),
       };
+}
+
+export type CallOutcomeCount = repo.CallOutcomeCount;
+
+/** The account's calls in `mode` since `since`, counted per UTC hour or day by status and failure reason (the portal's charts). */
+export async function countCallOutcomes(
+  db: Db,
+  accountId: string,
+  mode: CallRow['mode'],
+  since: Date,
+  unit: SlotUnit,
+): Promise<repo.CallOutcomeCount[]> {
+  return repo.countCallOutcomes(db, { accountId, mode, since: isoTimestamp(since), slotLength: slotLength[unit] });
 }

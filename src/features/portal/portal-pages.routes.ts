@@ -6,7 +6,9 @@ import { listAgents } from '../agents/agents.service.js';
 import { elevenLabsKeySetting, missingSetting } from '../providers/provider-settings.js';
 import { getRecentRequest, listRecentRequests } from '../request-log/request-log.service.js';
 import { frameUser, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
-import { EmptyForm, IdParams, RequestsQuery } from './portal.schemas.js';
+import { EmptyForm, IdParams, OverviewQuery, RequestsQuery } from './portal.schemas.js';
+import { chartPeriods, loadOverviewCharts } from './portal-charts.service.js';
+import { modeFilters } from './views/batches.view.js';
 import { loadOverview } from './portal.service.js';
 import { agentsPage } from './views/agents.view.js';
 import { overviewPage } from './views/overview.view.js';
@@ -16,14 +18,19 @@ import { requestPage, requestsPage } from './views/requests.view.js';
 const requestLogPageSize = 100;
 
 export const portalPagesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
-  app.get('/', async (request, reply) => {
+  app.get('/', { schema: { querystring: OverviewQuery } }, async (request, reply) => {
     const session = sessionOf(request);
     const overview = await loadOverview(deps.db, deps.clock, session.accountId);
+    // Without a mode in the address, the charts show the mode of the account's latest call (test for an
+    // account without any): what the person has been doing. A value that names no period or mode is ignored.
+    const mode = modeFilters.find((candidate) => candidate === request.query.mode) ?? overview.recentCalls[0]?.mode ?? 'test';
+    const period = chartPeriods.find((candidate) => candidate === request.query.period) ?? '24h';
+    const charts = await loadOverviewCharts(deps.db, deps.clock, session.accountId, { period, mode });
     // The quick start's agent is one this server can call with: an agent of a provider it has no key for
     // would answer a live key's pasted command with 503.
     const usable = (agent: (typeof overview.agents)[number]) => missingSetting(agent.provider, deps.config) === undefined;
     const agents = [...overview.agents.filter(usable), ...overview.agents.filter((agent) => !usable(agent))];
-    return sendPage(reply, 200, overviewPage({ user: frameUser(session), baseUrl: deps.config.publicUrl, ...overview, agents }));
+    return sendPage(reply, 200, overviewPage({ user: frameUser(session), baseUrl: deps.config.publicUrl, ...overview, agents, charts }));
   });
 
   const canSync = deps.agentDirectory !== undefined;

@@ -49,6 +49,9 @@ export const CallsQuery = Type.Object({
   starting_after: Type.Optional(Type.String()),
 });
 
+/** The overview's charts: `period` 24h or 30d, `mode` test or live; any other value is ignored. */
+export const OverviewQuery = Type.Object({ period: Type.Optional(Type.String()), mode: Type.Optional(Type.String()) });
+
 export const RequestsQuery = Type.Object({ request_id: Type.Optional(Type.String()), before: Type.Optional(Type.String()) });
 
 /** The batches list's filters, as the calls page's. */

@@ -30,7 +30,9 @@ export type ProviderFailure =
   | { readonly kind: 'unavailable'; readonly message: string; readonly retryable: true; readonly retryAfterSeconds?: number }
   | { readonly kind: 'timeout'; readonly message: string; readonly retryable: true };
 
-export type FailureReason = 'busy' | 'no_answer' | 'rejected' | 'provider_error' | 'timeout' | 'unknown';
+/** Why a call failed (its `failure_reason`), in the order the portal's charts stack them. */
+export const failureReasons = ['busy', 'no_answer', 'rejected', 'provider_error', 'timeout', 'unknown'] as const;
+export type FailureReason = (typeof failureReasons)[number];
 
 export type CallOutcome =
   | {

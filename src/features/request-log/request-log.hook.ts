@@ -32,21 +32,24 @@ export function requestLogHook(writer: RequestLogWriter): onResponseHookHandler 
     const key = request.apiKey;
     if (!key) return done();
     const idempotencyKey = request.headers['idempotency-key'];
-    writer.add({
-      id: request.id,
-      account_id: key.account_id,
-      api_key_id: key.id,
-      key_prefix: key.prefix,
-      method: request.method,
-      path: request.url.slice(0, 500),
-      status: reply.statusCode,
-      error_code: reply.errorCode,
-      idempotency_key: typeof idempotencyKey === 'string' ? idempotencyKey.slice(0, 255) : null,
-      duration_ms: Math.round(reply.elapsedTime),
-      created_at: new Date(Date.now() - reply.elapsedTime).toISOString(),
-      request_body: loggedBody(request.jsonBodyText),
-      response_body: loggedBody(request.responseBodyText),
-    });
+    writer.add(
+      {
+        id: request.id,
+        account_id: key.account_id,
+        api_key_id: key.id,
+        key_prefix: key.prefix,
+        method: request.method,
+        path: request.url.slice(0, 500),
+        status: reply.statusCode,
+        error_code: reply.errorCode,
+        idempotency_key: typeof idempotencyKey === 'string' ? idempotencyKey.slice(0, 255) : null,
+        duration_ms: Math.round(reply.elapsedTime),
+        created_at: new Date(Date.now() - reply.elapsedTime).toISOString(),
+        request_body: loggedBody(request.jsonBodyText),
+        response_body: loggedBody(request.responseBodyText),
+      },
+      key.mode,
+    );
     done();
   };
 }

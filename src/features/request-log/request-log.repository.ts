@@ -1,12 +1,78 @@
 import type { Db } from '../../db/database.js';
-import type { NewRequestLog, RequestLogRow, RequestLogSummary } from './request-log.tables.js';
+import { sql } from 'kysely';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
+import type { NewRequestLog, RequestLatencyHourlyTable, RequestLogRow, RequestLogSummary } from './request-log.tables.js';
 
-export async function insertRequestLogs(db: Db, rows: readonly NewRequestLog[]): Promise<void> {
-  if (rows.length > 0)
-    await db
-      .insertInto('request_logs')
-      .values([...rows])
+/**
+ * Writes a batch of the log and adds its latencies to the hourly rollup, together: a batch is counted in
+ * the rollup exactly when its rows are in the log.
+ */
+export async function insertRequestLogs(
+  db: Db,
+  rows: readonly NewRequestLog[],
+  latency: readonly RequestLatencyHourlyTable[] = [],
+): Promise<void> {
+  if (latency.length === 0) {
+    if (rows.length > 0)
+      await db
+        .insertInto('request_logs')
+        .values([...rows])
+        .execute();
+    return;
+  }
+  await db.transaction().execute(async (trx) => {
+    if (rows.length > 0)
+      await trx
+        .insertInto('request_logs')
+        .values([...rows])
+        .execute();
+    await trx
+      .insertInto('request_latency_hourly')
+      .values([...latency])
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'mode', 'hour', 'bucket'])
+          .doUpdateSet({ count: sql<number>`request_latency_hourly.count + excluded.count` }),
+      )
       .execute();
+  });
+}
+
+/** The rollup's counts of an account and mode from the hour `sinceHour` on (`2026-11-24T09`). */
+export async function listLatencyCounts(
+  db: Db,
+  accountId: string,
+  mode: ApiKeyMode,
+  sinceHour: string,
+): Promise<Pick<RequestLatencyHourlyTable, 'hour' | 'bucket' | 'count'>[]> {
+  return db
+    .selectFrom('request_latency_hourly')
+    .select(['hour', 'bucket', 'count'])
+    .where('account_id', '=', accountId)
+    .where('mode', '=', mode)
+    .where('hour', '>=', sinceHour)
+    .execute();
+}
+
+/** Deletes at most `limit` rollup rows of hours before `beforeHour`, oldest first; returns how many. */
+export async function purgeLatencyCounts(db: Db, beforeHour: string, limit: number): Promise<number> {
+  const result = await db
+    .deleteFrom('request_latency_hourly')
+    .where((eb) =>
+      eb(
+        eb.refTuple('account_id', 'mode', 'hour', 'bucket'),
+        'in',
+        eb
+          .selectFrom('request_latency_hourly')
+          .select(['account_id', 'mode', 'hour', 'bucket'])
+          .where('hour', '<', beforeHour)
+          .orderBy('hour')
+          .limit(limit)
+          .$asTuple('account_id', 'mode', 'hour', 'bucket'),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 export interface RequestLogFilter {
@@ -42,6 +108,9 @@ export async function listRequestLogs(db: Db, filter: RequestLogFilter): Promise
   if (filter.requestId) query = query.where('id', '=', filter.requestId);
   const before = filter.before;
   if (before) {
+    // The bound lets the index seek to the cursor: the OR alone is tested row by row from the newest, so a
+    // page cost as much as all the pages before it.
+    query = query.where('created_at', '<=', before.createdAt);
     query = query.where((eb) =>
       eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]),
     );

@@ -8,6 +8,8 @@ import type { Db } from '../../db/database.js';
 import { failureLogLevel } from '../../db/unavailable.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { retentionBatchSize } from '../../jobs/retention.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
+import { hourOf, LatencyTally, type LatencyHistogram } from './request-log-latency.js';
 import * as repo from './request-log.repository.js';
 import type { NewRequestLog, RequestLogRow, RequestLogSummary } from './request-log.tables.js';
 
@@ -17,6 +19,7 @@ const maxBuffered = 500;
 
 export class RequestLogWriter {
   private buffer: NewRequestLog[] = [];
+  private latency = new LatencyTally();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -25,8 +28,10 @@ export class RequestLogWriter {
     private readonly logger: FastifyBaseLogger,
   ) {}
 
-  add(row: NewRequestLog): void {
+  /** Buffers a row; `mode` is its key's, which the latency rollup of POST /v1/calls is kept by. */
+  add(row: NewRequestLog, mode?: ApiKeyMode): void {
     this.buffer.push(row);
+    if (mode) this.latency.add(row, mode);
     if (this.buffer.length >= maxBuffered) void this.flush();
     else if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), flushDelayMs);
@@ -39,11 +44,13 @@ export class RequestLogWriter {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     const rows = this.buffer;
+    const latency = this.latency.rows();
     this.buffer = [];
+    this.latency = new LatencyTally();
     this.flushing = this.flushing.then(async () => {
       if (rows.length === 0) return;
       try {
-        await repo.insertRequestLogs(this.db, rows);
+        await repo.insertRequestLogs(this.db, rows, latency);
       } catch (error) {
         this.logger[failureLogLevel(error)]({ err: error, count: rows.length }, 'could not write the request log');
       }
@@ -86,6 +93,29 @@ export async function getRecentRequest(db: Db, clock: Clock, accountId: string, 
   if (id.includes('\u0000')) return null;
   const since = isoTimestamp(addMs(clock.now(), -requestLogRetentionMs));
   return (await repo.findRequestLog(db, accountId, id, since)) ?? null;
+}
+
+/** How long the latency rollup of POST /v1/calls is kept: longer than the 30 days the overview shows. */
+export const latencyRollupRetentionDays = 40;
+
+/**
+ * The latency histograms of the account's POST /v1/calls in `mode`, per UTC hour (`2026-11-24T09`), from the
+ * hour `sinceHour` on.
+ */
+export async function latencyByHour(db: Db, accountId: string, mode: ApiKeyMode, since: Date): Promise<Map<string, LatencyHistogram>> {
+  const byHour = new Map<string, LatencyHistogram>();
+  for (const { hour, bucket, count } of await repo.listLatencyCounts(db, accountId, mode, hourOf(isoTimestamp(since)))) {
+    const histogram = byHour.get(hour) ?? new Map<number, number>();
+    histogram.set(bucket, (histogram.get(bucket) ?? 0) + Number(count));
+    byHour.set(hour, histogram);
+  }
+  return byHour;
+}
+
+/** Deletes at most `limit` rows of the latency rollup older than its retention; returns how many. */
+export async function purgeOldLatency(db: Db, clock: Clock, limit = retentionBatchSize): Promise<number> {
+  const before = hourOf(isoTimestamp(addMs(clock.now(), -latencyRollupRetentionDays * 24 * 60 * 60 * 1000)));
+  return repo.purgeLatencyCounts(db, before, limit);
 }
 
 /**

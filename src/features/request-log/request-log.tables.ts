@@ -1,4 +1,5 @@
 import type { Insertable, Selectable } from 'kysely';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 
 export interface RequestLogsTable {
   /** The request id (`req_…`), as in the response's X-Request-Id and error bodies. */
@@ -20,6 +21,7 @@ export interface RequestLogsTable {
 
 export interface RequestLogTables {
   request_logs: RequestLogsTable;
+  request_latency_hourly: RequestLatencyHourlyTable;
 }
 
 export type RequestLogRow = Selectable<RequestLogsTable>;
@@ -27,3 +29,16 @@ export type RequestLogRow = Selectable<RequestLogsTable>;
 export type NewRequestLog = Insertable<RequestLogsTable>;
 /** A row as the log's table lists it, without the bodies (its page reads those). */
 export type RequestLogSummary = Omit<RequestLogRow, 'request_body' | 'response_body'>;
+
+/**
+ * Per account, mode and UTC hour, how many answers of POST /v1/calls fell in each latency bucket
+ * (request-log-latency.ts); kept longer than the log itself, for the overview's 30 days of percentiles.
+ */
+export interface RequestLatencyHourlyTable {
+  account_id: string;
+  mode: ApiKeyMode;
+  /** `2026-11-24T09`: the first 13 characters of the ISO timestamps of the hour. */
+  hour: string;
+  bucket: number;
+  count: number;
+}

@@ -71,6 +71,9 @@ export async function listSuppressions(
   let query = db.selectFrom('suppressions').selectAll().where('account_id', '=', filter.accountId);
   const after = filter.startingAfter;
   if (after) {
+    // The bound lets the index seek to the cursor: the OR alone is tested row by row from the newest, so a
+    // page cost as much as all the pages before it.
+    query = query.where('created_at', '<=', after.createdAt);
     query = query.where((eb) =>
       eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
     );

@@ -3,6 +3,9 @@
  * list`. Every read is scoped to the account: another account's delivery is as absent as an unknown one.
  */
 import type { Db } from '../../db/database.js';
+import { isoTimestamp } from '../../lib/clock.js';
+import { slotLength, type SlotUnit } from '../../lib/time-slots.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import * as dispatcherRepo from './dispatcher.repository.js';
 import * as repo from './webhooks.repository.js';
 import type { WebhookAttemptRow, WebhookDeliveryRow, WebhookEventRow } from './webhooks.tables.js';
@@ -39,4 +42,17 @@ export async function findDelivery(db: Db, accountId: string, id: string): Promi
 /** Deliveries waiting to be sent in the whole database, and the next-attempt time of the oldest due (the metrics). */
 export function deliveryBacklog(db: Db, now: string): Promise<{ pending: number; oldestDueAt: string | null }> {
   return dispatcherRepo.deliveryBacklog(db, now);
+}
+
+export type DeliveryStateCount = repo.DeliveryStateCount;
+
+/** The account's deliveries of `mode`'s events since `since`, per UTC hour or day, status and attempts (the portal's charts). */
+export async function countDeliveryStates(
+  db: Db,
+  accountId: string,
+  mode: ApiKeyMode,
+  since: Date,
+  unit: SlotUnit,
+): Promise<DeliveryStateCount[]> {
+  return repo.countDeliveryStates(db, { accountId, mode, since: isoTimestamp(since), slotLength: slotLength[unit] });
 }

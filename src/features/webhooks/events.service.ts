@@ -10,7 +10,7 @@ import { newId } from '../../lib/ids.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { CallRow } from '../calls/calls.tables.js';
 import * as repo from './webhooks.repository.js';
-import type { DeliveryTrigger, WebhookDeliveriesTable, WebhookEndpointRow } from './webhooks.tables.js';
+import type { DeliveryTrigger, WebhookDeliveriesTable, WebhookEndpointRow, WebhookEventRow } from './webhooks.tables.js';
 
 export const callEventTypes = ['call.completed', 'call.failed'] as const;
 export type CallEventType = (typeof callEventTypes)[number];
@@ -149,7 +149,7 @@ export async function enqueueEvents(
     const endpoints = (endpointsOf.get(input.accountId) ?? []).filter(
       (endpoint) => (input.endpointId === undefined || endpoint.id === input.endpointId) && endpointWants(endpoint, input.type),
     );
-    return { eventId: events[index]!.id, rows: deliveryRows(now, events[index]!.id, input.accountId, endpoints, input.trigger ?? 'event') };
+    return { eventId: events[index]!.id, rows: deliveryRows(now, events[index]!, endpoints, input.trigger ?? 'event') };
   });
   await repo.insertDeliveries(
     db,
@@ -158,19 +158,20 @@ export async function enqueueEvents(
   return written.map((event) => ({ eventId: event.eventId, deliveryIds: event.rows.map((row) => row.id) }));
 }
 
+/** The deliveries of an event, one per endpoint: of its account, in its mode (the overview counts them by it). */
 function deliveryRows(
   now: Date,
-  eventId: string,
-  accountId: string,
+  event: Pick<WebhookEventRow, 'id' | 'account_id' | 'mode'>,
   endpoints: readonly WebhookEndpointRow[],
   trigger: DeliveryTrigger,
 ): (Insertable<WebhookDeliveriesTable> & { id: string })[] {
   const at = isoTimestamp(now);
   return endpoints.map((endpoint) => ({
     id: newId('delivery', now.getTime()),
-    event_id: eventId,
+    event_id: event.id,
     endpoint_id: endpoint.id,
-    account_id: accountId,
+    account_id: event.account_id,
+    mode: event.mode,
     status: 'pending' as const,
     trigger,
     attempt_count: 0,
@@ -188,12 +189,11 @@ function deliveryRows(
 async function addDeliveries(
   db: Db,
   now: Date,
-  eventId: string,
-  accountId: string,
+  event: WebhookEventRow,
   endpoints: readonly WebhookEndpointRow[],
   trigger: DeliveryTrigger,
 ): Promise<string[]> {
-  const rows = deliveryRows(now, eventId, accountId, endpoints, trigger);
+  const rows = deliveryRows(now, event, endpoints, trigger);
   await repo.insertDeliveries(db, rows);
   return rows.map((row) => row.id);
 }
@@ -228,5 +228,5 @@ export async function resendEvent(
   if (options.endpointId !== undefined && endpoints.length === 0) {
     throw new ApiError('not_found', `no enabled endpoint ${options.endpointId} in the event's account`, { param: 'endpoint_id' });
   }
-  return addDeliveries(db, clock.now(), event.id, event.account_id, endpoints, 'manual');
+  return addDeliveries(db, clock.now(), event, endpoints, 'manual');
 }

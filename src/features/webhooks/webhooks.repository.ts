@@ -1,4 +1,5 @@
-import type { Insertable } from 'kysely';
+import { sql, type Insertable } from 'kysely';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { Db } from '../../db/database.js';
 import type {
   WebhookDeliveriesTable,
@@ -185,6 +186,9 @@ export async function listEventsOfMode(db: Db, filter: EventPageFilter): Promise
   if (filter.type !== undefined) query = query.where('type', '=', filter.type);
   const after = filter.startingAfter;
   if (after) {
+    // The bound lets the index seek to the cursor: the OR alone is tested row by row from the newest, so a
+    // page cost as much as all the pages before it.
+    query = query.where('created_at', '<=', after.createdAt);
     query = query.where((eb) =>
       eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
     );
@@ -208,4 +212,33 @@ export async function findEventOfMode(
     .where('mode', '=', mode)
     .where('created_at', '>=', since)
     .executeTakeFirst();
+}
+
+/** Deliveries of one slot (a UTC hour or day) by status and number of attempts made. */
+export interface DeliveryStateCount {
+  readonly slot: string;
+  readonly status: WebhookDeliveryRow['status'];
+  readonly attempt_count: number;
+  readonly count: number;
+}
+
+/**
+ * The account's deliveries made since `since` of events of `mode`, counted per slot of their creation, status
+ * and attempts: one range of the (account_id, mode, created_at, status, attempt_count) index, read without the
+ * table.
+ */
+export async function countDeliveryStates(
+  db: Db,
+  filter: { accountId: string; mode: ApiKeyMode; since: string; slotLength: 10 | 13 },
+): Promise<DeliveryStateCount[]> {
+  const slot = sql<string>`substr(created_at, 1, ${sql.lit(filter.slotLength)})`;
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select([slot.as('slot'), 'status', 'attempt_count', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('account_id', '=', filter.accountId)
+    .where('mode', '=', filter.mode)
+    .where('created_at', '>=', filter.since)
+    .groupBy([slot, 'status', 'attempt_count'])
+    .execute();
+  return rows.map((row) => ({ ...row, attempt_count: Number(row.attempt_count), count: Number(row.count) }));
 }

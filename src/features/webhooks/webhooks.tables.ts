@@ -47,6 +47,8 @@ export interface WebhookDeliveriesTable {
   event_id: string;
   endpoint_id: string;
   account_id: string;
+  /** Its event's mode (null for `webhook.test`), so that the overview counts an account's deliveries per mode from one index. */
+  mode: ApiKeyMode | null;
   status: DeliveryStatus;
   trigger: DeliveryTrigger;
   attempt_count: number;

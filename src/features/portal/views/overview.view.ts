@@ -1,4 +1,7 @@
-/** The overview: a quick start with this installation's base URL, an agent of the account and a curl command. */
+/**
+ * The overview: a quick start with this installation's base URL, an agent of the account and a curl command,
+ * then charts of the account's calls, webhook deliveries and latency.
+ */
 import type { CallWithMode } from '../../calls/calls.service.js';
 import type { AgentView } from '../../agents/agents.service.js';
 import { createCallCurl } from '../../calls/curl-example.js';
@@ -7,6 +10,8 @@ import { badge, copyable, copyButton, time } from './components.js';
 import { html } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';
 import { callsTable } from './calls.view.js';
+import type { OverviewCharts } from '../portal-charts.service.js';
+import { overviewCharts } from './overview-charts.view.js';
 
 export interface OverviewInput {
   readonly user: NonNullable<PageFrame['user']>;
@@ -17,6 +22,7 @@ export interface OverviewInput {
   readonly recentCalls: readonly CallWithMode[];
   /** The account's max_concurrent_calls (null: none) and its calls in progress now, in each mode. */
   readonly concurrency: { readonly limit: number | null; readonly live: number; readonly test: number };
+  readonly charts: OverviewCharts;
 }
 
 function step(number: number, title: string, done: boolean, body: unknown) {
@@ -89,6 +95,7 @@ export function overviewPage(input: OverviewInput): string {
   </dl>
 </section>
 </div>
+${overviewCharts(input.charts)}
 <section class="card" aria-labelledby="recent">
   <div class="card-head"><h2 id="recent">Recent calls</h2><a href="/developers/calls">All calls</a></div>
   ${callsTable(input.recentCalls, 'No calls yet. Run the curl command above to place your first one.')}
