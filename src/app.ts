@@ -3,11 +3,18 @@
  * build the very same app and drive it with `inject` or a real port.
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { Services } from './container.js';
 import { ApiError } from './errors/api-error.js';
-import { registerErrorHandling, sendError, sendFrameworkError } from './errors/error-handler.js';
-import { registerApiAuth } from './features/api-keys/api-auth.hook.js';
+import { errorBody, registerErrorHandling, sendError, sendFrameworkError, toApiError } from './errors/error-handler.js';
+import { apiAuthHook, registerApiAuth } from './features/api-keys/api-auth.hook.js';
 import { batchesRoutes } from './features/batches/batches.routes.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
 import { eventsRoutes } from './features/webhooks/events.routes.js';
@@ -62,6 +69,44 @@ const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { servi
   );
 };
 
+/** A URL of the JSON API under /v1. */
+function isApiUrl(url: string): boolean {
+  return url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?');
+}
+
+/**
+ * The router turns some /v1 URLs away before any hook runs (a path parameter over its maxParamLength, a
+ * malformed percent-encoding). They still pass the API's gate first, as every /v1 request does (the
+ * OpenAPI document promises 401 without a valid key, and the rate-limit headers), and are written to the
+ * request log of the key's account like an unknown path under /v1.
+ */
+async function sendApiFrameworkError(
+  app: FastifyInstance,
+  services: Services,
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  reply.header('x-request-id', request.id);
+  const gate = apiAuthHook({
+    db: services.db,
+    clock: services.clock,
+    perKeyLimiter: services.perKeyLimiter,
+    perIpLimiter: services.perIpLimiter,
+  });
+  let apiError = toApiError(error);
+  try {
+    await gate.call(app, request, reply);
+  } catch (refusal) {
+    apiError = toApiError(refusal);
+  }
+  // The /v1 scope's own hooks (body capture, request log) do not run for these: do their part here.
+  request.responseBodyText = JSON.stringify(errorBody(request, apiError));
+  const logRequest = requestLogHook(services.requestLog);
+  reply.raw.once('finish', () => logRequest.call(app, request, reply, () => {}));
+  sendError(request, reply, apiError);
+}
+
 export function buildApp(services: Services): FastifyInstance {
   const { config } = services;
   const logger = services.logger as FastifyBaseLogger;
@@ -71,9 +116,9 @@ export function buildApp(services: Services): FastifyInstance {
     // the portal's pages answer them in HTML like their other errors.
     frameworkErrors: (error, request, reply) => {
       setStrictTransportSecurity(reply, config.strictTransportSecurity);
-      return isPortalUrl(request.url)
-        ? void sendPortalFrameworkError(services, error, request, reply)
-        : sendFrameworkError(error, request, reply);
+      if (isPortalUrl(request.url)) return void sendPortalFrameworkError(services, error, request, reply);
+      if (isApiUrl(request.url)) return void sendApiFrameworkError(app, services, error, request, reply);
+      return sendFrameworkError(error, request, reply);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

@@ -191,8 +191,8 @@ export interface ErrorBody {
   param?: string;
 }
 
-/** Renders an ApiError as HTTP: the catalogue's status for its code, Retry-After when it says when. */
-export function sendError(request: FastifyRequest, reply: FastifyReply, apiError: ApiError): FastifyReply {
+/** The JSON body an ApiError is answered with. */
+export function errorBody(request: FastifyRequest, apiError: ApiError): ErrorBody {
   const body: ErrorBody = {
     error: apiError.code,
     // Internals stay internal: a 5xx caused by a bug shows only the catalogue's words.
@@ -200,6 +200,12 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, apiError
     request_id: request.id,
   };
   if (apiError.param !== undefined) body.param = apiError.param;
+  return body;
+}
+
+/** Renders an ApiError as HTTP: the catalogue's status for its code, Retry-After when it says when. */
+export function sendError(request: FastifyRequest, reply: FastifyReply, apiError: ApiError): FastifyReply {
+  const body = errorBody(request, apiError);
   reply.errorCode = apiError.code;
   if (apiError.retryAfterSeconds !== undefined) reply.header('retry-after', String(apiError.retryAfterSeconds));
   return reply.code(statusOf(apiError.code)).type('application/json; charset=utf-8').send(body);

@@ -371,6 +371,28 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
       }
     });
 
+    it('a URL the router refuses (over-long id, bad percent-encoding) still passes the /v1 gate: 401 without a key, counted and logged with one', async () => {
+      const urls = [`/v1/calls/call_${'x'.repeat(500)}`, `/v1/events/evt_${'x'.repeat(200)}`, '/v1/calls/%zz'];
+      for (const url of urls) {
+        const anonymous = await t.inject({ method: 'GET', url });
+        assertErrorShape(anonymous, 401, 'unauthorized');
+        assert.equal(anonymous.headers['www-authenticate'], 'Bearer realm="callgate"');
+      }
+      const withKey = await t.inject({ method: 'GET', url: urls[0]!, headers: auth() });
+      assertErrorShape(withKey, 404, 'not_found');
+      assert.match(String(withKey.headers.ratelimit), /^"per-key";r=\d+;t=\d+$/);
+      assert.match(String(withKey.headers['ratelimit-policy']), /^"per-key";q=\d+;w=60$/);
+      await t.services.requestLog.flush();
+      const row = await t.services.db
+        .selectFrom('request_logs')
+        .selectAll()
+        .where('id', '=', String(withKey.headers['x-request-id']))
+        .executeTakeFirstOrThrow();
+      assert.equal(row.status, 404);
+      assert.equal(row.error_code, 'not_found');
+      assert.equal(JSON.parse(row.response_body!).request_id, withKey.headers['x-request-id']);
+    });
+
     it('a NUL byte in a call id is 404, never 500', async () => {
       assertErrorShape(await t.inject({ method: 'GET', url: '/v1/calls/call_%00', headers: auth() }), 404, 'not_found');
     });

@@ -113,10 +113,17 @@ await forEachDialect('The OpenAPI document and the API reference', (dialect) => 
     assert.equal(document.components.securitySchemes.apiKey.scheme, 'bearer');
     for (const name of creatingPosts) {
       const operation = document.paths[name.split(' ')[1]!].post;
-      assert.ok(
-        operation.parameters.some((p: Json) => p.in === 'header' && p.name === 'Idempotency-Key'),
+      const idempotencyKey = operation.parameters.find((p: Json) => p.in === 'header' && p.name === 'Idempotency-Key');
+      assert.ok(idempotencyKey, name);
+      // The rule the server applies (400 invalid_idempotency_key otherwise), so a client can check a key first.
+      assert.deepEqual(
+        { min: idempotencyKey.schema.minLength, max: idempotencyKey.schema.maxLength, pattern: idempotencyKey.schema.pattern },
+        { min: 1, max: 255, pattern: '^[!-~]{1,255}$' },
         name,
       );
+      const rule = new RegExp(idempotencyKey.schema.pattern);
+      assert.ok(rule.test('order-881_!~') && rule.test('k'.repeat(255)), name);
+      assert.ok(!rule.test('has space') && !rule.test('k'.repeat(256)) && !rule.test('ключ') && !rule.test(''), name);
       assert.ok(operation.responses['201'].headers['Idempotent-Replayed'], name);
       assert.ok(operation.responses['201'].headers.Location, name);
       assert.ok(operation.responses['409'].content['application/json'].schema.properties.error.enum.includes('idempotency_conflict'), name);

@@ -302,8 +302,18 @@ else
         assert.ok(await plain.getByRole('img', { name: /Webhook deliveries per hour/ }).isVisible());
         assert.ok(await plain.getByRole('img', { name: /latency of POST \/v1\/calls/ }).isVisible());
         assert.match((await plain.locator('#chart-latency-desc').textContent()) ?? '', /\d+ requests, p50 [\d.,]+ ms, p99 [\d.,]+ ms/);
-        // At 1280 px the page does not scroll sideways.
+        // At 1280 px the page does not scroll sideways, and no label of a chart runs past its edge (where the
+        // SVG cuts it off): the 30 days' last day under a half-width chart did.
         assert.ok((await plain.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')) <= 1);
+        const labelsCut = `[...document.querySelectorAll('svg.chart')].flatMap((svg) => {
+          const edge = svg.getBoundingClientRect();
+          return [...svg.querySelectorAll('text')]
+            .filter((text) => { const box = text.getBoundingClientRect(); return box.right > edge.right + 0.5 || box.left < edge.left - 0.5; })
+            .map((text) => svg.getAttribute('aria-labelledby').split(' ')[0] + ': ' + text.textContent);
+        })`;
+        assert.deepEqual(await plain.evaluate<string[]>(labelsCut), [], 'the last 24 hours');
+        await plain.goto(`${baseUrl}/developers?period=30d&mode=live`);
+        assert.deepEqual(await plain.evaluate<string[]>(labelsCut), [], 'the last 30 days');
         assert.deepEqual(elsewhere, [], 'no request left this origin');
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-overview-'));
         const file = path.join(dir, 'overview-charts.png');
@@ -481,6 +491,15 @@ else
           "document.querySelector('.toc').getBoundingClientRect().right <= document.querySelector('main').getBoundingClientRect().left",
         );
         assert.ok(beside, 'the contents list is beside the reference');
+        // Every entry of the contents list shows whole: none runs past the list's edge (where it was cut).
+        const cut = await page.evaluate<string[]>(`(() => {
+          const list = document.querySelector('.toc');
+          const edge = list.getBoundingClientRect().right;
+          const cut = [...list.querySelectorAll('a')].filter((a) => a.getBoundingClientRect().right > edge + 0.5).map((a) => a.textContent);
+          if (list.scrollWidth > list.clientWidth + 1) cut.push('the list scrolls sideways');
+          return cut;
+        })()`);
+        assert.deepEqual(cut, []);
         await screenshot(page, '15-api-reference');
       } finally {
         page.off('request', onRequest);

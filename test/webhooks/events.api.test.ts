@@ -199,6 +199,15 @@ await forEachDialect('Events API', (dialect) => {
       });
     }
 
+    it("created_after with its offset's + sent unencoded (read as a space): the 400 says to send %2B", async () => {
+      const res = await get('/v1/events?created_after=2026-11-24T09:00:00+01:00');
+      assert.deepEqual([res.statusCode, res.json().error, res.json().param], [400, 'invalid_request', 'created_after']);
+      assert.match(res.json().message, /%2B/);
+      // Any other bad value keeps the general wording.
+      assert.doesNotMatch((await get('/v1/events?created_after=2026-11-24T09:00:00')).json().message, /%2B/);
+      assert.doesNotMatch((await get('/v1/events?created_after=soon+01:00')).json().message, /%2B/);
+    });
+
     it("another mode's or account's event is no cursor: 400", async () => {
       for (const [id, token] of [
         [testIds[0], t.seed.token],

@@ -16,6 +16,7 @@ import { bodyFingerprint } from '../../lib/json.js';
 import { retentionBatchSize } from '../../jobs/retention.js';
 import * as repo from './idempotency.repository.js';
 import type { IdempotencyScope } from './idempotency.repository.js';
+import { idempotencyKeyPattern } from './idempotency.schemas.js';
 
 export type { IdempotencyScope };
 
@@ -45,9 +46,11 @@ export type Claim =
   /** The key's first request, with this body, was still in progress when the wait ended. */
   | { readonly kind: 'in_progress' };
 
-/** 1 to 255 characters from `!` to `~` (spec 4.1): a space or any byte above 0x7E is invalid. */
+const idempotencyKeyRule = new RegExp(idempotencyKeyPattern);
+
+/** The rule of the header's schema (idempotency.schemas.ts), checked here before any other of the request. */
 export function isValidIdempotencyKey(key: string): boolean {
-  return /^[\x21-\x7e]{1,255}$/.test(key);
+  return idempotencyKeyRule.test(key);
 }
 
 /** The Idempotency-Key header: absent, a valid key, or invalid (spec 4.1: a 400, whatever else is wrong). */

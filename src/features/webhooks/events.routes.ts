@@ -56,9 +56,13 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: EventsDeps }> = asy
       if (createdAfterText !== undefined) {
         createdAfter = parseIsoDateTime(createdAfterText) ?? undefined;
         if (!createdAfter) {
+          // An offset's + sent unencoded arrives as a space (form encoding): the likeliest slip, so say so.
+          const plusAsSpace = / \d{2}(:?\d{2})?$/.test(createdAfterText) && parseIsoDateTime(createdAfterText.replace(/ (?=[^ ]*$)/, '+'));
           throw new ApiError(
             'invalid_request',
-            'created_after must be an ISO 8601 date and time with its time zone, such as 2026-11-24T09:00:00Z.',
+            plusAsSpace
+              ? "created_after has a space where its offset's + should be: a + in a query string reads as a space, so send it as %2B (2026-11-24T09:00:00%2B01:00), or use Z."
+              : 'created_after must be an ISO 8601 date and time with its time zone, such as 2026-11-24T09:00:00Z.',
             { param: 'created_after' },
           );
         }

@@ -13,7 +13,8 @@ import { html, type SafeHtml } from './html.js';
  * it shows (`wide` across the card, else half of it), so that its text keeps the page's size.
  */
 const height = 250;
-const plot = { left: 60, right: 12, top: 14, bottom: 46 } as const;
+// right: room for half of the last slot's label beyond the plot (`24 Nov` under a half-width chart).
+const plot = { left: 60, right: 24, top: 14, bottom: 46 } as const;
 const plotHeight = height - plot.top - plot.bottom;
 
 interface Frame {
