@@ -52,7 +52,11 @@ export const errorCatalogue = {
     message:
       'This server is shutting down. Retry the request with backoff (with the same Idempotency-Key); another instance, or this one once restarted, will answer.',
   },
-  provider_timeout: { status: 504, message: 'The voice provider did not answer in time. Retry with the same Idempotency-Key.' },
+  provider_timeout: {
+    status: 504,
+    message:
+      'The voice provider did not answer in time, so the call may or may not have been placed; the Idempotency-Key is free again, so a retry places a call.',
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
