@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * JSON with object keys sorted at every level, so two bodies that parse to the same value serialise to the
@@ -18,8 +18,9 @@ export function canonicalJson(value: unknown): string {
   return `${out}}`;
 }
 
+/** SHA-256 in hex, with Node's one-shot `hash` (a third of createHash's cost; two per created call). */
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 /** Fingerprint of a parsed request body: equal for bodies that are the same JSON value. */
