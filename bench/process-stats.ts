@@ -78,6 +78,8 @@ export function cpuProfiler(): { start(): Promise<void>; stop(file: string): Pro
     async start() {
       session.connect();
       await session.post('Profiler.enable');
+      // V8's default is 1000 µs; BENCH_PROFILE_INTERVAL_US (see run.ts) asks for finer samples.
+      await session.post('Profiler.setSamplingInterval', { interval: Number(process.env.BENCH_PROFILE_INTERVAL_US ?? 1000) });
       await session.post('Profiler.start');
     },
     async stop(file) {

@@ -12,6 +12,7 @@
  * BENCH_WEBHOOK_VERIFY_EVERY (50: every 50th signature is checked), BENCH_DISPATCHER_CPU_PROF (a folder: a V8 CPU
  * profile of the dispatcher process during the throughput phase, dispatcher-<dialect>.cpuprofile), BENCH_LATENCY_CPU_PROF (a
  * folder: a V8 CPU profile of each open-loop target over its measured window, latency-<label>.cpuprofile),
+ * BENCH_PROFILE_INTERVAL_US (1000: the profiles' sampling interval; at 200 requests/s, 250 gives about six samples a request),
  * BENCH_BATCH_CREATE_RECIPIENTS (10000) posted BENCH_BATCH_CREATE_RUNS (3) times, BENCH_BATCH_RECIPIENTS (5000) dialed at
  * BENCH_BATCH_CONCURRENCY (100) with calls of BENCH_BATCH_DELAY_MS (500), BENCH_TARGETS
  * (ceiling,floor-sqlite,floor-postgres,sqlite,postgres,latency-ceiling,latency-floor-sqlite,latency-sqlite,latency-floor-postgres,

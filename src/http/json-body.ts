@@ -111,9 +111,13 @@ export interface InexactNumber {
  * writes a double is kept (that is its shortest exact form), as are the integers up to ±2^53 and decimals
  * of up to 15 significant digits.
  */
+const mayHaveInexactNumber = /\d{16}|(?<![\w.])-?\d+(?:\.\d+)?[eE]/;
+
 export function inexactNumber(text: string): InexactNumber | null {
-  // Most bodies have no long digit run and no exponent: skip the scan.
-  if (!/\d{16}|\d[eE]/.test(text)) return null;
+  // Most bodies have no long digit run and no number with an exponent: skip the scan. A number starts
+  // after `:`, `,`, `[` or white space, never after a letter, digit, `_` or `.` as a digit inside an id
+  // does (`agt_01j9e…`); a match that is no number only costs the scan.
+  if (!mayHaveInexactNumber.test(text)) return null;
   const path: (string | number)[] = [];
   const containers: ('object' | 'array')[] = [];
   let expectKey = false;

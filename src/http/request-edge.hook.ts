@@ -19,23 +19,29 @@ export function registerRequestEdge(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback hook, not an async one: every request runs it, and an async hook costs a promise and a turn.
+  // A refusal answers here and does not call `done`, so nothing else runs for the request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     if (closing) {
       // A request on a connection kept alive across the shutdown: the client should go elsewhere or come back.
       reply.header('connection', 'close');
-      return sendError(request, reply, new ApiError('service_unavailable', undefined, { retryAfterSeconds: 1 }));
+      sendError(request, reply, new ApiError('service_unavailable', undefined, { retryAfterSeconds: 1 }));
+      return;
     }
     // HTTP/1.1 requires exactly one Host (RFC 9112 3.2); HTTP/1.0 did not have it.
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-      return sendError(
+      sendError(
         request,
         reply,
         new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header. Send Host with the server name.'),
       );
+      return;
     }
     if (hostHeaderCount(request.raw.rawHeaders) > 1) {
-      return sendError(request, reply, new ApiError('invalid_request', 'The request has more than one Host header. Send Host once.'));
+      sendError(request, reply, new ApiError('invalid_request', 'The request has more than one Host header. Send Host once.'));
+      return;
     }
+    done();
   });
 }

@@ -8,6 +8,7 @@ import { LogController, type FastifyBaseLogger, type FastifyHttpOptions } from '
 import type { Config } from '../config.js';
 import { newId } from '../lib/ids.js';
 import { answerClientError } from './client-errors.js';
+import { lazyRequestLogger } from './request-logger.js';
 
 /** Spec: bodies over 64 KB are refused with 413 `payload_too_large`. */
 export const bodyLimitBytes = 64 * 1024;
@@ -38,6 +39,8 @@ export function serverOptions(config: ServerConfig, logger: FastifyBaseLogger): 
     genReqId: () => newId('request'),
     // One access-log line per request (access-log.hook.ts) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
+    // `request.log` is made when a request first logs (request-logger.ts).
+    childLoggerFactory: lazyRequestLogger,
     ajv: {
       // Validate exactly what was sent: no type coercion, no silent removal of unknown fields.
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, allowUnionTypes: true },

@@ -3,6 +3,7 @@
  * written back for many rows at once. One copy each, for every table a job works on.
  */
 import {
+  CompiledQuery,
   sql,
   type Expression,
   type ExpressionBuilder,
@@ -12,7 +13,7 @@ import {
   type UpdateQueryBuilder,
   type UpdateResult,
 } from 'kysely';
-import type { Db } from '../db/database.js';
+import { dialectOf, type Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 
 /** The tables jobs claim rows of; each has a text primary key `id`. */
@@ -61,54 +62,72 @@ export function claimDue<T extends JobTable>(
     }) as unknown as UpdateQueryBuilder<Database, T, T, UpdateResult>;
 }
 
-export interface JsonUpdate {
+export interface JsonUpdateShape {
   readonly table: JobTable;
-  /** One object a row: its `id` and a value for each field. */
-  readonly rows: readonly Readonly<Record<string, unknown>>[];
-  /** The fields besides `id`, with their PostgreSQL types (for reading them out of JSON). */
+  /** The fields of each row besides `id`, with their PostgreSQL types (for reading them out of JSON). */
   readonly fields: readonly (readonly [string, 'text' | 'integer'])[];
   /** The columns set, each from the row's field of the same name. */
   readonly columns: readonly string[];
   /** Columns set to one value for every row (a lease ended, a next look cleared). */
   readonly clear?: readonly string[];
   /**
-   * A further condition on the row (`t`) and its values (`v`). `unindexed(column)` is the column as SQLite
-   * must not look it up through an index: the list of rows should drive the join, each row found by id.
+   * A further condition on the row (`t`) and its values (`v`), SQL only: no value of its own (those travel
+   * in the rows). `unindexed(column)` is the column as SQLite must not look it up through an index: the list
+   * of rows should drive the join, each row found by id.
    */
   readonly where?: (unindexed: (column: string) => RawBuilder<unknown>) => RawBuilder<unknown>;
   readonly returning: 'id' | 'all';
 }
 
-/**
- * Updates many rows, each with its own values, in one statement whatever their number: the rows travel as
- * one JSON parameter and the database reads them back (jsonb_to_recordset on PostgreSQL, json_each on
- * SQLite). A statement per row cost PostgreSQL a round trip each, inside the transaction. Returns the rows
- * updated (their ids, or whole), so a caller sees which passed the condition.
- */
-export async function updateFromJson<Row>(db: Db, dialect: 'sqlite' | 'postgres', spec: JsonUpdate): Promise<Row[]> {
-  if (spec.rows.length === 0) return [];
-  const json = JSON.stringify(spec.rows);
+/** Runs a `jsonUpdate` with its rows (one object a row: its `id` and a value for each field). */
+export type JsonUpdate<Row> = (db: Db, rows: readonly Readonly<Record<string, unknown>>[]) => Promise<Row[]>;
+
+function buildJsonUpdate(dialect: 'sqlite' | 'postgres', shape: JsonUpdateShape, json: string): RawBuilder<unknown> {
   const changes = sql.join([
-    ...spec.columns.map((column) => sql`${sql.ref(column)} = v.${sql.ref(column)}`),
-    ...(spec.clear ?? []).map((column) => sql`${sql.ref(column)} = null`),
+    ...shape.columns.map((column) => sql`${sql.ref(column)} = v.${sql.ref(column)}`),
+    ...(shape.clear ?? []).map((column) => sql`${sql.ref(column)} = null`),
   ]);
   const source =
     dialect === 'postgres'
       ? sql`jsonb_to_recordset(${json}::jsonb) as v(${sql.join([
           sql`id text`,
-          ...spec.fields.map(([field, type]) => sql`${sql.ref(field)} ${sql.raw(type)}`),
+          ...shape.fields.map(([field, type]) => sql`${sql.ref(field)} ${sql.raw(type)}`),
         ])})`
       : sql`(select ${sql.join(
-          ['id', ...spec.fields.map(([field]) => field)].map((field) => sql`value ->> ${sql.lit(`$.${field}`)} as ${sql.ref(field)}`),
+          ['id', ...shape.fields.map(([field]) => field)].map((field) => sql`value ->> ${sql.lit(`$.${field}`)} as ${sql.ref(field)}`),
         )} from json_each(${json})) as v`;
   const unindexed = (column: string) => (dialect === 'sqlite' ? sql`+t.${sql.ref(column)}` : sql`t.${sql.ref(column)}`);
-  const condition = spec.where ? sql`and ${spec.where(unindexed)}` : sql``;
+  const condition = shape.where ? sql`and ${shape.where(unindexed)}` : sql``;
   // SQLite's RETURNING names the updated table's columns unqualified (and has no t.*); PostgreSQL's must
   // qualify them, as v has an id too.
-  const returned = spec.returning === 'all' ? (dialect === 'postgres' ? sql`t.*` : sql`*`) : dialect === 'postgres' ? sql`t.id` : sql`id`;
-  const { rows } = await sql<Row>`update ${sql.table(spec.table)} as t set ${changes}
+  const returned = shape.returning === 'all' ? (dialect === 'postgres' ? sql`t.*` : sql`*`) : dialect === 'postgres' ? sql`t.id` : sql`id`;
+  return sql`update ${sql.table(shape.table)} as t set ${changes}
     from ${source}
     where t.id = v.id ${condition}
-    returning ${returned}`.execute(db);
-  return rows;
+    returning ${returned}`;
+}
+
+/**
+ * Updates many rows, each with its own values, in one statement whatever their number: the rows travel as
+ * one JSON parameter and the database reads them back (jsonb_to_recordset on PostgreSQL, json_each on
+ * SQLite). A statement per row cost PostgreSQL a round trip each, inside the transaction. Made once per
+ * shape (a module's constant): its SQL is built and compiled once per dialect, as building it cost more than
+ * running it for a few rows (the call monitor ends a few calls a pass). The returned function gives the rows
+ * updated (their ids, or whole), so a caller sees which passed the condition.
+ */
+export function jsonUpdate<Row>(shape: JsonUpdateShape): JsonUpdate<Row> {
+  const compiled = new Map<'sqlite' | 'postgres', string>();
+  return async (db, rows) => {
+    if (rows.length === 0) return [];
+    const dialect = dialectOf(db);
+    let text = compiled.get(dialect);
+    if (text === undefined) {
+      const query = buildJsonUpdate(dialect, shape, '[]').compile(db);
+      if (query.parameters.length !== 1) throw new Error(`jsonUpdate(${shape.table}): the condition must be SQL only, without values`);
+      text = query.sql;
+      compiled.set(dialect, text);
+    }
+    const result = await db.executeQuery<Row>(CompiledQuery.raw(text, [JSON.stringify(rows)]));
+    return result.rows;
+  };
 }

@@ -26,9 +26,34 @@ export class ManualClock implements Clock {
   }
 }
 
-/** ISO 8601 UTC with milliseconds, the one timestamp format of the API and the database. */
+// The text of recent minutes up to the seconds (`2026-11-24T22:52:`), by minute since the epoch. A created
+// call writes times in a few different minutes (now, a minute ago, a lease's end, a day ahead); the map is
+// emptied when it holds more than a few dozen.
+const minutePrefixes = new Map<number, string>();
+const minutePrefixesMax = 64;
+
+/**
+ * ISO 8601 UTC with milliseconds, the one timestamp format of the API and the database: exactly what
+ * `toISOString` writes. A created call writes about ten, and `toISOString` cost 1.5 µs each here: the
+ * minute's text is kept and only the seconds and milliseconds are written after it.
+ */
 export function isoTimestamp(date: Date): string {
-  return date.toISOString();
+  const ms = date.getTime();
+  const minute = Math.floor(ms / 60_000);
+  const prefix = minutePrefixes.get(minute);
+  if (prefix === undefined) {
+    // Throws RangeError for an invalid date (a NaN minute is never found), as toISOString does.
+    const text = date.toISOString();
+    // Years before 0 or after 9999 are written with six digits and a sign: not kept.
+    if (text.length !== 24) return text;
+    if (minutePrefixes.size >= minutePrefixesMax) minutePrefixes.clear();
+    minutePrefixes.set(minute, text.slice(0, 17));
+    return text;
+  }
+  const inMinute = ms - minute * 60_000;
+  const seconds = Math.floor(inMinute / 1000);
+  const millis = inMinute - seconds * 1000;
+  return `${prefix}${seconds < 10 ? '0' : ''}${seconds}${millis < 10 ? '.00' : millis < 100 ? '.0' : '.'}${millis}Z`;
 }
 
 export function addMs(date: Date, ms: number): Date {

@@ -33,14 +33,22 @@ const alphabet = '0123456789abcdefghjkmnpqrstvwxyz';
 const pool = Buffer.alloc(10 * 256);
 let poolOffset = pool.length;
 
-function randomTenBytes(): number {
-  if (poolOffset + 10 > pool.length) {
+/** Where `count` (at most the pool's size) fresh random bytes start in the pool. */
+function takeRandom(count: number): number {
+  if (poolOffset + count > pool.length) {
     randomFillSync(pool);
     poolOffset = 0;
   }
   const at = poolOffset;
-  poolOffset += 10;
+  poolOffset += count;
   return at;
+}
+
+/** `count` random bytes (1 to 64) as lowercase hex, from the same pool: a token no one has to guess, only never repeat. */
+export function randomHex(count: number): string {
+  if (!Number.isInteger(count) || count < 1 || count > 64) throw new RangeError(`randomHex: count must be 1 to 64, got ${count}`);
+  const at = takeRandom(count);
+  return pool.toString('hex', at, at + count);
 }
 
 /** `length` base32 digits of a non-negative integer below 2^53, most significant first. */
@@ -55,7 +63,7 @@ function encodeBase32(value: number, length: number): string {
 
 /** A new sortable id body (26 characters) without prefix. */
 export function newIdBody(nowMs: number = Date.now()): string {
-  const at = randomTenBytes();
+  const at = takeRandom(10);
   // 80 random bits as two 40-bit halves (exact in a double), 8 digits each.
   return encodeBase32(nowMs, 10) + encodeBase32(pool.readUIntBE(at, 5), 8) + encodeBase32(pool.readUIntBE(at + 5, 5), 8);
 }

@@ -60,6 +60,19 @@ await forEachDialect('GET /metrics', (dialect) => {
       assert.equal(sampleValue(samples, 'callgate_http_request_duration_seconds_bucket', { ...labels, le: '+Inf' }), before + 1);
     });
 
+    it('counts each request once: on a GET route, on the HEAD route beside it, on no route', async () => {
+      const cases = [
+        { request: { method: 'GET', url: '/healthz' }, labels: { route: '/healthz', method: 'GET', status: '200' } },
+        { request: { method: 'HEAD', url: '/healthz' }, labels: { route: '/healthz', method: 'HEAD', status: '200' } },
+        { request: { method: 'GET', url: '/no-such-page' }, labels: { route: 'unmatched', method: 'GET', status: '404' } },
+      ] as const;
+      for (const { request, labels } of cases) {
+        const before = await value(t, 'callgate_http_requests_total', labels);
+        await t.inject(request);
+        assert.equal(await value(t, 'callgate_http_requests_total', labels), before + 1, JSON.stringify(labels));
+      }
+    });
+
     it('counts a call placed and ended by provider and outcome, the provider’s latency, the jobs and the webhook attempt', async () => {
       const created = await t.createCall(callBody(t));
       assert.equal(created.statusCode, 201, created.body);

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { dialectOf, type Db } from '../../db/database.js';
 import type { InsertStatement } from '../../db/prepared.js';
-import { updateFromJson } from '../../jobs/claim.js';
+import { jsonUpdate } from '../../jobs/claim.js';
 import { openRecipientStatuses, type BatchRow, type BatchStatus, type RecipientRow, type RecipientStatus } from './batches.tables.js';
 
 /** Every column given, none left to a default: the row is the whole batch. */
@@ -228,19 +228,23 @@ export async function requeueForRetry(
   db: Db,
   retries: readonly Readonly<{ id: string; next_attempt_at: string; updated_at: string }>[],
 ): Promise<void> {
-  const fields = [
+  await requeueUpdate(
+    db,
+    retries.map((retry) => ({ ...retry, status: 'queued' })),
+  );
+}
+
+const requeueUpdate = jsonUpdate({
+  table: 'batch_recipients',
+  fields: [
     ['next_attempt_at', 'text'],
     ['updated_at', 'text'],
-  ] as const;
-  await updateFromJson(db, dialectOf(db), {
-    table: 'batch_recipients',
-    rows: retries.map((retry) => ({ ...retry, status: 'queued' })),
-    fields: [...fields, ['status', 'text']],
-    columns: ['status', ...fields.map(([column]) => column)],
-    where: (unindexed) => sql`${unindexed('status')} = 'in_progress'`,
-    returning: 'id',
-  });
-}
+    ['status', 'text'],
+  ],
+  columns: ['status', 'next_attempt_at', 'updated_at'],
+  where: (unindexed) => sql`${unindexed('status')} = 'in_progress'`,
+  returning: 'id',
+});
 
 /**
  * Claimed recipients whose calling window is closed now go back to the queue until it opens (the claim's
@@ -276,21 +280,23 @@ export async function holdUntilOpening(
 
 /** Ends recipients whose call ended, each only while `in_progress` (an interrupted one stays as it is). */
 export async function endRecipients(db: Db, endings: readonly RecipientEnding[]): Promise<void> {
-  const fields = [
-    ['status', 'text'],
-    ['failure_reason', 'text'],
-    ['failure_message', 'text'],
-    ['updated_at', 'text'],
-  ] as const;
-  await updateFromJson(db, dialectOf(db), {
-    table: 'batch_recipients',
-    rows: endings,
-    fields,
-    columns: fields.map(([column]) => column),
-    where: (unindexed) => sql`${unindexed('status')} = 'in_progress'`,
-    returning: 'id',
-  });
+  await endRecipientsUpdate(db, endings);
 }
+
+const recipientEndingFields = [
+  ['status', 'text'],
+  ['failure_reason', 'text'],
+  ['failure_message', 'text'],
+  ['updated_at', 'text'],
+] as const;
+
+const endRecipientsUpdate = jsonUpdate({
+  table: 'batch_recipients',
+  fields: recipientEndingFields,
+  columns: recipientEndingFields.map(([column]) => column),
+  where: (unindexed) => sql`${unindexed('status')} = 'in_progress'`,
+  returning: 'id',
+});
 
 /**
  * Fails recipients that are `dialing`; with `leaseEndedBy`, only those whose lease ended by then. Returns

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import type { AgentRow } from '../agents/agents.tables.js';
 import { onSuppressionList } from '../suppressions/suppressions.repository.js';
-import { dialectOf, type Db } from '../../db/database.js';
+import type { Db } from '../../db/database.js';
 import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
-import { claimDue, updateFromJson } from '../../jobs/claim.js';
+import { claimDue, jsonUpdate } from '../../jobs/claim.js';
 import type { CallRow } from './calls.tables.js';
 
 /** Every column given, none left to a default: the row is the whole call. */
@@ -130,18 +130,19 @@ const endingColumns = [
  * PostgreSQL a round trip each. Returns the calls this ended; one that had ended already is not among them.
  */
 export async function finishCalls(db: Db, endings: readonly CallEnding[]): Promise<CallRow[]> {
-  return updateFromJson<CallRow>(db, dialectOf(db), {
-    table: 'calls',
-    rows: endings,
-    fields: endingColumns,
-    columns: endingColumns.map(([column]) => column),
-    clear: ['next_check_at'],
-    // On SQLite the status is not looked up through its index: that read every initiated call and joined
-    // each to the list; the list drives the join and each call is found by its id.
-    where: (unindexed) => sql`${unindexed('status')} = 'initiated'`,
-    returning: 'all',
-  });
+  return finishCallsUpdate(db, endings);
 }
+
+const finishCallsUpdate = jsonUpdate<CallRow>({
+  table: 'calls',
+  fields: endingColumns,
+  columns: endingColumns.map(([column]) => column),
+  clear: ['next_check_at'],
+  // On SQLite the status is not looked up through its index: that read every initiated call and joined
+  // each to the list; the list drives the join and each call is found by its id.
+  where: (unindexed) => sql`${unindexed('status')} = 'initiated'`,
+  returning: 'all',
+});
 
 /**
  * Claims up to `limit` calls whose next look is due, pushing their next look to `leaseUntil` so that no

@@ -6,12 +6,12 @@
  * mid-request never locks a key forever. Everything here returns values; idempotency.hook.ts is the HTTP
  * edge that a creating route wraps its handler in, and renders them.
  */
-import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../db/database.js';
 import type { InsertStatement } from '../../db/prepared.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import { randomHex } from '../../lib/ids.js';
 import { bodyFingerprint } from '../../lib/json.js';
 import { retentionBatchSize } from '../../jobs/retention.js';
 import * as repo from './idempotency.repository.js';
@@ -84,7 +84,8 @@ export async function claim(
   scope: IdempotencyScope,
   requestHash: string,
 ): Promise<Claim> {
-  const owner = randomBytes(12).toString('hex');
+  // 24 hex digits, as ever; from the id pool, not a call into OpenSSL per request.
+  const owner = randomHex(12);
   try {
     const claimed = await claimAs(db, clock, settings, scope, requestHash, owner);
     settings.observer?.claimed(claimed.kind);

@@ -26,20 +26,26 @@ export function instrumentProviders(registry: ProviderRegistry, metrics: Metrics
 }
 
 function instrumentProvider(provider: VoiceProvider, metrics: Metrics): VoiceProvider {
+  // The labels are made once: every call placed and every check is timed.
+  const labelsOf = {
+    place_call: { provider: provider.name, operation: 'place_call' },
+    check_call: { provider: provider.name, operation: 'check_call' },
+  } as const;
   const timed = async <T extends { ok: boolean; error?: { kind: string } }>(
     operation: Operation,
     request: () => Promise<T>,
   ): Promise<T> => {
-    const labels = { provider: provider.name, operation };
-    const end = metrics.providerDuration.startTimer(labels);
+    const labels = labelsOf[operation];
+    // performance.now rather than prom-client's startTimer, which makes two closures and a labels object a time.
+    const started = performance.now();
     try {
       const result = await request();
-      end();
+      metrics.providerDuration.observe(labels, (performance.now() - started) / 1000);
       if (!result.ok) metrics.providerFailures.inc({ ...labels, kind: result.error?.kind ?? 'error' });
       return result;
     } catch (error) {
       // Adapters return failures as values; a throw is a bug or a broken connection, counted apart.
-      end();
+      metrics.providerDuration.observe(labels, (performance.now() - started) / 1000);
       metrics.providerFailures.inc({ ...labels, kind: 'error' });
       throw error;
     }

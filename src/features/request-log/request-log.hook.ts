@@ -4,6 +4,7 @@
  * logged: no account to show them to.
  */
 import type { FastifyInstance, onResponseHookHandler } from 'fastify';
+import { isoTimestamp } from '../../lib/clock.js';
 import { loggedBody } from './request-log-bodies.js';
 import type { RequestLogWriter } from './request-log.service.js';
 
@@ -44,7 +45,7 @@ export function requestLogHook(writer: RequestLogWriter): onResponseHookHandler 
         error_code: reply.errorCode,
         idempotency_key: typeof idempotencyKey === 'string' ? idempotencyKey.slice(0, 255) : null,
         duration_ms: Math.round(reply.elapsedTime),
-        created_at: new Date(Date.now() - reply.elapsedTime).toISOString(),
+        created_at: isoTimestamp(new Date(Date.now() - reply.elapsedTime)),
         request_body: loggedBody(request.jsonBodyText),
         response_body: loggedBody(request.responseBodyText),
       },

@@ -1,7 +1,7 @@
 /** The dispatcher's queries: claim due deliveries under a lease, record attempts, release claims. */
 import type { Db } from '../../db/database.js';
 import { sql, type Insertable } from 'kysely';
-import { claimDue, updateFromJson } from '../../jobs/claim.js';
+import { claimDue, jsonUpdate, type JsonUpdate } from '../../jobs/claim.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './webhooks.tables.js';
 
 export interface ClaimedDelivery {
@@ -135,7 +135,7 @@ export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', rec
         .forUpdate()
         .execute();
     }
-    const held = await updateDeliveries(trx, dialect, sorted);
+    const held = await updateDeliveries(trx, sorted);
     // An endpoint disabled now (410, or failing for 5 days) keeps no pending deliveries, as when an operator
     // disables it; one claimed by another worker ends at its next attempt, which finds the endpoint disabled.
     for (const id of [...endpointChanges.keys()].sort(byId)) {
@@ -165,10 +165,29 @@ export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', rec
 /**
  * Applies each result to its delivery, if `workerId` still holds the claim, and releases the claim. One
  * statement per set of changed columns (a response sets seven, a disabled endpoint four), whatever the
- * number of deliveries (`updateFromJson`): a statement per delivery limited a worker on PostgreSQL to about
+ * number of deliveries (`jsonUpdate`): a statement per delivery limited a worker on PostgreSQL to about
  * 3,000 deliveries a second. Returns the ids of the deliveries whose claim was still held.
  */
-async function updateDeliveries(db: Db, dialect: 'sqlite' | 'postgres', records: readonly AttemptRecord[]): Promise<Set<string>> {
+// One statement a set of changed columns (a handful of sets), each made once.
+const deliveriesUpdates = new Map<string, JsonUpdate<{ id: string }>>();
+
+function deliveriesUpdate(key: string, columns: readonly (keyof DeliveryResult)[]): JsonUpdate<{ id: string }> {
+  let update = deliveriesUpdates.get(key);
+  if (!update) {
+    update = jsonUpdate<{ id: string }>({
+      table: 'webhook_deliveries',
+      fields: [['worker_id', 'text'], ...columns.map((column) => [column, resultColumnTypes[column]] as const)],
+      columns,
+      clear: ['locked_by', 'locked_until'],
+      where: () => sql`t.locked_by = v.worker_id`,
+      returning: 'id',
+    });
+    deliveriesUpdates.set(key, update);
+  }
+  return update;
+}
+
+async function updateDeliveries(db: Db, records: readonly AttemptRecord[]): Promise<Set<string>> {
   const held = new Set<string>();
   const groups = new Map<string, AttemptRecord[]>();
   for (const record of records) {
@@ -188,15 +207,7 @@ async function updateDeliveries(db: Db, dialect: 'sqlite' | 'postgres', records:
       for (const column of columns) row[column] = record.delivery[column] ?? null;
       return row;
     });
-    const applied = await updateFromJson<{ id: string }>(db, dialect, {
-      table: 'webhook_deliveries',
-      rows,
-      fields: [['worker_id', 'text'], ...columns.map((column) => [column, resultColumnTypes[column]] as const)],
-      columns,
-      clear: ['locked_by', 'locked_until'],
-      where: () => sql`t.locked_by = v.worker_id`,
-      returning: 'id',
-    });
+    const applied = await deliveriesUpdate(key, columns)(db, rows);
     for (const row of applied) held.add(row.id);
   }
   return held;
