@@ -127,6 +127,19 @@ it("the guide's /etc/callgate/callgate.env is read by systemd's EnvironmentFile 
   assert.doesNotThrow(() => loadConfig(env));
 });
 
+// The guide's CLI runs as the callgate user (sudo -u callgate): the env file it sources must be readable by
+// that group, and the folder a backup is written to must be callgate's, or a new operator's first command
+// fails with a permission error.
+it("the guide's files that the CLI reads or writes as the callgate user are made so", () => {
+  assert.match(deployment, /sudo -u callgate sh -c '[^']*\. \/etc\/callgate\/callgate\.env/);
+  assert.match(deployment, /install -m 0640 -o root -g callgate \/dev\/null \/etc\/callgate\/callgate\.env/);
+  const folders = [...deployment.matchAll(/callgate backup --to (\/\S*)\/[^/\s]*/g)].map((match) => match[1]);
+  assert.ok(folders.length > 0, 'the guide gives a backup command');
+  for (const folder of folders) {
+    assert.ok(deployment.includes(`install -d -m 0750 -o callgate -g callgate ${folder} `), `the guide makes ${folder} callgate's`);
+  }
+});
+
 it('the guide has the load balancer check /readyz and alerts on the metrics the README documents', () => {
   assert.doesNotMatch(deployment, /not in\s+this\s+version/, 'the guide says /metrics and /readyz are still to come');
   assert.match(deployment, /balancer[^.]*`GET \/readyz`/);

@@ -8,7 +8,12 @@ import { Type } from '@sinclair/typebox';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { checkReadiness, type ReadinessDeps } from './readiness.service.js';
 
-const Check = Type.Object({ status: Type.Union([Type.Literal('ok'), Type.Literal('failing')]), reason: Type.Optional(Type.String()) });
+const Check = Type.Object({
+  status: Type.Union([Type.Literal('ok'), Type.Literal('failing')]),
+  reason: Type.Optional(Type.String()),
+  /** On a check that passes: what an operator should know all the same (a newer version's migrations). */
+  note: Type.Optional(Type.String()),
+});
 const ReadinessBody = Type.Object({
   status: Type.Union([Type.Literal('ready'), Type.Literal('not_ready')]),
   /** The failing checks' reasons in one sentence, when not ready. */
@@ -22,9 +27,11 @@ export const readinessRoutes: FastifyPluginAsyncTypebox<{ deps: ReadinessDeps }>
     const checks = Object.fromEntries(
       Object.entries(readiness.checks).map(([name, check]) => [
         name,
-        check.ok ? { status: 'ok' as const } : { status: 'failing' as const, reason: check.reason ?? 'failing' },
+        check.ok
+          ? { status: 'ok' as const, ...(check.note ? { note: check.note } : {}) }
+          : { status: 'failing' as const, reason: check.reason ?? 'failing' },
       ]),
-    ) as Record<keyof typeof readiness.checks, { status: 'ok' | 'failing'; reason?: string }>;
+    ) as Record<keyof typeof readiness.checks, { status: 'ok' | 'failing'; reason?: string; note?: string }>;
     reply.header('cache-control', 'no-store');
     if (readiness.ready) return { status: 'ready' as const, checks };
     const reason = Object.values(readiness.checks)

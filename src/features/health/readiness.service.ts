@@ -1,7 +1,10 @@
 /**
- * Readiness (`GET /readyz`): can this process do its work now? The database answers, its migrations are the
- * ones this code knows (none pending, none from a newer version), and, in a process of the worker role,
- * every job of the worker has ended a pass lately. Liveness (`/healthz`) stays the cheaper question of
+ * Readiness (`GET /readyz`): can this process do its work now? The database answers, none of the migrations
+ * this code knows is pending, and, in a process of the worker role, every job of the worker has ended a pass
+ * lately. A database that a newer version migrated while this process ran keeps it ready, with a note: in a
+ * rolling deploy `callgate migrate` runs before the old processes are replaced, and they serve beside the
+ * new schema until then (a load balancer that dropped them all would stop the service); a process that
+ * starts against such a database refuses to start instead. Liveness (`/healthz`) stays the cheaper question of
  * whether the process answers at all.
  */
 import { sql } from 'kysely';
@@ -22,6 +25,8 @@ export interface Check {
   readonly ok: boolean;
   /** What is wrong, in words an operator can act on; absent when ok. */
   readonly reason?: string;
+  /** Something an operator should know that does not make the process unready. */
+  readonly note?: string;
 }
 
 export interface Readiness {
@@ -67,14 +72,14 @@ async function databaseCheck(deps: ReadinessDeps): Promise<Check> {
 async function migrationsCheck(deps: ReadinessDeps): Promise<Check> {
   try {
     const state = await withTimeout(migrationState(deps.db), deps.databaseTimeoutMs ?? defaultDatabaseTimeoutMs, 'the database');
-    if (state.unknown.length > 0) {
-      return {
-        ok: false,
-        reason: `The database has migrations this version does not know (${state.unknown.join(', ')}): a newer callgate migrated it; deploy that version.`,
-      };
-    }
     if (state.pending.length > 0) {
       return { ok: false, reason: `Migrations not applied yet: ${state.pending.join(', ')}. Run the migrations, then this check passes.` };
+    }
+    if (state.unknown.length > 0) {
+      return {
+        ok: true,
+        note: `The database has migrations this version does not know (${state.unknown.join(', ')}): a newer callgate migrated it; finish deploying that version (this process would not start again).`,
+      };
     }
     return { ok: true };
   } catch (error) {
