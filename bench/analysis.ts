@@ -75,8 +75,8 @@ export function limits(input: ReportInput, ceiling: Measurement | undefined): st
       text.push(
         `In the diagnostic run each call took **${one(diagnostic.statementsPerRequest)} SQL statements** (${parts})` +
           (m.dialect === 'sqlite'
-            ? `, each built and compiled by Kysely and run synchronously on the event loop${prepareShare(profile) > 0.05 ? `; SQLite parsing and planning statements took ${pct(prepareShare(profile))} of the profiled time` : ''}.`
-            : `, each built and compiled by Kysely and sent as its own round trip through the ${m.postgresConnections ?? '?'} connections the process held (pg_stat_activity), shared by the ${connections} requests in flight and the worker.`),
+            ? `, the hot ones prepared once (src/db/prepared.ts) and the rest built by Kysely, all run synchronously on the event loop${prepareShare(profile) > 0.05 ? `; SQLite parsing and planning statements took ${pct(prepareShare(profile))} of the profiled time` : ''}.`
+            : `, the hot ones prepared once (src/db/prepared.ts) and the rest built by Kysely, each sent as its own round trip through the ${m.postgresConnections ?? '?'} connections the process held (pg_stat_activity), shared by the ${connections} requests in flight and the worker.`),
       );
     }
     if (m.calls && m.calls.total > 0) {
