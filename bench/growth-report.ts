@@ -206,8 +206,8 @@ database in turn; ${int(total)} s for this section on this machine, most of it w
   calls (kept 24 hours). Spread over the bench's ${growthAccounts} accounts and their
   ${growthAccounts * keysPerAccount} keys (${liveKeysPerAccount} live, ${testKeysPerAccount} test each); calls and events over the last 30 days, request-log rows over the
   last 7 (the retention jobs delete none during the run); 78 % completed, 22 % failed, the last 10 minutes' calls in
-  progress; deliveries 96.5 % succeeded, 3 % failed, 0.5 % pending a retry hours ahead. PostgreSQL then runs \`ANALYZE\`,
-  as autovacuum would after such a change; SQLite gathers no statistics unless told, and the service never tells it, so
+  progress; deliveries 96.5 % succeeded, 3 % failed, 0.5 % pending a retry hours ahead. PostgreSQL then runs \`VACUUM (ANALYZE)\`,
+  as autovacuum does after such a change (so its vacuum of the fresh rows does not run during the rounds); SQLite gathers no statistics unless told, and the service never tells it, so
   it goes without here too.
 - **Requests:** each database served by a service process of its own started after the load (\`createServices\` +
   \`buildApp\` from dist/, rate limit raised so nothing is refused, simulated calls lasting an hour so none ends during
