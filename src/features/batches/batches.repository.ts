@@ -3,6 +3,7 @@ import { dialectOf, type Db } from '../../db/database.js';
 import type { InsertStatement } from '../../db/prepared.js';
 import { jsonUpdate } from '../../jobs/claim.js';
 import { openRecipientStatuses, type BatchRow, type BatchStatus, type RecipientRow, type RecipientStatus } from './batches.tables.js';
+import { olderThan } from '../../db/cursor.js';
 
 /** Every column given, none left to a default: the row is the whole batch. */
 export const batchInsert: InsertStatement<BatchRow> = function insertBatch(db, p) {
@@ -82,12 +83,7 @@ export async function listBatches(db: Db, filter: BatchListFilter): Promise<Batc
   let query = db.selectFrom('batches').selectAll().where('account_id', '=', filter.accountId);
   const after = filter.startingAfter;
   if (after) {
-    // The bound lets the index seek to the cursor: the OR alone is tested row by row from the newest, so a
-    // page cost as much as all the pages before it.
-    query = query.where('created_at', '<=', after.createdAt);
-    query = query.where((eb) =>
-      eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
-    );
+    query = query.where(olderThan(after));
   }
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.mode) query = query.where('mode', '=', filter.mode);

@@ -5,6 +5,7 @@ import type { Db } from '../../db/database.js';
 import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
 import { claimDue, jsonUpdate } from '../../jobs/claim.js';
 import type { CallRow } from './calls.tables.js';
+import { olderThan } from '../../db/cursor.js';
 
 /** Every column given, none left to a default: the row is the whole call. */
 export async function insertCall(db: Db, row: CallRow): Promise<void> {
@@ -189,12 +190,7 @@ export async function listCalls(db: Db, filter: CallListFilter): Promise<CallRow
   let query = db.selectFrom('calls').selectAll().where('account_id', '=', filter.accountId);
   const after = filter.startingAfter;
   if (after) {
-    // The bound lets the index seek to the cursor: the OR alone is tested row by row from the newest, so a
-    // page cost as much as all the pages before it.
-    query = query.where('created_at', '<=', after.createdAt);
-    query = query.where((eb) =>
-      eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
-    );
+    query = query.where(olderThan(after));
   }
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.agentId) query = query.where('agent_id', '=', filter.agentId);

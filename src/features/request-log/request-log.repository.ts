@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.js';
 import { sql } from 'kysely';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { NewRequestLog, RequestLatencyHourlyTable, RequestLogRow, RequestLogSummary } from './request-log.tables.js';
+import { olderThan } from '../../db/cursor.js';
 
 /**
  * Writes a batch of the log and adds its latencies to the hourly rollup, together: a batch is counted in
@@ -108,12 +109,7 @@ export async function listRequestLogs(db: Db, filter: RequestLogFilter): Promise
   if (filter.requestId) query = query.where('id', '=', filter.requestId);
   const before = filter.before;
   if (before) {
-    // The bound lets the index seek to the cursor: the OR alone is tested row by row from the newest, so a
-    // page cost as much as all the pages before it.
-    query = query.where('created_at', '<=', before.createdAt);
-    query = query.where((eb) =>
-      eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]),
-    );
+    query = query.where(olderThan(before));
   }
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }

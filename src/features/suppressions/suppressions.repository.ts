@@ -3,6 +3,7 @@ import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
 import type { SuppressionRow } from './suppressions.tables.js';
+import { olderThan } from '../../db/cursor.js';
 
 /** Every column given: the row is the whole entry. */
 export const suppressionInsert: InsertStatement<SuppressionRow> = function insertSuppression(db, p) {
@@ -71,12 +72,7 @@ export async function listSuppressions(
   let query = db.selectFrom('suppressions').selectAll().where('account_id', '=', filter.accountId);
   const after = filter.startingAfter;
   if (after) {
-    // The bound lets the index seek to the cursor: the OR alone is tested row by row from the newest, so a
-    // page cost as much as all the pages before it.
-    query = query.where('created_at', '<=', after.createdAt);
-    query = query.where((eb) =>
-      eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
-    );
+    query = query.where(olderThan(after));
   }
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }

@@ -9,6 +9,7 @@ import type {
   WebhookEventRow,
   WebhookEventsTable,
 } from './webhooks.tables.js';
+import { olderThan } from '../../db/cursor.js';
 
 export async function insertEndpoint(db: Db, row: Insertable<WebhookEndpointsTable>): Promise<void> {
   await db.insertInto('webhook_endpoints').values(row).execute();
@@ -186,12 +187,7 @@ export async function listEventsOfMode(db: Db, filter: EventPageFilter): Promise
   if (filter.type !== undefined) query = query.where('type', '=', filter.type);
   const after = filter.startingAfter;
   if (after) {
-    // The bound lets the index seek to the cursor: the OR alone is tested row by row from the newest, so a
-    // page cost as much as all the pages before it.
-    query = query.where('created_at', '<=', after.createdAt);
-    query = query.where((eb) =>
-      eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
-    );
+    query = query.where(olderThan(after));
   }
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }
