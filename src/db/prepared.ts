@@ -8,7 +8,14 @@
  * connection at once when no transaction is under way (`DirectSqlite`), on PostgreSQL on a connection of the
  * pool (`DirectPostgres`), where a statement that returns no rows is also prepared once per connection.
  */
-import { CompiledQuery, type Compilable, type InsertQueryBuilder, type InsertResult, type QueryResult } from 'kysely';
+import {
+  CompiledQuery,
+  type Compilable,
+  type InsertQueryBuilder,
+  type InsertResult,
+  type QueryResult,
+  type SelectQueryBuilder,
+} from 'kysely';
 import { createHash } from 'node:crypto';
 import { directPostgresOf, directSqliteOf, type Db } from './database.js';
 
@@ -138,3 +145,25 @@ export async function inOneTransaction(db: Db, statements: readonly CompiledQuer
  */
 // biome-ignore lint/suspicious/noExplicitAny: the statement may insert into any table, a test's own included
 export type InsertStatement<P> = (db: Db, params: P) => InsertQueryBuilder<any, any, InsertResult>;
+
+/**
+ * A SELECT as a builder of its parameters, compiled once as `preparedQuery` says, for another feature to run
+ * with a statement of its own (an Idempotency-Key's claim runs a route's read so: see `claimWithRead`).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the read may select from any table
+export type SelectStatement<P, Row> = (db: Db, params: P) => SelectQueryBuilder<any, any, Row>;
+
+/**
+ * The parameters as one of two statements compiled into one may read them: a read of a name the other
+ * statement uses is a mistake (both would get one value), caught when the statement is compiled.
+ */
+export function withoutNames<P extends object>(name: string, params: P, taken: ReadonlySet<string>): P {
+  return new Proxy(params, {
+    get(target, field, receiver) {
+      if (typeof field === 'string' && taken.has(field)) {
+        throw new Error(`${name}: the parameter ${field} is the other statement's; name it otherwise`);
+      }
+      return Reflect.get(target, field, receiver) as unknown;
+    },
+  });
+}

@@ -44,7 +44,7 @@ async function raceBehindLock<T>(url: string, waiting: number, send: () => Promi
     for (;;) {
       const { rows } = await watcher.query<{ n: string }>(
         `select count(*) as n from pg_stat_activity
-         where datname = current_database() and wait_event_type = 'Lock' and query like 'insert into "idempotency_keys"%'`,
+         where datname = current_database() and wait_event_type = 'Lock' and query like '%insert into "idempotency_keys"%'`,
       );
       blocked = Number(rows[0]?.n ?? 0);
       if (blocked >= waiting || Date.now() > deadline) break;

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { AgentRow } from '../agents/agents.tables.js';
 import { onSuppressionList } from '../suppressions/suppressions.repository.js';
 import type { Db } from '../../db/database.js';
-import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
+import { preparedQuery, type InsertStatement, type SelectStatement } from '../../db/prepared.js';
 import { claimDue, jsonUpdate } from '../../jobs/claim.js';
 import type { CallRow } from './calls.tables.js';
 import { olderThan } from '../../db/cursor.js';
@@ -57,33 +57,32 @@ export interface AgentToCall {
   readonly suppressed: boolean;
 }
 
+/** The agent `agentId` of the account and whether `to` is on its suppression list: `agentAndSuppression`'s row. */
+export type AgentAndSuppressionRow = AgentRow & { readonly to_suppressed: unknown };
+
 /**
  * The agent `agentId` of the account, and whether `to` is on the account's suppression list, in one statement:
  * every POST /v1/calls needs both before the provider is asked, and a read each cost a statement more (on
- * PostgreSQL a round trip). Undefined without such an agent (the list then does not matter).
+ * PostgreSQL a round trip). The route runs it with its Idempotency-Key's claim (withIdempotency's `read`).
  */
-export async function findAgentAndSuppression(
-  db: Db,
-  p: { readonly accountId: string; readonly agentId: string; readonly to: string },
-): Promise<AgentToCall | undefined> {
-  const row = (await selectAgentAndSuppression(db, p)).rows[0];
+export const agentAndSuppression: SelectStatement<{ accountId: string; agentId: string; to: string }, AgentAndSuppressionRow> =
+  function agentAndSuppressionOfNewCall(db, p) {
+    return db
+      .selectFrom('agents')
+      .selectAll('agents')
+      .select(onSuppressionList(sql.ref('agents.account_id'), sql.val(p.to)).as('to_suppressed'))
+      .where('agents.account_id', '=', p.accountId)
+      .where('agents.agent_id', '=', p.agentId);
+  };
+
+/** The agent of `agentAndSuppression`'s rows, undefined without such an agent (the list then does not matter). */
+export function agentToCall(rows: readonly AgentAndSuppressionRow[]): AgentToCall | undefined {
+  const row = rows[0];
   if (row === undefined) return undefined;
   const { to_suppressed: suppressed, ...agent } = row;
   // SQLite answers EXISTS with 0 or 1, PostgreSQL with a boolean.
   return { agent, suppressed: Boolean(suppressed) };
 }
-
-// Prepared: every POST /v1/calls runs it.
-const selectAgentAndSuppression = preparedQuery(
-  'agent and suppression of a new call',
-  (db, p: { accountId: string; agentId: string; to: string }) =>
-    db
-      .selectFrom('agents')
-      .selectAll('agents')
-      .select(onSuppressionList(sql.ref('agents.account_id'), sql.val(p.to)).as('to_suppressed'))
-      .where('agents.account_id', '=', p.accountId)
-      .where('agents.agent_id', '=', p.agentId),
-);
 
 /**
  * A call of this account only; another account's call is as absent as an unknown one. With `mode`, a call

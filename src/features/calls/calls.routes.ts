@@ -15,7 +15,7 @@ import {
   ListCallsQuery,
   createCallPatternHints,
 } from './calls.schemas.js';
-import { createCall, getCall, listCalls, listLimitDefault, listLimitMax, readAgentAhead, type CallsDeps } from './calls.service.js';
+import { agentRead, agentToCall, createCall, getCall, listCalls, listLimitDefault, listLimitMax, type CallsDeps } from './calls.service.js';
 
 /** The scope of an Idempotency-Key within an API key on the endpoint that creates calls. */
 export const createCallRoute = 'POST /v1/calls';
@@ -55,48 +55,55 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     },
     async (request, reply) => {
       const apiKey = requireApiKey(request);
-      // The agent (and the suppression list) is read while withIdempotency claims the key, not after it.
-      const agentRead = request.validationError ? undefined : readAgentAhead(deps, apiKey, request.body);
-      return withIdempotency(deps, createCallRoute, request, reply, async (hold) => {
-        const result = await createCall(deps, apiKey, request.body, hold, agentRead);
-        switch (result.kind) {
-          case 'invalid_metadata':
-            throw new ApiError('invalid_request', result.message, { param: 'metadata' });
-          case 'agent_not_found':
-            throw new ApiError('agent_not_found', `No agent ${JSON.stringify(request.body.agent_id).slice(0, 140)} in this account.`, {
-              param: 'agent_id',
-            });
-          case 'number_suppressed':
-            throw new ApiError(
-              'number_suppressed',
-              `${request.body.to} is on this account's suppression list, so it is not called. Do not retry; if the person asked to be called again, remove it first (DELETE /v1/suppressions/${encodeURIComponent(request.body.to)}).`,
-              {
-                param: 'to',
-              },
-            );
-          case 'provider_failed':
-            throw providerFailureError(result.failure);
-          case 'concurrency_limit_exceeded':
-            throw new ApiError(
-              'concurrency_limit_exceeded',
-              `This account has ${result.inProgress} ${apiKey.mode} call${result.inProgress === 1 ? '' : 's'} in progress and a limit of ${result.limit} (max_concurrent_calls); no call was placed. Retry after Retry-After seconds (with the same Idempotency-Key), once a call has ended, or ask your callgate operator to raise the limit.`,
-              { retryAfterSeconds: result.retryAfterSeconds },
-            );
-          case 'store_pending':
-            throw new ApiError(
-              'database_unavailable',
-              hold === undefined
-                ? `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Do not retry without an Idempotency-Key: that would place a second call. Look for the call with GET /v1/calls/${result.callId}.`
-                : `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Retry with backoff and the same Idempotency-Key to get its 201 (never a second call).`,
-              { cause: result.cause, retryAfterSeconds: 2 },
-            );
-          case 'created':
-            return reply
-              .code(result.response.status as 201)
-              .headers(result.response.headers)
-              .send(result.response.body as CallCreated);
-        }
-      });
+      // The agent (and the suppression list) is read with the key's claim: no round trip of its own.
+      const read = request.validationError ? undefined : agentRead(apiKey, request.body);
+      return withIdempotency(
+        deps,
+        createCallRoute,
+        request,
+        reply,
+        async (hold, rows) => {
+          const result = await createCall(deps, apiKey, request.body, hold, agentToCall(rows));
+          switch (result.kind) {
+            case 'invalid_metadata':
+              throw new ApiError('invalid_request', result.message, { param: 'metadata' });
+            case 'agent_not_found':
+              throw new ApiError('agent_not_found', `No agent ${JSON.stringify(request.body.agent_id).slice(0, 140)} in this account.`, {
+                param: 'agent_id',
+              });
+            case 'number_suppressed':
+              throw new ApiError(
+                'number_suppressed',
+                `${request.body.to} is on this account's suppression list, so it is not called. Do not retry; if the person asked to be called again, remove it first (DELETE /v1/suppressions/${encodeURIComponent(request.body.to)}).`,
+                {
+                  param: 'to',
+                },
+              );
+            case 'provider_failed':
+              throw providerFailureError(result.failure);
+            case 'concurrency_limit_exceeded':
+              throw new ApiError(
+                'concurrency_limit_exceeded',
+                `This account has ${result.inProgress} ${apiKey.mode} call${result.inProgress === 1 ? '' : 's'} in progress and a limit of ${result.limit} (max_concurrent_calls); no call was placed. Retry after Retry-After seconds (with the same Idempotency-Key), once a call has ended, or ask your callgate operator to raise the limit.`,
+                { retryAfterSeconds: result.retryAfterSeconds },
+              );
+            case 'store_pending':
+              throw new ApiError(
+                'database_unavailable',
+                hold === undefined
+                  ? `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Do not retry without an Idempotency-Key: that would place a second call. Look for the call with GET /v1/calls/${result.callId}.`
+                  : `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Retry with backoff and the same Idempotency-Key to get its 201 (never a second call).`,
+                { cause: result.cause, retryAfterSeconds: 2 },
+              );
+            case 'created':
+              return reply
+                .code(result.response.status as 201)
+                .headers(result.response.headers)
+                .send(result.response.body as CallCreated);
+          }
+        },
+        read,
+      );
     },
   );
 

@@ -8,7 +8,7 @@ import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { slotLength, type SlotUnit } from '../../lib/time-slots.js';
 import type { AgentRow } from '../agents/agents.tables.js';
 import type { ApiKeyRow, AuthenticatedKey } from '../api-keys/api-keys.tables.js';
-import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
+import type { IdempotencySettings, KeyHold, ReadWithClaim, StoredResponse } from '../idempotency/idempotency.service.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
 import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
@@ -88,41 +88,38 @@ export function toCall(row: CallRow): Call {
 }
 
 /**
- * Starts reading the agent a request names and whether its number is suppressed (one statement), to be
- * handed to `createCall`: read while the Idempotency-Key is claimed, it costs PostgreSQL no round trip of its
- * own on the request's path. A read that nobody awaits (a replay, a 409) may fail unobserved.
+ * The read of the agent a request names and whether its number is suppressed (one statement), for the route
+ * to run with its Idempotency-Key's claim (withIdempotency's `read`); its rows go to `createCall` through
+ * `agentToCall`. Undefined when no agent can match: PostgreSQL text cannot hold U+0000 (the query would fail
+ * with a 500), and no agent id contains it.
  */
-export function readAgentAhead(
-  deps: CallsDeps,
-  apiKey: ApiKeyRow,
+export function agentRead(
+  apiKey: Pick<ApiKeyRow, 'account_id'>,
   body: Pick<CreateCallBody, 'agent_id' | 'to'>,
-): Promise<repo.AgentToCall | undefined> {
-  // PostgreSQL text cannot hold U+0000 (the query would fail with a 500); no agent id contains it anyway.
-  const read = hasNul(body.agent_id)
-    ? Promise.resolve(undefined)
-    : repo.findAgentAndSuppression(deps.db, { accountId: apiKey.account_id, agentId: body.agent_id, to: body.to });
-  read.catch(() => undefined);
-  return read;
+): ReadWithClaim<{ accountId: string; agentId: string; to: string }, repo.AgentAndSuppressionRow> | undefined {
+  if (hasNul(body.agent_id)) return undefined;
+  return { statement: repo.agentAndSuppression, params: { accountId: apiKey.account_id, agentId: body.agent_id, to: body.to } };
 }
+
+export const agentToCall = repo.agentToCall;
 
 /**
  * Starts a call for the key's account. With an Idempotency-Key (`hold`, see idempotency.hook.ts), one
  * logical request places at most one call: the call is stored with the completion of its key, so that
- * duplicates replay this success; any other ending releases the key for a clean retry. `agentRead` is the
- * agent's read if it was started already (`readAgentAhead`).
+ * duplicates replay this success; any other ending releases the key for a clean retry. `found` is the
+ * agent the body names, read with the key's claim (`agentRead`), undefined when there is none.
  */
 export async function createCall(
   deps: CallsDeps,
   apiKey: AuthenticatedKey,
   body: CreateCallBody,
   hold: KeyHold | undefined,
-  agentRead?: Promise<repo.AgentToCall | undefined>,
+  found: repo.AgentToCall | undefined,
 ): Promise<CreateCallResult> {
   const sizeProblem = metadataSizeProblem(body.metadata);
   if (sizeProblem) return { kind: 'invalid_metadata', message: sizeProblem };
 
   // The suppression list is read with the agent: it guards every mode, so a test-mode key's entry holds for live calls too.
-  const found = await (agentRead ?? readAgentAhead(deps, apiKey, body));
   if (!found) return { kind: 'agent_not_found' };
   if (found.suppressed) return { kind: 'number_suppressed' };
   const { agent } = found;

@@ -12,9 +12,17 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../errors/api-error.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
-import { claimFor, heldForAnotherBody, readIdempotencyKey, type IdempotencyDeps, type KeyHold } from './idempotency.service.js';
+import {
+  claimFor,
+  heldForAnotherBody,
+  readIdempotencyKey,
+  readWithoutClaim,
+  type IdempotencyDeps,
+  type KeyHold,
+  type ReadWithClaim,
+} from './idempotency.service.js';
 
-export type { KeyHold };
+export type { KeyHold, ReadWithClaim };
 
 // Routes seen to set attachValidation (request.routeOptions builds a new object at each read).
 const checkedRoutes = new Set<string>();
@@ -23,14 +31,17 @@ const checkedRoutes = new Set<string>();
  * Runs a creating route's handler under the Idempotency-Key rules; a route's handler is one line:
  * `async (request, reply) => withIdempotency(deps, 'POST /v1/things', request, reply, async (hold) => …)`.
  * `route` is the key's scope within an API key: the method and the path as the client sends them. `run`
- * gets `hold` undefined when the request has no key; it is not called for a replay or a 409.
+ * gets `hold` undefined when the request has no key; it is not called for a replay or a 409. `read` is a
+ * read the handler needs (e.g. the row the body names): run with the key's claim, in its statement on
+ * PostgreSQL, so it costs no round trip of its own; `run` gets its rows.
  */
-export async function withIdempotency<Rep extends FastifyReply, Result>(
+export async function withIdempotency<Rep extends FastifyReply, Result, P extends object = never, Row = never>(
   deps: IdempotencyDeps,
   route: string,
   request: FastifyRequest,
   reply: Rep,
-  run: (hold: KeyHold | undefined) => Promise<Result>,
+  run: (hold: KeyHold | undefined, readRows: readonly Row[]) => Promise<Result>,
+  read?: ReadWithClaim<P, Row>,
 ): Promise<Result | Rep> {
   if (!checkedRoutes.has(route)) {
     // Without it, a body that breaks the schema would be answered 400 before the key's rules are met.
@@ -48,11 +59,11 @@ export async function withIdempotency<Rep extends FastifyReply, Result>(
     }
     throw request.validationError;
   }
-  if (!scope) return run(undefined);
+  if (!scope) return run(undefined, await readWithoutClaim(deps.db, read));
 
   // Claimed before the service's own rules run, so that a reused key with a different body is 409 even
   // when that body breaks one of them (the key is released again when they refuse it).
-  const claimed = await claimFor(deps, scope, request.body);
+  const { claimed, rows } = await claimFor(deps, scope, request.body, read);
   switch (claimed.kind) {
     case 'replay':
       reply
@@ -71,7 +82,7 @@ export async function withIdempotency<Rep extends FastifyReply, Result>(
       );
     case 'owned':
       try {
-        return await run(claimed.hold);
+        return await run(claimed.hold, rows);
       } finally {
         // Only successes are stored (spec 4.1 rule 3.4): any other ending frees the key.
         await claimed.hold.end();

@@ -15,10 +15,11 @@ import { randomHex } from '../../lib/ids.js';
 import { bodyFingerprint } from '../../lib/json.js';
 import { retentionBatchSize } from '../../jobs/retention.js';
 import * as repo from './idempotency.repository.js';
-import type { IdempotencyScope } from './idempotency.repository.js';
+import type { IdempotencyKeysTable } from './idempotency.tables.js';
+import type { IdempotencyScope, ReadWithClaim } from './idempotency.repository.js';
 import { idempotencyKeyPattern } from './idempotency.schemas.js';
 
-export type { IdempotencyScope };
+export type { IdempotencyScope, ReadWithClaim };
 
 /** Spec 2.5: a stored response is replayed for 24 hours from the first success. */
 export const idempotencyLifetimeMs = 24 * 60 * 60 * 1000;
@@ -76,20 +77,23 @@ const pollMaxMs = 250;
 /**
  * Claims the key for a request whose body has fingerprint `requestHash`: `owned` (go ahead, then complete
  * or release it), `replay` (answer with the stored response), `conflict` or `in_progress` (answer 409).
+ * With `read`, the route's read is run with the claim's first statement (see `insertInFlightWithRead`), and
+ * its rows come back beside the claim.
  */
-export async function claim(
+export async function claim<P extends object, Row>(
   db: Db,
   clock: Clock,
   settings: IdempotencySettings,
   scope: IdempotencyScope,
   requestHash: string,
-): Promise<Claim> {
+  read?: ReadWithClaim<P, Row>,
+): Promise<{ readonly claimed: Claim; readonly rows: readonly Row[] }> {
   // 24 hex digits, as ever; from the id pool, not a call into OpenSSL per request.
   const owner = randomHex(12);
   try {
-    const claimed = await claimAs(db, clock, settings, scope, requestHash, owner);
-    settings.observer?.claimed(claimed.kind);
-    return claimed;
+    const result = await claimAs(db, clock, settings, scope, requestHash, owner, read);
+    settings.observer?.claimed(result.claimed.kind);
+    return result;
   } catch (error) {
     // An insert or take-over may have committed just before its connection dropped, holding the key for an
     // owner nobody knows: free it once the database is back, or the key would stay locked for lockMs.
@@ -98,13 +102,35 @@ export async function claim(
   }
 }
 
-async function claimAs(
+async function claimAs<P extends object, Row>(
   db: Db,
   clock: Clock,
   settings: IdempotencySettings,
   scope: IdempotencyScope,
   requestHash: string,
   owner: string,
+  read: ReadWithClaim<P, Row> | undefined,
+): Promise<{ readonly claimed: Claim; readonly rows: readonly Row[] }> {
+  let rows: readonly Row[] = [];
+  const claimed = await claimLoop(db, clock, settings, scope, requestHash, owner, async (row) => {
+    if (!read) return repo.insertInFlight(db, row);
+    // The read goes with the first try only; its rows do not depend on the key.
+    const first = await repo.insertInFlightWithRead(db, row, read);
+    rows = first.rows;
+    read = undefined;
+    return first.inserted;
+  });
+  return { claimed, rows };
+}
+
+async function claimLoop(
+  db: Db,
+  clock: Clock,
+  settings: IdempotencySettings,
+  scope: IdempotencyScope,
+  requestHash: string,
+  owner: string,
+  insertInFlight: (row: IdempotencyKeysTable) => Promise<boolean>,
 ): Promise<Claim> {
   // The wait is measured in real time: an injected test clock may stand still.
   const deadline = Date.now() + settings.waitMs;
@@ -112,7 +138,7 @@ async function claimAs(
   for (;;) {
     const now = clock.now();
     const lockedUntil = isoTimestamp(addMs(now, settings.lockMs));
-    const inserted = await repo.insertInFlight(db, {
+    const inserted = await insertInFlight({
       api_key_id: scope.apiKeyId,
       route: scope.route,
       idempotency_key: scope.key,
@@ -247,15 +273,24 @@ export class KeyHold {
 
 /**
  * Claims the key for a request with this body: a `KeyHold` when it now holds the key, else what to answer
- * (a replay, or a 409).
+ * (a replay, or a 409); with the rows of `read`, run with the claim.
  */
-export async function claimFor(
+export async function claimFor<P extends object, Row>(
   deps: IdempotencyDeps,
   scope: IdempotencyScope,
   body: unknown,
-): Promise<{ readonly kind: 'owned'; readonly hold: KeyHold } | Exclude<Claim, { kind: 'owned' }>> {
-  const claimed = await claim(deps.db, deps.clock, deps.idempotency, scope, bodyFingerprint(body));
-  return claimed.kind === 'owned' ? { kind: 'owned', hold: new KeyHold(deps, scope, claimed.owner) } : claimed;
+  read?: ReadWithClaim<P, Row>,
+): Promise<{
+  readonly claimed: { readonly kind: 'owned'; readonly hold: KeyHold } | Exclude<Claim, { kind: 'owned' }>;
+  readonly rows: readonly Row[];
+}> {
+  const { claimed, rows } = await claim(deps.db, deps.clock, deps.idempotency, scope, bodyFingerprint(body), read);
+  return { claimed: claimed.kind === 'owned' ? { kind: 'owned', hold: new KeyHold(deps, scope, claimed.owner) } : claimed, rows };
+}
+
+/** The rows of `read` for a request without a key, which claims nothing. */
+export async function readWithoutClaim<P extends object, Row>(db: Db, read: ReadWithClaim<P, Row> | undefined): Promise<readonly Row[]> {
+  return read ? repo.runRead(db, read) : [];
 }
 
 /** Deletes at most `limit` expired records; returns how many. */

@@ -32,7 +32,7 @@ export async function createBatchOnce(
 ): Promise<CreateBatchOnceResult> {
   const apiKey = await findActiveApiKey(deps.db, input.accountId, input.apiKeyId);
   if (!apiKey) return { kind: 'api_key_not_found' };
-  const claimed = await claimFor(deps, { apiKeyId: apiKey.id, route: portalCreateBatchRoute, key: input.formToken }, input.body);
+  const { claimed } = await claimFor(deps, { apiKeyId: apiKey.id, route: portalCreateBatchRoute, key: input.formToken }, input.body);
   if (claimed.kind === 'replay') return { kind: 'already_sent', batchId: (claimed.response.body as { id: string }).id };
   if (claimed.kind !== 'owned') return { kind: 'already_sent', batchId: null };
   const { hold } = claimed;
