@@ -188,8 +188,8 @@ async function startApp(keyCount: number): Promise<Running> {
  * The floor: what a created call needs of this stack, with none of callgate's own code on the path. A bare
  * Fastify route with the request's body schema runs the statements the service runs for it (the key by its
  * hash with its account's concurrency limit, the per-key limiter's count, the idempotency claim with the agent
- * and the suppression list read beside it, then the call with the completion of its key: one transaction on
- * SQLite, one statement on PostgreSQL), written by hand on the
+ * and the suppression list read with it (one statement on PostgreSQL), then the call with the completion of its
+ * key: one transaction on SQLite, one statement on PostgreSQL), written by hand on the
  * raw driver and prepared once. No Kysely, no logger, hooks, request log, provider or call monitor: whatever the service
  * costs above this is its own; what this costs, no code of the service can remove.
  */
@@ -215,8 +215,13 @@ async function startFloor(keyCount: number): Promise<Running> {
   }
   interface Statements {
     key(hash: string): Promise<Key | undefined>;
-    claim(values: unknown[]): Promise<number>;
-    agent(accountId: string, agentId: string, to: string): Promise<Agent | undefined>;
+    /** The claim's 12 values, then the agent's read: whether the key was claimed, and the agent. */
+    claimAndAgent(
+      values: unknown[],
+      accountId: string,
+      agentId: string,
+      to: string,
+    ): Promise<{ claimed: number; agent: Agent | undefined }>;
     /** The call's 14 columns, then the completion's 4 values and the key's scope and owner (4). */
     store(call: unknown[], completion: unknown[]): Promise<void>;
   }
@@ -242,8 +247,10 @@ async function startFloor(keyCount: number): Promise<Running> {
     });
     statements = {
       key: async (hash) => key.get(hash) as Key | undefined,
-      claim: async (values) => claim.run(values).changes,
-      agent: async (accountId, agentId, to) => agent.get(to, accountId, agentId) as Agent | undefined,
+      claimAndAgent: async (values, accountId, agentId, to) => ({
+        claimed: claim.run(values).changes,
+        agent: agent.get(to, accountId, agentId) as Agent | undefined,
+      }),
       store: async (call, done) => store(call, done),
     };
   } else {
@@ -259,12 +266,22 @@ async function startFloor(keyCount: number): Promise<Running> {
     const storeSql = numbered(
       `with inserted as (${callInsert} values (${Array(14).fill('?').join(', ')}) returning id) ${completion} and exists (select id from inserted)`,
     );
+    // As the service runs them: the claim in a data-modifying WITH, the agent's read beside it, in one round trip.
+    const claimAndAgentSql = numbered(
+      `with claim as (${claimSql.replace(/\$\d+/g, '?')} returning 1), agent as (${agentSql}) ` +
+        `select (select count(*)::int from claim) as claimed, agent.* from (select 1) as one left join agent on true`,
+    );
     const keyText = numbered(keySql);
-    const agentText = numbered(agentSql);
     statements = {
       key: async (hash) => (await pool.query<Key>({ text: keyText, values: [hash] })).rows[0],
-      claim: async (values) => (await pool.query({ text: claimSql, values })).rowCount ?? 0,
-      agent: async (accountId, agentId, to) => (await pool.query<Agent>({ text: agentText, values: [to, accountId, agentId] })).rows[0],
+      claimAndAgent: async (values, accountId, agentId, to) => {
+        const { rows } = await pool.query<Agent & { claimed: number; id: string | null }>({
+          text: claimAndAgentSql,
+          values: [...values, to, accountId, agentId],
+        });
+        const row = rows[0]!;
+        return { claimed: row.claimed, agent: row.id === null ? undefined : row };
+      },
       store: async (call, done) => {
         await pool.query({ text: storeSql, values: [...call, ...done] });
       },
@@ -287,25 +304,27 @@ async function startFloor(keyCount: number): Promise<Running> {
     // The floor places calls as the service does for an account without a concurrency limit (the benchmark's):
     // with one, the service takes a slot in a transaction of its own, which this does not write by hand.
     if (key.account_max_concurrent_calls !== null) throw new Error('the floor places calls only for accounts without max_concurrent_calls');
-    // As the service does: the agent (and the suppression list) is read beside the claim.
-    const agentRead = statements.agent(key.account_id, body.agent_id, body.to);
-    agentRead.catch(() => undefined);
-    const claimed = await statements.claim([
-      key.id,
-      route,
-      idempotencyKey,
-      requestHash,
-      'in_flight',
-      owner,
-      null,
-      null,
-      null,
-      new Date(now.getTime() + 60_000).toISOString(),
-      expiresAt,
-      createdAt,
-    ]);
+    // As the service does: the agent (and the suppression list) is read with the claim.
+    const { claimed, agent } = await statements.claimAndAgent(
+      [
+        key.id,
+        route,
+        idempotencyKey,
+        requestHash,
+        'in_flight',
+        owner,
+        null,
+        null,
+        null,
+        new Date(now.getTime() + 60_000).toISOString(),
+        expiresAt,
+        createdAt,
+      ],
+      key.account_id,
+      body.agent_id,
+      body.to,
+    );
     if (claimed === 0) return reply.code(409).send({ error: 'idempotency_conflict' });
-    const agent = await agentRead;
     if (!agent) return reply.code(403).send({ error: 'agent_not_found' });
     if (agent.to_suppressed) return reply.code(403).send({ error: 'number_suppressed' });
     const conversationId = `conv_${randomBytes(13).toString('hex')}`;
