@@ -6,6 +6,7 @@
  * it counts as started once it logs "callgate is running".
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { repoRoot } from './repo-root.js';
@@ -110,6 +111,36 @@ async function healthy(url: string): Promise<boolean> {
   }
 }
 
+/**
+ * Whether process `pid` holds the socket listening on `port`. Between freePort() and the child's listen,
+ * another test's server may take the port; its /healthz would then answer for a child that failed to start.
+ * Read from /proc (Linux); elsewhere the answer of /healthz is taken as it is.
+ */
+function listensOn(pid: number | undefined, port: number): boolean {
+  if (pid === undefined || !fs.existsSync('/proc/net/tcp')) return true;
+  const portHex = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const lines = fs.existsSync(table) ? fs.readFileSync(table, 'utf8').split('\n').slice(1) : [];
+    for (const line of lines) {
+      const fields = line.trim().split(/\s+/);
+      // local_address is HEXADDR:HEXPORT, st 0A is LISTEN, the inode is the tenth field.
+      if (fields[1]?.endsWith(`:${portHex}`) && fields[3] === '0A' && fields[9]) inodes.add(fields[9]);
+    }
+  }
+  try {
+    return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return inodes.has(/^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1] ?? '');
+      } catch {
+        return false; // closed meanwhile
+      }
+    });
+  } catch {
+    return false; // the process is gone
+  }
+}
+
 async function startOnce(options: ServerProcessOptions, port: number): Promise<ServerProcess> {
   const { readyWhen, env } = readiness(options);
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
@@ -140,7 +171,7 @@ async function startOnce(options: ServerProcessOptions, port: number): Promise<S
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`server process exited (${child.exitCode ?? child.signalCode}) before it was healthy:\n${output}`);
     }
-    if (readyWhen === 'log' ? loggedReady : await healthy(url)) break;
+    if (readyWhen === 'log' ? loggedReady : (await healthy(url)) && listensOn(child.pid, port)) break;
     if (Date.now() > deadline) {
       await kill();
       const awaited = readyWhen === 'log' ? `log "${readyLogLine}"` : 'answer GET /healthz';
