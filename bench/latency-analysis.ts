@@ -98,7 +98,7 @@ function sqliteParagraphs(
       `bare Fastify ${two(bare.serverCpuMsPerRequest)} ms (every thread, the worker's and the garbage collector's included).${floorText}`,
   );
   out.push(
-    `- **SQLite's tail** (p99 ${msText(app.p99Ms)} ms, ${times(p99, 'bare Fastify', 'p99', bare.p99Ms)}): a request that arrives while the event loop is busy waits until it is free. ` +
+    `- **SQLite's tail**: p99 ${msText(app.p99Ms)} ms, ${times(p99, 'bare Fastify', 'p99', bare.p99Ms)}. A request that arrives while the event loop is busy waits until it is free. ` +
       `Besides other requests (the loop was busy ${pct(app.serverEventLoopBusy)} of the window), it runs the call monitor's passes (at this rate one every 50 ms, each claiming ` +
       `the calls that are due, asking the simulator and recording about ten ends with their events in one transaction: a few ms of statements ` +
       `that hold the loop), garbage collections, and the request log's batch. Ready callbacks waited up to ${one(app.loopDelayMaxMs)} ms for the loop ` +

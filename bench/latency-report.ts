@@ -126,7 +126,7 @@ export function renderLatencySection(input: LatencyReportInput): string {
   agent of up to ${int(settings.maxConnections)} connections, so a slow answer never holds back the next request), and each latency
   is counted from the moment its request was due, so a stall counts for every request it delays (no
   coordinated omission; autocannon's closed loop, and its overallRate, which sends in bursts, would hide it).
-  ${settings.warmupS} s of warm-up (every API key makes its once-a-minute \`last_used_at\` write), then ${settings.durationS} s measured.
+  ${settings.warmupS} s of warm-up (every API key makes its once-a-minute \`last_used_at\` write), then ${settings.durationS} s measured${manyRounds ? ' (per target and round)' : ''}.
 - ${
     manyRounds
       ? `In ${rounds} rounds, each running every target below once, in the order of the table, so that the targets compared

@@ -247,7 +247,7 @@ Every figure below comes from that one run; run it again to refresh this file.
   and the transaction that stores the call. Simulated calls end ${input.simulatorDelayMs} ms after they start, so the
   monitor ends calls during the measurement as it would in production. SQLite: a new file in a temporary folder;
   PostgreSQL: a new database, dropped afterwards.
-- **Load:** ${load.connections} connections, no pipelining, one autocannon run: ${load.warmupS} s of warm-up, then ${load.durationS} s
+- **Load:** ${load.connections} connections, no pipelining, one autocannon run${manyRounds ? ' per target and round' : ''}: ${load.warmupS} s of warm-up, then ${load.durationS} s
   measured over the same connections (a fresh set of ${load.connections} connections opened on a loaded server waits
   seconds for its first answers, a start-up effect kept out of the window). The warm-up also makes each key's
   once-a-minute \`last_used_at\` write. req/s counts the 2xx answers that arrived in the window; the latency
