@@ -3,8 +3,9 @@
  * the part of the service that sent them, the call monitor's backlog, the profile) and says it in sentences.
  */
 import { ms, type Measurement } from './measure.js';
-import { cell, dialectName, int, one, p99MaxMs, pct, postgresMinShare, sqliteMinShare, two } from './format.js';
+import { cell, dialectName, int, one, p99MaxMs, pct, pctFigure, postgresMinShare, sqliteMinShare, two } from './format.js';
 import type { ProfileRun, ReportInput } from './report.js';
+import { perRound, withRounds, type Rounds } from './rounds.js';
 
 /** Which part of the service sends a statement, read from its text. */
 function partOf(sql: string): string {
@@ -39,10 +40,16 @@ function monitorBehind(m: Measurement): boolean {
   return m.calls !== null && m.calls.total > 0 && m.calls.overdue / m.calls.total > 0.1;
 }
 
-export function limits(input: ReportInput, ceiling: Measurement | undefined): string {
+/**
+ * A target's own figures are its median round's; a figure comparing two targets is the median of the comparison
+ * made within each round (bench/rounds.ts), with each round's in brackets.
+ */
+export function limits(input: ReportInput, ceilingRounds: Rounds<Measurement> | undefined): string {
   const out: string[] = [];
   const connections = input.load.connections;
-  for (const m of input.measurements) {
+  const ceiling = ceilingRounds?.median;
+  for (const rounds of input.measurements) {
+    const m = rounds.median;
     if (m.kind !== 'app' || !m.dialect) continue;
     const name = dialectName(m.dialect);
     const profile = input.profiles.find((p) => p.dialect === m.dialect);
@@ -53,11 +60,19 @@ export function limits(input: ReportInput, ceiling: Measurement | undefined): st
       .slice(0, 5)
       .map((s) => `${s.name} ${pct(s.share)}`)
       .join('; ');
-    const costRatio = ceiling && ceiling.serverCpuMsPerRequest > 0 ? m.serverCpuMsPerRequest / ceiling.serverCpuMsPerRequest : null;
+    const costRatio =
+      ceilingRounds && ceiling
+        ? perRound(rounds, ceilingRounds, (a, c) => a.serverCpuMsPerRequest / Math.max(0.001, c.serverCpuMsPerRequest))
+        : null;
     const text: string[] = [];
     text.push(
       `The server process spent **${two(m.serverCpuMsPerRequest)} ms of CPU per created call**` +
-        (costRatio ? ` (${int(costRatio)}× the ceiling's ${two(ceiling!.serverCpuMsPerRequest)} ms)` : '') +
+        (costRatio && ceiling
+          ? costRatio.rounds.length > 1
+            ? ` (${int(costRatio.median)}× the ceiling's in the same round, rounds ${costRatio.rounds.map(int).join(' / ')}×; ` +
+              `the ceiling spent ${two(ceiling.serverCpuMsPerRequest)} ms in its median round)`
+            : ` (${int(costRatio.median)}× the ceiling's ${two(ceiling.serverCpuMsPerRequest)} ms)`
+          : '') +
         `, so even a core of its own would give it at most about ${int(1000 / Math.max(0.001, m.serverCpuMsPerRequest))} calls/s.`,
     );
     text.push(
@@ -98,21 +113,29 @@ export function limits(input: ReportInput, ceiling: Measurement | undefined): st
     out.push(`- **${name}.** ${text.join(' ')}`);
   }
 
-  const sqlite = input.measurements.find((m) => m.kind === 'app' && m.dialect === 'sqlite');
-  const postgres = input.measurements.find((m) => m.kind === 'app' && m.dialect === 'postgres');
-  const floors = input.measurements.filter((m) => m.kind === 'floor' && m.dialect);
-  if (ceiling && floors.length > 0) {
-    const described = floors.map((floor) => {
-      const share = floor.requestsPerSecond / ceiling.requestsPerSecond;
+  const of = (kind: Measurement['kind'], dialect: Measurement['dialect']) =>
+    input.measurements.find((r) => r.median.kind === kind && r.median.dialect === dialect);
+  const sqliteRounds = of('app', 'sqlite');
+  const postgresRounds = of('app', 'postgres');
+  const sqlite = sqliteRounds?.median;
+  const postgres = postgresRounds?.median;
+  const shareText = (p: { median: number; rounds: readonly number[] }) => withRounds(p, pctFigure, ' %');
+  const floors = input.measurements.filter((r) => r.median.kind === 'floor' && r.median.dialect);
+  if (ceilingRounds && floors.length > 0) {
+    const described = floors.map((floorRounds) => {
+      const floor = floorRounds.median;
+      const share = perRound(floorRounds, ceilingRounds, (f, c) => f.requestsPerSecond / Math.max(1, c.requestsPerSecond));
       const target = floor.dialect === 'sqlite' ? sqliteMinShare : postgresMinShare;
-      const service = floor.dialect === 'sqlite' ? sqlite : postgres;
+      const service = floor.dialect === 'sqlite' ? sqliteRounds : postgresRounds;
+      const ofFloor = service && perRound(service, floorRounds, (a, f) => a.requestsPerSecond / Math.max(1, f.requestsPerSecond));
+      const added = service && perRound(service, floorRounds, (a, f) => a.serverCpuMsPerRequest - f.serverCpuMsPerRequest);
       return (
-        `${dialectName(floor.dialect)} ${int(floor.requestsPerSecond)} req/s, ${pct(share)} of the ceiling ` +
-        `(target ${pct(target)}: ${share >= target ? 'within reach of the stack' : '**below it before any code of the service runs**'}), ` +
+        `${dialectName(floor.dialect)} ${int(floor.requestsPerSecond)} req/s, ${shareText(share)} of the ceiling ` +
+        `(target ${pct(target)}: ${share.median >= target ? 'within reach of the stack' : '**below it before any code of the service runs**'}), ` +
         `${two(floor.serverCpuMsPerRequest)} ms of CPU and p99 ${ms(floor.p99Ms)} ms` +
-        (service
-          ? `; the service does ${pct(service.requestsPerSecond / Math.max(1, floor.requestsPerSecond))} of the floor's rate, ` +
-            `its own code adding ${two(Math.max(0, service.serverCpuMsPerRequest - floor.serverCpuMsPerRequest))} ms of CPU per call`
+        (ofFloor && added
+          ? `; the service does **${shareText(ofFloor)}** of the floor's rate, ` +
+            `its own code adding ${withRounds(added, two, ' ms')} of CPU per call`
           : '')
       );
     });
@@ -121,14 +144,23 @@ export function limits(input: ReportInput, ceiling: Measurement | undefined): st
         `Fastify route (no Kysely, logging, hooks, request log or call monitor): ${described.join('; ')}.`,
     );
   }
-  if (ceiling && sqlite) {
+  if (ceilingRounds && ceiling && sqliteRounds && sqlite) {
     const needed = sqliteMinShare * ceiling.requestsPerSecond;
     const neededPostgres = postgresMinShare * ceiling.requestsPerSecond;
+    // Within each round: the CPU a call may cost at the target share of that round's ceiling, against what it cost.
+    const cheaper = perRound(
+      sqliteRounds,
+      ceilingRounds,
+      (a, c) => a.serverCpuMsPerRequest / (1000 / (sqliteMinShare * c.requestsPerSecond)),
+    );
+    const faster =
+      postgresRounds &&
+      perRound(postgresRounds, ceilingRounds, (a, c) => (postgresMinShare * c.requestsPerSecond) / Math.max(1, a.requestsPerSecond));
     out.push(
       `- **Against the targets.** ${pct(sqliteMinShare)} of this ceiling is ${int(needed)} calls/s, at most ${two(1000 / needed)} ms of CPU per call on one core: ` +
-        `${one(sqlite.serverCpuMsPerRequest / (1000 / needed))}× less than SQLite costs now. ` +
-        (postgres
-          ? `${pct(postgresMinShare)} is ${int(neededPostgres)} calls/s, ${one(neededPostgres / Math.max(1, postgres.requestsPerSecond))}× the PostgreSQL rate measured${monitorBehind(postgres) ? ", a rate that left the call monitor's work undone" : ''}. `
+        `${withRounds(cheaper, one, '×')} less than SQLite costs now. ` +
+        (postgres && faster
+          ? `${pct(postgresMinShare)} is ${int(neededPostgres)} calls/s, ${withRounds(faster, one, '×')} the PostgreSQL rate measured${monitorBehind(postgres) ? ", a rate that left the call monitor's work undone" : ''}. `
           : '') +
         `Latency follows from throughput: with ${connections} connections always waiting, a request's mean time is about ` +
         `${connections} / throughput (Little's law), ${int((connections / Math.max(1, sqlite.requestsPerSecond)) * 1000)} ms at the SQLite rate measured; ` +

@@ -6,6 +6,7 @@ import type { CommitCost } from './commit-cost.js';
 import { int, one, pct, two } from './format.js';
 import type { LatencyMeasurement } from './latency.js';
 import type { LatencyReportInput } from './latency-report.js';
+import { perRound, withRounds, type PerRound, type Rounds } from './rounds.js';
 
 /** The issue's targets: SQLite within these multiples of bare Fastify at the same rate. */
 export const sqliteP50MaxRatio = 1.5;
@@ -36,6 +37,15 @@ function commit(m: LatencyMeasurement | undefined, pattern: RegExp): CommitCost 
   return m?.commitCosts.find((c) => pattern.test(c.label));
 }
 
+/**
+ * A ratio to another target taken within each round: "2.5× bare Fastify's 0.58 ms" after one round; after more,
+ * the median of the rounds' ratios, which need not be the ratio of the two median rounds' figures.
+ */
+function times(p: PerRound, base: string, figure: string, baseMs: number): string {
+  if (p.rounds.length === 1) return `${one(p.median)}× ${base}'s ${msText(baseMs)} ms`;
+  return `${one(p.median)}× ${base} of the same round (rounds ${p.rounds.map(one).join(' / ')}×; ${base}'s ${figure} ${msText(baseMs)} ms in its median round)`;
+}
+
 /** More requests outstanding at once than a quarter of a second's worth: the target fell behind the schedule. */
 function fellBehind(m: LatencyMeasurement): boolean {
   return m.peakOutstanding > m.ratePerSecond / 4;
@@ -47,20 +57,40 @@ function behindNote(m: LatencyMeasurement): string {
     : '';
 }
 
-function sqliteParagraphs(bare: LatencyMeasurement, app: LatencyMeasurement, floor: LatencyMeasurement | undefined): string[] {
+function sqliteParagraphs(
+  bareRounds: Rounds<LatencyMeasurement>,
+  appRounds: Rounds<LatencyMeasurement>,
+  floorRounds: Rounds<LatencyMeasurement> | undefined,
+): string[] {
+  const [bare, app] = [bareRounds.median, appRounds.median];
   const normal = commit(app, /SQLite.*NORMAL/);
   const full = commit(app, /SQLite.*FULL/);
   const out: string[] = [];
-  const floorText = floor
-    ? ` The floor (the same statements by hand on the raw driver behind a bare route, none of the service's code) answered at p50 ${msText(floor.p50Ms)} ms, ${one(floor.p50Ms / bare.p50Ms)}× bare` +
-      (floor.p50Ms > sqliteP50MaxRatio * bare.p50Ms
-        ? `: ${sqliteP50MaxRatio}× bare Fastify is below what this stack's statements cost before any code of the service runs, and the service adds ${msText(Math.max(0, app.p50Ms - floor.p50Ms))} ms above the floor (Kysely, the hooks, the key's fingerprint, logging).`
-        : `; the service adds ${msText(Math.max(0, app.p50Ms - floor.p50Ms))} ms above it (Kysely, the hooks, the key's fingerprint, logging).`)
-    : '';
+  const p50 = perRound(appRounds, bareRounds, (a, b) => a.p50Ms / b.p50Ms);
+  const p99 = perRound(appRounds, bareRounds, (a, b) => a.p99Ms / b.p99Ms);
+  let floorText = '';
+  if (floorRounds) {
+    const floor = floorRounds.median;
+    const floorP50 = perRound(floorRounds, bareRounds, (f, b) => f.p50Ms / b.p50Ms);
+    const adds = withRounds(
+      perRound(appRounds, floorRounds, (a, f) => Math.max(0, a.p50Ms - f.p50Ms)),
+      msText,
+      ' ms',
+    );
+    floorText =
+      ` The floor (the same statements by hand on the raw driver behind a bare route, none of the service's code) answered at p50 ${msText(floor.p50Ms)} ms, ` +
+      `${withRounds(floorP50, one, '×')} bare` +
+      (floorP50.median > sqliteP50MaxRatio
+        ? `: ${sqliteP50MaxRatio}× bare Fastify is below what this stack's statements cost before any code of the service runs, and the service adds ${adds} above the floor (Kysely, the hooks, the key's fingerprint, logging).`
+        : `; the service adds ${adds} above it (Kysely, the hooks, the key's fingerprint, logging).`);
+  }
+  const fullTimes = appRounds.runs.every((m) => commit(m, /SQLite.*FULL/))
+    ? perRound(appRounds, bareRounds, (a, b) => (2 * commit(a, /SQLite.*FULL/)!.p50Ms) / b.p50Ms)
+    : null;
   out.push(
-    `- **SQLite: a request does not wait, it works.** POST /v1/calls answered at p50 ${msText(app.p50Ms)} ms, ${one(app.p50Ms / bare.p50Ms)}× bare Fastify's ${msText(bare.p50Ms)} ms.${behindNote(app)} ` +
+    `- **SQLite: a request does not wait, it works.** POST /v1/calls answered at p50 ${msText(app.p50Ms)} ms, ${times(p50, 'bare Fastify', 'p50', bare.p50Ms)}.${behindNote(app)} ` +
       `Nothing on its path waits for the disk or a timer: in WAL mode with \`synchronous = NORMAL\` a commit writes to the WAL in the kernel's page cache and returns ` +
-      `(${normal ? `${msText(normal.p50Ms)} ms at p50 beside this run` : 'not measured'}; a created call makes two: its key's claim, then the call with the completion of its key); ` +
+      `(${normal ? `${msText(normal.p50Ms)} ms at p50 beside ${appRounds.runs.length > 1 ? 'its median round' : 'this run'}` : 'not measured'}; a created call makes two: its key's claim, then the call with the completion of its key); ` +
       `the checkpoints, which do fsync, run on a thread of their own (src/db/sqlite-checkpointer.ts); the rate limiter counts in memory; the request log is buffered and written ` +
       `after the answer, 50 ms of rows in one statement; the access-log line is written after the answer. What is left is the request's own work on the one event loop ` +
       `(better-sqlite3 runs statements synchronously): authentication (a SHA-256 and a read), parsing and validating the body, the key's fingerprint and claim, the agent's read, ` +
@@ -68,7 +98,7 @@ function sqliteParagraphs(bare: LatencyMeasurement, app: LatencyMeasurement, flo
       `bare Fastify ${two(bare.serverCpuMsPerRequest)} ms (every thread, the worker's and the garbage collector's included).${floorText}`,
   );
   out.push(
-    `- **SQLite's tail** (p99 ${msText(app.p99Ms)} ms, ${one(app.p99Ms / bare.p99Ms)}× bare's ${msText(bare.p99Ms)} ms): a request that arrives while the event loop is busy waits until it is free. ` +
+    `- **SQLite's tail**: p99 ${msText(app.p99Ms)} ms, ${times(p99, 'bare Fastify', 'p99', bare.p99Ms)}. A request that arrives while the event loop is busy waits until it is free. ` +
       `Besides other requests (the loop was busy ${pct(app.serverEventLoopBusy)} of the window), it runs the call monitor's passes (at this rate one every 50 ms, each claiming ` +
       `the calls that are due, asking the simulator and recording about ten ends with their events in one transaction: a few ms of statements ` +
       `that hold the loop), garbage collections, and the request log's batch. Ready callbacks waited up to ${one(app.loopDelayMaxMs)} ms for the loop ` +
@@ -79,18 +109,33 @@ function sqliteParagraphs(bare: LatencyMeasurement, app: LatencyMeasurement, flo
       `and the kernel writes its page cache out whether or not the process lives; the next open replays the WAL. So an acknowledged call and its outcome event survive a kill -9 ` +
       `(the tests that kill the server so, in test/idempotency, test/webhooks and test/db, pass on it). What NORMAL gives up is a power loss or a kernel crash, which can lose the last ` +
       `commits before it (the database stays consistent). \`FULL\` would cover that with an fsync per commit: ` +
-      `${full ? `${msText(full.p50Ms)} ms at p50 here (p99 ${msText(full.p99Ms)} ms), twice per created call, ${one((2 * full.p50Ms) / bare.p50Ms)}× bare Fastify's whole answer` : 'not measured'}; ` +
+      `${full && fullTimes ? `${msText(full.p50Ms)} ms at p50 here (p99 ${msText(full.p99Ms)} ms), twice per created call, ${one(fullTimes.median)}× bare Fastify's whole answer${fullTimes.rounds.length > 1 ? ` in the same round (rounds ${fullTimes.rounds.map(one).join(' / ')}×)` : ''}` : 'not measured'}; ` +
       `it stays NORMAL. A deployment that must survive a power cut keeps its data on PostgreSQL.`,
   );
   return out;
 }
 
-function postgresParagraph(bare: LatencyMeasurement, app: LatencyMeasurement, floor: LatencyMeasurement | undefined): string {
+function postgresParagraph(
+  bareRounds: Rounds<LatencyMeasurement>,
+  appRounds: Rounds<LatencyMeasurement>,
+  floorRounds: Rounds<LatencyMeasurement> | undefined,
+): string {
+  const [bare, app, floor] = [bareRounds.median, appRounds.median, floorRounds?.median];
+  const manyRounds = appRounds.runs.length > 1;
   const costs = postgresFloorMs(app);
-  const above = app.p50Ms - bare.p50Ms;
+  const above = perRound(appRounds, bareRounds, (a, b) => a.p50Ms - b.p50Ms);
+  // Each round's p50 above bare Fastify against the commits and round trips timed beside that round's run.
+  const ofFloor = appRounds.runs.every((m) => postgresFloorMs(m))
+    ? perRound(appRounds, bareRounds, (a, b) => (a.p50Ms - b.p50Ms) / postgresFloorMs(a)!.floorMs)
+    : null;
   const floorText = floor ? ` The floor (the same statements by hand) answered at p50 ${msText(floor.p50Ms)} ms.` : '';
   return (
-    `- **PostgreSQL: the two commits a created call cannot do without.** POST /v1/calls answered at p50 ${msText(app.p50Ms)} ms, ${msText(above)} ms above bare Fastify (p99 ${msText(app.p99Ms)} ms).${behindNote(app)} ` +
+    `- **PostgreSQL: the two commits a created call cannot do without.** POST /v1/calls answered at p50 ${msText(app.p50Ms)} ms, ` +
+    (manyRounds
+      ? `${msText(above.median)} ms above bare Fastify of the same round (rounds ${above.rounds.map(msText).join(' / ')} ms; bare Fastify's p50 ` +
+        `${msText(bare.p50Ms)} ms in its median round), p99 ${msText(app.p99Ms)} ms.`
+      : `${msText(above.median)} ms above bare Fastify (p99 ${msText(app.p99Ms)} ms).`) +
+    `${behindNote(app)} ` +
     `On its path are four round trips to PostgreSQL, one after the other: the key's read, the rate limiter's count, the key's claim (the agent is read beside it, on another ` +
     `connection), and the call with the completion of its key (one statement). Two of them commit and wait for the WAL's fsync, and must: the claim has to be on disk before the provider is asked to place the call (if a crash of the ` +
     `database lost it, a retry with the same key would place a second call), and the call with its key's completion before the 201 says it exists. The limiter's count was a third ` +
@@ -98,8 +143,12 @@ function postgresParagraph(bare: LatencyMeasurement, app: LatencyMeasurement, fl
     `its commit returns once its WAL is in PostgreSQL's buffers. A crash of the database server can lose the counts of its last few hundred ms, so a client may get that many more ` +
     `requests through once; never a claim, call or event, which commit through the main pool.` +
     (costs
-      ? ` Measured beside the run, a commit costs ${msText(costs.commitMs)} ms and a round trip without one ${msText(costs.roundTripMs)} ms: ${postgresDurableCommits} commits and ` +
-        `${postgresRoundTrips} round trips make ${msText(costs.floorMs)} ms of the ${msText(above)} ms; the rest is the request's work in the server (as on SQLite) and in ` +
+      ? ` Measured beside the run${manyRounds ? ' (its median round)' : ''}, a commit costs ${msText(costs.commitMs)} ms and a round trip without one ${msText(costs.roundTripMs)} ms: ` +
+        `${postgresDurableCommits} commits and ${postgresRoundTrips} round trips make ${msText(costs.floorMs)} ms` +
+        (manyRounds && ofFloor
+          ? `; in each round, the p50 above bare Fastify was ${withRounds(ofFloor, two, '×')} what that round's commits and round trips make`
+          : ` of the ${msText(above.median)} ms`) +
+        `; the rest is the request's work in the server (as on SQLite) and in ` +
         `PostgreSQL, and the commits of the worker and the request log, which share the WAL's flushes.`
       : '') +
     floorText +
@@ -108,17 +157,18 @@ function postgresParagraph(bare: LatencyMeasurement, app: LatencyMeasurement, fl
 }
 
 export function latencyAnalysis(input: LatencyReportInput): string {
-  const bare = input.measurements.find((m) => m.kind === 'ceiling');
-  if (!bare) return '';
+  const bareRounds = input.measurements.find((r) => r.median.kind === 'ceiling');
+  if (!bareRounds) return '';
+  const bare = bareRounds.median;
   const of = (kind: 'app' | 'floor', dialect: 'sqlite' | 'postgres') =>
-    input.measurements.find((m) => m.kind === kind && m.dialect === dialect);
+    input.measurements.find((r) => r.median.kind === kind && r.median.dialect === dialect);
   const out = [
-    `- **Bare Fastify** (p50 ${msText(bare.p50Ms)} ms, p99 ${msText(bare.p99Ms)} ms) is the round trip itself: the generator's send, the loopback, both processes waking ` +
+    `- **Bare Fastify** (p50 ${msText(bare.p50Ms)} ms, p99 ${msText(bare.p99Ms)} ms${bareRounds.runs.length > 1 ? ' in its median round' : ''}) is the round trip itself: the generator's send, the loopback, both processes waking ` +
       `and Node's HTTP on both sides. Every other figure includes it.`,
   ];
   const sqlite = of('app', 'sqlite');
-  if (sqlite) out.push(...sqliteParagraphs(bare, sqlite, of('floor', 'sqlite')));
+  if (sqlite) out.push(...sqliteParagraphs(bareRounds, sqlite, of('floor', 'sqlite')));
   const postgres = of('app', 'postgres');
-  if (postgres) out.push(postgresParagraph(bare, postgres, of('floor', 'postgres')));
+  if (postgres) out.push(postgresParagraph(bareRounds, postgres, of('floor', 'postgres')));
   return `### Where a request's time goes\n\n${out.join('\n')}\n`;
 }

@@ -65,9 +65,9 @@ async function commitCostsBeside(spec: TargetSpec, settings: CommitCostSettings,
   return [];
 }
 
-export async function measureLatency(spec: TargetSpec, settings: LatencySettings, workDir: string): Promise<LatencyMeasurement> {
+export async function measureLatency(spec: TargetSpec, settings: LatencySettings, workDir: string, round = 1): Promise<LatencyMeasurement> {
   // A diagnostic, off by default (the profiler costs CPU, which the figures would include): a V8 CPU profile of
-  // the target over the measured window, latency-<label>.cpuprofile in this folder.
+  // the target over the measured window, latency-<label>-round<n>.cpuprofile in this folder.
   const profileDir = process.env.BENCH_LATENCY_CPU_PROF;
   return withTarget(spec, workDir, async ({ target, postgres, tokens, logFile }) => {
     const commitCosts = await commitCostsBeside(spec, { count: commitSamples, ratePerSecond: settings.ratePerSecond }, workDir);
@@ -95,7 +95,8 @@ export async function measureLatency(spec: TargetSpec, settings: LatencySettings
       },
     );
     const after = await read(target, postgres);
-    if (profileDir) await target.stopProfile(path.join(profileDir, `latency-${spec.label.replace(/[^a-z0-9]+/gi, '-')}.cpuprofile`));
+    if (profileDir)
+      await target.stopProfile(path.join(profileDir, `latency-${spec.label.replace(/[^a-z0-9]+/gi, '-')}-round${round}.cpuprofile`));
     await target.stop();
     return summarise(spec, settings, result, before!, after, commitCosts, logFile);
   });

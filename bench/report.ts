@@ -3,12 +3,26 @@ import type { Dialect } from '../test/support/test-database.js';
 import type { Machine } from './machine.js';
 import { ms, type LoadSettings, type Measurement } from './measure.js';
 import { limits, statementTable } from './analysis.js';
-import { cell, dialectName, int, p99MaxMs, pct, postgresMinShare, sqliteMinShare, two } from './format.js';
+import {
+  cell,
+  dialectName,
+  int,
+  p99MaxMs,
+  pct,
+  pctFigure,
+  postgresFloorShareBefore,
+  postgresMinShare,
+  sqliteFloorShareBefore,
+  sqliteMinShare,
+  two,
+  verdict,
+} from './format.js';
 import type { ProfileSummary, Share } from './profile-summary.js';
 import { renderBatchSection, type BatchReportInput } from './batch-report.js';
 import { renderDispatcherSection, type DispatcherReportInput } from './dispatcher-report.js';
 import { renderGrowthSection, type GrowthReportInput } from './growth-report.js';
 import { latencyTargets, renderLatencySection, type LatencyReportInput } from './latency-report.js';
+import { eachRound, overRounds, perRound, withRounds, type PerRound, type Rounds } from './rounds.js';
 
 export interface ProfileRun {
   readonly dialect: Dialect;
@@ -25,7 +39,10 @@ export interface ReportInput {
   readonly keyCount: number;
   readonly logLevel: string;
   readonly simulatorDelayMs: number;
-  readonly measurements: readonly Measurement[];
+  /** How many rounds the throughput and latency targets ran (bench/rounds.ts). */
+  readonly rounds: number;
+  /** Each throughput target's runs, one a round. */
+  readonly measurements: readonly Rounds<Measurement>[];
   readonly postgresSkip: string | null;
   readonly profiles: readonly ProfileRun[];
   /** The open-loop latency runs, when any were asked for. */
@@ -55,9 +72,13 @@ function errorsOf(m: Measurement): string {
   return `**${int(failures(m))}** (${parts.join(', ')})`;
 }
 
-function verdict(ok: boolean, m: Measurement): string {
-  if (failures(m) > 0) return `**not met** (the run had ${int(failures(m))} failed requests)`;
-  return ok ? 'met' : '**not met**';
+/** The median round's failed requests, then any other round's: a round that failed must not hide behind the median. */
+function roundErrors(r: Rounds<Measurement>): string {
+  const others = r.runs
+    .map((m, i) => ({ m, round: i + 1 }))
+    .filter(({ m }) => m !== r.median && failures(m) > 0)
+    .map(({ m, round }) => `round ${round}: ${errorsOf(m)}`);
+  return [errorsOf(r.median), ...others].join('; ');
 }
 
 function shares(list: readonly Share[]): string {
@@ -86,50 +107,89 @@ ${shares(p.summary.functions)}
 `;
 }
 
+function roundsMethod(input: ReportInput, manyRounds: boolean): string {
+  if (!manyRounds) return '- **Rounds:** one (BENCH_ROUNDS=1): each target ran once, one after the other.';
+  return `- **Rounds:** ${input.rounds} of them; each runs every target above once, in the order of the table (the ceiling, then each
+  database's floor and service), each on a fresh database and in a fresh process, so that the targets compared ran
+  minutes apart under the same load from the rest of the machine (on a shared machine one run can differ from the
+  next by more than what is measured). A target's row is its median round by req/s (of an even count, the lower of
+  the middle two), so its columns are one real run's; every round's req/s is beside it. A comparison of two targets
+  (a share of the ceiling or of the floor, a cost beside the ceiling's or the floor's) is made within each round and
+  its median given, each round's in brackets, so it need not equal the ratio of the two rows' figures.`;
+}
+
 export function renderReport(input: ReportInput): string {
   const { machine, load } = input;
-  const ceiling = input.measurements.find((m) => m.kind === 'ceiling');
-  const sqlite = input.measurements.find((m) => m.kind === 'app' && m.dialect === 'sqlite');
-  const postgres = input.measurements.find((m) => m.kind === 'app' && m.dialect === 'postgres');
-  const ratio = (m: Measurement) => (ceiling ? m.requestsPerSecond / ceiling.requestsPerSecond : null);
+  const of = (kind: Measurement['kind'], dialect: Dialect | null) =>
+    input.measurements.find((r) => r.median.kind === kind && r.median.dialect === dialect);
+  const ceilingRounds = of('ceiling', null);
+  const ceiling = ceilingRounds?.median;
+  const sqlite = of('app', 'sqlite');
+  const postgres = of('app', 'postgres');
+  const manyRounds = input.rounds > 1;
+  /** Each round's throughput as a share of the same round's ceiling. */
+  const ratio = (r: Rounds<Measurement>) =>
+    ceilingRounds ? perRound(r, ceilingRounds, (m, c) => m.requestsPerSecond / Math.max(1, c.requestsPerSecond)) : null;
+  const shareText = (p: PerRound) => withRounds(p, pctFigure, ' %');
 
-  const rows = input.measurements.map((m) => {
-    const r = ratio(m);
-    return `| ${m.label} | ${int(m.requestsPerSecond)} | ${ms(m.p50Ms)} | ${ms(m.p99Ms)} | ${int(m.peakRssMb)} | ${r === null ? '–' : pct(r)} | ${errorsOf(m)} |`;
+  const rows = input.measurements.map((r) => {
+    const m = r.median;
+    const share = r === ceilingRounds ? '100 %' : ratio(r);
+    return (
+      `| ${m.label} | ${int(m.requestsPerSecond)} |${manyRounds ? ` ${eachRound(r, (x) => x.requestsPerSecond, int)} |` : ''} ` +
+      `${ms(m.p50Ms)} | ${ms(m.p99Ms)} | ${int(m.peakRssMb)} | ${share === null ? '–' : typeof share === 'string' ? share : shareText(share)} | ${roundErrors(r)} |`
+    );
   });
-  if (input.postgresSkip) rows.push(`| POST /v1/calls, PostgreSQL | not run: ${cell(input.postgresSkip)} | | | | | |`);
+  if (input.postgresSkip)
+    rows.push(`| POST /v1/calls, PostgreSQL | not run: ${cell(input.postgresSkip)} |${manyRounds ? ' |' : ''} | | | | |`);
 
   const targets: string[] = [];
-  if (sqlite) {
-    const r = ratio(sqlite);
+  for (const [service, min] of [
+    [sqlite, sqliteMinShare],
+    [postgres, postgresMinShare],
+  ] as const) {
+    if (!service) continue;
+    const r = ratio(service);
     targets.push(
-      `| SQLite throughput ≥ ${pct(sqliteMinShare)} of the ceiling | ${r === null ? 'no ceiling measured' : pct(r)} | ${r === null ? 'not known' : verdict(r >= sqliteMinShare, sqlite)} |`,
+      `| ${dialectName(service.median.dialect)} throughput ≥ ${pct(min)} of the ceiling | ${r === null ? 'no ceiling measured' : shareText(r)} | ` +
+        `${r === null ? 'not known' : verdict(r.median >= min, service)} |`,
     );
   }
-  if (postgres) {
-    const r = ratio(postgres);
+  if (!postgres) targets.push(`| PostgreSQL throughput ≥ ${pct(postgresMinShare)} of the ceiling | not measured | not known |`);
+  for (const [service, before] of [
+    [sqlite, sqliteFloorShareBefore],
+    [postgres, postgresFloorShareBefore],
+  ] as const) {
+    const floor = service && of('floor', service.median.dialect);
+    if (!service || !floor) continue;
+    const share = perRound(service, floor, (m, f) => m.requestsPerSecond / Math.max(1, f.requestsPerSecond));
     targets.push(
-      `| PostgreSQL throughput ≥ ${pct(postgresMinShare)} of the ceiling | ${r === null ? 'no ceiling measured' : pct(r)} | ${r === null ? 'not known' : verdict(r >= postgresMinShare, postgres)} |`,
+      `| ${dialectName(service.median.dialect)}: POST /v1/calls's share of the floor's throughput up from ${pct(before)} | ${shareText(share)} | ` +
+        `${verdict(share.median > before, service)} |`,
     );
-  } else {
-    targets.push(`| PostgreSQL throughput ≥ ${pct(postgresMinShare)} of the ceiling | not measured | not known |`);
   }
-  for (const m of [sqlite, postgres]) {
-    if (m) targets.push(`| p99 < ${p99MaxMs} ms, ${dialectName(m.dialect)} | ${ms(m.p99Ms)} ms | ${verdict(m.p99Ms < p99MaxMs, m)} |`);
+  for (const r of [sqlite, postgres]) {
+    if (!r) continue;
+    const p99 = overRounds(r, (m) => m.p99Ms);
+    targets.push(
+      `| p99 < ${p99MaxMs} ms, ${dialectName(r.median.dialect)} | ${withRounds(p99, ms, ' ms')} | ${verdict(p99.median < p99MaxMs, r)} |`,
+    );
   }
 
   if (input.latency) targets.push(...latencyTargets(input.latency));
 
-  const noisiest = Math.max(0, ...input.measurements.map((m) => m.otherCpuCores ?? 0));
+  const everyRun = input.measurements.flatMap((r) => r.runs.map((m, i) => ({ m, round: i + 1 })));
+  const noisiest = Math.max(0, ...everyRun.map(({ m }) => m.otherCpuCores ?? 0));
   const contention =
     noisiest > noisyOtherCores
       ? `\n> **The machine was shared during this run.** Other processes used up to ${two(noisiest)} of the ${machine.cores} cores ` +
-        `while targets were measured (column "other processes"; load averages at the start of each window beside it). ` +
+        `while targets were measured (column "other processes"${manyRounds ? ', median rounds; the most of any round is quoted here' : ''}; load averages at the start of each window beside it). ` +
         `Throughput and latency are therefore lower and noisier than on an idle machine, the ceiling included; ` +
         `CPU time per request is the figure least affected by it.\n`
       : '';
 
   const monitor = input.measurements
+    .map((r) => r.median)
     .filter((m) => m.calls)
     .map(
       (m) =>
@@ -137,9 +197,12 @@ export function renderReport(input: ReportInput): string {
         `${int(m.calls!.overdue)} overdue when the server stopped`,
     )
     .join('; ');
-  const logs = input.measurements
-    .filter((m) => m.logProblems.count > 0)
-    .map((m) => `${m.label}: ${int(m.logProblems.count)} lines at warn or above, the first: \`${cell(m.logProblems.first ?? '')}\``);
+  const logs = everyRun
+    .filter(({ m }) => m.logProblems.count > 0)
+    .map(
+      ({ m, round }) =>
+        `${m.label}${manyRounds ? `, round ${round}` : ''}: ${int(m.logProblems.count)} lines at warn or above, the first: \`${cell(m.logProblems.first ?? '')}\``,
+    );
   const mixes = input.profiles.map((p) => p.measurement).filter((m) => m.statementMix.length > 0);
 
   return `# Benchmarks
@@ -184,7 +247,7 @@ Every figure below comes from that one run; run it again to refresh this file.
   and the transaction that stores the call. Simulated calls end ${input.simulatorDelayMs} ms after they start, so the
   monitor ends calls during the measurement as it would in production. SQLite: a new file in a temporary folder;
   PostgreSQL: a new database, dropped afterwards.
-- **Load:** ${load.connections} connections, no pipelining, one autocannon run: ${load.warmupS} s of warm-up, then ${load.durationS} s
+- **Load:** ${load.connections} connections, no pipelining, one autocannon run${manyRounds ? ' per target and round' : ''}: ${load.warmupS} s of warm-up, then ${load.durationS} s
   measured over the same connections (a fresh set of ${load.connections} connections opened on a loaded server waits
   seconds for its first answers, a start-up effect kept out of the window). The warm-up also makes each key's
   once-a-minute \`last_used_at\` write. req/s counts the 2xx answers that arrived in the window; the latency
@@ -192,20 +255,22 @@ Every figure below comes from that one run; run it again to refresh this file.
   server process's VmHWM at the end of the window. Server CPU and event-loop use and delay are read from the server
   process at both ends of the window; PostgreSQL CPU from /proc for the backends of the target's database;
   "other processes" is the machine's busy time (/proc/stat) minus all of those.
-- **Diagnostic runs** (after the measured ones, ${input.profiles[0]?.durationS ?? 0} s each, not in the results table): the same
+${roundsMethod(input, manyRounds)}
+- **Diagnostic runs** (after the measured ones, once, ${input.profiles[0]?.durationS ?? 0} s each, not in the results table): the same
   load on a fresh database with the V8 CPU profiler running and every SQL statement counted where better-sqlite3
   runs it and where pg sends it. Both cost a few per cent of the throughput, which is why the measured runs do
   neither.
 ${contention}
 ## Results
 
-| target | req/s | p50 ms | p99 ms | peak RSS MB | ratio to ceiling | non-2xx |
-|---|---|---|---|---|---|---|
+| target | req/s |${manyRounds ? ' req/s per round |' : ''} p50 ms | p99 ms | peak RSS MB | ratio to ceiling${manyRounds ? ', median of the rounds' : ''} | non-2xx |
+|---|---|${manyRounds ? '---|' : ''}---|---|---|---|---|
 ${rows.join('\n')}
 
 | target | server CPU, ms / request | server CPU, cores | event loop busy | event-loop delay p99 / max ms | autocannon, cores | PostgreSQL, cores | other processes, cores (load avg) | p99.9 ms |
 |---|---|---|---|---|---|---|---|---|
 ${input.measurements
+  .map((r) => r.median)
   .map(
     (m) =>
       `| ${m.label} | ${m.serverCpuMsPerRequest.toFixed(3)} | ${two(m.serverCpuCores)} | ${pct(m.serverEventLoopBusy)} | ` +
@@ -215,17 +280,17 @@ ${input.measurements
   )
   .join('\n')}
 
-Call monitor: ${monitor || 'not measured'}.
+Call monitor${manyRounds ? ', median rounds' : ''}: ${monitor || 'not measured'}.
 ${logs.length > 0 ? `\nLog lines at warn or above: ${logs.join('; ')}\n` : '\nNo log line at warn or above in any run.\n'}
 ## Targets (from the issue)
 
 | target | measured | |
 |---|---|---|
 ${targets.join('\n')}
-
+${manyRounds ? "\nEach target is judged on the median over the rounds of the figure or ratio it names, each round's in brackets; a ratio is taken within a round.\n" : ''}
 ## What limits it
 
-${limits(input, ceiling)}
+${limits(input, ceilingRounds)}
 
 ${mixes.map((m) => `### SQL statements per created call, ${dialectName(m.dialect)} (diagnostic run)\n\n${statementTable(m)}\n`).join('\n')}
 ${input.profiles.map(profileSection).join('\n')}${input.latency ? `\n${renderLatencySection(input.latency)}` : ''}${input.dispatcher ? renderDispatcherSection(input.dispatcher) : ''}${input.batches ? renderBatchSection(input.batches) : ''}${input.growth ? renderGrowthSection(input.growth) : ''}`;

@@ -1,17 +1,20 @@
 /**
  * `npm run bench`: the ceiling (bare Fastify), the floor (the statements a created call needs, by hand on the
- * raw drivers) and POST /v1/calls through the real service on SQLite and on PostgreSQL, each server in a process of its own with autocannon here; then, as separate diagnostic runs, the
+ * raw drivers) and POST /v1/calls through the real service on SQLite and on PostgreSQL, each server in a process of its own with autocannon here,
+ * in BENCH_ROUNDS rounds that each run every one of them in turn (the report shows each target's median round and
+ * compares targets within a round: bench/rounds.ts); the same targets at a fixed rate, open loop, in as many rounds; then, as separate diagnostic runs (once), the
  * service under the same load with a CPU profile and its SQL statements counted; then the webhook dispatcher
  * (deliveries/s from a backlog, time from an outcome to its first attempt) against a local receiver on both
  * databases; then batches (POST /v1/batches of 10,000 recipients; a test-mode batch of 5,000 at max_concurrency 100
- * dialed to its end against the ideal) on both databases; writes BENCHMARKS.md. Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3),
+ * dialed to its end against the ideal) on both databases; writes BENCHMARKS.md. Knobs (environment): BENCH_ROUNDS (3, at least 1;
+ * an odd count keeps every median a real round's), BENCH_DURATION_S (10 per target and round), BENCH_WARMUP_S (3),
  * BENCH_CONNECTIONS (50), BENCH_KEYS (1000), BENCH_PROFILE_S (5, 0 skips the profiles), BENCH_LOG_LEVEL
  * (info, the service's default), BENCH_SIMULATOR_DELAY_MS (3000, the service's default), BENCH_WEBHOOK_EVENTS
- * (20000, the dispatcher's backlog), BENCH_LATENCY_RATE (200 requests a second, open loop) for BENCH_LATENCY_S (15) after
+ * (20000, the dispatcher's backlog), BENCH_LATENCY_RATE (200 requests a second, open loop) for BENCH_LATENCY_S (10 per round) after
  * BENCH_LATENCY_WARMUP_S (5), BENCH_WEBHOOK_RATE (200 outcomes a second) for BENCH_WEBHOOK_LATENCY_S (10),
  * BENCH_WEBHOOK_VERIFY_EVERY (50: every 50th signature is checked), BENCH_DISPATCHER_CPU_PROF (a folder: a V8 CPU
  * profile of the dispatcher process during the throughput phase, dispatcher-<dialect>.cpuprofile), BENCH_LATENCY_CPU_PROF (a
- * folder: a V8 CPU profile of each open-loop target over its measured window, latency-<label>.cpuprofile),
+ * folder: a V8 CPU profile of each open-loop target over its measured window, latency-<label>-round<n>.cpuprofile),
  * BENCH_PROFILE_INTERVAL_US (1000: the profiles' sampling interval; at 200 requests/s, 250 gives about six samples a request),
  * BENCH_BATCH_CREATE_RECIPIENTS (10000) posted BENCH_BATCH_CREATE_RUNS (3) times, BENCH_BATCH_RECIPIENTS (5000) dialed at
  * BENCH_BATCH_CONCURRENCY (100) with calls of BENCH_BATCH_DELAY_MS (500), BENCH_TARGETS
@@ -41,6 +44,8 @@ import { serviceEnv } from './child-process.js';
 import { measureLatency, type LatencyMeasurement, type LatencySettings } from './latency.js';
 import { measure, type LoadSettings, type Measurement, type TargetSpec } from './measure.js';
 import { summariseProfile } from './profile-summary.js';
+import { roundsOf } from './rounds.js';
+import { dialectName } from './format.js';
 import { renderReport, type ProfileRun } from './report.js';
 
 function setting(name: string, fallback: number, min = 0): number {
@@ -56,6 +61,8 @@ const load: LoadSettings = {
   warmupS: setting('BENCH_WARMUP_S', 3, 0),
   connections: setting('BENCH_CONNECTIONS', 50, 1),
 };
+const rounds = setting('BENCH_ROUNDS', 3, 1);
+if (!Number.isInteger(rounds)) throw new Error(`BENCH_ROUNDS must be a whole number, got "${process.env.BENCH_ROUNDS}"`);
 const keyCount = setting('BENCH_KEYS', 1000, 1);
 const profileS = setting('BENCH_PROFILE_S', 5, 0);
 const logLevel = process.env.BENCH_LOG_LEVEL?.trim() || 'info';
@@ -91,7 +98,8 @@ const growthSettings: GrowthSettings = {
 };
 const latencySettings: LatencySettings = {
   ratePerSecond: setting('BENCH_LATENCY_RATE', 200, 1),
-  durationS: setting('BENCH_LATENCY_S', 15, 1),
+  // Per round: three rounds of 10 s give each target more measured time than the single 15 s window did.
+  durationS: setting('BENCH_LATENCY_S', 10, 1),
   warmupS: setting('BENCH_LATENCY_WARMUP_S', 5, 0),
   // Enough that a request never waits for a socket at this rate unless the server stalls for over a second.
   maxConnections: 256,
@@ -135,49 +143,73 @@ async function measureOnDatabase(
   }
 }
 
+/** Runs the plan's targets in turn, `rounds` times over; each target's runs in round order, in the plan's order. */
+async function inRounds<M>(plan: readonly { target: string; run: (round: number) => Promise<M> }[]): Promise<M[][]> {
+  const runs: M[][] = plan.map(() => []);
+  for (let round = 1; round <= rounds; round++) {
+    for (const [i, step] of plan.entries()) {
+      if (rounds > 1) process.stderr.write(`bench: round ${round} of ${rounds}, ${step.target}\n`);
+      runs[i]!.push(await step.run(round));
+    }
+  }
+  return runs;
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const machine = await describeMachine(postgresAdminUrl);
   const postgresSkip = await postgresUnavailableReason();
-  process.stderr.write(`bench: ${load.connections} connections, ${load.warmupS} s warm-up, ${load.durationS} s measured per target\n`);
+  process.stderr.write(
+    `bench: ${rounds} round(s); ${load.connections} connections, ${load.warmupS} s warm-up, ${load.durationS} s measured per target and round\n`,
+  );
 
-  const measurements: Measurement[] = [];
+  // Each round runs every selected target once, in this order, so that the targets a ratio compares (the service
+  // and its floor, either and the ceiling) ran minutes apart under the same load from the rest of the machine.
+  const throughputPlan: { target: string; run: () => Promise<Measurement> }[] = [];
   if (targets.has('ceiling')) {
-    measurements.push(await measure({ label: 'ceiling: bare Fastify 5, one POST route', kind: 'ceiling', env: {} }, load, workDir));
-  }
-  for (const dialect of (['sqlite', 'postgres'] as const).filter((d) => targets.has(`floor-${d}`) && !(d === 'postgres' && postgresSkip))) {
-    measurements.push(
-      await measureOnDatabase(dialect, `floor: the statements by hand, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`, {
-        kind: 'floor',
-      }),
-    );
+    const spec: TargetSpec = { label: 'ceiling: bare Fastify 5, one POST route', kind: 'ceiling', env: {} };
+    throughputPlan.push({ target: 'ceiling', run: () => measure(spec, load, workDir) });
   }
   const dialects = (['sqlite', 'postgres'] as const).filter((d) => targets.has(d) && !(d === 'postgres' && postgresSkip));
-  for (const dialect of dialects) {
-    measurements.push(await measureOnDatabase(dialect, `POST /v1/calls, ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`));
+  for (const dialect of (['sqlite', 'postgres'] as const).filter((d) => !(d === 'postgres' && postgresSkip))) {
+    const name = dialectName(dialect);
+    if (targets.has(`floor-${dialect}`)) {
+      const label = `floor: the statements by hand, ${name}`;
+      throughputPlan.push({ target: `floor-${dialect}`, run: () => measureOnDatabase(dialect, label, { kind: 'floor' }) });
+    }
+    if (targets.has(dialect)) {
+      throughputPlan.push({ target: dialect, run: () => measureOnDatabase(dialect, `POST /v1/calls, ${name}`) });
+    }
   }
+  const measurements = (await inRounds(throughputPlan)).map((runs) => roundsOf(runs, (m) => m.requestsPerSecond));
 
-  const latencies: LatencyMeasurement[] = [];
+  const latencyPlan: { target: string; run: (round: number) => Promise<LatencyMeasurement> }[] = [];
   if (targets.has('latency-ceiling')) {
-    latencies.push(await measureLatency({ label: 'bare Fastify 5, one POST route', kind: 'ceiling', env: {} }, latencySettings, workDir));
+    const spec: TargetSpec = { label: 'bare Fastify 5, one POST route', kind: 'ceiling', env: {} };
+    latencyPlan.push({ target: 'latency-ceiling', run: (round) => measureLatency(spec, latencySettings, workDir, round) });
   }
   for (const dialect of (['sqlite', 'postgres'] as const).filter((d) => !(d === 'postgres' && postgresSkip))) {
-    const name = dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL';
+    const name = dialectName(dialect);
     const runs = [
       { target: `latency-floor-${dialect}`, label: `floor: the statements by hand, ${name}`, kind: 'floor' as const },
       { target: `latency-${dialect}`, label: `POST /v1/calls, ${name}`, kind: 'app' as const },
     ];
     for (const run of runs.filter((r) => targets.has(r.target))) {
-      const database = await createTestDatabase(dialect);
-      try {
-        latencies.push(
-          await measureLatency({ label: run.label, kind: run.kind, env: appEnv(database.env), dialect }, latencySettings, workDir),
-        );
-      } finally {
-        await database.drop();
-      }
+      latencyPlan.push({
+        target: run.target,
+        async run(round) {
+          const database = await createTestDatabase(dialect);
+          try {
+            const spec: TargetSpec = { label: run.label, kind: run.kind, env: appEnv(database.env), dialect };
+            return await measureLatency(spec, latencySettings, workDir, round);
+          } finally {
+            await database.drop();
+          }
+        },
+      });
     }
   }
+  const latencies = (await inRounds(latencyPlan)).map((runs) => roundsOf(runs, (m) => m.p50Ms));
 
   const profiles: ProfileRun[] = [];
   if (profileS > 0) {
@@ -220,6 +252,7 @@ async function main(): Promise<void> {
     date: new Date(),
     machine,
     load,
+    rounds,
     keyCount,
     logLevel,
     simulatorDelayMs,
@@ -259,9 +292,14 @@ async function main(): Promise<void> {
   fs.writeFileSync(output, markdown);
   for (const file of fs.readdirSync(workDir)) if (!file.endsWith('.cpuprofile')) fs.rmSync(path.join(workDir, file), { force: true });
   process.stderr.write(`bench: wrote ${output} in ${Math.round((Date.now() - started) / 1000)} s; CPU profiles in ${workDir}\n`);
-  const failed = [...measurements, ...profiles.map((p) => p.measurement), ...latencies].filter((m) => m.non2xx + m.errors > 0);
+  const failed = [
+    ...measurements.flatMap((r) => r.runs),
+    ...profiles.map((p) => p.measurement),
+    ...latencies.flatMap((r) => r.runs),
+  ].filter((m) => m.non2xx + m.errors > 0);
   if (failed.length > 0) {
-    process.stderr.write(`bench: ${failed.map((m) => m.label).join('; ')} had non-2xx answers or errors (see the report)\n`);
+    const names = [...new Set(failed.map((m) => m.label))];
+    process.stderr.write(`bench: ${names.join('; ')} had non-2xx answers or errors (see the report)\n`);
     process.exitCode = 1;
   }
   for (const m of batches) {
