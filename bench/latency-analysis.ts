@@ -136,8 +136,8 @@ function postgresParagraph(
         `${msText(bare.p50Ms)} ms in its median round), p99 ${msText(app.p99Ms)} ms.`
       : `${msText(above.median)} ms above bare Fastify (p99 ${msText(app.p99Ms)} ms).`) +
     `${behindNote(app)} ` +
-    `On its path are four round trips to PostgreSQL, one after the other: the key's read, the rate limiter's count, the key's claim (the agent is read beside it, on another ` +
-    `connection), and the call with the completion of its key (one statement). Two of them commit and wait for the WAL's fsync, and must: the claim has to be on disk before the provider is asked to place the call (if a crash of the ` +
+    `On its path are four round trips to PostgreSQL, one after the other: the key's read, the rate limiter's count, the key's claim (with the agent and the suppression list read in the same statement), ` +
+    `and the call with the completion of its key (one statement). Two of them commit and wait for the WAL's fsync, and must: the claim has to be on disk before the provider is asked to place the call (if a crash of the ` +
     `database lost it, a retry with the same key would place a second call), and the call with its key's completion before the 201 says it exists. The limiter's count was a third ` +
     `commit waiting for the disk; it now goes through a pool of its own whose sessions run with \`synchronous_commit = off\` (src/db/database.ts): the count is visible at once and ` +
     `its commit returns once its WAL is in PostgreSQL's buffers. A crash of the database server can lose the counts of its last few hundred ms, so a client may get that many more ` +

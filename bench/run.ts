@@ -147,7 +147,10 @@ async function measureOnDatabase(
 async function inRounds<M>(plan: readonly { target: string; run: (round: number) => Promise<M> }[]): Promise<M[][]> {
   const runs: M[][] = plan.map(() => []);
   for (let round = 1; round <= rounds; round++) {
-    for (const [i, step] of plan.entries()) {
+    // Every other round runs the plan backwards, so no target always runs right after another (a checkpoint
+    // of PostgreSQL after the floor's writes, say, would otherwise land in the service's runs each time).
+    const order = round % 2 === 1 ? [...plan.entries()] : [...plan.entries()].reverse();
+    for (const [i, step] of order) {
       if (rounds > 1) process.stderr.write(`bench: round ${round} of ${rounds}, ${step.target}\n`);
       runs[i]!.push(await step.run(round));
     }
@@ -163,7 +166,7 @@ async function main(): Promise<void> {
     `bench: ${rounds} round(s); ${load.connections} connections, ${load.warmupS} s warm-up, ${load.durationS} s measured per target and round\n`,
   );
 
-  // Each round runs every selected target once, in this order, so that the targets a ratio compares (the service
+  // Each round runs every selected target once, in this order (backwards every other round), so that the targets a ratio compares (the service
   // and its floor, either and the ceiling) ran minutes apart under the same load from the rest of the machine.
   const throughputPlan: { target: string; run: () => Promise<Measurement> }[] = [];
   if (targets.has('ceiling')) {
