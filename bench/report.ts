@@ -232,7 +232,7 @@ Every figure below comes from that one run; run it again to refresh this file.
   body of the same shape and size as a created call (${ceiling ? `${ceiling.responseBytes} bytes` : 'n/a'}); it gets the same request bytes.
 - **Floor:** what a created call needs of this stack with none of callgate's own code on the path: a bare Fastify 5
   route with the request's body schema (the service's TypeBox schema) that runs, written by hand on the raw driver
-  (prepared once on SQLite), the statements the service runs for a created call: the key by its hash with its account's
+  and prepared once (on PostgreSQL once per connection), the statements the service runs for a created call: the key by its hash with its account's
   concurrency limit, the per-key limiter's count (the service's own limiter), the idempotency claim with the agent
   and the suppression list read with it (on PostgreSQL in the claim's statement), then the call with the completion of its key (one transaction on SQLite, one statement on PostgreSQL). No Kysely, logger, hooks,
   request log, provider, call monitor or webhooks; seeded and loaded as the service is. What the service costs above

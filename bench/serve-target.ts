@@ -273,9 +273,11 @@ async function startFloor(keyCount: number): Promise<Running> {
     );
     const keyText = numbered(keySql);
     statements = {
-      key: async (hash) => (await pool.query<Key>({ text: keyText, values: [hash] })).rows[0],
+      // Each prepared once per connection (a name), as the service's hot statements are.
+      key: async (hash) => (await pool.query<Key>({ name: 'floor-key', text: keyText, values: [hash] })).rows[0],
       claimAndAgent: async (values, accountId, agentId, to) => {
         const { rows } = await pool.query<Agent & { claimed: number; id: string | null }>({
+          name: 'floor-claim-agent',
           text: claimAndAgentSql,
           values: [...values, to, accountId, agentId],
         });
@@ -283,7 +285,7 @@ async function startFloor(keyCount: number): Promise<Running> {
         return { claimed: row.claimed, agent: row.id === null ? undefined : row };
       },
       store: async (call, done) => {
-        await pool.query({ text: storeSql, values: [...call, ...done] });
+        await pool.query({ name: 'floor-store', text: storeSql, values: [...call, ...done] });
       },
     };
   }

@@ -6,7 +6,7 @@
  * The SQL text stays the same, so SQLite's statement cache (database.ts) and PostgreSQL see the same query.
  * A run on a process's own instance (not a transaction) skips Kysely's executor: on SQLite it runs on the
  * connection at once when no transaction is under way (`DirectSqlite`), on PostgreSQL on a connection of the
- * pool (`DirectPostgres`), where a statement that returns no rows is also prepared once per connection.
+ * pool (`DirectPostgres`), where it is also prepared once per connection.
  */
 import {
   CompiledQuery,
@@ -25,14 +25,8 @@ interface Compiled {
   readonly sql: string;
   readonly query: CompiledQuery['query'];
   readonly slots: readonly Slot[];
-  /** PostgreSQL's name for the statement, for one that returns no rows (see `DirectPostgres`). */
-  readonly statementName: string | undefined;
-}
-
-/** An INSERT, UPDATE or DELETE without RETURNING at its top: its result has no rows, whatever the table's columns. */
-function returnsNoRows(query: CompiledQuery['query']): boolean {
-  const kinds = ['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'];
-  return kinds.includes(query.kind) && (query as { returning?: unknown }).returning === undefined;
+  /** PostgreSQL's name for the statement (see `DirectPostgres`). */
+  readonly statementName: string;
 }
 
 const marker = '\u0000callgate-prepared:';
@@ -76,9 +70,7 @@ export function preparedQuery<Params extends object, Row>(
     if (bound.size !== read.size || compiled.sql.includes(marker)) {
       throw new Error(`prepared query "${name}": every parameter must be passed to Kysely as a value`);
     }
-    const statementName = returnsNoRows(compiled.query)
-      ? `cg_${createHash('sha256').update(compiled.sql).digest('hex').slice(0, 24)}`
-      : undefined;
+    const statementName = `cg_${createHash('sha256').update(compiled.sql).digest('hex').slice(0, 24)}`;
     return { sql: compiled.sql, query: compiled.query, slots, statementName };
   }
 

@@ -121,11 +121,15 @@ await forEachDialect('preparedQuery', (dialect) => {
       db.selectFrom('accounts').selectAll().where('id', '=', p.id),
     );
     await insertAccount(handle.db, { id: 'acct_before', name: 'Before', createdAt });
-    assert.equal((await wholeAccount(handle.db, { id: 'acct_before' })).rows.length, 1);
+    // At once, so that several of the pool's connections have prepared it (PostgreSQL prepares per connection).
+    const manyAtOnce = (id: string) => Promise.all(Array.from({ length: 6 }, () => wholeAccount(handle.db, { id })));
+    for (const result of await manyAtOnce('acct_before')) assert.equal(result.rows.length, 1);
     await sql`alter table accounts add column later_note text`.execute(handle.db);
     await insertAccount(handle.db, { id: 'acct_after', name: 'After', createdAt });
-    const [row] = (await wholeAccount(handle.db, { id: 'acct_after' })).rows as Record<string, unknown>[];
-    assert.equal(row?.name, 'After');
-    assert.equal(row?.later_note, null);
+    for (const result of [...(await manyAtOnce('acct_after')), ...(await manyAtOnce('acct_after'))]) {
+      const [row] = result.rows as Record<string, unknown>[];
+      assert.equal(row?.name, 'After');
+      assert.equal(row?.later_note, null);
+    }
   });
 });
