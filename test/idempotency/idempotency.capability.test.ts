@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { Type } from '@sinclair/typebox';
 import type { Kysely } from 'kysely';
-import type { InsertStatement } from '../../src/db/prepared.js';
+import type { InsertStatement, SelectStatement } from '../../src/db/prepared.js';
 import { ApiError } from '../../src/errors/api-error.js';
 import { apiAuthHook } from '../../src/features/api-keys/api-auth.hook.js';
 import { withIdempotency } from '../../src/features/idempotency/idempotency.hook.js';
-import { completionParams, insertCompletingKey } from '../../src/features/idempotency/idempotency.repository.js';
+import { completionParams, insertCompletingKey, insertInFlightWithRead } from '../../src/features/idempotency/idempotency.repository.js';
 import { forEachDialect } from '../support/dialects.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -23,6 +23,11 @@ interface WidgetRow {
 // The table is the test's own, so the app's Database type does not know it.
 const widgetInsert: InsertStatement<WidgetRow> = function insertWidget(db, p) {
   return (db as unknown as Kysely<{ widgets: WidgetRow }>).insertInto('widgets').values({ id: p.id, name: p.name });
+};
+
+// A read the route needs whichever way the claim goes (as POST /v1/calls reads its agent): the widget named so.
+const widgetByName: SelectStatement<{ name: string }, WidgetRow> = function widgetByName(db, p) {
+  return (db as unknown as Kysely<{ widgets: WidgetRow }>).selectFrom('widgets').select(['id', 'name']).where('name', '=', p.name);
 };
 
 const WidgetBody = Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: false });
@@ -51,10 +56,28 @@ await forEachDialect('Idempotency as a capability of any creating route', (diale
                 return reply.code(201).headers(response.headers).send(row);
               }),
             );
+            // A second route whose handler gets the rows of its read, run with the key's claim.
+            scope.post('/named-widgets', { schema: { body: WidgetBody }, attachValidation: true }, async (request, reply) => {
+              const { name } = request.body as { name: string };
+              return withIdempotency(
+                services.calls,
+                'POST /test/named-widgets',
+                request,
+                reply,
+                async (hold, rows) => {
+                  const response = { status: 201, body: { found: rows }, headers: {} };
+                  const copy = { id: `widget_${++nextWidget}`, name: `copy of ${name}` };
+                  if (hold) await hold.insertCompleting(widgetInsert, copy, response);
+                  return reply.code(201).send(response.body);
+                },
+                { statement: widgetByName, params: { name } },
+              );
+            });
           },
           { prefix: '/test' },
         ),
     });
+
     await t.services.db.schema
       .createTable('widgets')
       .addColumn('id', 'text', (c) => c.primaryKey())
@@ -171,4 +194,71 @@ await forEachDialect('Idempotency as a capability of any creating route', (diale
       0,
     );
   });
+
+  it("a route's read runs with the key's claim and its rows reach the handler, with a key and without one", async () => {
+    await post({ name: 'to-be-found' }, 'w-read-source');
+    const postNamed = (body: unknown, idempotencyKey?: string) =>
+      t.inject({
+        method: 'POST',
+        url: '/test/named-widgets',
+        headers: {
+          authorization: `Bearer ${t.seed.token}`,
+          'content-type': 'application/json',
+          ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
+        },
+        payload: JSON.stringify(body),
+      });
+    const withKey = await postNamed({ name: 'to-be-found' }, 'w-read-1');
+    assert.equal(withKey.statusCode, 201, withKey.body);
+    assert.deepEqual(
+      withKey.json().found.map((row: WidgetRow) => row.name),
+      ['to-be-found'],
+    );
+    const withoutKey = await postNamed({ name: 'to-be-found' });
+    assert.deepEqual(
+      withoutKey.json().found.map((row: WidgetRow) => row.name),
+      ['to-be-found'],
+    );
+    const none = await postNamed({ name: 'nobody' }, 'w-read-2');
+    assert.deepEqual(none.json().found, []);
+    // A replay answers the first response: the read's rows of the time of the first request.
+    await post({ name: 'to-be-found' }, 'w-read-source-2');
+    const replay = await postNamed({ name: 'to-be-found' }, 'w-read-1');
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(replay.json(), withKey.json());
+  });
+
+  // On PostgreSQL the read is compiled into the claim's statement, where a shared name would get one value.
+  if (dialect === 'postgres')
+    it("a read whose parameters take a name of the claim's is refused before anything runs", async () => {
+      const clashing: SelectStatement<{ route: string }, WidgetRow> = function clashingRead(db, p) {
+        return (db as unknown as Kysely<{ widgets: WidgetRow }>).selectFrom('widgets').select(['id', 'name']).where('name', '=', p.route);
+      };
+      const row = {
+        api_key_id: t.seed.keyId,
+        route: 'POST /test/named-widgets',
+        idempotency_key: 'w-read-clash',
+        request_hash: 'h',
+        state: 'in_progress' as const,
+        owner: 'o',
+        response_status: null,
+        response_body: null,
+        response_headers: null,
+        locked_until: '2030-01-01T00:00:00.000Z',
+        expires_at: null,
+        created_at: '2030-01-01T00:00:00.000Z',
+      };
+      if (dialect === 'postgres') {
+        await assert.rejects(
+          insertInFlightWithRead(t.services.db, row, { statement: clashing, params: { route: 'x' } }),
+          /parameter route/,
+        );
+        const held = await t.services.db
+          .selectFrom('idempotency_keys')
+          .select('owner')
+          .where('idempotency_key', '=', 'w-read-clash')
+          .execute();
+        assert.equal(held.length, 0);
+      }
+    });
 });
