@@ -40,6 +40,12 @@ await forEachDialect('CALLGATE_METRICS_PORT in server processes', (dialect) => {
       assert.equal(sampleValue(samples, 'callgate_webhook_deliveries_pending'), 0);
     });
 
+    it('answers /healthz there, its liveness probe', async () => {
+      const res = await fetch(`${metricsUrl}/healthz`);
+      assert.equal(res.status, 200);
+      assert.deepEqual(await res.json(), { status: 'ok', database: dialect });
+    });
+
     it('answers /readyz there with the worker’s checks', async () => {
       const res = await fetch(`${metricsUrl}/readyz`);
       assert.equal(res.status, 200);

@@ -15,19 +15,27 @@ const Home = Type.Object({
 });
 
 /**
- * `GET /healthz`: the process answers and its database does too. `GET /`: where to go from here, for
- * someone who opened the server's address: a browser is sent to the portal, anything else gets the
- * addresses as JSON (a 404 there told a newcomer nothing).
+ * `GET /healthz`: the process answers and its database does too. On the API port and on the metrics port
+ * (CALLGATE_METRICS_PORT), where a worker-only process, which has no API port, is probed.
  */
-export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db; dialect: string; publicUrl: string }> = async (
-  app,
-  { db, dialect, publicUrl },
-) => {
+export const livenessRoutes: FastifyPluginAsyncTypebox<{ db: Db; dialect: string }> = async (app, { db, dialect }) => {
   app.get('/healthz', { schema: { response: { 200: Health } } }, async () => {
     await sql`select 1`.execute(db);
     return { status: 'ok' as const, database: dialect };
   });
   registerMethodNotAllowed(app, '/healthz', ['GET']);
+};
+
+/**
+ * `GET /healthz` (livenessRoutes) and `GET /`: where to go from here, for someone who opened the server's
+ * address: a browser is sent to the portal, anything else gets the addresses as JSON (a 404 there told a
+ * newcomer nothing).
+ */
+export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db; dialect: string; publicUrl: string }> = async (
+  app,
+  { db, dialect, publicUrl },
+) => {
+  await app.register(livenessRoutes, { db, dialect });
 
   app.get('/', { schema: { response: { 200: Home } } }, async (request, reply) => {
     reply.header('vary', 'Accept');

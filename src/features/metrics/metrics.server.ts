@@ -1,6 +1,6 @@
 /**
- * The small HTTP server of CALLGATE_METRICS_PORT: `/metrics` and `/readyz` only, in every process that sets
- * it, worker-only ones included (they have no API port). Kept apart from the API so that the metrics can
+ * The small HTTP server of CALLGATE_METRICS_PORT: `/metrics`, `/readyz` and `/healthz` only, in every process
+ * that sets it, worker-only ones included (they have no API port, so their probes are here). Kept apart from the API so that the metrics can
  * listen on an address the internet does not reach; the API port then serves neither path's metrics.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -8,6 +8,7 @@ import type { Services } from '../../container.js';
 import { registerErrorHandling } from '../../errors/error-handler.js';
 import { registerRequestEdge } from '../../http/request-edge.hook.js';
 import { serverOptions } from '../../http/server-options.js';
+import { livenessRoutes } from '../health/health.routes.js';
 import { readinessRoutes } from '../health/readiness.routes.js';
 import { metricsRoutes } from './metrics.routes.js';
 
@@ -17,5 +18,6 @@ export function buildMetricsApp(services: Services): FastifyInstance {
   registerErrorHandling(app);
   app.register(metricsRoutes, { metrics: services.metrics, token: services.config.metricsToken });
   app.register(readinessRoutes, { deps: services.readiness });
+  app.register(livenessRoutes, { db: services.db, dialect: services.database.dialect });
   return app;
 }
