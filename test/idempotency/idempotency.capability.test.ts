@@ -86,10 +86,10 @@ await forEachDialect('Idempotency as a capability of any creating route', (diale
   });
   after(async () => t.close());
 
-  const post = (body: unknown, idempotencyKey?: string) =>
+  const post = (body: unknown, idempotencyKey?: string, url = '/test/widgets') =>
     t.inject({
       method: 'POST',
-      url: '/test/widgets',
+      url,
       headers: {
         authorization: `Bearer ${t.seed.token}`,
         'content-type': 'application/json',
@@ -197,17 +197,7 @@ await forEachDialect('Idempotency as a capability of any creating route', (diale
 
   it("a route's read runs with the key's claim and its rows reach the handler, with a key and without one", async () => {
     await post({ name: 'to-be-found' }, 'w-read-source');
-    const postNamed = (body: unknown, idempotencyKey?: string) =>
-      t.inject({
-        method: 'POST',
-        url: '/test/named-widgets',
-        headers: {
-          authorization: `Bearer ${t.seed.token}`,
-          'content-type': 'application/json',
-          ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
-        },
-        payload: JSON.stringify(body),
-      });
+    const postNamed = (body: unknown, idempotencyKey?: string) => post(body, idempotencyKey, '/test/named-widgets');
     const withKey = await postNamed({ name: 'to-be-found' }, 'w-read-1');
     assert.equal(withKey.statusCode, 201, withKey.body);
     assert.deepEqual(

@@ -90,10 +90,20 @@ export async function claim<P extends object, Row>(
 ): Promise<{ readonly claimed: Claim; readonly rows: readonly Row[] }> {
   // 24 hex digits, as ever; from the id pool, not a call into OpenSSL per request.
   const owner = randomHex(12);
+  let rows: readonly Row[] = [];
+  let pendingRead = read;
+  const insertInFlight = async (row: IdempotencyKeysTable): Promise<boolean> => {
+    if (!pendingRead) return repo.insertInFlight(db, row);
+    // The read goes with the first try only; its rows do not depend on the key.
+    const first = await repo.insertInFlightWithRead(db, row, pendingRead);
+    rows = first.rows;
+    pendingRead = undefined;
+    return first.inserted;
+  };
   try {
-    const result = await claimAs(db, clock, settings, scope, requestHash, owner, read);
-    settings.observer?.claimed(result.claimed.kind);
-    return result;
+    const claimed = await claimAs(db, clock, settings, scope, requestHash, owner, insertInFlight);
+    settings.observer?.claimed(claimed.kind);
+    return { claimed, rows };
   } catch (error) {
     // An insert or take-over may have committed just before its connection dropped, holding the key for an
     // owner nobody knows: free it once the database is back, or the key would stay locked for lockMs.
@@ -102,28 +112,7 @@ export async function claim<P extends object, Row>(
   }
 }
 
-async function claimAs<P extends object, Row>(
-  db: Db,
-  clock: Clock,
-  settings: IdempotencySettings,
-  scope: IdempotencyScope,
-  requestHash: string,
-  owner: string,
-  read: ReadWithClaim<P, Row> | undefined,
-): Promise<{ readonly claimed: Claim; readonly rows: readonly Row[] }> {
-  let rows: readonly Row[] = [];
-  const claimed = await claimLoop(db, clock, settings, scope, requestHash, owner, async (row) => {
-    if (!read) return repo.insertInFlight(db, row);
-    // The read goes with the first try only; its rows do not depend on the key.
-    const first = await repo.insertInFlightWithRead(db, row, read);
-    rows = first.rows;
-    read = undefined;
-    return first.inserted;
-  });
-  return { claimed, rows };
-}
-
-async function claimLoop(
+async function claimAs(
   db: Db,
   clock: Clock,
   settings: IdempotencySettings,
