@@ -159,3 +159,19 @@ export function withoutNames<P extends object>(name: string, params: P, taken: R
     },
   });
 }
+
+/**
+ * `make` run once per statement function, on its first use, its result kept as long as the function lives:
+ * a feature that wraps another's statement (an idempotency key's claim or completion) compiles it once.
+ */
+export function oncePerStatement<S extends object, V>(make: (statement: S) => V): (statement: S) => V {
+  const made = new WeakMap<S, V>();
+  return (statement) => {
+    let value = made.get(statement);
+    if (value === undefined) {
+      value = make(statement);
+      made.set(statement, value);
+    }
+    return value;
+  };
+}

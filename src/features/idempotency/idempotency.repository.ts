@@ -2,6 +2,7 @@ import { sql, type ExpressionBuilder } from 'kysely';
 import { dialectOf, type Db } from '../../db/database.js';
 import {
   inOneTransaction,
+  oncePerStatement,
   preparedQuery,
   withoutNames,
   type InsertStatement,
@@ -102,38 +103,29 @@ const claimNames = new Set(
 );
 
 // Prepared once per read statement: every created resource with a key runs one of them.
-const preparedReads = new WeakMap<SelectStatement<never, unknown>, PreparedQuery<never, unknown>>();
-const claimWithReadQueries = new WeakMap<SelectStatement<never, unknown>, PreparedQuery<never, ClaimWithReadRow>>();
+const preparedReads = oncePerStatement((statement: SelectStatement<object, unknown>) => preparedQuery(statement.name || 'read', statement));
 
 function preparedRead<P extends object, Row>(statement: SelectStatement<P, Row>): PreparedQuery<P, Row> {
-  let query = preparedReads.get(statement as SelectStatement<never, unknown>) as PreparedQuery<P, Row> | undefined;
-  if (!query) {
-    query = preparedQuery(statement.name || 'read', statement);
-    preparedReads.set(statement as SelectStatement<never, unknown>, query as PreparedQuery<never, unknown>);
-  }
-  return query;
+  return preparedReads(statement as SelectStatement<object, unknown>) as unknown as PreparedQuery<P, Row>;
 }
+
+const claimWithReadQueries = oncePerStatement((statement: SelectStatement<object, unknown>) => {
+  const name = statement.name || 'read';
+  return preparedQuery(`idempotency claim, ${name}`, (db, p: IdempotencyKeysTable) =>
+    db
+      .with('claim', () => claimInsert(db, p).returning(sql<number>`1`.as('one')))
+      .with('route_read', () => statement(db, withoutNames(name, p, claimNames)).select(sql<number>`1`.as('idempotency_read')))
+      .selectFrom(sql<{ idempotency_claimed: number }>`(select count(*)::int as idempotency_claimed from claim)`.as('claimed'))
+      .leftJoin('route_read', (join) => join.onTrue())
+      .selectAll('route_read')
+      .select('claimed.idempotency_claimed'),
+  ) as PreparedQuery<IdempotencyKeysTable, ClaimWithReadRow>;
+});
 
 function claimWithReadQuery<P extends object>(
   statement: SelectStatement<P, unknown>,
 ): PreparedQuery<IdempotencyKeysTable & P, ClaimWithReadRow> {
-  let query = claimWithReadQueries.get(statement as SelectStatement<never, unknown>) as
-    | PreparedQuery<IdempotencyKeysTable & P, ClaimWithReadRow>
-    | undefined;
-  if (!query) {
-    const name = statement.name || 'read';
-    query = preparedQuery(`idempotency claim, ${name}`, (db, p: IdempotencyKeysTable & P) =>
-      db
-        .with('claim', () => claimInsert(db, p).returning(sql<number>`1`.as('one')))
-        .with('route_read', () => statement(db, withoutNames(name, p, claimNames)).select(sql<number>`1`.as('idempotency_read')))
-        .selectFrom(sql<{ idempotency_claimed: number }>`(select count(*)::int as idempotency_claimed from claim)`.as('claimed'))
-        .leftJoin('route_read', (join) => join.onTrue())
-        .selectAll('route_read')
-        .select('claimed.idempotency_claimed'),
-    ) as PreparedQuery<IdempotencyKeysTable & P, ClaimWithReadRow>;
-    claimWithReadQueries.set(statement as SelectStatement<never, unknown>, query as PreparedQuery<never, ClaimWithReadRow>);
-  }
-  return query;
+  return claimWithReadQueries(statement as SelectStatement<object, unknown>) as PreparedQuery<IdempotencyKeysTable & P, ClaimWithReadRow>;
 }
 
 export async function findRecord(db: Db, scope: IdempotencyScope): Promise<IdempotencyRow | undefined> {
@@ -260,25 +252,22 @@ interface CompletingQueries<P> {
 }
 
 // Prepared once per insert statement (and dialect): every created resource with a key runs one of them.
-const completingQueriesCache = new WeakMap<InsertStatement<never>, CompletingQueries<never>>();
+const completingQueriesOf = oncePerStatement((statement: InsertStatement<object>): CompletingQueries<object> => {
+  const name = statement.name || 'insert';
+  return {
+    insert: preparedQuery(name, (db, p: object) => statement(db, withoutNames(name, p, completionNames))),
+    inOneStatement: preparedQuery(`${name}, complete its idempotency key`, (db, p: CompletionParams) =>
+      db
+        .with('inserted', () => statement(db, withoutNames(name, p, completionNames)).returning(sql<number>`1`.as('one')))
+        .updateTable('idempotency_keys')
+        .set(completedColumns(p))
+        .where((eb) => eb.and([heldBy(eb, p), eb.exists(eb.selectFrom('inserted').select('one'))])),
+    ),
+  };
+});
 
 function completingQueries<P extends object>(statement: InsertStatement<P>): CompletingQueries<P> {
-  let queries = completingQueriesCache.get(statement) as CompletingQueries<P> | undefined;
-  if (!queries) {
-    const name = statement.name || 'insert';
-    queries = {
-      insert: preparedQuery(name, (db, p: P) => statement(db, withoutNames(name, p, completionNames))),
-      inOneStatement: preparedQuery(`${name}, complete its idempotency key`, (db, p: P & CompletionParams) =>
-        db
-          .with('inserted', () => statement(db, withoutNames(name, p, completionNames)).returning(sql<number>`1`.as('one')))
-          .updateTable('idempotency_keys')
-          .set(completedColumns(p))
-          .where((eb) => eb.and([heldBy(eb, p), eb.exists(eb.selectFrom('inserted').select('one'))])),
-      ),
-    };
-    completingQueriesCache.set(statement as InsertStatement<never>, queries as CompletingQueries<never>);
-  }
-  return queries;
+  return completingQueriesOf(statement as InsertStatement<object>) as unknown as CompletingQueries<P>;
 }
 
 /** Deletes a record: an in-flight one held by `owner`, or a completed one that expired. */
