@@ -23,7 +23,7 @@ const limit = 3;
 const callMs = 300;
 const clientsPerApi = 2;
 const callsPerClient = 4;
-const batchSize = 16;
+const batchSize = 24;
 
 async function request(
   method: 'GET' | 'POST',
@@ -119,17 +119,17 @@ await forEachDialect('The account concurrency limit across two API and two worke
         );
       }
     };
-    // Both workers dial the account's calls (one is stopped for a moment while the other has not).
-    const shareTheBatch = async () => {
-      await until('a first dial', () => (workers.some(workerDialed) ? true : undefined), 60_000);
-      await letEveryWorkerDial(handle.db, batchId, workers);
-    };
-    await Promise.all([
-      shareTheBatch(),
-      ...apis.flatMap((_, apiIndex) => Array.from({ length: clientsPerApi }, (__, clientIndex) => client(apiIndex, clientIndex))),
-    ]);
+    // Both workers dial the account's calls (one is stopped for a moment while the other has not), before
+    // the clients start: while one worker is stopped, clients retrying every few milliseconds would take
+    // each slot the other worker's monitor frees, and that worker might never dial (a CI run saw it).
+    await until('a first dial', () => (workers.some(workerDialed) ? true : undefined), 60_000);
+    await letEveryWorkerDial(handle.db, batchId, workers);
     for (const [index, worker] of workers.entries())
       assert.ok(workerDialed(worker), `worker ${index + 1} dialed nothing:\n${worker.output().slice(-2000)}`);
+    // The rest of the batch is dialed while the clients place their calls.
+    await Promise.all(
+      apis.flatMap((_, apiIndex) => Array.from({ length: clientsPerApi }, (__, clientIndex) => client(apiIndex, clientIndex))),
+    );
 
     const batch = await until(
       'the batch to complete',
