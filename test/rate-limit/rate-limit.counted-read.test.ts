@@ -6,14 +6,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { RateLimiterPostgres, type RateLimiterRes } from 'rate-limiter-flexible';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices, type ServiceOverrides } from '../../src/container.js';
+import type { Db } from '../../src/db/database.js';
 import { revokeApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import type { RateLimiter } from '../../src/features/rate-limit/rate-limit.interface.js';
-import { createRateLimiter } from '../../src/features/rate-limit/rate-limit.store.js';
+import { createRateLimiter, storedKey } from '../../src/features/rate-limit/rate-limit.store.js';
 import { postgresUnavailableReason } from '../support/test-database.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
 import { startTestApp, testEnvDefaults, type SeededAccount, type TestApp } from '../support/test-app.js';
@@ -181,6 +183,23 @@ await describe('Per-key rate limit counted with the key read [postgres]', { skip
     const next: RateLimiterRes = await library.consume(name);
     assert.equal(next.consumedPoints, 2);
     assert.equal(next.remainingPoints, 8);
+  });
+
+  it('counts a name too long for the table under its hash, as consume does (storedKey)', async () => {
+    const limiter = await createRateLimiter({ store: { kind: 'postgres', pool }, name: 'cg_long', pointsPerWindow: 3, windowSeconds: 60 });
+    const named = (db: Db, p: { counted: string }) => db.selectNoFrom(sql<string>`${p.counted}::text`.as('rate_limit_name'));
+    const long = `key:${'x'.repeat(150)}`;
+    for (const name of ['key:short', long]) {
+      const first = await limiter.countWith!({ statement: named, params: { counted: name } });
+      assert.equal(first.row?.rate_limit_name, name);
+      assert.equal(first.decision?.remaining, 2);
+      await limiter.consume(name);
+      assert.equal((await limiter.countWith!({ statement: named, params: { counted: name } })).decision?.remaining, 0);
+      const refused = await limiter.countWith!({ statement: named, params: { counted: name } });
+      assert.equal(refused.decision?.allowed, false);
+      assert.equal((await counter(`cg_long:${storedKey(name)}`))?.points, 4);
+    }
+    assert.notEqual(storedKey(long), long);
   });
 
   it('answers 503 database_unavailable while the counter cannot reach the database, and 201 once it can', async () => {
