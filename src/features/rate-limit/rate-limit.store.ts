@@ -1,7 +1,8 @@
 /**
  * Fixed one-minute windows counted by rate-limiter-flexible, in the store that every process of a
  * deployment shares: Redis when REDIS_URL is set, else the PostgreSQL database, else process memory
- * (SQLite runs as one process).
+ * (SQLite runs as one process). On PostgreSQL a limiter can also count in another feature's read
+ * (`countWith`, rate-limit.repository.ts), writing the library's rows and deciding as it does.
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
