@@ -9,7 +9,8 @@ import { perRound, withRounds, type Rounds } from './rounds.js';
 
 /** Which part of the service sends a statement, read from its text. */
 function partOf(sql: string): string {
-  if (/rate_limits/i.test(sql)) return 'rate limiter';
+  // The key's read, which counts the per-key limit on PostgreSQL (the limiter's countWith), is the request's.
+  if (/rate_limits/i.test(sql) && !/\bapi_keys\b/.test(sql)) return 'rate limiter';
   if (/^(begin|commit|rollback)\b/i.test(sql)) return 'transaction control';
   if (/^(with "inserted" as \()?insert into "calls"/.test(sql)) return 'request';
   if (/\bcalls\b/.test(sql)) return 'call monitor';

@@ -233,7 +233,8 @@ Every figure below comes from that one run; run it again to refresh this file.
 - **Floor:** what a created call needs of this stack with none of callgate's own code on the path: a bare Fastify 5
   route with the request's body schema (the service's TypeBox schema) that runs, written by hand on the raw driver
   and prepared once (on PostgreSQL once per connection), the statements the service runs for a created call: the key by its hash with its account's
-  concurrency limit, the per-key limiter's count (the service's own limiter), the idempotency claim with the agent
+  concurrency limit and the per-key limiter's count (on PostgreSQL one statement on the limiters' pool, as the
+  service counts it; on SQLite the read, then the service's own in-memory limiter), the idempotency claim with the agent
   and the suppression list read with it (on PostgreSQL in the claim's statement), then the call with the completion of its key (one transaction on SQLite, one statement on PostgreSQL). No Kysely, logger, hooks,
   request log, provider, call monitor or webhooks; seeded and loaded as the service is. What the service costs above
   it is its own; what the floor costs, no code of the service can remove.
@@ -243,7 +244,7 @@ Every figure below comes from that one run; run it again to refresh this file.
   \`createApiKey\`. Each request carries the next key (round robin), a fresh Idempotency-Key and a body with a small
   metadata object, so it goes through authentication (a database lookup), the per-key rate limiter (limit raised
   to 10⁹ a minute: nothing is refused, every request is counted; in memory with SQLite, in PostgreSQL's
-  \`rate_limits\` table with PostgreSQL), schema validation, the idempotency record, the agent lookup, the simulator
+  \`rate_limits\` table with PostgreSQL, counted by the statement that reads the key), schema validation, the idempotency record, the agent lookup, the simulator
   and the transaction that stores the call. Simulated calls end ${input.simulatorDelayMs} ms after they start, so the
   monitor ends calls during the measurement as it would in production. SQLite: a new file in a temporary folder;
   PostgreSQL: a new database, dropped afterwards.

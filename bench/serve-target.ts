@@ -187,16 +187,17 @@ async function startApp(keyCount: number): Promise<Running> {
 /**
  * The floor: what a created call needs of this stack, with none of callgate's own code on the path. A bare
  * Fastify route with the request's body schema runs the statements the service runs for it (the key by its
- * hash with its account's concurrency limit, the per-key limiter's count, the idempotency claim with the agent
- * and the suppression list read with it (one statement on PostgreSQL), then the call with the completion of its
- * key: one transaction on SQLite, one statement on PostgreSQL), written by hand on the
- * raw driver and prepared once. No Kysely, no logger, hooks, request log, provider or call monitor: whatever the service
+ * hash with its account's concurrency limit and the per-key limiter's count (on PostgreSQL one statement, on the
+ * limiters' pool, as the service's `countWith`; on SQLite the read, then the service's own in-memory limiter),
+ * the idempotency claim with the agent and the suppression list read with it (one statement on PostgreSQL), then
+ * the call with the completion of its key: one transaction on SQLite, one statement on PostgreSQL), written by
+ * hand on the raw driver and prepared once. No Kysely, no logger, hooks, request log, provider or call monitor: whatever the service
  * costs above this is its own; what this costs, no code of the service can remove.
  */
 async function startFloor(keyCount: number): Promise<Running> {
   const { CreateCallBody } = await fromDist<typeof import('../src/features/calls/calls.schemas.js')>('features/calls/calls.schemas.js');
   const { services, tokens } = await seededServices(keyCount);
-  const { database, clock, perKeyLimiter } = services;
+  const { config, database, clock, perKeyLimiter } = services;
   const route = 'POST /v1/calls';
   const dayMs = 24 * 60 * 60 * 1000;
 
@@ -214,7 +215,8 @@ async function startFloor(keyCount: number): Promise<Running> {
     to_suppressed: number | boolean;
   }
   interface Statements {
-    key(hash: string): Promise<Key | undefined>;
+    /** The active key of a token's hash, and whether its request is within the per-key limit (counted). */
+    key(hash: string): Promise<{ key: Key | undefined; allowed: boolean }>;
     /** The claim's 12 values, then the agent's read: whether the key was claimed, and the agent. */
     claimAndAgent(
       values: unknown[],
@@ -246,7 +248,11 @@ async function startFloor(keyCount: number): Promise<Running> {
       complete.run(done);
     });
     statements = {
-      key: async (hash) => key.get(hash) as Key | undefined,
+      key: async (hash) => {
+        const found = key.get(hash) as Key | undefined;
+        if (!found || found.revoked_at) return { key: undefined, allowed: false };
+        return { key: found, allowed: (await perKeyLimiter.consume(`key:${found.id}`)).allowed };
+      },
       claimAndAgent: async (values, accountId, agentId, to) => ({
         claimed: claim.run(values).changes,
         agent: agent.get(to, accountId, agentId) as Agent | undefined,
@@ -271,10 +277,28 @@ async function startFloor(keyCount: number): Promise<Running> {
       `with claim as (${claimSql.replace(/\$\d+/g, '?')} returning 1), agent as (${agentSql}) ` +
         `select (select count(*)::int from claim) as claimed, agent.* from (select 1) as one left join agent on true`,
     );
-    const keyText = numbered(keySql);
+    // As the service counts it (rate-limit.repository.ts): rate-limiter-flexible's upsert of the key's counter in a
+    // data-modifying WITH beside the key's read, on the limiters' pool (synchronous_commit off).
+    const keyCountSql =
+      `with k as (${numbered(keySql)}), counted as (insert into rate_limits (key, points, expire) ` +
+      `select $2::text || k.id, 1, $3::bigint from k where k.revoked_at is null on conflict (key) do update set ` +
+      `points = case when rate_limits.expire <= $4::bigint then 1 else rate_limits.points + 1 end, ` +
+      `expire = case when rate_limits.expire <= $4::bigint then $3::bigint else rate_limits.expire end returning points) ` +
+      `select k.*, counted.points as rate_limit_points from k left join counted on true`;
+    const windowMs = 60_000;
     statements = {
       // Each prepared once per connection (a name), as the service's hot statements are.
-      key: async (hash) => (await pool.query<Key>({ name: 'floor-key', text: keyText, values: [hash] })).rows[0],
+      key: async (hash) => {
+        const nowMs = Date.now();
+        const { rows } = await database.counterPool.query<Key & { rate_limit_points: number | null }>({
+          name: 'floor-key-count',
+          text: keyCountSql,
+          values: [hash, 'cg_key:key:', nowMs + windowMs, nowMs],
+        });
+        const found = rows[0];
+        if (!found || found.rate_limit_points === null) return { key: undefined, allowed: false };
+        return { key: found, allowed: found.rate_limit_points <= config.rateLimitPerMinute };
+      },
       claimAndAgent: async (values, accountId, agentId, to) => {
         const { rows } = await pool.query<Agent & { claimed: number; id: string | null }>({
           name: 'floor-claim-agent',
@@ -293,9 +317,9 @@ async function startFloor(keyCount: number): Promise<Running> {
   const app = Fastify({ ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allowUnionTypes: true } } });
   app.post('/v1/calls', { schema: { body: CreateCallBody } }, async (request, reply) => {
     const token = (request.headers.authorization ?? '').slice('Bearer '.length);
-    const key = await statements.key(createHash('sha256').update(token).digest('hex'));
-    if (!key || key.revoked_at) return reply.code(401).send({ error: 'unauthorized' });
-    if (!(await perKeyLimiter.consume(key.id)).allowed) return reply.code(429).send({ error: 'rate_limit_exceeded' });
+    const { key, allowed } = await statements.key(createHash('sha256').update(token).digest('hex'));
+    if (!key) return reply.code(401).send({ error: 'unauthorized' });
+    if (!allowed) return reply.code(429).send({ error: 'rate_limit_exceeded' });
     const body = request.body as { agent_id: string; to: string; metadata?: Record<string, unknown> };
     const idempotencyKey = String(request.headers['idempotency-key']);
     const now = clock.now();

@@ -263,8 +263,7 @@ export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}):
   }
   const pool = postgresPool(config.url, postgresPoolSize);
   const counterPool = postgresPool(config.url, counterPoolSize, '-c synchronous_commit=off');
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  directPostgreses.set(db, directPostgres(pool));
+  const db = postgresDb(pool);
   return {
     dialect: 'postgres',
     db,
@@ -275,6 +274,16 @@ export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}):
       await counterPool.end();
     },
   };
+}
+
+/**
+ * Kysely on `pool`, whose prepared statements (db/prepared.ts) run on the pool directly (`DirectPostgres`). The
+ * process's `db`, and the rate limiters' instance on the counter pool (whose owner ends that pool).
+ */
+export function postgresDb(pool: pg.Pool): Db {
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  directPostgreses.set(db, directPostgres(pool));
+  return db;
 }
 
 /** A pool of `max` connections (made when first needed), with server settings `options` for each session. */

@@ -9,7 +9,7 @@ import { ApiError } from '../../errors/api-error.js';
 import type { Clock } from '../../lib/clock.js';
 import type { RateLimitDecision, RateLimiter } from '../rate-limit/rate-limit.interface.js';
 import { rateLimitHeaders } from '../rate-limit/rate-limit.store.js';
-import { authenticate } from './api-keys.service.js';
+import { authenticate, keyCounter } from './api-keys.service.js';
 import type { AuthenticatedKey } from './api-keys.tables.js';
 
 declare module 'fastify' {
@@ -53,17 +53,18 @@ function hasOneAuthorization(rawHeaders: readonly string[]): boolean {
 export function apiAuthHook(deps: ApiAuthDeps): onRequestAsyncHookHandler {
   return async function apiAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     // Node keeps the first of several Authorization headers; which key was meant is ambiguous, so none is.
-    const apiKey = hasOneAuthorization(request.raw.rawHeaders)
-      ? await authenticate(deps.db, deps.clock, request.headers.authorization)
+    // On PostgreSQL the key is read by the limiter's statement, which counts the request too (one round trip).
+    const authenticated = hasOneAuthorization(request.raw.rawHeaders)
+      ? await authenticate(deps.db, deps.clock, request.headers.authorization, deps.perKeyLimiter.countWith)
       : null;
-    if (!apiKey) {
+    if (!authenticated) {
       const ipDecision = await deps.perIpLimiter.consume(`ip:${request.ip}`);
       if (!ipDecision.allowed) throw tooManyRequests(reply, ipDecision, 'per-ip');
       throw unauthorized(reply);
     }
     // Known before the limit is checked, so a refused request still shows in the account's request log.
-    request.apiKey = apiKey;
-    const decision = await deps.perKeyLimiter.consume(`key:${apiKey.id}`);
+    request.apiKey = authenticated.key;
+    const decision = authenticated.counted ?? (await deps.perKeyLimiter.consume(keyCounter(authenticated.key.id)));
     if (!decision.allowed) throw tooManyRequests(reply, decision, 'per-key');
     reply.headers(rateLimitHeaders(decision, 'per-key'));
   };

@@ -17,14 +17,29 @@ export async function findApiKeyWithAccountLimitByHash(db: Db, tokenHash: string
   return rows[0];
 }
 
-// Prepared: every authenticated request runs it.
-const selectApiKeyByHash = preparedQuery('api key by hash', (db, p: { tokenHash: string }) =>
-  db
+function apiKeyByHash(db: Db, p: { tokenHash: string }) {
+  return db
     .selectFrom('api_keys')
     .selectAll('api_keys')
     .select(accountLimitOf(sql.ref('api_keys.account_id')).as('account_max_concurrent_calls'))
-    .where('token_hash', '=', p.tokenHash),
-);
+    .where('token_hash', '=', p.tokenHash);
+}
+
+// Prepared: every authenticated request runs it.
+const selectApiKeyByHash = preparedQuery('api key by hash', apiKeyByHash);
+
+/** What a key's requests are counted under by the per-key rate limiter. */
+export const keyCounterPrefix = 'key:';
+
+/**
+ * The key of a token's hash as `findApiKeyWithAccountLimitByHash` reads it, for the per-key rate limiter to run
+ * with its count (its `countWith`): `rate_limit_name` is the key's counter, null for a revoked key, which is
+ * not counted (its request is counted per client IP, as an unknown key's).
+ */
+export const apiKeyByHashCounted = (db: Db, p: { tokenHash: string }) =>
+  apiKeyByHash(db, p).select(
+    sql<string | null>`case when api_keys.revoked_at is null then ${sql.lit(keyCounterPrefix)} || api_keys.id end`.as('rate_limit_name'),
+  );
 
 export async function findApiKeyById(db: Db, id: string): Promise<ApiKeyRow | undefined> {
   return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import type { RateLimitDecision, RateLimiter } from '../rate-limit/rate-limit.interface.js';
 import * as repo from './api-keys.repository.js';
 import type { ApiKeyMode, ApiKeyRow, AuthenticatedKey } from './api-keys.tables.js';
 import { generateToken, hashToken, parseBearer } from './api-keys.tokens.js';
@@ -89,15 +90,46 @@ export async function revokeApiKey(db: Db, clock: Clock, keyId: string, accountI
   return row ? toApiKeyView(row) : null;
 }
 
+/** The counter of a key's requests in the per-key rate limiter. */
+export function keyCounter(keyId: string): string {
+  return repo.keyCounterPrefix + keyId;
+}
+
+/** A key authenticated, with its request counted against the key's limit when that was done with the read. */
+export interface Authenticated {
+  readonly key: AuthenticatedKey;
+  /** Undefined when the request is still to be counted (`consume` of `keyCounter(key.id)`). */
+  readonly counted: RateLimitDecision | undefined;
+}
+
 /**
  * The active key behind an Authorization header, or null for every kind of failure (missing, malformed,
  * unknown, revoked), which callers answer alike. Looked up on every request, so a revocation holds at once;
- * with it, its account's concurrency limit (`AuthenticatedKey`).
+ * with it, its account's concurrency limit (`AuthenticatedKey`). With `countWith` (the per-key limiter's, on
+ * PostgreSQL) the key is read by the limiter's statement, which counts its request as well.
  */
-export async function authenticate(db: Db, clock: Clock, header: string | undefined): Promise<AuthenticatedKey | null> {
+export async function authenticate(
+  db: Db,
+  clock: Clock,
+  header: string | undefined,
+  countWith?: RateLimiter['countWith'],
+): Promise<Authenticated | null> {
   const token = parseBearer(header);
   if (token === null) return null;
-  const row = await repo.findApiKeyWithAccountLimitByHash(db, hashToken(token));
+  const tokenHash = hashToken(token);
+  if (!countWith) {
+    const key = await active(db, clock, await repo.findApiKeyWithAccountLimitByHash(db, tokenHash));
+    return key && { key, counted: undefined };
+  }
+  const { row, decision } = await countWith({ statement: repo.apiKeyByHashCounted, params: { tokenHash } });
+  if (!row) return null;
+  const { rate_limit_name, ...key } = row;
+  const found = await active(db, clock, key);
+  return found && { key: found, counted: decision };
+}
+
+/** The key if it is active (recording its use at most once a minute), else null. */
+async function active(db: Db, clock: Clock, row: AuthenticatedKey | undefined): Promise<AuthenticatedKey | null> {
   if (!row || row.revoked_at !== null) return null;
   const now = clock.now();
   const staleBefore = isoTimestamp(addMs(now, -lastUsedResolutionMs));
