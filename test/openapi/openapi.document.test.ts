@@ -134,6 +134,33 @@ await forEachDialect('The OpenAPI document and the API reference', (dialect) => 
     }
   });
 
+  it("describes every list's limit as the integer from 1 to 100 the server takes, written in the query string", async () => {
+    const lists = Object.entries(document.paths as Json).flatMap(([url, methods]) =>
+      ((methods as Json).get?.parameters ?? [])
+        .filter((p: Json) => p.in === 'query' && p.name === 'limit')
+        .map((p: Json) => [url, p] as const),
+    );
+    assert.deepEqual(
+      lists.map(([url]) => url).sort(),
+      ['/v1/batches', '/v1/batches/{id}/recipients', '/v1/calls', '/v1/events', '/v1/suppressions'],
+    );
+    for (const [url, parameter] of lists) {
+      assert.deepEqual(parameter.schema, { type: 'integer', minimum: 1, maximum: 100, default: 20 }, url);
+      assert.equal(parameter.required, false, url);
+    }
+    // What the document says, the server does: "100" is the integer 100, 101 and text are refused.
+    for (const [url, limit, status] of [
+      ['/v1/calls', '100', 200],
+      ['/v1/suppressions', '1', 200],
+      ['/v1/events', '101', 400],
+      ['/v1/batches', 'ten', 400],
+    ] as const) {
+      const res = await t.inject({ method: 'GET', url: `${url}?limit=${limit}`, headers: { authorization: `Bearer ${t.seed.token}` } });
+      assert.equal(res.statusCode, status, `${url} ${res.body}`);
+      if (status === 400) assert.deepEqual([res.json().error, res.json().param], ['invalid_request', 'limit'], url);
+    }
+  });
+
   it('describes the webhooks: each event envelope and its signature headers', () => {
     assert.deepEqual(Object.keys(document.webhooks).sort(), ['batch.completed', 'call.completed', 'call.failed', 'webhook.test']);
     for (const [type, webhook] of Object.entries(document.webhooks as Json)) {

@@ -1,5 +1,6 @@
 /** The shapes of the batches API. Request and response types come from these schemas. */
 import { Type, type Static } from '@sinclair/typebox';
+import { ListLimitQuery } from '../../http/list-limit.js';
 import type { PatternHints } from '../../errors/error-handler.js';
 import { Metadata, e164Pattern } from '../calls/calls.schemas.js';
 import { weekdays } from './calling-window.js';
@@ -145,8 +146,7 @@ export const BatchParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
 const listQuery = <T extends string>(statuses: readonly T[], cursorOf: string) =>
   Type.Object(
     {
-      // Checked by the route, which names the range in its message (a pattern error would show a regex).
-      limit: Type.Optional(Type.String({ description: 'An integer from 1 to 100, default 20' })),
+      limit: ListLimitQuery,
       starting_after: Type.Optional(Type.String({ maxLength: 200, description: `A ${cursorOf} id: the page starts after it` })),
       // An enum: its validation error lists the allowed values.
       status: Type.Optional(enumOf(statuses)),

@@ -567,7 +567,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description An integer from 1 to 100, default 20 */
-                limit?: string;
+                limit?: number;
                 /** @description A call id: the page starts after it */
                 starting_after?: string;
                 status?: "initiated" | "completed" | "failed";
@@ -1195,7 +1195,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description An integer from 1 to 100, default 20 */
-                limit?: string;
+                limit?: number;
                 /** @description A batch id: the page starts after it */
                 starting_after?: string;
                 status?: "scheduled" | "running" | "paused" | "completed" | "cancelled";
@@ -1802,7 +1802,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description An integer from 1 to 100, default 20 */
-                limit?: string;
+                limit?: number;
                 /** @description A recipient id: the page starts after it */
                 starting_after?: string;
                 status?: "queued" | "dialing" | "in_progress" | "completed" | "failed" | "cancelled";
@@ -2704,7 +2704,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description An integer from 1 to 100, default 20 */
-                limit?: string;
+                limit?: number;
                 /** @description An entry id (sup_…): the page starts after it */
                 starting_after?: string;
             };
@@ -3487,7 +3487,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description An integer from 1 to 100, default 20 */
-                limit?: string;
+                limit?: number;
                 /** @description An event id: the page starts after it */
                 starting_after?: string;
                 type?: "call.completed" | "call.failed" | "batch.completed";
