@@ -140,10 +140,13 @@ await forEachDialect('The OpenAPI document and the API reference', (dialect) => 
         .filter((p: Json) => p.in === 'query' && p.name === 'limit')
         .map((p: Json) => [url, p] as const),
     );
-    assert.deepEqual(
-      lists.map(([url]) => url).sort(),
-      ['/v1/batches', '/v1/batches/{id}/recipients', '/v1/calls', '/v1/events', '/v1/suppressions'],
-    );
+    assert.deepEqual(lists.map(([url]) => url).sort(), [
+      '/v1/batches',
+      '/v1/batches/{id}/recipients',
+      '/v1/calls',
+      '/v1/events',
+      '/v1/suppressions',
+    ]);
     for (const [url, parameter] of lists) {
       assert.deepEqual(parameter.schema, { type: 'integer', minimum: 1, maximum: 100, default: 20 }, url);
       assert.equal(parameter.required, false, url);
