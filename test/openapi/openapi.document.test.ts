@@ -164,6 +164,23 @@ await forEachDialect('The OpenAPI document and the API reference', (dialect) => 
     }
   });
 
+  it('bounds each path id by the length the server takes: an id one longer is simply not found', async () => {
+    const headers = { authorization: `Bearer ${t.seed.token}` };
+    const ids = Object.entries(document.paths as Json).flatMap(([url, methods]) =>
+      Object.values(methods as Json).flatMap((operation: Json) =>
+        operation.parameters.filter((p: Json) => p.in === 'path' && p.name === 'id').map((p: Json) => [url, p.schema.maxLength] as const),
+      ),
+    );
+    assert.ok(ids.length >= 6);
+    for (const [url, maxLength] of ids) assert.equal(maxLength, 100, url);
+    for (const url of ['/v1/calls/{id}', '/v1/batches/{id}', '/v1/batches/{id}/recipients', '/v1/events/{id}']) {
+      for (const length of [100, 101, 200]) {
+        const res = await t.inject({ method: 'GET', url: url.replace('{id}', 'x'.repeat(length)), headers });
+        assert.deepEqual([res.statusCode, res.json().error], [404, 'not_found'], `${url} ${length}`);
+      }
+    }
+  });
+
   it('describes the webhooks: each event envelope and its signature headers', () => {
     assert.deepEqual(Object.keys(document.webhooks).sort(), ['batch.completed', 'call.completed', 'call.failed', 'webhook.test']);
     for (const [type, webhook] of Object.entries(document.webhooks as Json)) {

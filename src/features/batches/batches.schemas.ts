@@ -1,6 +1,7 @@
 /** The shapes of the batches API. Request and response types come from these schemas. */
 import { Type, type Static } from '@sinclair/typebox';
 import { ListLimitQuery } from '../../http/list-limit.js';
+import { pathIdMaxLength } from '../../lib/ids.js';
 import type { PatternHints } from '../../errors/error-handler.js';
 import { Metadata, e164Pattern } from '../calls/calls.schemas.js';
 import { weekdays } from './calling-window.js';
@@ -141,7 +142,7 @@ export const Recipient = Type.Object({
 });
 export type Recipient = Static<typeof Recipient>;
 
-export const BatchParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+export const BatchParams = Type.Object({ id: Type.String({ maxLength: pathIdMaxLength }) });
 
 const listQuery = <T extends string>(statuses: readonly T[], cursorOf: string) =>
   Type.Object(

@@ -1,6 +1,7 @@
 /** The shapes of the calls API (spec 2.1, 2.2, 7). Request and response types come from these schemas. */
 import { Type, type Static } from '@sinclair/typebox';
 import { ListLimitQuery } from '../../http/list-limit.js';
+import { pathIdMaxLength } from '../../lib/ids.js';
 import { IdempotencyHeaders } from '../idempotency/idempotency.schemas.js';
 
 export const e164Pattern = '^\\+[1-9]\\d{6,14}$';
@@ -68,7 +69,7 @@ export const Call = Type.Object({
 });
 export type Call = Static<typeof Call>;
 
-export const CallParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+export const CallParams = Type.Object({ id: Type.String({ maxLength: pathIdMaxLength }) });
 
 export const ListCallsQuery = Type.Object(
   {

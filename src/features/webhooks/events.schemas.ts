@@ -4,6 +4,7 @@
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { ListLimitQuery } from '../../http/list-limit.js';
+import { pathIdMaxLength } from '../../lib/ids.js';
 import { Batch } from '../batches/batches.schemas.js';
 import { webhookEventTypes } from './events.service.js';
 
@@ -76,7 +77,7 @@ export const EventEnvelope = Type.Union([CallCompletedEvent, CallFailedEvent, Ba
 
 export const EventList = Type.Object({ data: Type.Array(EventEnvelope), has_more: Type.Boolean() });
 
-export const EventParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+export const EventParams = Type.Object({ id: Type.String({ maxLength: pathIdMaxLength }) });
 
 export const ListEventsQuery = Type.Object(
   {
