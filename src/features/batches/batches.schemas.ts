@@ -67,7 +67,14 @@ export const CreateBatchBody = Type.Object(
   {
     agent_id: Type.String({ description: 'An agent of your account, agent_…' }),
     recipients: Type.Array(RecipientInput, { minItems: 1, maxItems: recipientsMax }),
-    name: Type.Optional(Type.String({ maxLength: nameMaxLength })),
+    // "" is refused as an empty reference is: a client that means no name leaves the field out.
+    name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: nameMaxLength,
+        description: `Your label for the batch, 1 to ${nameMaxLength} characters; leave it out for none ("" is refused)`,
+      }),
+    ),
     // Checked by the service, which says what is wrong with the time (a format error would not).
     scheduled_at: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601 with a time zone; default now' })),
     max_concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: maxConcurrencyLimit })),

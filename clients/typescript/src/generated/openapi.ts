@@ -1366,6 +1366,7 @@ export interface operations {
                         /** @description Your own id for this recipient. */
                         reference?: string;
                     }[];
+                    /** @description Your label for the batch, 1 to 200 characters; leave it out for none ("" is refused) */
                     name?: string;
                     /** @description ISO 8601 with a time zone; default now */
                     scheduled_at?: string;
