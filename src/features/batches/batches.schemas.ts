@@ -44,7 +44,11 @@ export const CallingWindowInput = Type.Object(
     start: Type.String({ maxLength: 16, description: 'HH:MM, local time of the zone' }),
     end: Type.String({ maxLength: 16, description: 'HH:MM, after start (no window across midnight)' }),
     days: Type.Optional(Type.Array(enumOf(weekdays), { minItems: 1, maxItems: weekdays.length, description: 'Default: every day' })),
-    time_zone: Type.String({ maxLength: 100, description: 'An IANA time zone, or "recipient": the zones of each number' }),
+    time_zone: Type.String({
+      maxLength: 100,
+      description:
+        'An IANA time zone such as America/New_York (in any case; echoed as the tz database writes it), or "recipient": the zones of each number',
+    }),
     fallback_time_zone: Type.Optional(Type.String({ maxLength: 100, description: 'With "recipient": for numbers of no known zone' })),
   },
   { additionalProperties: false },

@@ -1378,7 +1378,7 @@ export interface operations {
                         end: string;
                         /** @description Default: every day */
                         days?: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
-                        /** @description An IANA time zone, or "recipient": the zones of each number */
+                        /** @description An IANA time zone such as America/New_York (in any case; echoed as the tz database writes it), or "recipient": the zones of each number */
                         time_zone: string;
                         /** @description With "recipient": for numbers of no known zone */
                         fallback_time_zone?: string;
