@@ -6,7 +6,7 @@
 import type { Server } from 'node:http';
 import { LogController, type FastifyBaseLogger, type FastifyHttpOptions } from 'fastify';
 import type { Config } from '../config.js';
-import { newId } from '../lib/ids.js';
+import { newId, pathIdMaxLength } from '../lib/ids.js';
 import { answerClientError } from './client-errors.js';
 import { lazyRequestLogger } from './request-logger.js';
 
@@ -37,6 +37,8 @@ export function serverOptions(config: ServerConfig, logger: FastifyBaseLogger): 
     // Request ids are ours: a client-sent X-Request-Id is not trusted.
     requestIdHeader: false,
     genReqId: () => newId('request'),
+    // Fastify's default, named: a longer id is not found (404), as the route schemas document (ids.ts).
+    routerOptions: { maxParamLength: pathIdMaxLength },
     // One access-log line per request (access-log.hook.ts) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     // `request.log` is made when a request first logs (request-logger.ts).

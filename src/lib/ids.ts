@@ -26,6 +26,13 @@ export const idPrefixes = {
 
 export type IdKind = keyof typeof idPrefixes;
 
+/**
+ * The longest id a path takes (/v1/calls/{id}, /v1/batches/{id}, /v1/events/{id}): the router's
+ * maxParamLength (server-options.ts), which answers a longer one 404 before any route runs, and the route
+ * schemas' maxLength, so the OpenAPI document states the bound that holds. Ids are far shorter.
+ */
+export const pathIdMaxLength = 100;
+
 const alphabet = '0123456789abcdefghjkmnpqrstvwxyz';
 
 // Random bytes are drawn from the OS a pool at a time: one call per id cost more than the rest of making it

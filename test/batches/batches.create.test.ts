@@ -135,6 +135,8 @@ await forEachDialect('POST /v1/batches', (dialect) => {
       ['no recipients', () => ({ ...base(), recipients: [] }), 'recipients', /at least 1 items/],
       ['recipients not a list', () => ({ ...base(), recipients: { to: '+14155550100' } }), 'recipients', /must be an array/],
       ['a name over 200 characters', () => ({ ...base(), name: 'n'.repeat(201) }), 'name', /more than 200/],
+      // As for a reference: "" is refused, not stored as a name nor taken for none.
+      ['an empty name', () => ({ ...base(), name: '' }), 'name', /fewer than 1 characters/],
       ['max_concurrency 0', () => ({ ...base(), max_concurrency: 0 }), 'max_concurrency', />= 1/],
       ['max_concurrency 101', () => ({ ...base(), max_concurrency: 101 }), 'max_concurrency', /<= 100/],
       ['max_concurrency 2.5', () => ({ ...base(), max_concurrency: 2.5 }), 'max_concurrency', /integer/],

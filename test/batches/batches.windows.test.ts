@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
+import { weekdays } from '../../src/features/batches/calling-window.js';
 import type { VoiceProvider } from '../../src/features/providers/provider.interface.js';
 import { createSimulatorProvider, simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { forEachDialect } from '../support/dialects.js';
@@ -111,6 +112,26 @@ await forEachDialect('Calling windows and retries of batches', (dialect) => {
     assert.deepEqual(batch.retry, { on: ['busy', 'no_answer'], max_attempts: 3, delay_minutes: 30 });
     assert.deepEqual(await readBatch(t, batch.id), batch);
     await t.inject({ method: 'POST', url: `/v1/batches/${batch.id}/cancel`, headers: { authorization: `Bearer ${t.seed.token}` } });
+  });
+
+  it('stores and echoes a zone sent in the wrong case by its tz database name', async () => {
+    const tos = numbers(2, 110);
+    for (const [sent, shown] of [
+      [{ time_zone: 'america/new_york' }, { time_zone: 'America/New_York' }],
+      [{ time_zone: 'ETC/GMT+5' }, { time_zone: 'Etc/GMT+5' }],
+      [
+        { time_zone: 'recipient', fallback_time_zone: 'EUROPE/LONDON' },
+        { time_zone: 'recipient', fallback_time_zone: 'Europe/London' },
+      ],
+      // A zone written right is kept as written, an older name of a zone too.
+      [{ time_zone: 'Asia/Kolkata' }, { time_zone: 'Asia/Kolkata' }],
+      [{ time_zone: 'US/Eastern' }, { time_zone: 'US/Eastern' }],
+    ] as const) {
+      const batch = await createBatch(t, tos, { calling_window: { start: '09:00', end: '17:00', ...sent } });
+      assert.deepEqual(batch.calling_window, { start: '09:00', end: '17:00', days: [...weekdays], ...shown }, JSON.stringify(sent));
+      assert.deepEqual((await readBatch(t, batch.id)).calling_window, batch.calling_window);
+      await t.inject({ method: 'POST', url: `/v1/batches/${batch.id}/cancel`, headers: { authorization: `Bearer ${t.seed.token}` } });
+    }
   });
 
   it('waits for the window in New York across the March change to daylight time, and dials at its opening', async () => {

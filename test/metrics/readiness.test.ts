@@ -77,9 +77,14 @@ await forEachDialect('GET /readyz', (dialect) => {
     });
     after(() => t.close());
 
-    it('is ready in an api-only process without a worker', async () => {
+    it('is ready in an api-only process without a worker, whose check says it was skipped', async () => {
       const { status, body } = await readyz(t);
       assert.equal(status, 200, JSON.stringify(body));
+      assert.equal(body.status, 'ready');
+      assert.deepEqual(body.checks.database, { status: 'ok' });
+      assert.deepEqual(body.checks.migrations, { status: 'ok' });
+      assert.equal(body.checks.worker.status, 'skipped');
+      assert.match(body.checks.worker.note, /no worker runs in this process/i);
     });
 
     it('is not ready with a migration pending, naming it', async () => {

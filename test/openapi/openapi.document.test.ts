@@ -134,6 +134,53 @@ await forEachDialect('The OpenAPI document and the API reference', (dialect) => 
     }
   });
 
+  it("describes every list's limit as the integer from 1 to 100 the server takes, written in the query string", async () => {
+    const lists = Object.entries(document.paths as Json).flatMap(([url, methods]) =>
+      ((methods as Json).get?.parameters ?? [])
+        .filter((p: Json) => p.in === 'query' && p.name === 'limit')
+        .map((p: Json) => [url, p] as const),
+    );
+    assert.deepEqual(lists.map(([url]) => url).sort(), [
+      '/v1/batches',
+      '/v1/batches/{id}/recipients',
+      '/v1/calls',
+      '/v1/events',
+      '/v1/suppressions',
+    ]);
+    for (const [url, parameter] of lists) {
+      assert.deepEqual(parameter.schema, { type: 'integer', minimum: 1, maximum: 100, default: 20 }, url);
+      assert.equal(parameter.required, false, url);
+    }
+    // What the document says, the server does: "100" is the integer 100, 101 and text are refused.
+    for (const [url, limit, status] of [
+      ['/v1/calls', '100', 200],
+      ['/v1/suppressions', '1', 200],
+      ['/v1/events', '101', 400],
+      ['/v1/batches', 'ten', 400],
+    ] as const) {
+      const res = await t.inject({ method: 'GET', url: `${url}?limit=${limit}`, headers: { authorization: `Bearer ${t.seed.token}` } });
+      assert.equal(res.statusCode, status, `${url} ${res.body}`);
+      if (status === 400) assert.deepEqual([res.json().error, res.json().param], ['invalid_request', 'limit'], url);
+    }
+  });
+
+  it('bounds each path id by the length the server takes: an id one longer is simply not found', async () => {
+    const headers = { authorization: `Bearer ${t.seed.token}` };
+    const ids = Object.entries(document.paths as Json).flatMap(([url, methods]) =>
+      Object.values(methods as Json).flatMap((operation: Json) =>
+        operation.parameters.filter((p: Json) => p.in === 'path' && p.name === 'id').map((p: Json) => [url, p.schema.maxLength] as const),
+      ),
+    );
+    assert.ok(ids.length >= 6);
+    for (const [url, maxLength] of ids) assert.equal(maxLength, 100, url);
+    for (const url of ['/v1/calls/{id}', '/v1/batches/{id}', '/v1/batches/{id}/recipients', '/v1/events/{id}']) {
+      for (const length of [100, 101, 200]) {
+        const res = await t.inject({ method: 'GET', url: url.replace('{id}', 'x'.repeat(length)), headers });
+        assert.deepEqual([res.statusCode, res.json().error], [404, 'not_found'], `${url} ${length}`);
+      }
+    }
+  });
+
   it('describes the webhooks: each event envelope and its signature headers', () => {
     assert.deepEqual(Object.keys(document.webhooks).sort(), ['batch.completed', 'call.completed', 'call.failed', 'webhook.test']);
     for (const [type, webhook] of Object.entries(document.webhooks as Json)) {

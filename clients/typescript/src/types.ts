@@ -10,11 +10,8 @@ type RequestBody<Op extends keyof operations> = BodyOf<operations[Op]>;
 type Success<Op extends keyof operations, Status extends number> =
   operations[Op]['responses'] extends Record<Status, infer Response> ? Json<Response> : never;
 type Query<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
-/**
- * A list's query, with `limit` a number: the server reads it from the query string, where the document
- * describes it as text. `starting_after` is the list iterator's to set, but a first cursor may be given.
- */
-type ListQuery<Op extends keyof operations> = Omit<Query<Op>, 'limit'> & { limit?: number };
+/** A list's query (`limit` an integer). `starting_after` is the list iterator's to set, but a first cursor may be given. */
+type ListQuery<Op extends keyof operations> = Query<Op>;
 type Item<List> = List extends { data: (infer Element)[] } ? Element : never;
 
 export type CreateCallParams = RequestBody<'createCall'>;

@@ -3,6 +3,7 @@ import { ApiError } from '../../errors/api-error.js';
 import type { ErrorCode } from '../../errors/catalogue.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { errorResponses } from '../../errors/error-schemas.js';
+import { parseListLimit } from '../../http/list-limit.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
 import { withIdempotency } from '../idempotency/idempotency.hook.js';
 import {
@@ -17,28 +18,10 @@ import {
   batchBodyLimitBytes,
   createBatchPatternHints,
 } from './batches.schemas.js';
-import {
-  changeBatch,
-  createBatch,
-  getBatch,
-  listBatches,
-  listLimitDefault,
-  listLimitMax,
-  listRecipients,
-  type BatchAction,
-  type BatchesDeps,
-} from './batches.service.js';
+import { changeBatch, createBatch, getBatch, listBatches, listRecipients, type BatchAction, type BatchesDeps } from './batches.service.js';
 
 /** The scope of an Idempotency-Key within an API key on the endpoint that creates batches. */
 export const createBatchRoute = 'POST /v1/batches';
-
-function parseLimit(text: string | undefined): number {
-  const limit = text === undefined ? listLimitDefault : /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(limit >= 1 && limit <= listLimitMax)) {
-    throw new ApiError('invalid_request', `limit must be an integer from 1 to ${listLimitMax}.`, { param: 'limit' });
-  }
-  return limit;
-}
 
 const notFound = (mode: string, id: string) =>
   new ApiError(
@@ -127,7 +110,7 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
     const { starting_after: startingAfter, status } = request.query;
     const page = await listBatches(deps.db, apiKey.account_id, {
       mode: apiKey.mode,
-      limit: parseLimit(request.query.limit),
+      limit: parseListLimit(request.query.limit),
       ...(startingAfter === undefined ? {} : { startingAfter }),
       ...(status === undefined ? {} : { status }),
     });
@@ -167,7 +150,7 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
     },
     async (request) => {
       const apiKey = requireApiKey(request);
-      const limit = parseLimit(request.query.limit);
+      const limit = parseListLimit(request.query.limit);
       const batch = await getBatch(deps.db, request.params.id, { accountId: apiKey.account_id, mode: apiKey.mode });
       if (!batch) throw notFound(apiKey.mode, request.params.id);
       const { starting_after: startingAfter, status } = request.query;

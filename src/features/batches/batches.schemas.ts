@@ -1,5 +1,7 @@
 /** The shapes of the batches API. Request and response types come from these schemas. */
 import { Type, type Static } from '@sinclair/typebox';
+import { ListLimitQuery } from '../../http/list-limit.js';
+import { pathIdMaxLength } from '../../lib/ids.js';
 import type { PatternHints } from '../../errors/error-handler.js';
 import { Metadata, e164Pattern } from '../calls/calls.schemas.js';
 import { weekdays } from './calling-window.js';
@@ -42,7 +44,11 @@ export const CallingWindowInput = Type.Object(
     start: Type.String({ maxLength: 16, description: 'HH:MM, local time of the zone' }),
     end: Type.String({ maxLength: 16, description: 'HH:MM, after start (no window across midnight)' }),
     days: Type.Optional(Type.Array(enumOf(weekdays), { minItems: 1, maxItems: weekdays.length, description: 'Default: every day' })),
-    time_zone: Type.String({ maxLength: 100, description: 'An IANA time zone, or "recipient": the zones of each number' }),
+    time_zone: Type.String({
+      maxLength: 100,
+      description:
+        'An IANA time zone such as America/New_York (in any case; echoed as the tz database writes it), or "recipient": the zones of each number',
+    }),
     fallback_time_zone: Type.Optional(Type.String({ maxLength: 100, description: 'With "recipient": for numbers of no known zone' })),
   },
   { additionalProperties: false },
@@ -65,7 +71,14 @@ export const CreateBatchBody = Type.Object(
   {
     agent_id: Type.String({ description: 'An agent of your account, agent_…' }),
     recipients: Type.Array(RecipientInput, { minItems: 1, maxItems: recipientsMax }),
-    name: Type.Optional(Type.String({ maxLength: nameMaxLength })),
+    // "" is refused as an empty reference is: a client that means no name leaves the field out.
+    name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: nameMaxLength,
+        description: `Your label for the batch, 1 to ${nameMaxLength} characters; leave it out for none ("" is refused)`,
+      }),
+    ),
     // Checked by the service, which says what is wrong with the time (a format error would not).
     scheduled_at: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601 with a time zone; default now' })),
     max_concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: maxConcurrencyLimit })),
@@ -140,13 +153,12 @@ export const Recipient = Type.Object({
 });
 export type Recipient = Static<typeof Recipient>;
 
-export const BatchParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+export const BatchParams = Type.Object({ id: Type.String({ maxLength: pathIdMaxLength }) });
 
 const listQuery = <T extends string>(statuses: readonly T[], cursorOf: string) =>
   Type.Object(
     {
-      // Checked by the route, which names the range in its message (a pattern error would show a regex).
-      limit: Type.Optional(Type.String({ description: 'An integer from 1 to 100, default 20' })),
+      limit: ListLimitQuery,
       starting_after: Type.Optional(Type.String({ maxLength: 200, description: `A ${cursorOf} id: the page starts after it` })),
       // An enum: its validation error lists the allowed values.
       status: Type.Optional(enumOf(statuses)),

@@ -243,9 +243,6 @@ export function batchModes(db: Db, accountId: string, ids: readonly string[]): P
   return repo.modesOfBatches(db, accountId, ids);
 }
 
-export const listLimitDefault = 20;
-export const listLimitMax = 100;
-
 /**
  * A page of the account's batches, newest first, as GET /v1/calls pages calls. `startingAfter` must be one
  * of the batches listed (same account and mode), so a cursor cannot probe others; null when it is not.

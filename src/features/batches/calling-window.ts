@@ -33,6 +33,25 @@ export function isTimeZone(name: string): boolean {
   return IANAZone.isValidZone(name);
 }
 
+/** The runtime's zone names by their lower case, made when a first window is checked. */
+let zonesByLowerCase: Map<string, string> | undefined;
+
+/**
+ * The zone named `name` as the tz database writes it ("America/New_York" for "america/new_york"), or
+ * undefined when it names none. Luxon, like Intl under it, takes a zone name in any case; a batch stores and
+ * shows it once, written right. A name outside the runtime's list (an older name such as US/Eastern, kept
+ * as a link) is kept as sent, its case mended only when Intl's name for it is the same one: Intl would
+ * otherwise give another name of the zone (Asia/Calcutta for Asia/Kolkata on Node 20).
+ */
+export function timeZoneName(name: string): string | undefined {
+  if (!isTimeZone(name)) return undefined;
+  zonesByLowerCase ??= new Map(Intl.supportedValuesOf('timeZone').map((zone) => [zone.toLowerCase(), zone]));
+  const listed = zonesByLowerCase.get(name.toLowerCase());
+  if (listed !== undefined) return listed;
+  const resolved = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+  return resolved.toLowerCase() === name.toLowerCase() ? resolved : name;
+}
+
 /** The first fault of a window, with the field it is in, or the window with its defaults filled in. */
 export function checkCallingWindow(input: CallingWindow): { window: CallingWindow } | { param: string; message: string } {
   const at = (field: string) => `calling_window.${field}`;
@@ -50,21 +69,23 @@ export function checkCallingWindow(input: CallingWindow): { window: CallingWindo
   const days = input.days ?? [...weekdays];
   const repeated = days.find((day, index) => days.indexOf(day) !== index);
   if (repeated) return { param: at('days'), message: `${at('days')} names ${repeated} twice; name each day once.` };
-  if (input.time_zone !== recipientZone && !isTimeZone(input.time_zone)) {
+  const timeZone = input.time_zone === recipientZone ? recipientZone : timeZoneName(input.time_zone);
+  if (timeZone === undefined) {
     return {
       param: at('time_zone'),
       message: `${at('time_zone')} must be an IANA time zone such as America/New_York, or "recipient" for each recipient's own zones.`,
     };
   }
-  const fallback = input.fallback_time_zone;
-  if (input.time_zone === recipientZone) {
+  // null: a fallback was given that names no zone.
+  const fallback = input.fallback_time_zone === undefined ? undefined : (timeZoneName(input.fallback_time_zone) ?? null);
+  if (timeZone === recipientZone) {
     if (fallback === undefined) {
       return {
         param: at('fallback_time_zone'),
         message: `${at('fallback_time_zone')} is required with time_zone "recipient": the zone of a number whose zone is not known.`,
       };
     }
-    if (!isTimeZone(fallback)) {
+    if (fallback === null) {
       return {
         param: at('fallback_time_zone'),
         message: `${at('fallback_time_zone')} must be an IANA time zone such as America/New_York.`,
@@ -78,9 +99,9 @@ export function checkCallingWindow(input: CallingWindow): { window: CallingWindo
     start: input.start,
     end: input.end,
     days: weekdays.filter((day) => days.includes(day)),
-    time_zone: input.time_zone,
+    time_zone: timeZone,
   };
-  if (fallback !== undefined) window.fallback_time_zone = fallback;
+  if (fallback) window.fallback_time_zone = fallback;
   return { window };
 }
 

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { errorResponses } from '../../errors/error-schemas.js';
+import { parseListLimit } from '../../http/list-limit.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
 import { withIdempotency } from '../idempotency/idempotency.hook.js';
 import { providerFailureError } from '../providers/provider-failure.js';
@@ -15,7 +16,7 @@ import {
   ListCallsQuery,
   createCallPatternHints,
 } from './calls.schemas.js';
-import { agentRead, agentToCall, createCall, getCall, listCalls, listLimitDefault, listLimitMax, type CallsDeps } from './calls.service.js';
+import { agentRead, agentToCall, createCall, getCall, listCalls, type CallsDeps } from './calls.service.js';
 
 /** The scope of an Idempotency-Key within an API key on the endpoint that creates calls. */
 export const createCallRoute = 'POST /v1/calls';
@@ -117,11 +118,7 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
   };
   app.get('/calls', { schema: listSchema }, async (request) => {
     const apiKey = requireApiKey(request);
-    const text = request.query.limit;
-    const limit = text === undefined ? listLimitDefault : /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN;
-    if (!(limit >= 1 && limit <= listLimitMax)) {
-      throw new ApiError('invalid_request', `limit must be an integer from 1 to ${listLimitMax}.`, { param: 'limit' });
-    }
+    const limit = parseListLimit(request.query.limit);
     const { starting_after: startingAfter, status, agent_id: agentId } = request.query;
     // An empty filter is a mistake, not "no filter" (Stripe refuses empty strings the same way).
     if (agentId === '')

@@ -1,5 +1,7 @@
 /** The shapes of the calls API (spec 2.1, 2.2, 7). Request and response types come from these schemas. */
 import { Type, type Static } from '@sinclair/typebox';
+import { ListLimitQuery } from '../../http/list-limit.js';
+import { pathIdMaxLength } from '../../lib/ids.js';
 import { IdempotencyHeaders } from '../idempotency/idempotency.schemas.js';
 
 export const e164Pattern = '^\\+[1-9]\\d{6,14}$';
@@ -67,12 +69,11 @@ export const Call = Type.Object({
 });
 export type Call = Static<typeof Call>;
 
-export const CallParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+export const CallParams = Type.Object({ id: Type.String({ maxLength: pathIdMaxLength }) });
 
 export const ListCallsQuery = Type.Object(
   {
-    // Checked by the route, which names the range in its message (a pattern error would show a regex).
-    limit: Type.Optional(Type.String({ description: 'An integer from 1 to 100, default 20' })),
+    limit: ListLimitQuery,
     starting_after: Type.Optional(Type.String({ maxLength: 200, description: 'A call id: the page starts after it' })),
     // An enum, not a union of literals: its validation error lists the allowed values.
     status: Type.Optional(Type.Unsafe<(typeof callStatuses)[number]>({ type: 'string', enum: [...callStatuses] })),

@@ -265,9 +265,6 @@ function hasNul(text: string): boolean {
   return text.includes('\u0000');
 }
 
-export const listLimitDefault = 20;
-export const listLimitMax = 100;
-
 /**
  * A page of the account's calls, newest first; with `mode`, only those made in that mode, as an API key
  * sees them (Stripe's test and live data never mix). `startingAfter` must be one of those calls, so a

@@ -9,7 +9,8 @@ import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { checkReadiness, type ReadinessDeps } from './readiness.service.js';
 
 const Check = Type.Object({
-  status: Type.Union([Type.Literal('ok'), Type.Literal('failing')]),
+  /** skipped: not run in this process (the worker check where no worker runs); it does not make it unready. */
+  status: Type.Union([Type.Literal('ok'), Type.Literal('failing'), Type.Literal('skipped')]),
   reason: Type.Optional(Type.String()),
   /** On a check that passes: what an operator should know all the same (a newer version's migrations). */
   note: Type.Optional(Type.String()),
@@ -28,10 +29,10 @@ export const readinessRoutes: FastifyPluginAsyncTypebox<{ deps: ReadinessDeps }>
       Object.entries(readiness.checks).map(([name, check]) => [
         name,
         check.ok
-          ? { status: 'ok' as const, ...(check.note ? { note: check.note } : {}) }
+          ? { status: check.skipped ? ('skipped' as const) : ('ok' as const), ...(check.note ? { note: check.note } : {}) }
           : { status: 'failing' as const, reason: check.reason ?? 'failing' },
       ]),
-    ) as Record<keyof typeof readiness.checks, { status: 'ok' | 'failing'; reason?: string; note?: string }>;
+    ) as Record<keyof typeof readiness.checks, { status: 'ok' | 'failing' | 'skipped'; reason?: string; note?: string }>;
     reply.header('cache-control', 'no-store');
     if (readiness.ready) return { status: 'ready' as const, checks };
     const reason = Object.values(readiness.checks)

@@ -1,11 +1,11 @@
 /**
  * Readiness (`GET /readyz`): can this process do its work now? The database answers, none of the migrations
  * this code knows is pending, and, in a process of the worker role, every job of the worker has ended a pass
- * lately. A database that a newer version migrated while this process ran keeps it ready, with a note: in a
- * rolling deploy `callgate migrate` runs before the old processes are replaced, and they serve beside the
- * new schema until then (a load balancer that dropped them all would stop the service); a process that
- * starts against such a database refuses to start instead. Liveness (`/healthz`) stays the cheaper question of
- * whether the process answers at all.
+ * lately (in an API-only process that check is skipped). A database that a newer version migrated while this
+ * process ran keeps it ready, with a note: in a rolling deploy `callgate migrate` runs before the old
+ * processes are replaced, and they serve beside the new schema until then (a load balancer that dropped them
+ * all would stop the service); a process that starts against such a database refuses to start instead.
+ * Liveness (`/healthz`) stays the cheaper question of whether the process answers at all.
  */
 import { sql } from 'kysely';
 import { migrationState, type Db } from '../../db/database.js';
@@ -23,6 +23,8 @@ export interface ReadinessDeps {
 
 export interface Check {
   readonly ok: boolean;
+  /** Not run here: what it checks is no part of this process (the worker's jobs in an API-only process). */
+  readonly skipped?: boolean;
   /** What is wrong, in words an operator can act on; absent when ok. */
   readonly reason?: string;
   /** Something an operator should know that does not make the process unready. */
@@ -88,7 +90,14 @@ async function migrationsCheck(deps: ReadinessDeps): Promise<Check> {
 }
 
 function workerCheck(deps: ReadinessDeps): Check {
-  if (!deps.jobs) return { ok: true };
+  if (!deps.jobs) {
+    // Not a fault: an API-only process is ready without a worker; the worker processes answer for their jobs.
+    return {
+      ok: true,
+      skipped: true,
+      note: 'No worker runs in this process (CALLGATE_ROLES=api): the /readyz of the worker processes checks their jobs.',
+    };
+  }
   const beats = deps.jobs.beats();
   if (beats.length === 0) return { ok: false, reason: 'The worker role is configured but its jobs are not running.' };
   const now = deps.clock.now().getTime();

@@ -9,6 +9,7 @@ import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { TSchema } from '@sinclair/typebox';
 import { errorCatalogue } from '../../errors/catalogue.js';
 import { ErrorResponse, errorCodes } from '../../errors/error-schemas.js';
+import { ListLimitQuery, documentedListLimit } from '../../http/list-limit.js';
 import { Batch, BatchList, Recipient, RecipientList } from '../batches/batches.schemas.js';
 import { Call, CallCreated, CallList } from '../calls/calls.schemas.js';
 import { Suppression, SuppressionList } from '../suppressions/suppressions.schemas.js';
@@ -55,6 +56,7 @@ const successWords: Record<string, string> = { 200: 'OK', 201: 'Created', 204: '
 interface RouteSchema {
   hide?: boolean;
   headers?: { properties?: Record<string, unknown>; required?: string[] };
+  querystring?: { properties?: Record<string, unknown> };
   response?: Record<string, Record<string, unknown>>;
   [key: string]: unknown;
 }
@@ -73,6 +75,17 @@ function transform({ schema, url }: { schema: unknown; url: string }): { schema:
     properties: Object.fromEntries(Object.entries(routeSchema.headers.properties ?? {}).map(([name, value]) => [headerName(name), value])),
     ...(routeSchema.headers.required ? { required: routeSchema.headers.required.map(headerName) } : {}),
   };
+  // A list's `limit` is checked as text by its route (list-limit.ts); a client sends an integer.
+  const listLimit = JSON.stringify(ListLimitQuery);
+  const querystring = routeSchema.querystring?.properties && {
+    ...routeSchema.querystring,
+    properties: Object.fromEntries(
+      Object.entries(routeSchema.querystring.properties).map(([name, value]) => [
+        name,
+        JSON.stringify(value) === listLimit ? documentedListLimit : value,
+      ]),
+    ),
+  };
   const response = Object.fromEntries(
     Object.entries(routeSchema.response ?? {}).map(([status, body]) => [
       status,
@@ -84,7 +97,7 @@ function transform({ schema, url }: { schema: unknown; url: string }): { schema:
       },
     ]),
   );
-  return { schema: { ...routeSchema, ...(headers ? { headers } : {}), response }, url };
+  return { schema: { ...routeSchema, ...(headers ? { headers } : {}), ...(querystring ? { querystring } : {}), response }, url };
 }
 
 /** What a webhook receiver gets: a signed POST per event (docs/webhooks.md). */

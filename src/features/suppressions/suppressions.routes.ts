@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { errorResponses } from '../../errors/error-schemas.js';
+import { parseListLimit } from '../../http/list-limit.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
 import { createCallPatternHints, e164Pattern } from '../calls/calls.schemas.js';
 import { withIdempotency } from '../idempotency/idempotency.hook.js';
@@ -18,8 +19,6 @@ import {
   addSuppression,
   getSuppression,
   isE164,
-  listLimitDefault,
-  listLimitMax,
   listSuppressions,
   removeSuppression,
   type SuppressionsDeps,
@@ -27,14 +26,6 @@ import {
 
 /** The scope of an Idempotency-Key within an API key on the endpoint that adds numbers. */
 export const createSuppressionRoute = 'POST /v1/suppressions';
-
-function parseLimit(text: string | undefined): number {
-  const limit = text === undefined ? listLimitDefault : /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(limit >= 1 && limit <= listLimitMax)) {
-    throw new ApiError('invalid_request', `limit must be an integer from 1 to ${listLimitMax}.`, { param: 'limit' });
-  }
-  return limit;
-}
 
 /** The number of the path, decoded by the router; a malformed one is a 400 that says how to write it. */
 function numberOfPath(to: string): string {
@@ -99,7 +90,7 @@ export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsD
       const apiKey = requireApiKey(request);
       const { starting_after: startingAfter } = request.query;
       const page = await listSuppressions(deps.db, apiKey.account_id, {
-        limit: parseLimit(request.query.limit),
+        limit: parseListLimit(request.query.limit),
         ...(startingAfter === undefined ? {} : { startingAfter }),
       });
       if (!page) throw new ApiError('invalid_request', 'starting_after is not an entry of this account.', { param: 'starting_after' });

@@ -1,5 +1,6 @@
 /** The shapes of the suppressions API. Request and response types come from these schemas. */
 import { Type, type Static } from '@sinclair/typebox';
+import { ListLimitQuery } from '../../http/list-limit.js';
 import { e164Pattern } from '../calls/calls.schemas.js';
 import { IdempotencyHeaders } from '../idempotency/idempotency.schemas.js';
 
@@ -30,8 +31,7 @@ export const SuppressionParams = Type.Object({ to: Type.String({ maxLength: 64 }
 
 export const ListSuppressionsQuery = Type.Object(
   {
-    // Checked by the route, which names the range in its message (a pattern error would show a regex).
-    limit: Type.Optional(Type.String({ description: 'An integer from 1 to 100, default 20' })),
+    limit: ListLimitQuery,
     starting_after: Type.Optional(Type.String({ maxLength: 200, description: 'An entry id (sup_…): the page starts after it' })),
   },
   { additionalProperties: false },

@@ -106,9 +106,6 @@ export async function countSuppressions(db: Db, accountId: string): Promise<numb
   return repo.countSuppressions(db, accountId);
 }
 
-export const listLimitDefault = 20;
-export const listLimitMax = 100;
-
 /**
  * A page of the account's list, newest first, as GET /v1/calls pages calls. `startingAfter` must be an
  * entry of this account, so a cursor cannot probe others; null when it is not.

@@ -11,8 +11,6 @@ import type { WebhookEventRow } from './webhooks.tables.js';
 
 /** How far back the API reads (the events' retention is the operator's; this is the API's promise). */
 export const eventsReadWindowMs = 30 * 24 * 60 * 60 * 1000;
-export const eventsListLimitDefault = 20;
-export const eventsListLimitMax = 100;
 
 /** The JSON of an event exactly as its webhooks carry it: the body the dispatcher signs. */
 export function envelopeJson(event: Pick<WebhookEventRow, 'payload'>): string {

@@ -8,22 +8,15 @@ import { ApiError } from '../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { errorResponses } from '../../errors/error-schemas.js';
 import type { Db } from '../../db/database.js';
+import { parseListLimit } from '../../http/list-limit.js';
 import { parseIsoDateTime, type Clock } from '../../lib/clock.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
-import { eventsListLimitDefault, eventsListLimitMax, getEventJson, listEventsPageJson } from './event-reads.service.js';
+import { getEventJson, listEventsPageJson } from './event-reads.service.js';
 import { EventEnvelope, EventList, EventParams, ListEventsQuery } from './events.schemas.js';
 
 export interface EventsDeps {
   readonly db: Db;
   readonly clock: Clock;
-}
-
-function parseLimit(text: string | undefined): number {
-  const limit = text === undefined ? eventsListLimitDefault : /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(limit >= 1 && limit <= eventsListLimitMax)) {
-    throw new ApiError('invalid_request', `limit must be an integer from 1 to ${eventsListLimitMax}.`, { param: 'limit' });
-  }
-  return limit;
 }
 
 /**
@@ -50,7 +43,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: EventsDeps }> = asy
     },
     async (request, reply) => {
       const apiKey = requireApiKey(request);
-      const limit = parseLimit(request.query.limit);
+      const limit = parseListLimit(request.query.limit);
       const { starting_after: startingAfter, type, created_after: createdAfterText } = request.query;
       let createdAfter: Date | undefined;
       if (createdAfterText !== undefined) {

@@ -3,6 +3,8 @@
  * and the list's query. The OpenAPI document (src/features/openapi) shows them in its `webhooks` section.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { ListLimitQuery } from '../../http/list-limit.js';
+import { pathIdMaxLength } from '../../lib/ids.js';
 import { Batch } from '../batches/batches.schemas.js';
 import { webhookEventTypes } from './events.service.js';
 
@@ -75,12 +77,11 @@ export const EventEnvelope = Type.Union([CallCompletedEvent, CallFailedEvent, Ba
 
 export const EventList = Type.Object({ data: Type.Array(EventEnvelope), has_more: Type.Boolean() });
 
-export const EventParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+export const EventParams = Type.Object({ id: Type.String({ maxLength: pathIdMaxLength }) });
 
 export const ListEventsQuery = Type.Object(
   {
-    // Checked by the route, which names the range in its message (a pattern error would show a regex).
-    limit: Type.Optional(Type.String({ description: 'An integer from 1 to 100, default 20' })),
+    limit: ListLimitQuery,
     starting_after: Type.Optional(Type.String({ maxLength: 200, description: 'An event id: the page starts after it' })),
     // An enum: its validation error lists the types there are.
     type: Type.Optional(Type.Unsafe<(typeof webhookEventTypes)[number]>({ type: 'string', enum: [...webhookEventTypes] })),

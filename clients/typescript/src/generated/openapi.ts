@@ -567,7 +567,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description An integer from 1 to 100, default 20 */
-                limit?: string;
+                limit?: number;
                 /** @description A call id: the page starts after it */
                 starting_after?: string;
                 status?: "initiated" | "completed" | "failed";
@@ -1195,7 +1195,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description An integer from 1 to 100, default 20 */
-                limit?: string;
+                limit?: number;
                 /** @description A batch id: the page starts after it */
                 starting_after?: string;
                 status?: "scheduled" | "running" | "paused" | "completed" | "cancelled";
@@ -1366,6 +1366,7 @@ export interface operations {
                         /** @description Your own id for this recipient. */
                         reference?: string;
                     }[];
+                    /** @description Your label for the batch, 1 to 200 characters; leave it out for none ("" is refused) */
                     name?: string;
                     /** @description ISO 8601 with a time zone; default now */
                     scheduled_at?: string;
@@ -1377,7 +1378,7 @@ export interface operations {
                         end: string;
                         /** @description Default: every day */
                         days?: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
-                        /** @description An IANA time zone, or "recipient": the zones of each number */
+                        /** @description An IANA time zone such as America/New_York (in any case; echoed as the tz database writes it), or "recipient": the zones of each number */
                         time_zone: string;
                         /** @description With "recipient": for numbers of no known zone */
                         fallback_time_zone?: string;
@@ -1802,7 +1803,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description An integer from 1 to 100, default 20 */
-                limit?: string;
+                limit?: number;
                 /** @description A recipient id: the page starts after it */
                 starting_after?: string;
                 status?: "queued" | "dialing" | "in_progress" | "completed" | "failed" | "cancelled";
@@ -2704,7 +2705,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description An integer from 1 to 100, default 20 */
-                limit?: string;
+                limit?: number;
                 /** @description An entry id (sup_…): the page starts after it */
                 starting_after?: string;
             };
@@ -3487,7 +3488,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description An integer from 1 to 100, default 20 */
-                limit?: string;
+                limit?: number;
                 /** @description An event id: the page starts after it */
                 starting_after?: string;
                 type?: "call.completed" | "call.failed" | "batch.completed";

@@ -1,4 +1,5 @@
-import { listCalls, listLimitMax } from '../../../features/calls/calls.service.js';
+import { listCalls } from '../../../features/calls/calls.service.js';
+import { listLimitMax } from '../../../http/list-limit.js';
 import type { CallStatus } from '../../../features/calls/calls.tables.js';
 import { integerOption, optionalChoiceOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';

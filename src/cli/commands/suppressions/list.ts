@@ -1,4 +1,5 @@
-import { listLimitMax, listSuppressions } from '../../../features/suppressions/suppressions.service.js';
+import { listSuppressions } from '../../../features/suppressions/suppressions.service.js';
+import { listLimitMax } from '../../../http/list-limit.js';
 import type { Suppression } from '../../../features/suppressions/suppressions.schemas.js';
 import { requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
