@@ -43,10 +43,10 @@ const { createAccount } = await fromDist<typeof import('../src/features/identity
   'features/identity/accounts.service.js',
 );
 const { upsertAgent } = await fromDist<typeof import('../src/features/agents/agents.service.js')>('features/agents/agents.service.js');
-const { createEndpoint } = await fromDist<typeof import('../src/features/webhooks/endpoints.service.js')>(
+const { createEndpoint } = await fromDist<typeof import('../src/features/webhook-endpoints/endpoints.service.js')>(
   'features/webhooks/endpoints.service.js',
 );
-const { enqueueEvent } = await fromDist<typeof import('../src/features/webhooks/events.service.js')>('features/webhooks/events.service.js');
+const { enqueueEvent } = await fromDist<typeof import('../src/features/events/events.service.js')>('features/webhooks/events.service.js');
 const { recordOutcome } = await fromDist<typeof import('../src/features/calls/calls.service.js')>('features/calls/calls.service.js');
 const { newId } = await fromDist<typeof import('../src/lib/ids.js')>('lib/ids.js');
 

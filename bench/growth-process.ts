@@ -76,10 +76,10 @@ const { upsertAgent } = await fromDist<typeof import('../src/features/agents/age
 const { createApiKey } = await fromDist<typeof import('../src/features/api-keys/api-keys.service.js')>(
   'features/api-keys/api-keys.service.js',
 );
-const { createEndpoint } = await fromDist<typeof import('../src/features/webhooks/endpoints.service.js')>(
+const { createEndpoint } = await fromDist<typeof import('../src/features/webhook-endpoints/endpoints.service.js')>(
   'features/webhooks/endpoints.service.js',
 );
-const { claimDueDeliveries } = await fromDist<typeof import('../src/features/webhooks/dispatcher.repository.js')>(
+const { claimDueDeliveries } = await fromDist<typeof import('../src/features/webhook-delivery/dispatcher.repository.js')>(
   'features/webhooks/dispatcher.repository.js',
 );
 const { claimDueCalls } = await fromDist<typeof import('../src/features/calls/calls.repository.js')>('features/calls/calls.repository.js');
@@ -87,11 +87,11 @@ const { listCallsWithMode } = await fromDist<typeof import('../src/features/call
 const dialer = await fromDist<typeof import('../src/features/batches/batch-dialer.repository.js')>(
   'features/batches/batch-dialer.repository.js',
 );
-const { loadOverview } = await fromDist<typeof import('../src/features/portal/portal.service.js')>('features/portal/portal.service.js');
+const { loadOverview } = await fromDist<typeof import('../src/portal/portal.service.js')>('features/portal/portal.service.js');
 const { listRecentRequests, purgeOldRequests } = await fromDist<typeof import('../src/features/request-log/request-log.service.js')>(
   'features/request-log/request-log.service.js',
 );
-const { purgeFinishedEvents } = await fromDist<typeof import('../src/features/webhooks/event-retention.repository.js')>(
+const { purgeFinishedEvents } = await fromDist<typeof import('../src/features/events/event-retention.repository.js')>(
   'features/webhooks/event-retention.repository.js',
 );
 

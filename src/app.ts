@@ -17,13 +17,13 @@ import { errorBody, registerErrorHandling, sendError, sendFrameworkError, toApiE
 import { apiAuthHook, registerApiAuth } from './features/api-keys/api-auth.hook.js';
 import { batchesRoutes } from './features/batches/batches.routes.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
-import { eventsRoutes } from './features/webhooks/events.routes.js';
+import { eventsRoutes } from './features/events/events.routes.js';
 import { healthRoutes } from './features/health/health.routes.js';
 import { readinessRoutes } from './features/health/readiness.routes.js';
 import { registerHttpMetrics } from './features/metrics/http-metrics.hook.js';
 import { metricsRoutes } from './features/metrics/metrics.routes.js';
 import { registerOpenApi } from './features/openapi/openapi.routes.js';
-import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './features/portal/portal.routes.js';
+import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './portal/portal.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
 import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
 import { registerResponseBodyCapture, requestLogHook } from './features/request-log/request-log.hook.js';

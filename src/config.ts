@@ -3,7 +3,7 @@
  * result is frozen: the rest of the code receives a `Config` and never looks at the environment itself.
  */
 import path from 'node:path';
-import { parseRetrySchedule } from './features/webhooks/retry-schedule.js';
+import { parseRetrySchedule } from './features/webhook-delivery/retry-schedule.js';
 import { parseDuration } from './lib/duration.js';
 
 export type DatabaseConfig = { readonly dialect: 'sqlite'; readonly file: string } | { readonly dialect: 'postgres'; readonly url: string };

@@ -10,12 +10,12 @@ import { openDatabase, prepareSchema, type DatabaseHandle, type Db } from './db/
 import { isDatabaseUnavailable } from './db/unavailable.js';
 import { BatchDialer } from './features/batches/batch-dialer.job.js';
 import type { BatchesDeps } from './features/batches/batches.service.js';
-import { CallMonitor } from './features/calls/call-monitor.js';
+import { CallMonitor } from './features/calls/call-monitor.job.js';
 import { idempotencyPurgeJob } from './features/idempotency/idempotency-purge.job.js';
 import { requestLogPurgeJob } from './features/request-log/request-log-purge.job.js';
 import { sessionsPurgeJob } from './features/identity/sessions-purge.job.js';
-import { formTokensPurgeJob } from './features/portal/form-tokens-purge.job.js';
-import { eventRetentionJob } from './features/webhooks/event-retention.job.js';
+import { formTokensPurgeJob } from './portal/form-tokens-purge.job.js';
+import { eventRetentionJob } from './features/events/event-retention.job.js';
 import { JobRunner } from './jobs/job-runner.js';
 import type { ReadinessDeps } from './features/health/readiness.service.js';
 import { Metrics } from './features/metrics/metrics.js';
@@ -29,9 +29,9 @@ import { createElevenLabsProvider } from './features/providers/elevenlabs/eleven
 import { elevenLabsClientFor } from './features/providers/provider-settings.js';
 import type { AgentDirectory } from './features/providers/provider.interface.js';
 import type { RateLimiter } from './features/rate-limit/rate-limit.interface.js';
-import { createLocalNotifier, createPostgresNotifier, type DeliveryNotifier } from './features/webhooks/delivery-notifier.js';
-import { WebhookDispatcher } from './features/webhooks/webhook-dispatcher.js';
-import { createHttpSender, type WebhookSender } from './features/webhooks/webhook-sender.js';
+import { createLocalNotifier, createPostgresNotifier, type DeliveryNotifier } from './features/webhook-delivery/delivery-notifier.js';
+import { WebhookDispatcher } from './features/webhook-delivery/webhook-dispatcher.job.js';
+import { createHttpSender, type WebhookSender } from './features/webhook-delivery/webhook-sender.js';
 import { createRateLimiter, type RateLimitStore } from './features/rate-limit/rate-limit.store.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { RequestLogWriter } from './features/request-log/request-log.service.js';

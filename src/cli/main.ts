@@ -75,7 +75,7 @@ function splitCommand(argv: readonly string[]): { noun: string | undefined; verb
 async function withDatabase(config: Config, progress: (line: string) => void, run: CommandRunner): Promise<CommandResult> {
   // Loaded only here: --help and usage errors need no database driver, and start in a third of the time.
   const { openDatabase, prepareSchema } = await import('../db/database.js');
-  const { notifyDeliveryWorkers } = await import('../features/webhooks/delivery-notifier.js');
+  const { notifyDeliveryWorkers } = await import('../features/webhook-delivery/delivery-notifier.js');
   const database = openDatabase(config.database);
   const wakeDeliveryWorkers = async () => {
     if (database.dialect !== 'postgres') return;

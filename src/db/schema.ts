@@ -10,7 +10,7 @@ import type { CallsTables } from '../features/calls/calls.tables.js';
 import type { ConcurrencyTables } from '../features/concurrency/concurrency.tables.js';
 import type { IdempotencyTables } from '../features/idempotency/idempotency.tables.js';
 import type { IdentityTables } from '../features/identity/identity.tables.js';
-import type { PortalTables } from '../features/portal/portal.tables.js';
+import type { PortalTables } from '../portal/portal.tables.js';
 import type { SuppressionsTables } from '../features/suppressions/suppressions.tables.js';
 import type { RequestLogTables } from '../features/request-log/request-log.tables.js';
 import type { WebhooksTables } from '../features/webhooks/webhooks.tables.js';

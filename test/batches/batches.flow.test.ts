@@ -13,7 +13,7 @@ import { migrateToLatest, openDatabase } from '../../src/db/database.js';
 import * as batchesMigration from '../../src/db/migrations/0009-batches.js';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import { createSimulatorProvider, simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
-import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
+import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
 import { createTestDatabase } from '../support/test-database.js';

@@ -14,7 +14,7 @@ import {
   insertInFlight,
   type CompletionParams,
 } from '../../src/features/idempotency/idempotency.repository.js';
-import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
+import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 

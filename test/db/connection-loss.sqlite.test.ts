@@ -18,7 +18,7 @@ import { seedAccount, testEnvDefaults } from '../support/test-app.js';
 import { startServerProcess, type ServerProcess } from '../support/server-process.js';
 import type { LightMyRequestResponse } from 'fastify';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
-import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
+import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
 import { createFakeProvider, untilAttempts } from '../support/fake-voice-provider.js';

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
-import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
+import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { startServerProcess, type ServerProcess } from '../support/server-process.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { seedAccount, testEnvDefaults, type SeededAccount } from '../support/test-app.js';

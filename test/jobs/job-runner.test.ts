@@ -7,7 +7,11 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
 import { claimDueCalls } from '../../src/features/calls/calls.repository.js';
-import { createLocalNotifier, createPostgresNotifier, notifyDeliveryWorkers } from '../../src/features/webhooks/delivery-notifier.js';
+import {
+  createLocalNotifier,
+  createPostgresNotifier,
+  notifyDeliveryWorkers,
+} from '../../src/features/webhook-delivery/delivery-notifier.js';
 import { JobRunner, periodicJob, type Job, type JobContext } from '../../src/jobs/job-runner.js';
 import { ManualClock, addMs, isoTimestamp, systemClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
+import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { parsePrometheusText, sampleValue, type Sample } from '../support/prometheus-text.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';

@@ -8,7 +8,7 @@ import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, it } from 'node:test';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
-import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
+import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { providerRetryDelayMs } from '../../src/features/calls/call-monitor.js';
+import { providerRetryDelayMs } from '../../src/features/calls/call-monitor.job.js';
 import { failedConversationOutcome } from '../../src/features/providers/elevenlabs/elevenlabs.mapping.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { signElevenLabs } from '../../src/features/providers/elevenlabs/elevenlabs.signature.js';
-import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
+import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startFakeElevenLabs, type FakeElevenLabs, type FakeReply } from '../support/fake-elevenlabs.js';
 import { countCalls, startTestApp, type TestApp } from '../support/test-app.js';

@@ -98,7 +98,7 @@ it('the built server serves the portal assets from dist/, with no src/ beside it
     const response = await fetch(`${base}/developers/assets/${name}`);
     assert.equal(response.status, 200, name);
     assert.match(String(response.headers.get('content-type')), type, name);
-    assert.equal(await response.text(), fs.readFileSync(path.join(repoRoot, 'src/features/portal/assets', name), 'utf8'), name);
+    assert.equal(await response.text(), fs.readFileSync(path.join(repoRoot, 'src/portal/assets', name), 'utf8'), name);
   }
 
   server.child.kill('SIGTERM');

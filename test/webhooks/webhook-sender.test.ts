@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createHttpSender } from '../../src/features/webhooks/webhook-sender.js';
+import { createHttpSender } from '../../src/features/webhook-delivery/webhook-sender.js';
 
 describe('webhook sender', () => {
   const sockets = new Set<unknown>();

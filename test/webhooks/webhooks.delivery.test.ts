@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, afterEach, before, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { createEndpoint, getEndpoint, rotateSecret } from '../../src/features/webhooks/endpoints.service.js';
+import { createEndpoint, getEndpoint, rotateSecret } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 import { callEventFields, startWebhookReceiver, verifyWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
+import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { eventually } from '../support/wait.js';
 import { memoryLogs, type MemoryLogs } from '../support/memory-logs.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';

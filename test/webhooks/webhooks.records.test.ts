@@ -7,15 +7,15 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.js';
-import { createEndpoint, getEndpoint, rotateSecret, secretOverlapMs } from '../../src/features/webhooks/endpoints.service.js';
+import { createEndpoint, getEndpoint, rotateSecret, secretOverlapMs } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import {
   claimDueDeliveries,
   recordAttempts,
   releaseClaims,
   type AttemptRecord,
-} from '../../src/features/webhooks/dispatcher.repository.js';
-import { enqueueEvent } from '../../src/features/webhooks/events.service.js';
-import { responseExcerptBytes } from '../../src/features/webhooks/webhook-sender.js';
+} from '../../src/features/webhook-delivery/dispatcher.repository.js';
+import { enqueueEvent } from '../../src/features/events/events.service.js';
+import { responseExcerptBytes } from '../../src/features/webhook-delivery/webhook-sender.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';

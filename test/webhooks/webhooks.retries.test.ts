@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../src/config.js';
-import { createEndpoint } from '../../src/features/webhooks/endpoints.service.js';
-import { enqueueEvent } from '../../src/features/webhooks/events.service.js';
+import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
+import { enqueueEvent } from '../../src/features/events/events.service.js';
 import {
   jitterFraction,
   nextDelayMs,
@@ -16,8 +16,8 @@ import {
   parseRetrySchedule,
   retryAfterBoundsMs,
   withJitter,
-} from '../../src/features/webhooks/retry-schedule.js';
-import { disableAfterFailingMs } from '../../src/features/webhooks/webhook-dispatcher.js';
+} from '../../src/features/webhook-delivery/retry-schedule.js';
+import { disableAfterFailingMs } from '../../src/features/webhook-delivery/webhook-dispatcher.job.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { createEndpoint } from '../../../src/features/webhooks/endpoints.service.js';
+import { createEndpoint } from '../../../src/features/webhook-endpoints/endpoints.service.js';
 import { simulatorMagicNumbers } from '../../../src/features/providers/simulator.provider.js';
 import { forEachDialect } from '../../../test/support/dialects.js';
 import { listenOnFreePort } from '../../../test/support/http-client.js';

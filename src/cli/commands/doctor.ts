@@ -42,7 +42,7 @@ async function providerCheck(config: Config): Promise<Check> {
 
 /** The endpoint's address by the rules of the SSRF guard; with private targets allowed, the name must still resolve. */
 async function endpointCheck(endpoint: { id: string; account_id: string; url: string }, allowPrivate: boolean): Promise<Check> {
-  const { checkWebhookTarget } = await import('../../features/webhooks/ssrf-guard.js');
+  const { checkWebhookTarget } = await import('../../features/webhook-delivery/ssrf-guard.js');
   const name = `webhook endpoint ${endpoint.id}`;
   const fix = `change its URL in the portal's Webhooks page of account ${endpoint.account_id}, or delete it: callgate webhooks delete ${endpoint.id}`;
   const target = await checkWebhookTarget(endpoint.url, allowPrivate);

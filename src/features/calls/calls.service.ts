@@ -13,7 +13,7 @@ import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
 import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
 import { concurrencyRetryAfterSeconds, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
-import { callOutcomeEvent, enqueueEvents } from '../webhooks/events.service.js';
+import { callOutcomeEvent, enqueueEvents } from '../events/events.service.js';
 import * as repo from './calls.repository.js';
 import { metadataMaxBytes, type Call, type CallCreated, type CreateCallBody } from './calls.schemas.js';
 import type { CallRow } from './calls.tables.js';

@@ -5,7 +5,7 @@
 import type { Db } from '../../db/database.js';
 import type { JobBeat, JobObserver } from '../../jobs/job-runner.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
-import { deliveryBacklog } from '../webhooks/deliveries.service.js';
+import { deliveryBacklog } from '../webhook-delivery/deliveries.service.js';
 import type { Metrics } from './metrics.js';
 
 export function jobObserver(metrics: Metrics): JobObserver {

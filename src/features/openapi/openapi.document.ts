@@ -13,7 +13,7 @@ import { ListLimitQuery, documentedListLimit } from '../../http/list-limit.js';
 import { Batch, BatchList, Recipient, RecipientList } from '../batches/batches.schemas.js';
 import { Call, CallCreated, CallList } from '../calls/calls.schemas.js';
 import { Suppression, SuppressionList } from '../suppressions/suppressions.schemas.js';
-import { EventList, eventSchemas } from '../webhooks/events.schemas.js';
+import { EventList, eventSchemas } from '../events/events.schemas.js';
 
 export const openApiPath = '/v1/openapi.json';
 

@@ -1,4 +1,4 @@
-import { listDeliveries } from '../../../features/webhooks/deliveries.service.js';
+import { listDeliveries } from '../../../features/webhook-delivery/deliveries.service.js';
 import type { DeliveryStatus } from '../../../features/webhooks/webhooks.tables.js';
 import { integerOption, optionalChoiceOption, optionalOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';

@@ -1,4 +1,4 @@
-import { deleteEndpoint, toEndpointView } from '../../../features/webhooks/endpoints.service.js';
+import { deleteEndpoint, toEndpointView } from '../../../features/webhook-endpoints/endpoints.service.js';
 import type { Command } from '../../command.js';
 import { requireEndpoint } from './endpoint.js';
 

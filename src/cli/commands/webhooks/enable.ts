@@ -1,4 +1,4 @@
-import { toEndpointView, updateEndpoint } from '../../../features/webhooks/endpoints.service.js';
+import { toEndpointView, updateEndpoint } from '../../../features/webhook-endpoints/endpoints.service.js';
 import type { Command } from '../../command.js';
 import { requireEndpoint } from './endpoint.js';
 

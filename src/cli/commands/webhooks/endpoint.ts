@@ -1,6 +1,6 @@
 import type { Db } from '../../../db/database.js';
 import { ApiError } from '../../../errors/api-error.js';
-import { getEndpoint } from '../../../features/webhooks/endpoints.service.js';
+import { getEndpoint } from '../../../features/webhook-endpoints/endpoints.service.js';
 import type { WebhookEndpointRow } from '../../../features/webhooks/webhooks.tables.js';
 
 /** The endpoint named on the command line, or a `not_found` naming the id (deleted endpoints are gone). */

@@ -1,4 +1,4 @@
-import { listEndpoints } from '../../../features/webhooks/endpoints.service.js';
+import { listEndpoints } from '../../../features/webhook-endpoints/endpoints.service.js';
 import { requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatTable } from '../../output.js';

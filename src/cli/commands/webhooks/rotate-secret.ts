@@ -1,4 +1,4 @@
-import { rotateSecret, secretOverlapMs } from '../../../features/webhooks/endpoints.service.js';
+import { rotateSecret, secretOverlapMs } from '../../../features/webhook-endpoints/endpoints.service.js';
 import type { Command } from '../../command.js';
 import { formatFields } from '../../output.js';
 import { requireEndpoint } from './endpoint.js';

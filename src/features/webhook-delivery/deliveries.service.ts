@@ -1,0 +1,58 @@
+/**
+ * An account's events and deliveries as people read them: the portal's pages and `callgate deliveries
+ * list`. Every read is scoped to the account: another account's delivery is as absent as an unknown one.
+ */
+import type { Db } from '../../db/database.js';
+import { isoTimestamp } from '../../lib/clock.js';
+import { slotLength, type SlotUnit } from '../../lib/time-slots.js';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
+import * as dispatcherRepo from './dispatcher.repository.js';
+import * as repo from '../webhooks/webhooks.repository.js';
+import type { WebhookAttemptRow, WebhookDeliveryRow, WebhookEventRow } from '../webhooks/webhooks.tables.js';
+
+export type DeliveryFilter = repo.DeliveryFilter;
+/** A delivery with its event's type and call and its endpoint's URL, for a list. */
+export type DeliveryListItem = Awaited<ReturnType<typeof repo.listDeliveries>>[number];
+export type DeliveryWithAttempts = DeliveryListItem & { attempts: WebhookAttemptRow[] };
+
+/** The account's deliveries that match, newest first. */
+export async function listDeliveries(db: Db, filter: DeliveryFilter): Promise<DeliveryListItem[]> {
+  return repo.listDeliveries(db, filter);
+}
+
+/** `listDeliveries`, each with every attempt in order. */
+export async function listDeliveriesWithAttempts(db: Db, filter: DeliveryFilter): Promise<DeliveryWithAttempts[]> {
+  const deliveries = await repo.listDeliveries(db, filter);
+  const attempts = await repo.listAttemptsOfDeliveries(
+    db,
+    deliveries.map((delivery) => delivery.id),
+  );
+  return deliveries.map((delivery) => ({ ...delivery, attempts: attempts.filter((attempt) => attempt.delivery_id === delivery.id) }));
+}
+
+/** The events of one of the account's calls, oldest first. */
+export async function listEventsOfCall(db: Db, accountId: string, callId: string): Promise<WebhookEventRow[]> {
+  return repo.listEventsForCall(db, callId, accountId);
+}
+
+export async function findDelivery(db: Db, accountId: string, id: string): Promise<WebhookDeliveryRow | undefined> {
+  return repo.findDeliveryInAccount(db, accountId, id);
+}
+
+/** Deliveries waiting to be sent in the whole database, and the next-attempt time of the oldest due (the metrics). */
+export function deliveryBacklog(db: Db, now: string): Promise<{ pending: number; oldestDueAt: string | null }> {
+  return dispatcherRepo.deliveryBacklog(db, now);
+}
+
+export type DeliveryStateCount = repo.DeliveryStateCount;
+
+/** The account's deliveries of `mode`'s events since `since`, per UTC hour or day, status and attempts (the portal's charts). */
+export async function countDeliveryStates(
+  db: Db,
+  accountId: string,
+  mode: ApiKeyMode,
+  since: Date,
+  unit: SlotUnit,
+): Promise<DeliveryStateCount[]> {
+  return repo.countDeliveryStates(db, { accountId, mode, since: isoTimestamp(since), slotLength: slotLength[unit] });
+}

@@ -1,0 +1,227 @@
+/** Webhook endpoints of an account: URL, wanted event types, enabled flag and signing secret. */
+import type { Db } from '../../db/database.js';
+import { ApiError } from '../../errors/api-error.js';
+import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { enqueueEvent, webhookEventTypes } from '../events/events.service.js';
+import { checkWebhookTarget } from '../webhook-delivery/ssrf-guard.js';
+import { generateWebhookSecret } from '../webhook-delivery/webhook-signing.js';
+import * as repo from '../webhooks/webhooks.repository.js';
+import type { WebhookEndpointRow } from '../webhooks/webhooks.tables.js';
+
+/** After a rotation the old secret keeps signing, beside the new one, for this long. */
+export const secretOverlapMs = 24 * 60 * 60 * 1000;
+
+export interface EndpointView {
+  id: string;
+  account_id: string;
+  url: string;
+  description: string;
+  enabled: boolean;
+  event_types: string[];
+  disabled_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toEndpointView(row: WebhookEndpointRow): EndpointView {
+  const types = JSON.parse(row.event_types) as string[];
+  return {
+    id: row.id,
+    account_id: row.account_id,
+    url: row.url,
+    description: row.description,
+    enabled: row.enabled === 1,
+    event_types: types.includes('*') ? [...webhookEventTypes] : types,
+    disabled_reason: row.disabled_reason,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+function normaliseEventTypes(types: readonly string[] | undefined): string[] {
+  if (types === undefined || types.length === 0) return ['*'];
+  const unique = [...new Set(types.map((type) => type.trim()).filter(Boolean))];
+  const unknown = unique.filter((type) => !(webhookEventTypes as readonly string[]).includes(type));
+  if (unknown.length > 0) {
+    throw new ApiError('invalid_request', `unknown event type ${unknown.join(', ')}; known: ${webhookEventTypes.join(', ')}`, {
+      param: 'event_types',
+    });
+  }
+  return unique.length === webhookEventTypes.length ? ['*'] : unique;
+}
+
+async function checkedUrl(url: string, allowPrivate: boolean): Promise<string> {
+  const check = await checkWebhookTarget(url.trim(), allowPrivate);
+  if (!check.ok) throw new ApiError('invalid_request', `the URL ${check.reason}`, { param: 'url' });
+  return check.url.toString();
+}
+
+export interface EndpointInput {
+  accountId: string;
+  url: string;
+  description?: string;
+  eventTypes?: readonly string[];
+}
+
+const descriptionMaxChars = 500;
+
+/** A description trimmed, or refused when too long (cutting it silently would store what nobody wrote). */
+function checkedDescription(text: string): string {
+  const trimmed = text.trim();
+  const length = [...trimmed].length;
+  if (length > descriptionMaxChars) {
+    throw new ApiError('invalid_request', `the description is ${length} characters long; at most ${descriptionMaxChars} are allowed`, {
+      param: 'description',
+    });
+  }
+  return trimmed;
+}
+
+/** A new endpoint's row, of checked fields: enabled, with one secret, never failing. */
+export function newEndpointRow(fields: {
+  readonly id: string;
+  readonly accountId: string;
+  readonly url: string;
+  readonly description: string;
+  readonly eventTypes: readonly string[];
+  readonly secret: string;
+  readonly now: string;
+}): WebhookEndpointRow {
+  return {
+    id: fields.id,
+    account_id: fields.accountId,
+    url: fields.url,
+    description: fields.description,
+    enabled: 1,
+    event_types: JSON.stringify(fields.eventTypes),
+    secret: fields.secret,
+    previous_secret: null,
+    previous_secret_expires_at: null,
+    disabled_reason: null,
+    failing_since: null,
+    created_at: fields.now,
+    updated_at: fields.now,
+    deleted_at: null,
+  };
+}
+
+/** Creates an endpoint with a new secret; the view includes the secret. A refused field is `invalid_request`. */
+export async function createEndpoint(
+  db: Db,
+  clock: Clock,
+  allowPrivate: boolean,
+  input: EndpointInput,
+): Promise<EndpointView & { secret: string }> {
+  const description = checkedDescription(input.description ?? '');
+  const url = await checkedUrl(input.url, allowPrivate);
+  const now = isoTimestamp(clock.now());
+  const row = newEndpointRow({
+    id: newId('webhookEndpoint', clock.now().getTime()),
+    accountId: input.accountId,
+    url,
+    description,
+    eventTypes: normaliseEventTypes(input.eventTypes),
+    secret: generateWebhookSecret(),
+    now,
+  });
+  await repo.insertEndpoint(db, row);
+  return { ...toEndpointView(row), secret: row.secret };
+}
+
+export async function listEndpoints(db: Db, accountId: string): Promise<EndpointView[]> {
+  return (await repo.listEndpointsByAccount(db, accountId)).map(toEndpointView);
+}
+
+/** An endpoint, only within `accountId` when given (another account's endpoint is not found). */
+export async function getEndpoint(db: Db, id: string, accountId?: string): Promise<WebhookEndpointRow | null> {
+  const row = await repo.findEndpoint(db, id);
+  if (!row || (accountId !== undefined && row.account_id !== accountId)) return null;
+  return row;
+}
+
+export interface EndpointChanges {
+  url?: string;
+  description?: string;
+  eventTypes?: readonly string[];
+  enabled?: boolean;
+}
+
+export async function updateEndpoint(
+  db: Db,
+  clock: Clock,
+  allowPrivate: boolean,
+  endpoint: WebhookEndpointRow,
+  changes: EndpointChanges,
+): Promise<EndpointView> {
+  const next: Partial<WebhookEndpointRow> = { updated_at: isoTimestamp(clock.now()) };
+  if (changes.url !== undefined) next.url = await checkedUrl(changes.url, allowPrivate);
+  if (changes.description !== undefined) next.description = checkedDescription(changes.description);
+  if (changes.eventTypes !== undefined) next.event_types = JSON.stringify(normaliseEventTypes(changes.eventTypes));
+  if (changes.enabled !== undefined) {
+    next.enabled = changes.enabled ? 1 : 0;
+    // Re-enabling starts the failure clock afresh.
+    if (changes.enabled) Object.assign(next, { disabled_reason: null, failing_since: null });
+    else next.disabled_reason = 'Disabled by a user.';
+  }
+  await repo.updateEndpoint(db, endpoint.id, next);
+  if (changes.enabled === false) {
+    await repo.failPendingDeliveriesOfEndpoint(db, endpoint.id, 'The endpoint was disabled.', next.updated_at!);
+  }
+  return toEndpointView({ ...endpoint, ...next });
+}
+
+/** Deletes an endpoint (kept for its delivery history); its pending deliveries end as failed. */
+export async function deleteEndpoint(db: Db, clock: Clock, endpoint: WebhookEndpointRow): Promise<void> {
+  const at = isoTimestamp(clock.now());
+  await db.transaction().execute(async (trx) => {
+    await repo.updateEndpoint(trx, endpoint.id, { deleted_at: at, enabled: 0, updated_at: at });
+    await repo.failPendingDeliveriesOfEndpoint(trx, endpoint.id, 'The endpoint was deleted.', at);
+  });
+}
+
+/** Issues a new secret; for 24 hours deliveries are signed with the old and the new one. */
+export async function rotateSecret(db: Db, clock: Clock, endpoint: WebhookEndpointRow): Promise<EndpointView & { secret: string }> {
+  const now = clock.now();
+  const secret = generateWebhookSecret();
+  const changes = {
+    secret,
+    previous_secret: endpoint.secret,
+    previous_secret_expires_at: isoTimestamp(addMs(now, secretOverlapMs)),
+    updated_at: isoTimestamp(now),
+  };
+  await repo.updateEndpoint(db, endpoint.id, changes);
+  return { ...toEndpointView({ ...endpoint, ...changes }), secret };
+}
+
+/** The secrets that sign a delivery now: the current one, and the previous one while it overlaps. */
+export function activeSecrets(
+  endpoint: Pick<WebhookEndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>,
+  now: Date,
+): string[] {
+  const secrets = [endpoint.secret];
+  if (endpoint.previous_secret && endpoint.previous_secret_expires_at && endpoint.previous_secret_expires_at > isoTimestamp(now)) {
+    secrets.push(endpoint.previous_secret);
+  }
+  return secrets;
+}
+
+/** Queues a signed `webhook.test` event for one endpoint. */
+export async function sendTestEvent(
+  db: Db,
+  clock: Clock,
+  endpoint: WebhookEndpointRow,
+): Promise<{ eventId: string; deliveryId: string | undefined }> {
+  if (endpoint.enabled !== 1) throw new ApiError('invalid_request', 'the endpoint is disabled; enable it first');
+  const { eventId, deliveryIds } = await enqueueEvent(db, clock, {
+    accountId: endpoint.account_id,
+    // A test of an endpoint, in no mode: the events API does not list it.
+    mode: null,
+    type: 'webhook.test',
+    callId: null,
+    data: { endpoint_id: endpoint.id, message: 'This is a test event from callgate.' },
+    endpointId: endpoint.id,
+    trigger: 'test',
+  });
+  return { eventId, deliveryId: deliveryIds[0] };
+}

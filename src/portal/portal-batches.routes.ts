@@ -1,0 +1,402 @@
+/**
+ * Batches: the account's batches (test and live, as the calls page shows both) with their progress, a page
+ * per batch with its recipients and the pause / resume / cancel buttons, and a batch made from a CSV file.
+ */
+import fastifyMultipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Static } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { decodeUtf8, type CsvProblem } from '../lib/csv.js';
+import { listAgents } from '../features/agents/agents.service.js';
+import { listApiKeys } from '../features/api-keys/api-keys.service.js';
+import type { ApiKeyMode } from '../features/api-keys/api-keys.tables.js';
+import {
+  maxAttemptsLimit,
+  maxConcurrencyLimit,
+  nameMaxLength,
+  retryDelayMinutesLimit,
+  retryReasons,
+  type Batch,
+  type CreateBatchBody,
+} from '../features/batches/batches.schemas.js';
+import { recipientZone, weekdays } from '../features/batches/calling-window.js';
+import {
+  batchModes,
+  changeBatch,
+  getBatch,
+  listBatches,
+  listRecipients,
+  scheduleGraceMs,
+  type BatchAction,
+} from '../features/batches/batches.service.js';
+import type { BatchStatus } from '../features/batches/batches.tables.js';
+import { parseRecipientsCsv } from '../features/batches/recipients-csv.js';
+import { createBatchOnce } from './portal-batches.service.js';
+import { isFormToken, newFormToken } from './portal-keys.service.js';
+import { frameUser, isPlainId, matchFieldShapes, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { BatchForm, BatchesQuery, BatchQuery, EmptyForm, IdParams } from './portal.schemas.js';
+import { portalPath } from './views/components.js';
+import { errorPage } from './views/errors.view.js';
+import {
+  batchFormPage,
+  batchPage,
+  batchesPage,
+  batchStatusFilters,
+  emptyBatchForm,
+  modeFilters,
+  recipientStatusFilters,
+  type BatchFormValues,
+  type BatchWithMode,
+} from './views/batches.view.js';
+
+const pageSize = 25;
+const recipientsPageSize = 50;
+/** A CSV file (or pasted text) of 10,000 recipients with a few variables each fits well within this. */
+export const csvMaxBytes = 10 * 1024 * 1024;
+
+/** Messages after a redirect (`?notice=`): fixed texts only, never request input. */
+const batchNotices: Record<string, string> = {
+  batch_created: 'The batch is created. Its calls are dialed from its start time, never more at once than its limit.',
+  batch_paused: 'The batch is paused: no new call is dialed; calls under way go on.',
+  batch_resumed: 'The batch is resumed.',
+  batch_cancelled: 'The batch is cancelled: every recipient not yet dialed ends as cancelled; calls under way go on.',
+};
+const actionNotices: Record<BatchAction, string> = { pause: 'batch_paused', resume: 'batch_resumed', cancel: 'batch_cancelled' };
+
+const noticeOf = (code: string | undefined) => (code !== undefined && Object.hasOwn(batchNotices, code) ? batchNotices[code] : undefined);
+
+/** Why an action is refused, as the API says it (batch_finished, batch_not_resumable), in the page's words. */
+function refusal(action: BatchAction, status: string): string {
+  if (action === 'resume')
+    return `This batch is ${status}: it cannot be resumed (batch_not_resumable). Only a paused batch can be resumed.`;
+  if (action === 'pause')
+    return `This batch is ${status}: it cannot be paused (batch_finished). Only a scheduled or running batch can be paused.`;
+  return `This batch has completed: every recipient has ended, nothing is left to cancel (batch_finished).`;
+}
+
+function withQuery(path: string, params: Record<string, string | undefined>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value) query.set(name, value);
+  const text = query.toString();
+  return text ? `${path}?${text}` : path;
+}
+
+/** `2026-11-24T09:00` from a datetime-local field is UTC (the portal shows every time in UTC). */
+function scheduledAtOf(text: string): string | undefined {
+  const value = text.trim();
+  if (value === '') return undefined;
+  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?$/.test(value) ? `${value}Z` : value;
+}
+
+/**
+ * A multipart form as the portal's other forms arrive: each field's text, or its texts when sent several
+ * times (then shaped by the schema as for an urlencoded form: the first for a text, a list for
+ * checkboxes), and the file as its text (null when it is not UTF-8; absent when none was chosen). A value
+ * cut at a limit is refused whole (413), never read in part.
+ */
+async function flattenMultipart(request: FastifyRequest): Promise<void> {
+  if (!request.isMultipart()) return;
+  const parts = (request.body ?? {}) as Record<string, unknown>;
+  const body: Record<string, unknown> = {};
+  for (const [name, entry] of Object.entries(parts)) {
+    const sent = (Array.isArray(entry) ? entry : [entry]) as {
+      type?: string;
+      value?: unknown;
+      valueTruncated?: boolean;
+      filename?: string;
+      _buf?: Buffer;
+    }[];
+    const part = sent[0];
+    if (part?.type === 'field') {
+      if (sent.some((field) => field.valueTruncated)) throw Object.assign(new Error(`form field ${name} too large`), { statusCode: 413 });
+      const texts = sent.map((field) => (typeof field.value === 'string' ? field.value : ''));
+      body[name] = texts.length === 1 ? texts[0] : texts;
+    } else if (part?.type === 'file') {
+      const bytes = part._buf ?? Buffer.alloc(0);
+      if (bytes.length === 0 && !part.filename) continue;
+      body[name] = decodeUtf8(bytes);
+    }
+  }
+  request.body = body;
+  await matchFieldShapes(request);
+}
+
+export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
+  app.get('/batches', { schema: { querystring: BatchesQuery } }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { status: statusParam, mode: modeParam, starting_after: after, notice } = request.query;
+    const status = batchStatusFilters.find((candidate) => candidate === statusParam);
+    const mode = modeFilters.find((candidate) => candidate === modeParam);
+    const startingAfter = after !== undefined && isPlainId(after) ? after : undefined;
+    const filters = { status, mode } satisfies { status?: BatchStatus | undefined; mode?: ApiKeyMode | undefined };
+    const page = await listBatches(deps.db, session.accountId, {
+      limit: pageSize,
+      ...(status ? { status } : {}),
+      ...(mode ? { mode } : {}),
+      ...(startingAfter ? { startingAfter } : {}),
+    });
+    const batches = page?.data ?? [];
+    const modes = await batchModes(
+      deps.db,
+      session.accountId,
+      batches.map((batch) => batch.id),
+    );
+    const last = batches.at(-1);
+    return sendPage(
+      reply,
+      200,
+      batchesPage({
+        user: frameUser(session),
+        batches: batches.map((batch) => ({ ...batch, mode: modes.get(batch.id) })),
+        status,
+        mode,
+        paged: startingAfter !== undefined,
+        olderUrl: page?.has_more && last ? withQuery('/developers/batches', { ...filters, starting_after: last.id }) : undefined,
+        newestUrl: withQuery('/developers/batches', filters),
+        notice: noticeOf(notice),
+      }),
+    );
+  });
+
+  /** The batch of the URL in the signed-in account, with its mode, or null. */
+  async function batchOf(request: FastifyRequest, id: string): Promise<BatchWithMode | null> {
+    const { accountId } = sessionOf(request);
+    const batch = await getBatch(deps.db, id, { accountId });
+    return batch ? withMode(accountId, batch) : null;
+  }
+
+  async function withMode(accountId: string, batch: Batch): Promise<BatchWithMode> {
+    return { ...batch, mode: (await batchModes(deps.db, accountId, [batch.id])).get(batch.id) };
+  }
+
+  async function renderBatch(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    batch: BatchWithMode,
+    extra: { statusParam?: string | undefined; after?: string | undefined; notice?: string | undefined; error?: string; status?: number },
+  ) {
+    const recipientStatus = recipientStatusFilters.find((candidate) => candidate === extra.statusParam);
+    const startingAfter = extra.after !== undefined && isPlainId(extra.after) ? extra.after : undefined;
+    const here = portalPath('batches', batch.id);
+    const page = await listRecipients(deps.db, batch.id, {
+      limit: recipientsPageSize,
+      ...(recipientStatus ? { status: recipientStatus } : {}),
+      ...(startingAfter ? { startingAfter } : {}),
+    });
+    const recipients = page?.data ?? [];
+    const last = recipients.at(-1);
+    return sendPage(
+      reply,
+      extra.status ?? 200,
+      batchPage({
+        user: frameUser(sessionOf(request)),
+        batch,
+        recipients,
+        recipientStatus,
+        paged: startingAfter !== undefined,
+        nextUrl: page?.has_more && last ? withQuery(here, { status: recipientStatus, starting_after: last.id }) : undefined,
+        firstUrl: withQuery(here, { status: recipientStatus }),
+        notice: extra.notice,
+        error: extra.error,
+      }),
+    );
+  }
+
+  app.get('/batches/new', async (request, reply) => {
+    const session = sessionOf(request);
+    const [keys, agents] = await Promise.all([listApiKeys(deps.db, session.accountId), listAgents(deps.db, session.accountId)]);
+    // A test key first: trying a batch should phone nobody.
+    const preferred = keys.find((key) => key.status === 'active' && key.mode === 'test') ?? keys.find((key) => key.status === 'active');
+    const values = { ...emptyBatchForm, apiKeyId: preferred?.id ?? '', agentId: agents[0]?.agent_id ?? '' };
+    return sendPage(reply, 200, batchFormPage({ user: frameUser(session), keys, agents, values, formToken: newFormToken() }));
+  });
+
+  // The form carries a file, so it is multipart: parsed here only, within the CSV's size.
+  await app.register(async (form) => {
+    await form.register(fastifyMultipart, {
+      attachFieldsToBody: true,
+      limits: { fileSize: csvMaxBytes, fieldSize: csvMaxBytes, files: 1, fields: 40, parts: 41, headerPairs: 100 },
+    });
+    form.addHook('preValidation', flattenMultipart);
+    form.setErrorHandler((error, request, reply) => {
+      if ((error as { statusCode?: unknown }).statusCode !== 413) throw error;
+      const page = errorPage({
+        status: 413,
+        title: 'File too large',
+        message: `The CSV is larger than ${csvMaxBytes / 1024 / 1024} MB. Split it into several batches and try again.`,
+        requestId: request.id,
+        user: frameUser(sessionOf(request)),
+      });
+      return sendPage(reply, 413, page);
+    });
+    form
+      .withTypeProvider<TypeBoxTypeProvider>()
+      .post('/batches', { bodyLimit: csvMaxBytes, schema: { body: BatchForm } }, async (request, reply) =>
+        createFromForm(request, reply, request.body),
+      );
+  });
+
+  async function createFromForm(request: FastifyRequest, reply: FastifyReply, form: Static<typeof BatchForm>) {
+    const session = sessionOf(request);
+    const fromFile = typeof form.csv_file === 'string' || form.csv_file === null;
+    const values: BatchFormValues = {
+      apiKeyId: form.api_key_id,
+      agentId: form.agent_id,
+      name: form.name.trim(),
+      scheduledAt: form.scheduled_at.trim(),
+      maxConcurrency: form.max_concurrency.trim(),
+      windowStart: form.window_start.trim(),
+      windowEnd: form.window_end.trim(),
+      windowDays: form.window_days,
+      windowTimeZone: form.window_time_zone.trim(),
+      windowFallbackTimeZone: form.window_fallback_time_zone.trim(),
+      retryOn: form.retry_on,
+      retryMaxAttempts: form.retry_max_attempts.trim(),
+      retryDelayMinutes: form.retry_delay_minutes.trim(),
+      csvText: form.csv_text,
+    };
+    const sentToken = form.form_token;
+    const formToken = isFormToken(sentToken) ? sentToken : newFormToken();
+    const fail = async (status: number, error: string | undefined, problems?: readonly CsvProblem[]) => {
+      const [keys, agents] = await Promise.all([listApiKeys(deps.db, session.accountId), listAgents(deps.db, session.accountId)]);
+      return sendPage(
+        reply,
+        status,
+        batchFormPage({ user: frameUser(session), keys, agents, values, formToken, error, fromFile, ...(problems ? { problems } : {}) }),
+      );
+    };
+
+    if (!isFormToken(sentToken)) return fail(400, 'This form is out of date. Check the batches list, then create the batch again.');
+    const maxConcurrency = wholeNumber(values.maxConcurrency);
+    const retry = retryOf(values);
+    const fieldError =
+      values.name.length > nameMaxLength
+        ? `A name has at most ${nameMaxLength} characters.`
+        : !(maxConcurrency >= 1 && maxConcurrency <= maxConcurrencyLimit)
+          ? `Calls at once must be a whole number from 1 to ${maxConcurrencyLimit}.`
+          : typeof retry === 'string'
+            ? retry
+            : undefined;
+    const csvText = fromFile ? form.csv_file : form.csv_text;
+    if (csvText === null)
+      return fail(400, fieldError, [{ line: 0, message: 'the file is not UTF-8 text; save it as CSV UTF-8 and choose it again.' }]);
+    if (csvText === undefined || csvText.trim() === '') return fail(400, fieldError ?? 'Choose a CSV file, or paste the CSV.');
+    const parsed = parseRecipientsCsv(csvText);
+    if (parsed.kind === 'invalid') return fail(400, fieldError, parsed.problems);
+    if (fieldError) return fail(400, fieldError);
+
+    const scheduledAt = scheduledAtOf(values.scheduledAt);
+    const body: CreateBatchBody = {
+      agent_id: values.agentId,
+      recipients: parsed.recipients,
+      max_concurrency: maxConcurrency,
+      ...(values.name === '' ? {} : { name: values.name }),
+      ...(scheduledAt === undefined ? {} : { scheduled_at: scheduledAt }),
+      ...callingWindowOf(values),
+      ...(retry === undefined || typeof retry === 'string' ? {} : { retry }),
+    };
+    const result = await createBatchOnce(deps.batches, { accountId: session.accountId, apiKeyId: values.apiKeyId, formToken, body });
+    switch (result.kind) {
+      case 'created':
+        return seeOther(reply, `${portalPath('batches', result.batchId)}?notice=batch_created`);
+      case 'already_sent':
+        if (result.batchId !== null) return seeOther(reply, portalPath('batches', result.batchId));
+        return sendPage(
+          reply,
+          409,
+          errorPage({
+            status: 409,
+            title: 'This form was already sent',
+            message:
+              'This form has been sent before (it may still be creating its batch). Check the batches list before creating the batch again with a new form.',
+            requestId: request.id,
+            user: frameUser(session),
+          }),
+        );
+      case 'api_key_not_found':
+        return fail(400, 'Choose one of your API keys that is not revoked.');
+      case 'agent_not_found':
+        return fail(400, 'Choose one of your agents.');
+      case 'invalid':
+        return fail(400, invalidMessage(result.param, result.message, scheduleGraceMs));
+    }
+  }
+
+  app.get('/batches/:id', { schema: { params: IdParams, querystring: BatchQuery } }, async (request, reply) => {
+    const batch = await batchOf(request, request.params.id);
+    if (!batch) return sendNotFound(request, reply);
+    const { status, starting_after: after, notice } = request.query;
+    return renderBatch(request, reply, batch, { statusParam: status, after, notice: noticeOf(notice) });
+  });
+
+  for (const action of ['pause', 'resume', 'cancel'] as const) {
+    app.post(`/batches/:id/${action}`, { schema: { params: IdParams, body: EmptyForm } }, async (request, reply) => {
+      const { accountId } = sessionOf(request);
+      const result = await changeBatch(deps.batches, request.params.id, action, { accountId });
+      if (result.kind === 'not_found') return sendNotFound(request, reply);
+      const here = portalPath('batches', result.batch.id);
+      if (result.kind === 'refused') {
+        const batch = await withMode(accountId, result.batch);
+        return renderBatch(request, reply, batch, { error: refusal(action, result.batch.status), status: 409 });
+      }
+      return seeOther(reply, `${here}?notice=${actionNotices[action]}`);
+    });
+  }
+};
+
+const wholeNumber = (text: string) => (/^[0-9]{1,4}$/.test(text) ? Number(text) : Number.NaN);
+
+/** The form's calling window, for createBatch to check: none while its fields are all left empty. */
+function callingWindowOf(values: BatchFormValues): Pick<CreateBatchBody, 'calling_window'> {
+  const { windowStart: start, windowEnd: end, windowTimeZone: zone } = values;
+  if (start === '' && end === '' && zone === '' && values.windowDays.length === 0) return {};
+  // A browser sends only the form's days; anything else is left out rather than refused.
+  const days = weekdays.filter((day) => values.windowDays.includes(day));
+  const fallback = values.windowFallbackTimeZone;
+  return {
+    calling_window: {
+      start,
+      end,
+      time_zone: zone,
+      ...(days.length > 0 ? { days } : {}),
+      // The fallback serves "recipient" only: a zone left in its box after choosing a named one is not a fault.
+      ...(zone === recipientZone && fallback !== '' ? { fallback_time_zone: fallback } : {}),
+    },
+  };
+}
+
+/** The form's retries: none with 1 dial per recipient, a message for a field out of range. */
+function retryOf(values: BatchFormValues): CreateBatchBody['retry'] | string {
+  const maxAttempts = wholeNumber(values.retryMaxAttempts);
+  if (!(maxAttempts >= 1 && maxAttempts <= maxAttemptsLimit))
+    return `Dials per recipient must be a whole number from 1 to ${maxAttemptsLimit}.`;
+  if (maxAttempts === 1) return undefined;
+  const delay = wholeNumber(values.retryDelayMinutes);
+  if (!(delay >= 1 && delay <= retryDelayMinutesLimit))
+    return `Minutes between dials must be a whole number from 1 to ${retryDelayMinutesLimit}.`;
+  const on = retryReasons.filter((reason) => values.retryOn.includes(reason));
+  if (on.length === 0) return 'Tick busy, no answer or both: the calls to dial again.';
+  return { on, max_attempts: maxAttempts, delay_minutes: delay };
+}
+
+/** The API's names of the window's fields, as the form labels them. */
+const windowLabels: [string, string][] = [
+  ['calling_window.fallback_time_zone', 'the fallback time zone'],
+  ['calling_window.time_zone', 'the time zone'],
+  ['calling_window.start', "the window's start"],
+  ['calling_window.end', "the window's end"],
+  ['calling_window.days', 'the days'],
+  ['time_zone "recipient"', `time zone ${recipientZone}`],
+];
+
+/** The service's refusal of a field (the CSV was checked before) in the form's words. */
+function invalidMessage(param: string, message: string, graceMs: number): string {
+  if (param !== 'scheduled_at') {
+    const worded = windowLabels.reduce((text, [name, label]) => text.replaceAll(name, label), message);
+    return `${worded.charAt(0).toUpperCase()}${worded.slice(1)}`;
+  }
+  if (message.includes('past'))
+    return `The start time is in the past (more than ${graceMs / 1000} seconds ago): leave it empty to start now.`;
+  if (message.includes('30 days')) return 'The start time is more than 30 days ahead.';
+  return 'The start time is not a date and time: use the date picker, or leave it empty to start now.';
+}

@@ -1,0 +1,76 @@
+/**
+ * What the portal's pages show, gathered from the features' services. Every read is scoped to the
+ * signed-in account: another account's endpoint, call or delivery is simply not found.
+ */
+import type { Db } from '../db/database.js';
+import { ApiError } from '../errors/api-error.js';
+import type { Clock } from '../lib/clock.js';
+import { listAgents } from '../features/agents/agents.service.js';
+import { listApiKeys } from '../features/api-keys/api-keys.service.js';
+import { getCallWithMode, listCallsWithMode } from '../features/calls/calls.service.js';
+import { concurrencyOf } from '../features/concurrency/concurrency.service.js';
+import { findDelivery, listDeliveriesWithAttempts, listEventsOfCall } from '../features/webhook-delivery/deliveries.service.js';
+import { getEndpoint, listEndpoints } from '../features/webhook-endpoints/endpoints.service.js';
+import { resendEvent } from '../features/events/events.service.js';
+
+export async function loadOverview(db: Db, clock: Clock, accountId: string) {
+  const [agents, keys, endpoints, recent, concurrency] = await Promise.all([
+    listAgents(db, accountId),
+    listApiKeys(db, accountId),
+    listEndpoints(db, accountId),
+    listCallsWithMode(db, accountId, { limit: 5 }),
+    concurrencyOf(db, clock, accountId),
+  ]);
+  return {
+    agents,
+    activeKeys: keys.filter((key) => key.status === 'active').length,
+    endpoints,
+    recentCalls: recent?.data ?? [],
+    concurrency,
+  };
+}
+
+/** How many recent deliveries an endpoint's page shows. */
+export const endpointDeliveriesShown = 25;
+
+export async function loadEndpointPage(db: Db, accountId: string, endpointId: string) {
+  const endpoint = await getEndpoint(db, endpointId, accountId);
+  if (!endpoint) return null;
+  const deliveries = await listDeliveriesWithAttempts(db, { accountId, endpointId, limit: endpointDeliveriesShown });
+  return { endpoint, deliveries };
+}
+
+export async function loadCallPage(db: Db, accountId: string, callId: string) {
+  const call = await getCallWithMode(db, accountId, callId);
+  if (!call) return null;
+  const events = await listEventsOfCall(db, accountId, call.id);
+  const eventsWithDeliveries = await Promise.all(
+    events.map(async (event) => ({
+      event,
+      deliveries: await listDeliveriesWithAttempts(db, { accountId, eventId: event.id, limit: 50 }),
+    })),
+  );
+  return { call, events: eventsWithDeliveries };
+}
+
+export type ResendResult = 'resent' | 'not_found' | 'endpoint_disabled';
+
+/** Sends a delivery's event again to the same endpoint; the delivery must be of this account and endpoint. */
+export async function resendDelivery(
+  db: Db,
+  clock: Clock,
+  accountId: string,
+  endpointId: string,
+  deliveryId: string,
+): Promise<ResendResult> {
+  const delivery = await findDelivery(db, accountId, deliveryId);
+  if (!delivery || delivery.endpoint_id !== endpointId) return 'not_found';
+  try {
+    await resendEvent(db, clock, delivery.event_id, { endpointId, accountId });
+    return 'resent';
+  } catch (error) {
+    // The delivery's event is in this account, so what is not found is an enabled endpoint.
+    if (error instanceof ApiError && error.code === 'not_found') return 'endpoint_disabled';
+    throw error;
+  }
+}

@@ -1,0 +1,139 @@
+import type { AgentView } from '../../features/agents/agents.service.js';
+import type { Call } from '../../features/calls/calls.schemas.js';
+import type { CallWithMode } from '../../features/calls/calls.service.js';
+import type { CallRow } from '../../features/calls/calls.tables.js';
+import type { DeliveryWithAttempts } from '../../features/webhook-delivery/deliveries.service.js';
+import type { WebhookEventRow } from '../../features/webhooks/webhooks.tables.js';
+import { badge, copyable, portalPath, pretty, table, time } from './components.js';
+import { deliveryList } from './deliveries.view.js';
+import { html, type SafeHtml } from './html.js';
+import { layout, type PageFrame } from './layout.view.js';
+
+export const callStatuses: readonly CallRow['status'][] = ['initiated', 'completed', 'failed'];
+
+export function callsTable(calls: readonly CallWithMode[], empty: string): SafeHtml {
+  const rows = calls.map((call) => [
+    time(call.created_at),
+    html`<a href="${portalPath('calls', call.id)}"><code>${call.id}</code></a>`,
+    html`<code>${call.agent_id}</code>`,
+    call.to,
+    badge(call.status),
+    badge(call.mode),
+    call.duration_seconds === undefined ? html`<span class="muted">—</span>` : `${call.duration_seconds} s`,
+  ]);
+  const columns = [
+    { label: 'Created' },
+    { label: 'Call' },
+    { label: 'Agent' },
+    { label: 'To' },
+    { label: 'Status' },
+    { label: 'Mode' },
+    { label: 'Duration', numeric: true },
+  ];
+  return table('Calls', columns, rows, empty);
+}
+
+export interface CallsPageInput {
+  readonly user: NonNullable<PageFrame['user']>;
+  readonly calls: readonly CallWithMode[];
+  readonly agents: readonly AgentView[];
+  readonly status: string | undefined;
+  readonly agentId: string | undefined;
+  readonly paged: boolean;
+  readonly olderUrl: string | undefined;
+  readonly newestUrl: string;
+}
+
+export function callsPage(input: CallsPageInput): string {
+  return layout(
+    { title: 'Calls', user: input.user, active: 'calls' },
+    html`<div class="page-head"><h1>Calls</h1><p class="lead">Every call of your account, newest first.</p></div>
+<section class="card">
+  <form method="get" action="/developers/calls" class="toolbar">
+    <div class="field">
+      <label for="status">Status</label>
+      <select id="status" name="status">
+        <option value="">Any status</option>
+        ${callStatuses.map((status) => html`<option value="${status}"${status === input.status ? html` selected` : ''}>${status}</option>`)}
+      </select>
+    </div>
+    <div class="field">
+      <label for="agent_id">Agent</label>
+      <select id="agent_id" name="agent_id">
+        <option value="">Any agent</option>
+        ${input.agents.map((agent) => html`<option value="${agent.agent_id}"${agent.agent_id === input.agentId ? html` selected` : ''}>${agent.name} (${agent.agent_id})</option>`)}
+      </select>
+    </div>
+    <button type="submit" class="button">Filter</button>
+    ${input.status || input.agentId ? html`<a class="button button-quiet" href="/developers/calls">Clear</a>` : ''}
+  </form>
+  ${callsTable(input.calls, input.status || input.agentId ? 'No calls match these filters.' : 'No calls yet.')}
+  <nav class="pager" aria-label="Pages of calls">
+    ${input.paged ? html`<a href="${input.newestUrl}">← Newest</a>` : html`<span></span>`}
+    ${input.olderUrl ? html`<a href="${input.olderUrl}">Older calls →</a>` : ''}
+  </nav>
+</section>`,
+  );
+}
+
+export interface CallPageInput {
+  readonly user: NonNullable<PageFrame['user']>;
+  readonly call: CallWithMode;
+  readonly events: readonly { event: WebhookEventRow; deliveries: DeliveryWithAttempts[] }[];
+}
+
+function outcome(call: Call): SafeHtml {
+  if (call.status === 'completed') {
+    return html`<dl class="facts">
+  <dt>Duration</dt><dd>${call.duration_seconds ?? 0} s</dd>
+  <dt>Started</dt><dd>${time(call.started_at)}</dd>
+  <dt>Ended</dt><dd>${time(call.ended_at)}</dd>
+  <dt>Summary</dt><dd>${call.transcript_summary || html`<span class="muted">—</span>`}</dd>
+</dl>`;
+  }
+  if (call.status === 'failed') {
+    return html`<dl class="facts">
+  <dt>Reason</dt><dd><code>${call.failure_reason ?? 'unknown'}</code></dd>
+  <dt>Message</dt><dd>${call.failure_message ?? html`<span class="muted">—</span>`}</dd>
+  <dt>Failed</dt><dd>${time(call.failed_at)}</dd>
+</dl>`;
+  }
+  return html`<p>The call is under way. Its outcome arrives as a <code>call.completed</code> or <code>call.failed</code> event.</p>`;
+}
+
+export function callPage(input: CallPageInput): string {
+  const { call, user } = input;
+  const back = portalPath('calls', call.id);
+  const events = input.events.map(
+    ({ event, deliveries }) => html`<article class="event">
+  <h3><code>${event.type}</code> <span class="muted small">${event.id} · ${time(event.created_at)}</span></h3>
+  <details class="payload"><summary>Payload</summary><pre>${pretty(JSON.parse(event.payload))}</pre></details>
+  ${deliveries.length === 0 ? html`<p class="empty">No endpoint was subscribed when this event was written.</p>` : deliveryList(deliveries, { showEndpoint: true, csrfToken: user.csrfToken, back })}
+</article>`,
+  );
+  return layout(
+    { title: `Call ${call.id}`, user, active: 'calls' },
+    html`<p class="crumbs"><a href="/developers/calls">Calls</a> /</p>
+<div class="page-head"><h1 class="break">${copyable('call-id', call.id)}</h1><p>${badge(call.status)} ${badge(call.mode)}</p></div>
+<div class="grid-2">
+<section class="card" aria-labelledby="req">
+  <h2 id="req">Request</h2>
+  <dl class="facts">
+    <dt>Agent</dt><dd><code>${call.agent_id}</code></dd>
+    <dt>Mode</dt><dd>${call.mode === 'test' ? 'test (a test-mode key: simulated)' : 'live'}</dd>
+    <dt>To</dt><dd>${call.to}</dd>
+    <dt>Created</dt><dd>${time(call.created_at)}</dd>
+    <dt>Metadata</dt><dd>${call.metadata ? html`<pre class="json">${pretty(call.metadata)}</pre>` : html`<span class="muted">none</span>`}</dd>
+  </dl>
+</section>
+<section class="card" aria-labelledby="out">
+  <h2 id="out">Outcome</h2>
+  ${outcome(call)}
+</section>
+</div>
+<section class="card" aria-labelledby="ev">
+  <h2 id="ev">Events and deliveries</h2>
+  ${events.length === 0 ? html`<p class="empty">No event yet: one is written when the call ends.</p>` : events}
+</section>`,
+  );
+}

@@ -1,0 +1,105 @@
+/**
+ * The overview: a quick start with this installation's base URL, an agent of the account and a curl command,
+ * then charts of the account's calls, webhook deliveries and latency.
+ */
+import type { CallWithMode } from '../../features/calls/calls.service.js';
+import type { AgentView } from '../../features/agents/agents.service.js';
+import { createCallCurl } from '../../features/calls/curl-example.js';
+import type { EndpointView } from '../../features/webhook-endpoints/endpoints.service.js';
+import { badge, copyable, copyButton, time } from './components.js';
+import { html } from './html.js';
+import { layout, type PageFrame } from './layout.view.js';
+import { callsTable } from './calls.view.js';
+import type { OverviewCharts } from '../portal-charts.service.js';
+import { overviewCharts } from './overview-charts.view.js';
+
+export interface OverviewInput {
+  readonly user: NonNullable<PageFrame['user']>;
+  readonly baseUrl: string;
+  readonly agents: readonly AgentView[];
+  readonly activeKeys: number;
+  readonly endpoints: readonly EndpointView[];
+  readonly recentCalls: readonly CallWithMode[];
+  /** The account's max_concurrent_calls (null: none) and its calls in progress now, in each mode. */
+  readonly concurrency: { readonly limit: number | null; readonly live: number; readonly test: number };
+  readonly charts: OverviewCharts;
+}
+
+function step(number: number, title: string, done: boolean, body: unknown) {
+  return html`<li class="step${done ? ' step-done' : ''}">
+  <span class="step-number" aria-hidden="true">${done ? '✓' : String(number)}</span>
+  <div class="step-body"><h3>${title}${done ? html` <span class="visually-hidden">(done)</span>` : ''}</h3>${body}</div>
+</li>`;
+}
+
+/** "2 of 5" live calls in progress (test calls count apart, against the same limit), or "no limit". */
+function concurrentCalls({ limit, live, test }: OverviewInput['concurrency']) {
+  if (limit === null) return html`no limit <span class="muted small">(${String(live)} live, ${String(test)} test in progress)</span>`;
+  return html`${String(live)} of ${String(limit)} <span class="muted small">live calls in progress; test calls: ${String(test)} of ${String(limit)}</span>`;
+}
+
+export function overviewPage(input: OverviewInput): string {
+  const agent = input.agents[0];
+  const agentId = agent?.agent_id ?? 'agent_…';
+  const enabledEndpoints = input.endpoints.filter((endpoint) => endpoint.enabled).length;
+  return layout(
+    { title: 'Overview', user: input.user, active: 'overview' },
+    html`<div class="page-head">
+  <h1>Get your first call working</h1>
+  <p class="lead">Three steps: a key, one request, and a webhook for the outcome.</p>
+</div>
+<div class="grid-2">
+<section class="card" aria-labelledby="qs">
+  <h2 id="qs">Quick start</h2>
+  <ol class="steps">
+    ${step(
+      1,
+      'Create an API key',
+      input.activeKeys > 0,
+      html`<p>${
+        input.activeKeys > 0
+          ? html`You have ${input.activeKeys} active key${input.activeKeys === 1 ? '' : 's'}. `
+          : 'Test keys place simulated calls only; live keys place real ones. '
+      }<a href="/developers/api-keys">${input.activeKeys > 0 ? 'Manage keys' : 'Create a key'}</a></p>`,
+    )}
+    ${step(
+      2,
+      'Start a call',
+      input.recentCalls.length > 0,
+      html`<p>Paste this in a terminal, with your token in place of <code>cg_test_…</code>.</p>
+      <div class="code-block"><div class="code-head"><span>Terminal</span>${copyButton('curl')}</div><pre id="curl" tabindex="0">${createCallCurl(input.baseUrl, agentId)}</pre></div>
+      ${agent ? '' : html`<p class="muted small">Your account has no agent yet: ask your callgate operator to add one.</p>`}`,
+    )}
+    ${step(
+      3,
+      'Receive the outcome',
+      enabledEndpoints > 0,
+      html`<p>Each call ends with a signed <code>call.completed</code> or <code>call.failed</code> event. ${
+        enabledEndpoints > 0
+          ? html`${enabledEndpoints} endpoint${enabledEndpoints === 1 ? '' : 's'} enabled. <a href="/developers/webhooks">See deliveries</a>`
+          : html`<a href="/developers/webhooks/new">Add a webhook endpoint</a>`
+      }</p>`,
+    )}
+  </ol>
+</section>
+<section class="card" aria-labelledby="details">
+  <h2 id="details">Your integration</h2>
+  <dl class="facts">
+    <dt>Account id</dt><dd>${copyable('account-id', input.user.accountId)} <span class="muted small">${input.user.accountName}</span></dd>
+    <dt>Base URL</dt><dd>${copyable('base-url', input.baseUrl)}</dd>
+    <dt>Agent id</dt><dd>${agent ? html`${copyable('agent-id', agent.agent_id)} <span class="muted small">${agent.name}</span>` : html`<span class="muted">none yet</span>`}</dd>
+    <dt>Endpoint</dt><dd><code>POST /v1/calls</code></dd>
+    <dt>Auth</dt><dd><code>Authorization: Bearer &lt;token&gt;</code></dd>
+    <dt>Concurrent calls</dt><dd id="concurrent-calls">${concurrentCalls(input.concurrency)}</dd>
+    <dt>Webhooks</dt><dd>${enabledEndpoints > 0 ? badge('enabled') : html`<span class="muted">no endpoint</span>`}</dd>
+  </dl>
+</section>
+</div>
+${overviewCharts(input.charts)}
+<section class="card" aria-labelledby="recent">
+  <div class="card-head"><h2 id="recent">Recent calls</h2><a href="/developers/calls">All calls</a></div>
+  ${callsTable(input.recentCalls, 'No calls yet. Run the curl command above to place your first one.')}
+</section>
+${input.recentCalls.length > 0 ? html`<p class="muted small">Last call ${time(input.recentCalls[0]?.created_at)}.</p>` : ''}`,
+  );
+}
