@@ -79,3 +79,11 @@ export function newIdBody(nowMs: number = Date.now()): string {
 export function newId(kind: IdKind, nowMs?: number): string {
   return `${idPrefixes[kind]}_${newIdBody(nowMs)}`;
 }
+
+/**
+ * A call's id is made from the provider's own id of it (`call_<conversation id>`), not drawn: a provider's
+ * webhook then names the call without a lookup. Built here alone, for the call's create and its webhook.
+ */
+export function callIdOf(providerCallId: string): string {
+  return `${idPrefixes.call}_${providerCallId}`;
+}

@@ -5,6 +5,7 @@
 import type { Db } from '../../db/database.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
+import { callIdOf } from '../../lib/ids.js';
 import { slotLength, type SlotUnit } from '../../lib/time-slots.js';
 import type { AgentRow } from '../agents/agents.tables.js';
 import type { ApiKeyRow, AuthenticatedKey } from '../api-keys/api-keys.tables.js';
@@ -212,7 +213,7 @@ export async function placeCall(
   const createdAt = isoTimestamp(now);
   const firstCheckAt = new Date(now.getTime() + provider.firstCheckDelayMs);
   const row: CallRow = {
-    id: `call_${placed.value.conversationId}`,
+    id: callIdOf(placed.value.conversationId),
     account_id: origin.apiKey.account_id,
     api_key_id: origin.apiKey.id,
     agent_id: agent.agent_id,

@@ -6,6 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../../db/database.js';
 import type { Clock } from '../../../lib/clock.js';
+import { callIdOf } from '../../../lib/ids.js';
 import { findCallById, recordOutcome } from '../../calls/calls.service.js';
 import type { CallRow } from '../../calls/calls.tables.js';
 import { completedOutcome, initiationFailureOutcome, saneUnixSeconds, type OnAdjusted } from './elevenlabs.mapping.js';
@@ -30,7 +31,7 @@ export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, paylo
     deps.logger.warn({ type: event.type }, 'ElevenLabs webhook without a usable conversation_id');
     return 'unknown_conversation';
   }
-  const callId = `call_${data.conversation_id}`;
+  const callId = callIdOf(data.conversation_id);
   const call = await findCallById(deps.db, callId);
   if (call?.provider !== 'elevenlabs') {
     deps.logger.info(
