@@ -31,7 +31,7 @@ const alerts = /\*\*What to alert on\*\*([\s\S]*?)\*\*Beside the metrics:\*\*/.e
 
 it('docs/configuration.md documents every setting that src/config.ts reads, with its default', () => {
   const source = read('src/config.ts');
-  const names = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(env, '([A-Z][A-Z0-9_]+)'/g)].map((match) => match[1] ?? match[2]));
+  const names = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(env, '([A-Z][A-Z0-9_]+)'/g)].map((match) => (match[1] ?? match[2])!));
   assert.ok(names.has('CALLGATE_MIGRATE_ON_START') && names.has('CALLGATE_EVENT_RETENTION_DAYS'), [...names].join());
   const rows = new Map(
     [...configuration.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \| ([^|]+) \|/gm)].map((match) => [match[1]!, match[2]!.trim()] as const),
