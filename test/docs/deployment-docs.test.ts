@@ -29,13 +29,13 @@ const metricsTable = [...deployment.matchAll(/^\| (`(?:callgate|process|nodejs)_
 /** The guide's alerting rules, from "What to alert on" to the next paragraph heading. */
 const alerts = /\*\*What to alert on\*\*([\s\S]*?)\*\*Beside the metrics:\*\*/.exec(deployment)?.[1] ?? '';
 
-it('docs/configuration.md documents every setting that src/config.ts reads, with its default', () => {
+it('docs/configuration.md documents every setting that src/config.ts reads, with its default and range', () => {
   const source = read('src/config.ts');
   const names = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(env, '([A-Z][A-Z0-9_]+)'/g)].map((match) => (match[1] ?? match[2])!));
   assert.ok(names.has('CALLGATE_MIGRATE_ON_START') && names.has('CALLGATE_EVENT_RETENTION_DAYS'), [...names].join());
-  const rows = new Map(
-    [...configuration.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \| ([^|]+) \|/gm)].map((match) => [match[1]!, match[2]!.trim()] as const),
-  );
+  const table = [...configuration.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \| ([^|]+) \| ([^|]+) \|/gm)];
+  const rows = new Map(table.map((match) => [match[1]!, match[2]!.trim()] as const));
+  const accepted = new Map(table.map((match) => [match[1]!, match[3]!.trim()] as const));
   for (const name of names) assert.ok(rows.has(name), `${name} is in the table of docs/configuration.md`);
   for (const name of rows.keys()) assert.ok(names.has(name), `docs/configuration.md lists ${name}, which src/config.ts does not read`);
 
@@ -50,6 +50,14 @@ it('docs/configuration.md documents every setting that src/config.ts reads, with
   for (const match of source.matchAll(/env\.([A-Z0-9_]+)\?\.trim\(\) \|\| undefined/g)) defaults.set(match[1]!, 'unset');
   assert.ok(defaults.size >= 30, `the defaults of src/config.ts were found (${defaults.size}): ${[...defaults.keys()].join()}`);
   for (const [name, value] of defaults) assert.equal(rows.get(name), value, `the default of ${name}`);
+
+  // Each whole-number setting shows the bounds it is checked against.
+  const ranges = [...source.matchAll(/integer\(env, '([A-Z0-9_]+)', [\d_]+, ([\d_]+), ([\d_]+)\)/g)];
+  assert.ok(ranges.length >= 15, `the ranges of src/config.ts were found (${ranges.length})`);
+  for (const [, name, min, max] of ranges) {
+    const range = `\`${min!.replaceAll('_', '')}\` to \`${max!.replaceAll('_', '')}\``;
+    assert.ok(accepted.get(name!)?.startsWith(range), `${name} accepts ${range}: the table says ${accepted.get(name!)}`);
+  }
 });
 
 it('docs/cli.md shows every CLI command, and the README links the deployment guide', async () => {
