@@ -1,7 +1,8 @@
 /**
- * The operator's documents against the code: every setting src/config.ts reads and every CLI command is
- * in the README, the deployment guide is linked from it, and the systemd unit it gives passes
- * `systemd-analyze verify` where systemd is installed.
+ * The operator's documents against the code: every setting src/config.ts reads is in docs/configuration.md
+ * with its default, every CLI command in docs/cli.md, every metric in the deployment guide's metrics table,
+ * the guide is linked from the README, and the systemd unit it gives passes `systemd-analyze verify` where
+ * systemd is installed.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -13,17 +14,53 @@ import { loadConfig } from '../../src/config.js';
 import { runCli } from '../support/cli-runner.js';
 import { repoRoot } from '../support/repo-root.js';
 
-const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
-const deployment = fs.readFileSync(path.join(repoRoot, 'docs/deployment.md'), 'utf8');
+const read = (file: string) => fs.readFileSync(path.join(repoRoot, file), 'utf8');
+const readme = read('README.md');
+const deployment = read('docs/deployment.md');
+const configuration = read('docs/configuration.md');
+const cli = read('docs/cli.md');
+const docs = fs
+  .readdirSync(path.join(repoRoot, 'docs'))
+  .filter((file) => file.endsWith('.md'))
+  .map((file) => [`docs/${file}`, read(`docs/${file}`)] as const);
 
-it('the README documents every setting that src/config.ts reads', () => {
-  const source = fs.readFileSync(path.join(repoRoot, 'src/config.ts'), 'utf8');
-  const names = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(env, '([A-Z][A-Z0-9_]+)'/g)].map((match) => match[1] ?? match[2]));
+/** The first column of the deployment guide's metrics table: its rows start with a metric's name. */
+const metricsTable = [...deployment.matchAll(/^\| (`(?:callgate|process|nodejs)_[^|]*)\|/gm)].map((match) => match[1]!).join('\n');
+/** The guide's alerting rules, from "What to alert on" to the next paragraph heading. */
+const alerts = /\*\*What to alert on\*\*([\s\S]*?)\*\*Beside the metrics:\*\*/.exec(deployment)?.[1] ?? '';
+
+it('docs/configuration.md documents every setting that src/config.ts reads, with its default and range', () => {
+  const source = read('src/config.ts');
+  const names = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(env, '([A-Z][A-Z0-9_]+)'/g)].map((match) => (match[1] ?? match[2])!));
   assert.ok(names.has('CALLGATE_MIGRATE_ON_START') && names.has('CALLGATE_EVENT_RETENTION_DAYS'), [...names].join());
-  for (const name of names) assert.ok(readme.includes(`| \`${name}\` |`), `${name} is in the README's Configuration table`);
+  const table = [...configuration.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \| ([^|]+) \| ([^|]+) \|/gm)];
+  const rows = new Map(table.map((match) => [match[1]!, match[2]!.trim()] as const));
+  const accepted = new Map(table.map((match) => [match[1]!, match[3]!.trim()] as const));
+  for (const name of names) assert.ok(rows.has(name), `${name} is in the table of docs/configuration.md`);
+  for (const name of rows.keys()) assert.ok(names.has(name), `docs/configuration.md lists ${name}, which src/config.ts does not read`);
+
+  // Each default the source gives as a literal is the one the table shows; a setting read only when set
+  // (`env.X?.trim() ? … : undefined`) and one with no default are "unset".
+  const defaults = new Map<string, string>();
+  for (const match of source.matchAll(/(?:integer|boolean)\(env, '([A-Z0-9_]+)', ([\d_]+|true|false)\b/g)) {
+    defaults.set(match[1]!, `\`${match[2]!.replaceAll('_', '')}\``);
+  }
+  for (const match of source.matchAll(/env\.([A-Z0-9_]+)\?\.trim\(\) \|\| '([^']*)'/g)) defaults.set(match[1]!, `\`${match[2]}\``);
+  for (const match of source.matchAll(/env\.([A-Z0-9_]+)\?\.trim\(\) \?/g)) defaults.set(match[1]!, 'unset');
+  for (const match of source.matchAll(/env\.([A-Z0-9_]+)\?\.trim\(\) \|\| undefined/g)) defaults.set(match[1]!, 'unset');
+  assert.ok(defaults.size >= 30, `the defaults of src/config.ts were found (${defaults.size}): ${[...defaults.keys()].join()}`);
+  for (const [name, value] of defaults) assert.equal(rows.get(name), value, `the default of ${name}`);
+
+  // Each whole-number setting shows the bounds it is checked against.
+  const ranges = [...source.matchAll(/integer\(env, '([A-Z0-9_]+)', [\d_]+, ([\d_]+), ([\d_]+)\)/g)];
+  assert.ok(ranges.length >= 15, `the ranges of src/config.ts were found (${ranges.length})`);
+  for (const [, name, min, max] of ranges) {
+    const range = `\`${min!.replaceAll('_', '')}\` to \`${max!.replaceAll('_', '')}\``;
+    assert.ok(accepted.get(name!)?.startsWith(range), `${name} accepts ${range}: the table says ${accepted.get(name!)}`);
+  }
 });
 
-it('the README shows every CLI command and links the deployment guide', async () => {
+it('docs/cli.md shows every CLI command, and the README links the deployment guide', async () => {
   const help = await runCli({ CALLGATE_LOG_LEVEL: 'silent' }, ['--help']);
   const commands = [
     ...help.stdout
@@ -32,7 +69,7 @@ it('the README shows every CLI command and links the deployment guide', async ()
       .matchAll(/^ {2}(\S+(?: [a-z-]+)?) {2}/gm),
   ].map((m) => m[1]!);
   assert.ok(commands.includes('migrate') && commands.includes('calls list'), commands.join());
-  for (const command of commands) assert.ok(readme.includes(`npx callgate ${command}`), `README shows npx callgate ${command}`);
+  for (const command of commands) assert.ok(cli.includes(`npx callgate ${command}`), `docs/cli.md shows npx callgate ${command}`);
   assert.match(readme, /\[docs\/deployment\.md\]\(docs\/deployment\.md\)/);
   for (const heading of [
     'One machine with SQLite',
@@ -79,7 +116,7 @@ it('docs/callgate.service starts node with the memory settings of npm start', ()
   for (const setting of [...environment, ...start[2]!.trim().split(' ')]) assert.ok(deployment.includes(setting), setting);
 });
 
-it('the metric names in the README and the deployment guide are the ones src/features/metrics defines', () => {
+it('the metric names in the README and docs/ are the ones src/features/metrics defines, each in the metrics table', () => {
   const dir = path.join(repoRoot, 'src/features/metrics');
   const source = fs
     .readdirSync(dir)
@@ -90,19 +127,16 @@ it('the metric names in the README and the deployment guide are the ones src/fea
   // A histogram is queried through its _bucket, _sum and _count series.
   const named = (text: string) =>
     new Set([...text.matchAll(/\bcallgate_[a-z_]+/g)].map((match) => match[0].replace(/_(bucket|sum|count)$/, '')));
-  for (const [document, text] of [
-    ['README.md', readme],
-    ['docs/deployment.md', deployment],
-  ] as const) {
+  for (const [document, text] of [['README.md', readme] as const, ...docs]) {
     for (const name of named(text)) assert.ok(defined.has(name), `${document} names ${name}, which no metric has`);
   }
-  for (const name of defined) assert.ok(readme.includes(`\`${name}\``), `the README's metrics table lists ${name}`);
+  for (const name of defined) assert.ok(metricsTable.includes(`\`${name}\``), `the deployment guide's metrics table lists ${name}`);
   for (const name of [
     'callgate_webhook_oldest_due_age_seconds',
     'callgate_job_seconds_since_last_pass',
     'callgate_provider_request_failures_total',
   ]) {
-    assert.ok(deployment.includes(name), `the deployment guide alerts on ${name}`);
+    assert.ok(alerts.includes(name), `the deployment guide alerts on ${name}`);
   }
   assert.doesNotMatch(deployment, /not in this version/);
   assert.match(deployment, /`GET \/readyz`/);
@@ -140,11 +174,11 @@ it("the guide's files that the CLI reads or writes as the callgate user are made
   }
 });
 
-it('the guide has the load balancer check /readyz and alerts on the metrics the README documents', () => {
+it('the guide has the load balancer check /readyz and alerts on the metrics its metrics table documents', () => {
   assert.doesNotMatch(deployment, /not in\s+this\s+version/, 'the guide says /metrics and /readyz are still to come');
   assert.match(deployment, /balancer[^.]*`GET \/readyz`/);
   for (const setting of ['CALLGATE_METRICS_TOKEN', 'CALLGATE_METRICS_PORT']) assert.ok(deployment.includes(setting), setting);
-  const watched = new Set([...deployment.matchAll(/`(callgate_[a-z_]+)`/g)].map((match) => match[1]!));
+  const watched = new Set([...alerts.matchAll(/\b(callgate_[a-z_]+)/g)].map((match) => match[1]!.replace(/_(bucket|sum|count)$/, '')));
   assert.ok(watched.size >= 4, [...watched].join());
-  for (const metric of watched) assert.ok(readme.includes(`\`${metric}\``), `${metric} is in the README's metrics table`);
+  for (const metric of watched) assert.ok(metricsTable.includes(`\`${metric}\``), `${metric} is in the guide's metrics table`);
 });

@@ -1,7 +1,7 @@
 /**
- * What a new operator reads before anything else: no unfilled placeholder, one receiver path for the local
- * webhook setup in the README and docs/webhooks.md, and the README naming /healthz, GET /, and that
- * Idempotency-Key is optional (spec 4.1).
+ * What a new operator reads before anything else: no unfilled placeholder in the README or docs/, one
+ * receiver path for the local webhook setup in the README's quick start and docs/webhooks.md, the deployment
+ * guide naming /healthz and GET /, and docs/api.md saying that Idempotency-Key is optional (spec 4.1).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -9,16 +9,20 @@ import path from 'node:path';
 import { it } from 'node:test';
 import { repoRoot } from '../support/repo-root.js';
 
-const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
-const webhooksDoc = fs.readFileSync(path.join(repoRoot, 'docs/webhooks.md'), 'utf8');
+const read = (file: string) => fs.readFileSync(path.join(repoRoot, file), 'utf8');
+const readme = read('README.md');
+const webhooksDoc = read('docs/webhooks.md');
+const documents = [
+  'README.md',
+  ...fs
+    .readdirSync(path.join(repoRoot, 'docs'))
+    .filter((file) => file.endsWith('.md'))
+    .map((file) => `docs/${file}`),
+];
 
 it('has no unfilled {…_url} placeholder', () => {
-  for (const [name, text] of [
-    ['README.md', readme],
-    ['docs/webhooks.md', webhooksDoc],
-  ] as const) {
-    assert.deepEqual(text.match(/\{[a-z_]*url\}/gi) ?? [], [], name);
-  }
+  assert.ok(documents.includes('docs/webhooks.md') && documents.length > 2, documents.join());
+  for (const document of documents) assert.deepEqual(read(document).match(/\{[a-z_]*url\}/gi) ?? [], [], document);
 });
 
 it('uses one path for the local receiver in the README and docs/webhooks.md', () => {
@@ -29,7 +33,8 @@ it('uses one path for the local receiver in the README and docs/webhooks.md', ()
 });
 
 it('documents GET /healthz, GET /, and that Idempotency-Key is optional but recommended', () => {
-  assert.match(readme, /`GET \/healthz` answers `200 \{"status":"ok","database":"sqlite"\}`/);
-  assert.match(readme, /`GET \/` sends a browser\s+to the portal/);
-  assert.match(readme, /`Idempotency-Key: [^`]+` on `POST \/v1\/calls` is optional \(spec\s+4\.1\) but recommended/);
+  const deployment = read('docs/deployment.md');
+  assert.match(deployment, /`GET \/healthz` answers `200 \{"status":"ok","database":"sqlite"\}`/);
+  assert.match(deployment, /`GET \/` sends a browser\s+to the portal/);
+  assert.match(read('docs/api.md'), /`Idempotency-Key: [^`]+` on `POST \/v1\/calls` is optional \(spec\s+4\.1\) but recommended/);
 });
