@@ -74,7 +74,7 @@ function processesOf(): { start(env: Record<string, string>): Promise<ServerProc
 
 await forEachDialect('Two worker processes dialing one batch', (dialect) => {
   if (dialect === 'sqlite') {
-    // Several processes share one database on PostgreSQL only (README); the SQLite runs are in-process.
+    // Several processes share one database on PostgreSQL only (docs/deployment.md); the SQLite runs are in-process.
     it('runs on PostgreSQL', { skip: 'workers in several processes share a PostgreSQL database only' });
     return;
   }

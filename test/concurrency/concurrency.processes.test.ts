@@ -42,7 +42,7 @@ async function request(
 
 await forEachDialect('The account concurrency limit across two API and two worker processes', (dialect) => {
   if (dialect === 'sqlite') {
-    // Several processes share one database on PostgreSQL only (README); the SQLite runs are in-process.
+    // Several processes share one database on PostgreSQL only (docs/deployment.md); the SQLite runs are in-process.
     it('runs on PostgreSQL', { skip: 'several processes share a PostgreSQL database only' });
     return;
   }

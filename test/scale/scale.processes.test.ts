@@ -1,5 +1,5 @@
 /**
- * The deployment the README's guide describes, as real processes: three API processes and two workers
+ * The deployment docs/deployment.md describes, as real processes: three API processes and two workers
  * (`node --import tsx src/server.ts`, CALLGATE_ROLES=api or worker) on one PostgreSQL database, with the
  * rate-limit counters in Redis. What must hold across processes: the per-key limit is exact, one
  * Idempotency-Key gives one call at the provider, a key revoked by the CLI is refused by every process at its

@@ -71,7 +71,7 @@ const defaults = {
 
 /**
  * 5xx codes a retry could turn into a second call: on provider_timeout the provider may have placed the call
- * and callgate freed the Idempotency-Key (README, Errors), so trying again is the caller's decision.
+ * and callgate freed the Idempotency-Key (docs/api.md, Errors), so trying again is the caller's decision.
  */
 const notRetried = new Set(['provider_timeout']);
 

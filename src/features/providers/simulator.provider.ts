@@ -1,7 +1,7 @@
 /**
  * The built-in provider: places no real call. A call "ends" `delayMs` after it was placed, with an outcome
  * that depends only on the destination, the conversation id and `delayMs`, so it can be worked out again
- * after a restart. Magic destinations (documented in the README) produce the failure paths.
+ * after a restart. Magic destinations (documented in the README's magic-number table) produce the failure paths.
  *
  * Its timestamps are those of a call that really lasted `delayMs`: it is answered after a short ring and
  * ends at `createdAt + delayMs`, the moment the monitor learns of the end. So `started_at` and `ended_at`

@@ -12,7 +12,7 @@ const providerJsonMaxDepth = 64;
  * The largest body read. A post_call_transcription is JSON text: the whole transcript, analysis and
  * metadata, some kilobytes a minute of conversation (well under 1 MB for an hour with tool calls), so
  * 10 MB leaves ample room. It used to be 64 MB to fit `post_call_audio` (the whole recording as base64),
- * which callgate does not use: do not enable the audio events for its webhook (see the README); a
+ * which callgate does not use: do not enable the audio events for its webhook (see docs/providers.md); a
  * recording over this size is answered 413. Four concurrent 60 MB unsigned bodies took the process from
  * 350 to 700 MB before the signature was even looked at.
  */
