@@ -91,7 +91,7 @@ const { loadOverview } = await fromDist<typeof import('../src/portal/portal.serv
 const { listRecentRequests, purgeOldRequests } = await fromDist<typeof import('../src/features/request-log/request-log.service.js')>(
   'features/request-log/request-log.service.js',
 );
-const { purgeFinishedEvents } = await fromDist<typeof import('../src/features/events/event-retention.repository.js')>(
+const { purgeFinishedEvents } = await fromDist<typeof import('../src/features/events/event-retention.service.js')>(
   'features/webhooks/event-retention.repository.js',
 );
 

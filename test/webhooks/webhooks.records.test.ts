@@ -8,12 +8,8 @@ import { after, afterEach, before, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.js';
 import { createEndpoint, getEndpoint, rotateSecret, secretOverlapMs } from '../../src/features/webhook-endpoints/endpoints.service.js';
-import {
-  claimDueDeliveries,
-  recordAttempts,
-  releaseClaims,
-  type AttemptRecord,
-} from '../../src/features/webhook-delivery/dispatcher.repository.js';
+import { releaseClaims } from '../../src/features/webhook-delivery/dispatcher.repository.js';
+import { claimDueDeliveries, recordAttempts, type AttemptRecord } from '../../src/features/webhook-delivery/dispatcher.service.js';
 import { enqueueEvent } from '../../src/features/events/events.service.js';
 import { responseExcerptBytes } from '../../src/features/webhook-delivery/webhook-sender.js';
 import { ManualClock } from '../../src/lib/clock.js';

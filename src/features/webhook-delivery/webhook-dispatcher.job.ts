@@ -15,11 +15,11 @@ import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { DeliveryNotifier } from './delivery-notifier.js';
 import * as repo from './dispatcher.repository.js';
-import { activeSecrets } from '../webhook-endpoints/endpoints.service.js';
+import { claimDueDeliveries, recordAttempts, type AttemptRecord, type ClaimedDelivery } from './dispatcher.service.js';
+import { activeSecrets, type EndpointAttemptChange } from '../webhook-endpoints/endpoints.service.js';
 import { nextDelayMs, parseRetryAfterMs } from './retry-schedule.js';
 import { signedHeaders } from './webhook-signing.js';
 import type { WebhookResponse, WebhookSender } from './webhook-sender.js';
-import type { WebhookEndpointsTable } from '../webhooks/webhooks.tables.js';
 
 export interface DispatcherOptions {
   readonly db: Db;
@@ -58,8 +58,8 @@ export class WebhookDispatcher implements Job {
   readonly workerId = `wkr_${randomBytes(6).toString('hex')}`;
   private readonly inFlight = new Map<string, Promise<void>>();
   /** The deliveries being sent now, with when their attempt began: what a shutdown records as interrupted. */
-  private readonly sending = new Map<string, { readonly delivery: repo.ClaimedDelivery; readonly startedAt: Date }>();
-  private pendingRecords: { record: repo.AttemptRecord; done: () => void }[] = [];
+  private readonly sending = new Map<string, { readonly delivery: ClaimedDelivery; readonly startedAt: Date }>();
+  private pendingRecords: { record: AttemptRecord; done: () => void }[] = [];
   private flushing: Promise<void> | undefined;
   private flushScheduled = false;
   private wakeScheduled = false;
@@ -85,7 +85,7 @@ export class WebhookDispatcher implements Job {
     const now = this.options.clock.now();
     const interrupted = [...this.sending.values()].map(({ delivery, startedAt }) => this.interrupted(delivery, startedAt, now));
     if (interrupted.length > 0) {
-      await repo.recordAttempts(this.options.db, this.options.dialect, interrupted).catch((error: unknown) => {
+      await recordAttempts(this.options.db, this.options.dialect, interrupted).catch((error: unknown) => {
         this.options.logger.warn({ err: error, count: interrupted.length }, 'could not record interrupted webhook attempts');
       });
     }
@@ -94,7 +94,7 @@ export class WebhookDispatcher implements Job {
   }
 
   /** An attempt cut off by shutdown: counted and shown like any other, and the delivery due again at once. */
-  private interrupted(delivery: repo.ClaimedDelivery, startedAt: Date, now: Date): repo.AttemptRecord {
+  private interrupted(delivery: ClaimedDelivery, startedAt: Date, now: Date): AttemptRecord {
     const at = isoTimestamp(now);
     const error = 'Interrupted: the worker shut down before the answer came; the delivery was handed back for another attempt.';
     const attemptNumber = delivery.attempt_count + 1;
@@ -161,7 +161,7 @@ export class WebhookDispatcher implements Job {
     if (stopping() || room <= 0 || (this.inFlight.size > 0 && room < Math.ceil(concurrency / 4))) return {}; // a finishing attempt wakes us again
     const lease = isoTimestamp(addMs(now, this.options.timeoutMs + leaseMarginMs));
     const limit = Math.min(room, claimBatchSize);
-    const batch = await repo.claimDueDeliveries(this.options.db, this.options.dialect, this.workerId, isoTimestamp(now), lease, limit);
+    const batch = await claimDueDeliveries(this.options.db, this.options.dialect, this.workerId, isoTimestamp(now), lease, limit);
     for (const delivery of batch) {
       const attempt = this.attempt(delivery).finally(() => {
         this.inFlight.delete(delivery.id);
@@ -172,7 +172,7 @@ export class WebhookDispatcher implements Job {
     return { more: batch.length === limit, claimed: batch.length };
   }
 
-  private async attempt(delivery: repo.ClaimedDelivery): Promise<void> {
+  private async attempt(delivery: ClaimedDelivery): Promise<void> {
     const now = this.options.clock.now();
     const at = isoTimestamp(now);
     if (delivery.enabled !== 1 || delivery.deleted_at !== null) {
@@ -209,7 +209,7 @@ export class WebhookDispatcher implements Job {
    * endpoint is disabled, which needs someone. Ids, status and timing only: no URL (it may carry a token),
    * no body.
    */
-  private logAttempt(delivery: repo.ClaimedDelivery, record: repo.AttemptRecord): void {
+  private logAttempt(delivery: ClaimedDelivery, record: AttemptRecord): void {
     const { attempt } = record;
     if (!attempt) return;
     const { logger, metrics } = this.options;
@@ -235,7 +235,7 @@ export class WebhookDispatcher implements Job {
   }
 
   /** Decides what an answer means for the delivery and its endpoint. */
-  private outcome(delivery: repo.ClaimedDelivery, attemptedAt: Date, response: WebhookResponse): repo.AttemptRecord {
+  private outcome(delivery: ClaimedDelivery, attemptedAt: Date, response: WebhookResponse): AttemptRecord {
     const finishedAt = this.options.clock.now();
     const at = isoTimestamp(finishedAt);
     const attemptNumber = delivery.attempt_count + 1;
@@ -298,7 +298,7 @@ export class WebhookDispatcher implements Job {
   }
 
   /** Starts the failure clock of an endpoint, or disables it when it has failed for 5 days. */
-  private failingEndpoint(delivery: repo.ClaimedDelivery, now: Date): Partial<WebhookEndpointsTable> | null {
+  private failingEndpoint(delivery: ClaimedDelivery, now: Date): EndpointAttemptChange | null {
     if (!delivery.failing_since) return { failing_since: isoTimestamp(now) };
     if (now.getTime() - Date.parse(delivery.failing_since) >= disableAfterFailingMs) {
       return {
@@ -310,7 +310,7 @@ export class WebhookDispatcher implements Job {
     return null;
   }
 
-  private record(record: repo.AttemptRecord): Promise<void> {
+  private record(record: AttemptRecord): Promise<void> {
     const written = new Promise<void>((done) => this.pendingRecords.push({ record, done }));
     if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -329,8 +329,7 @@ export class WebhookDispatcher implements Job {
     const batch = this.pendingRecords;
     this.pendingRecords = [];
     const records = batch.map((entry) => entry.record);
-    this.flushing = repo
-      .recordAttempts(this.options.db, this.options.dialect, records)
+    this.flushing = recordAttempts(this.options.db, this.options.dialect, records)
       .then((lost) => this.handle.leaseLost(lost))
       .catch((error: unknown) => {
         // The claims stay until their lease ends; the sweep then retries these deliveries.
