@@ -185,7 +185,6 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       overrides.webhookSender ?? createHttpSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
     const dispatcher = new WebhookDispatcher({
       db: database.db,
-      dialect: database.dialect,
       clock,
       sender,
       notifier,
@@ -201,7 +200,6 @@ export async function createServices(config: Config, overrides: ServiceOverrides
 
     const callMonitor = new CallMonitor({
       db: database.db,
-      dialect: database.dialect,
       clock,
       providers,
       logger,
@@ -242,7 +240,6 @@ export async function createServices(config: Config, overrides: ServiceOverrides
 
     const batchDialer = new BatchDialer({
       db: database.db,
-      dialect: database.dialect,
       clock,
       logger,
       runner: jobs,

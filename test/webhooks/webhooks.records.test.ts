@@ -144,7 +144,7 @@ await forEachDialect('Results of a lost claim', (dialect) => {
     });
     const deliveryId = deliveryIds[0]!;
     const now = '2030-01-01T00:00:01.000Z';
-    const claimed = await claimDueDeliveries(t.services.db, dialect, 'wkr_a', now, '2030-01-01T00:01:00.000Z', 10);
+    const claimed = await claimDueDeliveries(t.services.db, 'wkr_a', now, '2030-01-01T00:01:00.000Z', 10);
     assert.deepEqual(
       claimed.map((delivery) => delivery.id),
       [deliveryId],
@@ -168,7 +168,7 @@ await forEachDialect('Results of a lost claim', (dialect) => {
       endpointId: endpoint.id,
       endpoint: null,
     });
-    await recordAttempts(t.services.db, dialect, [result('wkr_a', 'att_lost')]);
+    await recordAttempts(t.services.db, [result('wkr_a', 'att_lost')]);
     const attemptsOf = () =>
       t.services.db.selectFrom('webhook_attempts').select(['id', 'status_code']).where('delivery_id', '=', deliveryId).execute();
     assert.deepEqual(await attemptsOf(), []);
@@ -178,8 +178,8 @@ await forEachDialect('Results of a lost claim', (dialect) => {
     assert.equal(row.locked_by, null);
 
     // The worker that holds the claim records its attempt as before.
-    await claimDueDeliveries(t.services.db, dialect, 'wkr_b', now, '2030-01-01T00:01:00.000Z', 10);
-    await recordAttempts(t.services.db, dialect, [result('wkr_b', 'att_kept')]);
+    await claimDueDeliveries(t.services.db, 'wkr_b', now, '2030-01-01T00:01:00.000Z', 10);
+    await recordAttempts(t.services.db, [result('wkr_b', 'att_kept')]);
     assert.deepEqual(await attemptsOf(), [{ id: 'att_kept', status_code: null }]);
   });
 });

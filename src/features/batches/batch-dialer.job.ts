@@ -32,7 +32,6 @@ import type { BatchRow, RecipientRow } from './batches.tables.js';
 
 export interface BatchDialerOptions {
   readonly db: Db;
-  readonly dialect: 'sqlite' | 'postgres';
   readonly clock: Clock;
   readonly logger: FastifyBaseLogger;
   readonly runner: JobRunner;
@@ -137,10 +136,10 @@ export class BatchDialer implements Job {
     batchId: string,
     now: Date,
   ): Promise<{ batch: BatchRow; recipients: RecipientRow[]; finished: FinishedBatches; slotsTaken: boolean } | undefined> {
-    const { db, dialect, clock } = this.options;
+    const { db, clock } = this.options;
     const at = isoTimestamp(now);
     return db.transaction().execute(async (trx) => {
-      const batch = await dialerRepo.lockDueBatch(trx, dialect, batchId, at);
+      const batch = await dialerRepo.lockDueBatch(trx, batchId, at);
       if (!batch) return undefined;
       // A batch of an account at its limit waits, and is dialed again once one of the account's calls ended.
       const account = await lockFreeSlots(trx, batch.account_id, batch.mode, now);
@@ -153,7 +152,7 @@ export class BatchDialer implements Job {
       let finished: FinishedBatches = new Map();
       for (let round = 0; round < claimRoundsMax && recipients.length < account.free; round++) {
         const cap = account.free - recipients.length;
-        const claimed = await dialerRepo.claimRecipients(trx, dialect, batch, at, isoTimestamp(leaseUntil), cap);
+        const claimed = await dialerRepo.claimRecipients(trx, batch, at, isoTimestamp(leaseUntil), cap);
         if (claimed.length === 0) break;
         const held = await holdOutsideWindow(trx, clock, batch, claimed, now);
         recipients.push(...held.dial);

@@ -18,7 +18,6 @@ import type { CallRow } from './calls.tables.js';
 
 export interface CallMonitorOptions {
   readonly db: Db;
-  readonly dialect: 'sqlite' | 'postgres';
   readonly clock: Clock;
   readonly providers: ProviderRegistry;
   readonly logger: FastifyBaseLogger;
@@ -79,9 +78,9 @@ export class CallMonitor implements Job {
   }
 
   async runOnce({ now, stopping }: JobContext): Promise<PassResult> {
-    const { db, dialect } = this.options;
+    const { db } = this.options;
     const lease = isoTimestamp(addMs(now, this.options.claimLeaseMs ?? defaultClaimLeaseMs));
-    const due = await repo.claimDueCalls(db, dialect, isoTimestamp(now), lease, sweepBatchSize);
+    const due = await repo.claimDueCalls(db, isoTimestamp(now), lease, sweepBatchSize);
     const ended: Ended[] = [];
     let next = 0;
     const lane = async () => {

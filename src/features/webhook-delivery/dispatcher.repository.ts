@@ -1,22 +1,16 @@
 /** The dispatcher's statements: claim due deliveries under a lease, write attempt results, release claims. */
 import type { Db } from '../../db/database.js';
 import { sql, type Insertable } from 'kysely';
-import { claimDue, jsonUpdate, type JsonUpdate } from '../../jobs/claim.js';
+import { claimRows, jsonUpdate, type JsonUpdate } from '../../db/claim.js';
+import { lockRowsInIdOrder } from '../../db/locks.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookDeliveryRow } from './deliveries.tables.js';
 
 /** A delivery as claimed: the rest of what its attempt needs (its event's payload, its endpoint) is read by the service. */
 export type ClaimedRow = Pick<WebhookDeliveryRow, 'id' | 'event_id' | 'endpoint_id' | 'attempt_count'>;
 
-/** Claims up to `limit` due deliveries for `workerId` until `leaseUntil` (one conditional UPDATE, see `claimDue`). */
-export async function claimDueDeliveries(
-  db: Db,
-  dialect: 'sqlite' | 'postgres',
-  workerId: string,
-  now: string,
-  leaseUntil: string,
-  limit: number,
-): Promise<ClaimedRow[]> {
-  return claimDue(db, dialect, {
+/** Claims up to `limit` due deliveries for `workerId` until `leaseUntil` (one conditional UPDATE, see `claimRows`). */
+export async function claimDueDeliveries(db: Db, workerId: string, now: string, leaseUntil: string, limit: number): Promise<ClaimedRow[]> {
+  return claimRows(db, {
     table: 'webhook_deliveries',
     due: (eb) =>
       eb.and([
@@ -58,19 +52,9 @@ export interface DeliveryUpdate {
   readonly delivery: DeliveryResult;
 }
 
-/**
- * Locks the deliveries in id order before they are updated, on PostgreSQL: an UPDATE locks rows in whatever
- * order its plan visits them, and two transactions updating the same rows in different orders deadlock.
- */
-export async function lockDeliveriesInOrder(db: Db, dialect: 'sqlite' | 'postgres', ids: readonly string[]): Promise<void> {
-  if (dialect !== 'postgres' || ids.length < 2) return;
-  await db
-    .selectFrom('webhook_deliveries')
-    .select('id')
-    .where('id', 'in', [...ids])
-    .orderBy('id')
-    .forUpdate()
-    .execute();
+/** Locks the deliveries in id order before they are updated (see `lockRowsInIdOrder`). */
+export async function lockDeliveriesInOrder(db: Db, ids: readonly string[]): Promise<void> {
+  await lockRowsInIdOrder(db, 'webhook_deliveries', ids);
 }
 
 /**

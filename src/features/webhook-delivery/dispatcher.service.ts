@@ -31,13 +31,12 @@ export interface ClaimedDelivery {
  */
 export async function claimDueDeliveries(
   db: Db,
-  dialect: 'sqlite' | 'postgres',
   workerId: string,
   now: string,
   leaseUntil: string,
   limit: number,
 ): Promise<ClaimedDelivery[]> {
-  const claimed = await repo.claimDueDeliveries(db, dialect, workerId, now, leaseUntil, limit);
+  const claimed = await repo.claimDueDeliveries(db, workerId, now, leaseUntil, limit);
   if (claimed.length === 0) return [];
   const [payloads, endpoints] = await Promise.all([
     eventPayloads(
@@ -78,7 +77,7 @@ export interface AttemptRecord extends repo.DeliveryUpdate {
  * claimed until its lease ended and then be sent again. Returns how many results came too late: their claim
  * was lost (released at shutdown, or its lease ran out and another worker took the delivery).
  */
-export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', records: readonly AttemptRecord[]): Promise<number> {
+export async function recordAttempts(db: Db, records: readonly AttemptRecord[]): Promise<number> {
   // Several results for one endpoint become one update, applied in the order the results came.
   const endpointChanges = new Map<string, EndpointAttemptChange>();
   for (const record of records) {
@@ -89,7 +88,6 @@ export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', rec
     const sorted = [...records].sort((a, b) => (a.deliveryId < b.deliveryId ? -1 : a.deliveryId > b.deliveryId ? 1 : 0));
     await repo.lockDeliveriesInOrder(
       trx,
-      dialect,
       sorted.map((record) => record.deliveryId),
     );
     const held = await repo.updateDeliveries(trx, sorted);

@@ -23,7 +23,6 @@ import type { WebhookResponse, WebhookSender } from './webhook-sender.js';
 
 export interface DispatcherOptions {
   readonly db: Db;
-  readonly dialect: 'sqlite' | 'postgres';
   readonly clock: Clock;
   readonly sender: WebhookSender;
   readonly notifier: DeliveryNotifier;
@@ -85,7 +84,7 @@ export class WebhookDispatcher implements Job {
     const now = this.options.clock.now();
     const interrupted = [...this.sending.values()].map(({ delivery, startedAt }) => this.interrupted(delivery, startedAt, now));
     if (interrupted.length > 0) {
-      await recordAttempts(this.options.db, this.options.dialect, interrupted).catch((error: unknown) => {
+      await recordAttempts(this.options.db, interrupted).catch((error: unknown) => {
         this.options.logger.warn({ err: error, count: interrupted.length }, 'could not record interrupted webhook attempts');
       });
     }
@@ -161,7 +160,7 @@ export class WebhookDispatcher implements Job {
     if (stopping() || room <= 0 || (this.inFlight.size > 0 && room < Math.ceil(concurrency / 4))) return {}; // a finishing attempt wakes us again
     const lease = isoTimestamp(addMs(now, this.options.timeoutMs + leaseMarginMs));
     const limit = Math.min(room, claimBatchSize);
-    const batch = await claimDueDeliveries(this.options.db, this.options.dialect, this.workerId, isoTimestamp(now), lease, limit);
+    const batch = await claimDueDeliveries(this.options.db, this.workerId, isoTimestamp(now), lease, limit);
     for (const delivery of batch) {
       const attempt = this.attempt(delivery).finally(() => {
         this.inFlight.delete(delivery.id);
@@ -329,7 +328,7 @@ export class WebhookDispatcher implements Job {
     const batch = this.pendingRecords;
     this.pendingRecords = [];
     const records = batch.map((entry) => entry.record);
-    this.flushing = recordAttempts(this.options.db, this.options.dialect, records)
+    this.flushing = recordAttempts(this.options.db, records)
       .then((lost) => this.handle.leaseLost(lost))
       .catch((error: unknown) => {
         // The claims stay until their lease ends; the sweep then retries these deliveries.
