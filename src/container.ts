@@ -187,7 +187,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       db: database.db,
       clock,
       sender,
-      notifier,
+      wakeOn: notifier,
       logger,
       runner: jobs,
       retryScheduleMs: config.webhookRetryScheduleMs,
@@ -204,11 +204,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       providers,
       logger,
       runner: jobs,
-      onCallEnded: () => notifier.notify(),
+      onEvents: () => notifier.notify(),
       // A batch's call ended: its batch has a free slot for the next recipient, which any worker may dial
       // (the notifier wakes this one's dialer at once, and those of other processes through NOTIFY).
       onBatchCallEnded: () => notifier.notify(),
-      observeEnded: (call) => metrics.callEnded(call),
+      metrics,
       ...(overrides.monitorSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.monitorSweepIntervalMs }),
     });
 

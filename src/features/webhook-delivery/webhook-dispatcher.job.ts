@@ -6,14 +6,12 @@
  * written in small batches, one transaction each, so a busy dispatcher does not pay one commit per delivery.
  */
 import { randomBytes } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../../db/database.js';
 import { failureLogLevel } from '../../db/unavailable.js';
-import type { Job, JobContext, JobHandle, JobRunner, PassResult } from '../../jobs/job-runner.js';
+import type { JobContext, PassResult } from '../../jobs/job-runner.js';
+import { WorkerJob, type WorkerJobOptions } from '../../jobs/worker-job.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import { addMs, isoTimestamp } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import type { DeliveryNotifier } from './delivery-notifier.js';
 import * as repo from './dispatcher.repository.js';
 import { claimDueDeliveries, recordAttempts, type AttemptRecord, type ClaimedDelivery } from './dispatcher.service.js';
 import { activeSecrets, type EndpointAttemptChange } from '../webhook-endpoints/endpoints.service.js';
@@ -21,20 +19,13 @@ import { nextDelayMs, parseRetryAfterMs } from './retry-schedule.js';
 import { signedHeaders } from './webhook-signing.js';
 import type { WebhookResponse, WebhookSender } from './webhook-sender.js';
 
-export interface DispatcherOptions {
-  readonly db: Db;
-  readonly clock: Clock;
+export interface DispatcherOptions extends WorkerJobOptions {
   readonly sender: WebhookSender;
-  readonly notifier: DeliveryNotifier;
-  readonly logger: FastifyBaseLogger;
-  /** The worker's job runner, which runs the dispatcher's passes on the notifier's wake-ups and its sweep. */
-  readonly runner: JobRunner;
   /** Delays after the first attempt, in ms. */
   readonly retryScheduleMs: readonly number[];
   readonly timeoutMs: number;
   /** Deliveries attempted at once by this worker. */
   readonly concurrency?: number;
-  readonly sweepIntervalMs?: number;
   readonly random?: () => number;
   /** Counts attempts by result and endpoints disabled. */
   readonly metrics?: Metrics;
@@ -43,17 +34,13 @@ export interface DispatcherOptions {
 /** An endpoint whose deliveries have all failed for this long is disabled (Svix's rule). */
 export const disableAfterFailingMs = 5 * 24 * 60 * 60 * 1000;
 const defaultConcurrency = 64;
-const defaultSweepIntervalMs = 1_000;
-/** A claim outlives the HTTP timeout by this margin, so a live worker never loses its claim mid-attempt. */
+/** A claim outlives the HTTP timeout by this margin, so a live worker never loses its claim mid-attempt (the default `leaseMs`). */
 const leaseMarginMs = 30_000;
 const claimBatchSize = 100;
 const errorExcerptLength = 500;
 
 /** A job of the worker's runner: each pass claims due deliveries into the free slots and starts their attempts. */
-export class WebhookDispatcher implements Job {
-  readonly name = 'webhook-dispatcher';
-  readonly label = 'webhook dispatcher pass';
-  readonly intervalMs: number;
+export class WebhookDispatcher extends WorkerJob<DispatcherOptions> {
   readonly workerId = `wkr_${randomBytes(6).toString('hex')}`;
   private readonly inFlight = new Map<string, Promise<void>>();
   /** The deliveries being sent now, with when their attempt began: what a shutdown records as interrupted. */
@@ -62,11 +49,9 @@ export class WebhookDispatcher implements Job {
   private flushing: Promise<void> | undefined;
   private flushScheduled = false;
   private wakeScheduled = false;
-  private readonly handle: JobHandle;
 
-  constructor(private readonly options: DispatcherOptions) {
-    this.intervalMs = options.sweepIntervalMs ?? defaultSweepIntervalMs;
-    this.handle = options.runner.add(this, options.notifier);
+  constructor(options: DispatcherOptions) {
+    super({ name: 'webhook-dispatcher', label: 'webhook dispatcher pass' }, options);
   }
 
   /** A shutdown lets attempts under way finish, up to its deadline. */
@@ -125,13 +110,8 @@ export class WebhookDispatcher implements Job {
     };
   }
 
-  /** Looks for due deliveries now. Safe to call often: concurrent wake-ups fold into one pass. */
-  wake(): void {
-    this.handle.wake();
-  }
-
   /** Resolves when nothing is in flight or waiting to be recorded; for tests and the benchmark. */
-  async idle(): Promise<void> {
+  override async idle(): Promise<void> {
     while (this.inFlight.size > 0 || this.pendingRecords.length > 0 || this.flushing) {
       await Promise.allSettled([...this.inFlight.values()]);
       await this.flush();
@@ -158,7 +138,7 @@ export class WebhookDispatcher implements Job {
     // same for 1 row as for 16, so fewer, larger claims gave about 4 % more deliveries a second in the
     // benchmark. An idle worker claims at once, so a new event still goes out within milliseconds.
     if (stopping() || room <= 0 || (this.inFlight.size > 0 && room < Math.ceil(concurrency / 4))) return {}; // a finishing attempt wakes us again
-    const lease = isoTimestamp(addMs(now, this.options.timeoutMs + leaseMarginMs));
+    const lease = isoTimestamp(addMs(now, this.options.leaseMs ?? this.options.timeoutMs + leaseMarginMs));
     const limit = Math.min(room, claimBatchSize);
     const batch = await claimDueDeliveries(this.options.db, this.workerId, isoTimestamp(now), lease, limit);
     for (const delivery of batch) {
