@@ -91,7 +91,7 @@ const { loadOverview } = await fromDist<typeof import('../src/portal/portal.serv
 const { listRecentRequests, purgeOldRequests } = await fromDist<typeof import('../src/features/request-log/request-log.service.js')>(
   'features/request-log/request-log.service.js',
 );
-const { purgeFinishedEvents } = await fromDist<typeof import('../src/features/events/event-retention.repository.js')>(
+const { purgeFinishedEvents } = await fromDist<typeof import('../src/features/events/event-retention.service.js')>(
   'features/webhooks/event-retention.repository.js',
 );
 
@@ -524,11 +524,11 @@ async function plans(services: Services, app: App, message: Extract<GrowthReques
   await during('GET /v1/events', () => inject(app, message.token, 'GET', '/v1/events'));
   // Row 40 is account 0's first live key's, like row 0, and ended long ago: it has its event.
   await during('GET /v1/events?starting_after', () => inject(app, message.token, 'GET', '/v1/events?starting_after=evt_bench000000000040'));
-  await during('dispatcher claim', () => claimDueDeliveries(db, dialect, 'plans', at, lease, 50));
-  await during('call monitor claim', () => claimDueCalls(db, dialect, at, lease, 100));
+  await during('dispatcher claim', () => claimDueDeliveries(db, 'plans', at, lease, 50));
+  await during('call monitor claim', () => claimDueCalls(db, at, lease, 100));
   await during('batch dialer: due batches', () => dialer.dueBatches(db, at, 10));
   await during('batch dialer: claim recipients', () =>
-    db.transaction().execute((trx) => dialer.claimRecipients(trx, dialect, { id: 'batch_plans', max_concurrency: 10 }, at, lease)),
+    db.transaction().execute((trx) => dialer.claimRecipients(trx, { id: 'batch_plans', max_concurrency: 10 }, at, lease)),
   );
   await during('batch dialer: expired leases', () => dialer.expiredDialing(db, at, 100));
   // Six days and 29 days back: a hundred rows each, so that the deletes run too (harmless to the figures).

@@ -10,7 +10,7 @@ import { sql, type KyselyPlugin, type QueryId, type RootOperationNode } from 'ky
 import { migrateToLatest, openDatabase, type Db } from '../src/db/database.js';
 import { countCallOutcomes } from '../src/features/calls/calls.repository.js';
 import { listLatencyCounts } from '../src/features/request-log/request-log.repository.js';
-import { countDeliveryStates } from '../src/features/webhooks/webhooks.repository.js';
+import { countDeliveryStates } from '../src/features/webhook-delivery/deliveries.repository.js';
 import { createTestDatabase, type Dialect } from '../test/support/test-database.js';
 
 const rows = Number(process.env.OVERVIEW_ROWS ?? 1_000_000);

@@ -133,7 +133,7 @@ export function buildApp(services: Services): FastifyInstance {
   // First: it learns the routes added after it (GET /v1/openapi.json, GET /docs).
   registerOpenApi(app);
 
-  app.register(healthRoutes, { db: services.db, dialect: services.database.dialect, publicUrl: config.publicUrl });
+  app.register(healthRoutes, { db: services.db, publicUrl: config.publicUrl });
   app.register(readinessRoutes, { deps: services.readiness });
   // With a metrics port of its own, the metrics stay off the API port (see metrics.server.ts).
   if (config.metricsPort === undefined) app.register(metricsRoutes, { metrics: services.metrics, token: config.metricsToken });

@@ -3,8 +3,7 @@
  * result is frozen: the rest of the code receives a `Config` and never looks at the environment itself.
  */
 import path from 'node:path';
-import { parseRetrySchedule } from './features/webhook-delivery/retry-schedule.js';
-import { parseDuration } from './lib/duration.js';
+import { parseDuration, parseDurationList } from './lib/duration.js';
 
 export type DatabaseConfig = { readonly dialect: 'sqlite'; readonly file: string } | { readonly dialect: 'postgres'; readonly url: string };
 
@@ -173,7 +172,7 @@ export function loadConfig(env: Env = process.env): Config {
 
   let webhookRetryScheduleMs: number[];
   try {
-    webhookRetryScheduleMs = parseRetrySchedule(env.CALLGATE_WEBHOOK_RETRY_SCHEDULE?.trim() || '5s,5m,30m,2h,5h,10h,10h');
+    webhookRetryScheduleMs = parseDurationList(env.CALLGATE_WEBHOOK_RETRY_SCHEDULE?.trim() || '5s,5m,30m,2h,5h,10h,10h', 'retry schedule');
   } catch (error) {
     throw new ConfigError(`CALLGATE_WEBHOOK_RETRY_SCHEDULE: ${(error as Error).message}`);
   }

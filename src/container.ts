@@ -185,10 +185,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       overrides.webhookSender ?? createHttpSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
     const dispatcher = new WebhookDispatcher({
       db: database.db,
-      dialect: database.dialect,
       clock,
       sender,
-      notifier,
+      wakeOn: notifier,
       logger,
       runner: jobs,
       retryScheduleMs: config.webhookRetryScheduleMs,
@@ -201,16 +200,15 @@ export async function createServices(config: Config, overrides: ServiceOverrides
 
     const callMonitor = new CallMonitor({
       db: database.db,
-      dialect: database.dialect,
       clock,
       providers,
       logger,
       runner: jobs,
-      onCallEnded: () => notifier.notify(),
+      onEvents: () => notifier.notify(),
       // A batch's call ended: its batch has a free slot for the next recipient, which any worker may dial
       // (the notifier wakes this one's dialer at once, and those of other processes through NOTIFY).
       onBatchCallEnded: () => notifier.notify(),
-      observeEnded: (call) => metrics.callEnded(call),
+      metrics,
       ...(overrides.monitorSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.monitorSweepIntervalMs }),
     });
 
@@ -242,7 +240,6 @@ export async function createServices(config: Config, overrides: ServiceOverrides
 
     const batchDialer = new BatchDialer({
       db: database.db,
-      dialect: database.dialect,
       clock,
       logger,
       runner: jobs,

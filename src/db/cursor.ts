@@ -16,3 +16,10 @@ export function olderThan(cursor: ListCursor): RawBuilder<SqlBool> {
   const id = sql.ref('id');
   return sql<SqlBool>`${createdAt} <= ${cursor.createdAt} and (${createdAt} < ${cursor.createdAt} or (${createdAt} = ${cursor.createdAt} and ${id} < ${cursor.id}))`;
 }
+
+/** The rows after `cursor` in an oldest-first walk by created_at, then id (retention): `olderThan` reversed. */
+export function newerThan(cursor: ListCursor): RawBuilder<SqlBool> {
+  const createdAt = sql.ref('created_at');
+  const id = sql.ref('id');
+  return sql<SqlBool>`${createdAt} >= ${cursor.createdAt} and (${createdAt} > ${cursor.createdAt} or (${createdAt} = ${cursor.createdAt} and ${id} > ${cursor.id}))`;
+}

@@ -13,7 +13,9 @@ import type { IdentityTables } from '../features/identity/identity.tables.js';
 import type { PortalTables } from '../portal/portal.tables.js';
 import type { SuppressionsTables } from '../features/suppressions/suppressions.tables.js';
 import type { RequestLogTables } from '../features/request-log/request-log.tables.js';
-import type { WebhooksTables } from '../features/webhooks/webhooks.tables.js';
+import type { DeliveriesTables } from '../features/webhook-delivery/deliveries.tables.js';
+import type { EndpointsTables } from '../features/webhook-endpoints/endpoints.tables.js';
+import type { EventsTables } from '../features/events/events.tables.js';
 
 export interface Database
   extends IdentityTables,
@@ -21,7 +23,9 @@ export interface Database
     ApiKeysTables,
     CallsTables,
     IdempotencyTables,
-    WebhooksTables,
+    EndpointsTables,
+    EventsTables,
+    DeliveriesTables,
     RequestLogTables,
     PortalTables,
     BatchesTables,

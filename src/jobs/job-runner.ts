@@ -4,7 +4,7 @@
  * wake-up (a signal such as the delivery notifier: NOTIFY on PostgreSQL, in-process on SQLite), or at a
  * moment a job asks for. The runner owns what each loop had its own copy of: the timers, the stop flag,
  * folding wake-ups that come during a pass into one more pass, the error logging, and a shutdown whose
- * wait is bounded. Jobs claim their rows with `claimDue` (claim.ts), so several runners, in one process or
+ * wait is bounded. Jobs claim their rows with `claimRows` (db/claim.ts), so several runners, in one process or
  * many, never work on one row at once, and a row whose runner died comes back when its lease ends.
  */
 import type { FastifyBaseLogger } from 'fastify';

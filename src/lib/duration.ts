@@ -7,3 +7,16 @@ export function parseDuration(text: string): number {
   if (!match) throw new Error(`"${text.trim()}" is not a duration such as 500ms, 5s, 15m or 2h`);
   return Math.round(Number(match[1]) * units[match[2]!]!);
 }
+
+/**
+ * Milliseconds of each duration of a comma-separated list such as `5s,5m,30m,2h` (empty entries are
+ * skipped); throws with a readable message on a bad entry, or when there is none (`the <name> is empty`).
+ */
+export function parseDurationList(text: string, name = 'list'): number[] {
+  const parts = text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
+  if (parts.length === 0) throw new Error(`the ${name} is empty`);
+  return parts.map(parseDuration);
+}

@@ -9,11 +9,11 @@ import {
   getEndpoint,
   listEndpoints,
   rotateSecret,
-  sendTestEvent,
   updateEndpoint,
 } from '../features/webhook-endpoints/endpoints.service.js';
-import { webhookEventTypes } from '../features/events/events.service.js';
-import type { WebhookEndpointRow } from '../features/webhooks/webhooks.tables.js';
+import { webhookEventTypes } from '../features/events/event-types.js';
+import { sendTestEvent } from '../features/events/events.service.js';
+import type { WebhookEndpointRow } from '../features/webhook-endpoints/endpoints.tables.js';
 import { frameUser, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { DeliveryParams, EmptyForm, EndpointForm, IdParams, NoticeQuery, ResendForm } from './portal.schemas.js';
 import { loadEndpointPage, resendDelivery } from './portal.service.js';

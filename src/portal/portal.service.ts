@@ -9,7 +9,8 @@ import { listAgents } from '../features/agents/agents.service.js';
 import { listApiKeys } from '../features/api-keys/api-keys.service.js';
 import { getCallWithMode, listCallsWithMode } from '../features/calls/calls.service.js';
 import { concurrencyOf } from '../features/concurrency/concurrency.service.js';
-import { findDelivery, listDeliveriesWithAttempts, listEventsOfCall } from '../features/webhook-delivery/deliveries.service.js';
+import { listEventsOfCall } from '../features/events/event-reads.service.js';
+import { findDelivery, listDeliveriesWithAttempts } from '../features/webhook-delivery/deliveries.service.js';
 import { getEndpoint, listEndpoints } from '../features/webhook-endpoints/endpoints.service.js';
 import { resendEvent } from '../features/events/events.service.js';
 

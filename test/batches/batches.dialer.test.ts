@@ -46,7 +46,7 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
   /** The simulated calls under way end: time moves past them and the monitor records their outcomes. */
   const endCalls = async () => {
     clock.advance(callMs);
-    await t.services.callMonitor.sweep();
+    await t.services.callMonitor.pass();
   };
   const statuses = async (id: string) => (await allRecipients(t, id)).map((r) => r.status as string);
 

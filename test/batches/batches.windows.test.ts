@@ -52,7 +52,7 @@ await forEachDialect('Calling windows and retries of batches', (dialect) => {
   const pass = () => dialerPass(t);
   const endCalls = async () => {
     clock.advance(callMs);
-    await t.services.callMonitor.sweep();
+    await t.services.callMonitor.pass();
   };
   const view = async (id: string) => (await allRecipients(t, id)).map((r) => [r.status, r.attempts, r.next_attempt_at]);
   const completedEvents = async (batchId: string) =>

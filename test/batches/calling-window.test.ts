@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import parsePhoneNumber from 'libphonenumber-js';
 import { timezones } from 'libphonenumber-geo-carrier';
 import { checkCallingWindow, isOpen, nextOpening, windowZones, type CallingWindow } from '../../src/features/batches/calling-window.js';
-import { phoneTimeZones } from '../../src/features/batches/phone-time-zones.js';
+import { phoneTimeZones } from '../../src/lib/phone-numbers.js';
 
 const ny: CallingWindow = {
   start: '09:00',

@@ -51,7 +51,7 @@ await forEachDialect('Account concurrency limit', (dialect) => {
   /** The simulated calls under way end: time moves past them and the monitor records their outcomes. */
   const endCalls = async () => {
     clock.advance(callMs);
-    await t.services.callMonitor.sweep();
+    await t.services.callMonitor.pass();
   };
   const pass = async () => {
     await t.services.batchDialer.pass();

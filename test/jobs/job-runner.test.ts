@@ -110,7 +110,7 @@ await forEachDialect('Job runner', (dialect) => {
         runAtStart: false,
         // Small batches, so that the two runners' claims interleave.
         runOnce: async ({ now }) => {
-          const due = await claimDueCalls(db, dialect, isoTimestamp(now), isoTimestamp(addMs(now, 30_000)), 7);
+          const due = await claimDueCalls(db, isoTimestamp(now), isoTimestamp(addMs(now, 30_000)), 7);
           claimedBy[index]!.push(...due.map((call) => call.id).filter((id) => mine.has(id)));
           return { more: due.length === 7 };
         },
@@ -135,7 +135,7 @@ await forEachDialect('Job runner', (dialect) => {
     const ids = new Set(await insertDueCalls(5, isoTimestamp(clock.now())));
     const claim = async (db: typeof t.services.db) => {
       const now = clock.now();
-      const due = await claimDueCalls(db, dialect, isoTimestamp(now), isoTimestamp(addMs(now, 30_000)), 1_000);
+      const due = await claimDueCalls(db, isoTimestamp(now), isoTimestamp(addMs(now, 30_000)), 1_000);
       return due.filter((call) => ids.has(call.id)).length;
     };
     assert.equal(await claim(t.services.db), 5);

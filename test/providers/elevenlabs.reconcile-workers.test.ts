@@ -62,7 +62,7 @@ await forEachDialect('ElevenLabs reconciliation with several workers', (dialect)
   const lookupsOf = (conversationId: string) =>
     fake.requestsTo('conversation').filter((request) => request.path === `/v1/convai/conversations/${conversationId}`).length;
   const sweepEverywhere = () =>
-    Promise.all([t.services.callMonitor.sweep(), ...otherWorkers.map((services) => services.callMonitor.sweep())]);
+    Promise.all([t.services.callMonitor.pass(), ...otherWorkers.map((services) => services.callMonitor.pass())]);
 
   it('three monitors and racing webhooks: one look-up per call, one event per ended call', async () => {
     for (const kind of kinds) {

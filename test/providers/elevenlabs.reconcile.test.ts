@@ -57,7 +57,7 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
 
   const lookups = (name: Name) =>
     fake.requestsTo('conversation').filter((request) => request.path === `/v1/convai/conversations/${calls[name].conversationId}`);
-  const sweep = () => t.services.callMonitor.sweep();
+  const sweep = () => t.services.callMonitor.pass();
   async function nextCheckAt(name: Name): Promise<number> {
     const row = await t.services.db.selectFrom('calls').select('next_check_at').where('id', '=', calls[name].id).executeTakeFirstOrThrow();
     assert.ok(row.next_check_at, `${name} has a next check`);

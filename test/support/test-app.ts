@@ -9,7 +9,7 @@ import { createServices, type ServiceOverrides, type Services } from '../../src/
 import type { ApiKeyMode } from '../../src/features/api-keys/api-keys.tables.js';
 import type { NewRequestLog } from '../../src/features/request-log/request-log.tables.js';
 import { newEndpointRow } from '../../src/features/webhook-endpoints/endpoints.service.js';
-import type { WebhookEndpointRow } from '../../src/features/webhooks/webhooks.tables.js';
+import type { WebhookEndpointRow } from '../../src/features/webhook-endpoints/endpoints.tables.js';
 import { createAccount } from '../../src/features/identity/accounts.service.js';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';

@@ -48,7 +48,7 @@ await forEachDialect('Suppressed recipients of a batch', (dialect) => {
     });
   const endCalls = async () => {
     clock.advance(callMs);
-    await t.services.callMonitor.sweep();
+    await t.services.callMonitor.pass();
   };
   const batchEvents = async (id: string) =>
     (await t.services.db.selectFrom('webhook_events').select('payload').where('type', '=', 'batch.completed').execute())

@@ -8,12 +8,8 @@ import { after, afterEach, before, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.js';
 import { createEndpoint, getEndpoint, rotateSecret, secretOverlapMs } from '../../src/features/webhook-endpoints/endpoints.service.js';
-import {
-  claimDueDeliveries,
-  recordAttempts,
-  releaseClaims,
-  type AttemptRecord,
-} from '../../src/features/webhook-delivery/dispatcher.repository.js';
+import { releaseClaims } from '../../src/features/webhook-delivery/dispatcher.repository.js';
+import { claimDueDeliveries, recordAttempts, type AttemptRecord } from '../../src/features/webhook-delivery/dispatcher.service.js';
 import { enqueueEvent } from '../../src/features/events/events.service.js';
 import { responseExcerptBytes } from '../../src/features/webhook-delivery/webhook-sender.js';
 import { ManualClock } from '../../src/lib/clock.js';
@@ -148,7 +144,7 @@ await forEachDialect('Results of a lost claim', (dialect) => {
     });
     const deliveryId = deliveryIds[0]!;
     const now = '2030-01-01T00:00:01.000Z';
-    const claimed = await claimDueDeliveries(t.services.db, dialect, 'wkr_a', now, '2030-01-01T00:01:00.000Z', 10);
+    const claimed = await claimDueDeliveries(t.services.db, 'wkr_a', now, '2030-01-01T00:01:00.000Z', 10);
     assert.deepEqual(
       claimed.map((delivery) => delivery.id),
       [deliveryId],
@@ -172,7 +168,7 @@ await forEachDialect('Results of a lost claim', (dialect) => {
       endpointId: endpoint.id,
       endpoint: null,
     });
-    await recordAttempts(t.services.db, dialect, [result('wkr_a', 'att_lost')]);
+    await recordAttempts(t.services.db, [result('wkr_a', 'att_lost')]);
     const attemptsOf = () =>
       t.services.db.selectFrom('webhook_attempts').select(['id', 'status_code']).where('delivery_id', '=', deliveryId).execute();
     assert.deepEqual(await attemptsOf(), []);
@@ -182,8 +178,8 @@ await forEachDialect('Results of a lost claim', (dialect) => {
     assert.equal(row.locked_by, null);
 
     // The worker that holds the claim records its attempt as before.
-    await claimDueDeliveries(t.services.db, dialect, 'wkr_b', now, '2030-01-01T00:01:00.000Z', 10);
-    await recordAttempts(t.services.db, dialect, [result('wkr_b', 'att_kept')]);
+    await claimDueDeliveries(t.services.db, 'wkr_b', now, '2030-01-01T00:01:00.000Z', 10);
+    await recordAttempts(t.services.db, [result('wkr_b', 'att_kept')]);
     assert.deepEqual(await attemptsOf(), [{ id: 'att_kept', status_code: null }]);
   });
 });

@@ -13,10 +13,10 @@ import {
   jitterFraction,
   nextDelayMs,
   parseRetryAfterMs,
-  parseRetrySchedule,
   retryAfterBoundsMs,
   withJitter,
 } from '../../src/features/webhook-delivery/retry-schedule.js';
+import { parseDurationList } from '../../src/lib/duration.js';
 import { disableAfterFailingMs } from '../../src/features/webhook-delivery/webhook-dispatcher.job.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
@@ -30,16 +30,16 @@ const day = 24 * hour;
 
 describe('retry schedule', () => {
   it('parses a list of durations', () => {
-    assert.deepEqual(parseRetrySchedule('5s,5m,30m,2h,1d'), [5 * second, 5 * minute, 30 * minute, 2 * hour, day]);
-    assert.deepEqual(parseRetrySchedule(' 200ms , 1.5s '), [200, 1_500]);
-    assert.deepEqual(parseRetrySchedule('1s,,2s,'), [1_000, 2_000]);
+    assert.deepEqual(parseDurationList('5s,5m,30m,2h,1d', 'retry schedule'), [5 * second, 5 * minute, 30 * minute, 2 * hour, day]);
+    assert.deepEqual(parseDurationList(' 200ms , 1.5s ', 'retry schedule'), [200, 1_500]);
+    assert.deepEqual(parseDurationList('1s,,2s,', 'retry schedule'), [1_000, 2_000]);
   });
 
   it('refuses an empty schedule and an entry without a unit', () => {
-    assert.throws(() => parseRetrySchedule(''), /empty/);
-    assert.throws(() => parseRetrySchedule(' , '), /empty/);
-    assert.throws(() => parseRetrySchedule('5s,5'), /"5" is not a duration/);
-    assert.throws(() => parseRetrySchedule('5s,soon'), /"soon" is not a duration/);
+    assert.throws(() => parseDurationList('', 'retry schedule'), /empty/);
+    assert.throws(() => parseDurationList(' , ', 'retry schedule'), /empty/);
+    assert.throws(() => parseDurationList('5s,5', 'retry schedule'), /"5" is not a duration/);
+    assert.throws(() => parseDurationList('5s,soon', 'retry schedule'), /"soon" is not a duration/);
     assert.throws(() => loadConfig({ CALLGATE_WEBHOOK_RETRY_SCHEDULE: '5s,-1s' }), /CALLGATE_WEBHOOK_RETRY_SCHEDULE/);
   });
 

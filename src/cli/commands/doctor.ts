@@ -109,7 +109,7 @@ async function databaseChecks(config: Config): Promise<Check[]> {
     }
     // The endpoints' table exists once the migrations ran; without it there is nothing to check yet.
     if (state.applied.includes('0002-webhooks')) {
-      const { listAllEnabledEndpoints } = await import('../../features/webhooks/webhooks.repository.js');
+      const { listAllEnabledEndpoints } = await import('../../features/webhook-endpoints/endpoints.service.js');
       const endpoints = await listAllEnabledEndpoints(database.db);
       if (endpoints.length === 0) checks.push(skip('webhook endpoints', 'no enabled webhook endpoint'));
       for (const endpoint of endpoints) checks.push(await endpointCheck(endpoint, config.webhookAllowPrivate));

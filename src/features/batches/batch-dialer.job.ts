@@ -14,13 +14,12 @@
  * A pass runs on its interval, on the delivery notifier's wake-ups (a new or resumed batch, NOTIFY on
  * PostgreSQL), when a batch's call ends (the call monitor), and when a backoff ends.
  */
-import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../../db/database.js';
 import { failureLogLevel, isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import type { AgentRow } from '../agents/agents.tables.js';
 import type { CallRow } from '../calls/calls.tables.js';
-import type { Job, JobContext, JobHandle, JobRunner, PassResult, WakeSignal } from '../../jobs/job-runner.js';
-import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import type { JobContext, PassResult } from '../../jobs/job-runner.js';
+import { WorkerJob, type WorkerJobOptions } from '../../jobs/worker-job.js';
+import { addMs, isoTimestamp } from '../../lib/clock.js';
 import { findAgent } from '../agents/agents.service.js';
 import { getCall, placeCall, storeCall, type CallsDeps } from '../calls/calls.service.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
@@ -30,26 +29,17 @@ import * as dialerRepo from './batch-dialer.repository.js';
 import { failDialing, holdOutsideWindow, requeueDialing, type FinishedBatches } from './batch-progress.service.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
 
-export interface BatchDialerOptions {
-  readonly db: Db;
-  readonly dialect: 'sqlite' | 'postgres';
-  readonly clock: Clock;
-  readonly logger: FastifyBaseLogger;
-  readonly runner: JobRunner;
+export interface BatchDialerOptions extends WorkerJobOptions {
   /** How calls are placed and handed to the call monitor: the same path as POST /v1/calls. */
   readonly calls: CallsDeps;
-  /** Runs a pass on each signal (the delivery notifier). */
-  readonly wakeOn?: WakeSignal;
   /** How long a dial may take before its worker is taken for dead; longer than the provider's timeout. */
   readonly leaseMs: number;
-  readonly sweepIntervalMs?: number;
-  /** Called after `batch.completed` events were written with deliveries to make. */
+  /** Called after `batch.completed` events were written with deliveries to make (the dispatcher's wake-up). */
   readonly onEvents?: () => void;
   /** Jitter source of the backoff after a 429. */
   readonly random?: () => number;
 }
 
-const defaultSweepIntervalMs = 1_000;
 const batchesPerPass = 20;
 /** Claims of one batch in one pass while some of those claimed must wait for their calling window. */
 const claimRoundsMax = 5;
@@ -68,31 +58,16 @@ export function deferralDelayMs(
   return Math.max(jittered, Math.min(backoffMaxMs, (failure.retryAfterSeconds ?? 0) * 1000));
 }
 
-export class BatchDialer implements Job {
-  readonly name = 'batch-dialer';
-  readonly label = 'batch dialer pass';
-  readonly intervalMs: number;
-  private readonly handle: JobHandle;
+export class BatchDialer extends WorkerJob<BatchDialerOptions> {
   private readonly dials = new Set<Promise<void>>();
   private nextLeaseSweepAt = 0;
 
-  constructor(private readonly options: BatchDialerOptions) {
-    this.intervalMs = options.sweepIntervalMs ?? defaultSweepIntervalMs;
-    this.handle = options.runner.add(this, options.wakeOn);
-  }
-
-  /** A pass now (a slot freed, a batch was resumed). Cheap to call often: wake-ups fold into one pass. */
-  wake(): void {
-    this.handle.wake();
-  }
-
-  /** A pass now, resolved when it has ended (its dials may still be under way: see `idle`). */
-  pass(): Promise<void> {
-    return this.handle.run();
+  constructor(options: BatchDialerOptions) {
+    super({ name: 'batch-dialer', label: 'batch dialer pass' }, options);
   }
 
   /** Resolves when no dial of this worker is under way; for tests and the benchmark. */
-  async idle(): Promise<void> {
+  override async idle(): Promise<void> {
     while (this.dials.size > 0) await Promise.allSettled([...this.dials]);
   }
 
@@ -137,10 +112,10 @@ export class BatchDialer implements Job {
     batchId: string,
     now: Date,
   ): Promise<{ batch: BatchRow; recipients: RecipientRow[]; finished: FinishedBatches; slotsTaken: boolean } | undefined> {
-    const { db, dialect, clock } = this.options;
+    const { db, clock } = this.options;
     const at = isoTimestamp(now);
     return db.transaction().execute(async (trx) => {
-      const batch = await dialerRepo.lockDueBatch(trx, dialect, batchId, at);
+      const batch = await dialerRepo.lockDueBatch(trx, batchId, at);
       if (!batch) return undefined;
       // A batch of an account at its limit waits, and is dialed again once one of the account's calls ended.
       const account = await lockFreeSlots(trx, batch.account_id, batch.mode, now);
@@ -153,7 +128,7 @@ export class BatchDialer implements Job {
       let finished: FinishedBatches = new Map();
       for (let round = 0; round < claimRoundsMax && recipients.length < account.free; round++) {
         const cap = account.free - recipients.length;
-        const claimed = await dialerRepo.claimRecipients(trx, dialect, batch, at, isoTimestamp(leaseUntil), cap);
+        const claimed = await dialerRepo.claimRecipients(trx, batch, at, isoTimestamp(leaseUntil), cap);
         if (claimed.length === 0) break;
         const held = await holdOutsideWindow(trx, clock, batch, claimed, now);
         recipients.push(...held.dial);

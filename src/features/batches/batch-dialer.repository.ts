@@ -1,10 +1,11 @@
 /** The batch dialer's statements: which batches have work, the claim of recipients under a batch's lock. */
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
-import { claimDue } from '../../jobs/claim.js';
+import { claimRows } from '../../db/claim.js';
+import { greatest, least } from '../../db/functions.js';
+import { selectLocked } from '../../db/locks.js';
 import { hasFreeSlot } from '../concurrency/concurrency.repository.js';
 import { activeRecipientStatuses, type BatchRow, type RecipientRow } from './batches.tables.js';
-import { lockBatches } from './batches.repository.js';
 
 const dialable = ['scheduled', 'running'] as const;
 
@@ -49,11 +50,10 @@ export async function dueBatches(db: Db, now: string, limit: number): Promise<Ba
  * Locks the batch for this transaction when it may be dialed now, and returns it as it is now. On
  * PostgreSQL a batch another worker holds is skipped (SKIP LOCKED): that worker is filling its slots.
  */
-export async function lockDueBatch(db: Db, dialect: 'sqlite' | 'postgres', id: string, now: string): Promise<BatchRow | undefined> {
+export async function lockDueBatch(db: Db, id: string, now: string): Promise<BatchRow | undefined> {
   const query = db.selectFrom('batches').selectAll().where('id', '=', id).where('status', 'in', dialable).where('scheduled_at', '<=', now);
-  if (dialect === 'postgres') return query.forUpdate().skipLocked().executeTakeFirst();
-  await lockBatches(db, [id]);
-  return query.executeTakeFirst();
+  const [batch] = await selectLocked(db, query, { skipLocked: true });
+  return batch;
 }
 
 /**
@@ -66,7 +66,6 @@ export async function lockDueBatch(db: Db, dialect: 'sqlite' | 'postgres', id: s
  */
 export async function claimRecipients(
   db: Db,
-  dialect: 'sqlite' | 'postgres',
   batch: Pick<BatchRow, 'id' | 'max_concurrency'>,
   now: string,
   leaseUntil: string,
@@ -77,18 +76,10 @@ export async function claimRecipients(
     activeRecipientStatuses,
   )}))`;
   // Never a negative LIMIT: SQLite takes it for no limit at all, PostgreSQL refuses it.
-  const batchFree =
-    dialect === 'postgres'
-      ? sql<number>`greatest(0, ${batch.max_concurrency} - ${active})`
-      : sql<number>`max(0, ${batch.max_concurrency} - ${active})`;
+  const batchFree = greatest(db, sql.lit(0), sql<number>`${batch.max_concurrency} - ${active}`);
   // The batch's free slots are at most its max_concurrency: a cap at or above it changes nothing.
-  const free =
-    cap >= batch.max_concurrency
-      ? batchFree
-      : dialect === 'postgres'
-        ? sql<number>`least(${cap}, ${batchFree})`
-        : sql<number>`min(${cap}, ${batchFree})`;
-  const rows = await claimDue(db, dialect, {
+  const free = cap >= batch.max_concurrency ? batchFree : least(db, cap, batchFree);
+  const rows = await claimRows(db, {
     table: 'batch_recipients',
     due: (eb) => eb.and([eb('batch_id', '=', batch.id), eb('status', '=', 'queued'), eb('next_attempt_at', '<=', now)]),
     orderBy: 'position',

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { dialectOf, type Db } from '../../db/database.js';
 import type { InsertStatement } from '../../db/prepared.js';
-import { jsonUpdate } from '../../jobs/claim.js';
+import { jsonUpdate } from '../../db/claim.js';
 import { openRecipientStatuses, type BatchRow, type BatchStatus, type RecipientRow, type RecipientStatus } from './batches.tables.js';
 import { olderThan } from '../../db/cursor.js';
 

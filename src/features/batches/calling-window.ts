@@ -7,8 +7,8 @@
  * daylight-saving time has 23 or 25 hours, an opening in the hour that a spring change skips moves on by
  * that hour, and zones half an hour off UTC need nothing special.
  */
-import { DateTime, IANAZone } from 'luxon';
-import { phoneTimeZones } from './phone-time-zones.js';
+import { DateTime } from 'luxon';
+import { isTimeZone, phoneTimeZones, timeZoneName } from '../../lib/phone-numbers.js';
 
 export const weekdays = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
 export type Weekday = (typeof weekdays)[number];
@@ -28,29 +28,6 @@ const hhmm = /^([01]\d|2[0-3]):([0-5]\d)$/;
 /** How far ahead an opening is looked for: two weeks covers every pattern of days (and a change of time). */
 const horizonDays = 15;
 const dayMs = 24 * 3600_000;
-
-export function isTimeZone(name: string): boolean {
-  return IANAZone.isValidZone(name);
-}
-
-/** The runtime's zone names by their lower case, made when a first window is checked. */
-let zonesByLowerCase: Map<string, string> | undefined;
-
-/**
- * The zone named `name` as the tz database writes it ("America/New_York" for "america/new_york"), or
- * undefined when it names none. Luxon, like Intl under it, takes a zone name in any case; a batch stores and
- * shows it once, written right. A name outside the runtime's list (an older name such as US/Eastern, kept
- * as a link) is kept as sent, its case mended only when Intl's name for it is the same one: Intl would
- * otherwise give another name of the zone (Asia/Calcutta for Asia/Kolkata on Node 20).
- */
-export function timeZoneName(name: string): string | undefined {
-  if (!isTimeZone(name)) return undefined;
-  zonesByLowerCase ??= new Map(Intl.supportedValuesOf('timeZone').map((zone) => [zone.toLowerCase(), zone]));
-  const listed = zonesByLowerCase.get(name.toLowerCase());
-  if (listed !== undefined) return listed;
-  const resolved = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
-  return resolved.toLowerCase() === name.toLowerCase() ? resolved : name;
-}
 
 /** The first fault of a window, with the field it is in, or the window with its defaults filled in. */
 export function checkCallingWindow(input: CallingWindow): { window: CallingWindow } | { param: string; message: string } {

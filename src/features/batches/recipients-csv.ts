@@ -5,7 +5,8 @@
  * a file with any fault gives no recipients at all.
  */
 import { readCsv, type CsvProblem } from '../../lib/csv.js';
-import { e164Pattern, metadataKeyMaxLength } from '../calls/calls.schemas.js';
+import { isE164 } from '../../lib/phone-numbers.js';
+import { metadataKeyMaxLength } from '../calls/calls.schemas.js';
 import { metadataSizeProblem } from '../calls/calls.service.js';
 import { recipientsMax, referenceMaxLength, type CreateBatchBody } from './batches.schemas.js';
 
@@ -13,7 +14,6 @@ export type RecipientsCsvResult =
   | { readonly kind: 'ok'; readonly recipients: CreateBatchBody['recipients'] }
   | { readonly kind: 'invalid'; readonly problems: readonly CsvProblem[] };
 
-const e164 = new RegExp(e164Pattern);
 const toColumns = ['to', 'phone'];
 
 export function parseRecipientsCsv(text: string): RecipientsCsvResult {
@@ -65,7 +65,7 @@ export function parseRecipientsCsv(text: string): RecipientsCsvResult {
     if (toIndex === undefined) continue;
     const to = cells[toIndex]!;
     if (to === '') fault(`the ${names[toIndex]} column is empty.`);
-    else if (!e164.test(to)) fault(`${to.slice(0, 40)} is not a phone number in E.164 format, such as +14155550123.`);
+    else if (!isE164(to)) fault(`${to.slice(0, 40)} is not a phone number in E.164 format, such as +14155550123.`);
     else {
       const earlier = firstLineOf.get(to);
       if (earlier !== undefined) fault(`${to} is already on line ${earlier}; a number appears at most once in a batch.`);

@@ -3,9 +3,9 @@
  * key, so that a newcomer can place a call with curl within a minute.
  */
 import path from 'node:path';
-import { sql } from 'kysely';
 import { loadConfig, type Config } from '../../config.js';
-import { dialectOf, type Db } from '../../db/database.js';
+import type { Db } from '../../db/database.js';
+import { lockTransaction } from '../../db/locks.js';
 import type { Clock } from '../../lib/clock.js';
 import { createApiKey } from '../api-keys/api-keys.service.js';
 import { createCallCurl } from '../calls/curl-example.js';
@@ -20,7 +20,7 @@ export interface DemoSeed {
 
 export const demoAgentId = 'agent_demo_simulator';
 
-/** The PostgreSQL advisory lock that several processes starting at once take around the seed (any constant). */
+/** The lock that several processes starting at once take around the seed (any constant). */
 const seedLockKey = 0x63_67_73_64; // "cgsd"
 
 /**
@@ -29,13 +29,8 @@ const seedLockKey = 0x63_67_73_64; // "cgsd"
  */
 async function oneAtATime<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
   return db.transaction().execute(async (trx) => {
-    if (dialectOf(trx) === 'postgres') {
-      await sql`select pg_advisory_xact_lock(${seedLockKey})`.execute(trx);
-    } else {
-      // A write as the first statement takes SQLite's write lock at once, as `begin immediate` would (Kysely
-      // begins deferred): another process waits here (busy_timeout) and then sees this one's account.
-      await sql`update accounts set name = name where 0`.execute(trx);
-    }
+    // Another process waits here, then sees this one's account.
+    await lockTransaction(trx, seedLockKey);
     return work(trx);
   });
 }

@@ -5,39 +5,28 @@
  * the schedule lives in the database, a call whose process died is picked up by the next sweep after a
  * restart.
  */
-import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../../db/database.js';
 import { failureLogLevel } from '../../db/unavailable.js';
-import type { Job, JobContext, JobHandle, JobRunner, PassResult } from '../../jobs/job-runner.js';
-import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import type { JobContext, PassResult } from '../../jobs/job-runner.js';
+import { WorkerJob, type WorkerJobOptions } from '../../jobs/worker-job.js';
+import { addMs, isoTimestamp } from '../../lib/clock.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import * as repo from './calls.repository.js';
 import type { CallOutcome } from '../providers/provider.interface.js';
 import { recordOutcome, recordOutcomes } from './calls.service.js';
 import type { CallRow } from './calls.tables.js';
 
-export interface CallMonitorOptions {
-  readonly db: Db;
-  readonly dialect: 'sqlite' | 'postgres';
-  readonly clock: Clock;
+export interface CallMonitorOptions extends WorkerJobOptions {
   readonly providers: ProviderRegistry;
-  readonly logger: FastifyBaseLogger;
-  /** The worker's job runner, which runs the monitor's sweeps. */
-  readonly runner: JobRunner;
-  /** How often due calls are swept up. */
-  readonly sweepIntervalMs?: number;
-  /** How long a claimed check holds a call before another process may try it (after a crash). */
-  readonly claimLeaseMs?: number;
-  /** Called after a call's outcome was recorded with webhook deliveries to make. */
-  readonly onCallEnded?: (callId: string) => void;
+  /** Called after calls' outcomes were recorded with webhook deliveries to make (the dispatcher's wake-up). */
+  readonly onEvents?: () => void;
   /** Called after a batch's call ended: its batch has a free slot (the dialer's wake-up). */
   readonly onBatchCallEnded?: () => void;
-  /** Hears each call ended (the metrics). */
-  readonly observeEnded?: (call: CallRow) => void;
+  /** Counts each call ended. */
+  readonly metrics?: Metrics;
 }
 
-const defaultSweepIntervalMs = 1_000;
-const defaultClaimLeaseMs = 30_000;
+const defaultLeaseMs = 30_000;
 /**
  * Wait before asking a provider again after it failed to answer: a tenth of the call's age, from 30 s to
  * 30 min, so a provider outage of hours is not asked about every 30 s for each open call.
@@ -57,15 +46,13 @@ interface Ended {
 }
 
 /** A job of the worker's runner: each pass claims a batch of due calls, checks them and records the ends. */
-export class CallMonitor implements Job {
-  readonly name = 'call-monitor';
-  readonly label = 'call monitor sweep';
-  readonly intervalMs: number;
-  private readonly handle: JobHandle;
+export class CallMonitor extends WorkerJob<CallMonitorOptions> {
+  private readonly observeEnded: ((call: CallRow) => void) | undefined;
 
-  constructor(private readonly options: CallMonitorOptions) {
-    this.intervalMs = options.sweepIntervalMs ?? defaultSweepIntervalMs;
-    this.handle = options.runner.add(this);
+  constructor(options: CallMonitorOptions) {
+    super({ name: 'call-monitor', label: 'call monitor sweep' }, options);
+    const { metrics } = options;
+    this.observeEnded = metrics ? (call) => metrics.callEnded(call) : undefined;
   }
 
   /** Asks for a look at `at`, sooner than the next sweep would (the simulator's end of call). */
@@ -73,15 +60,10 @@ export class CallMonitor implements Job {
     this.handle.wakeAt(at);
   }
 
-  /** One pass over the due calls now; one asked for during a pass runs after it. */
-  sweep(): Promise<void> {
-    return this.handle.run();
-  }
-
   async runOnce({ now, stopping }: JobContext): Promise<PassResult> {
-    const { db, dialect } = this.options;
-    const lease = isoTimestamp(addMs(now, this.options.claimLeaseMs ?? defaultClaimLeaseMs));
-    const due = await repo.claimDueCalls(db, dialect, isoTimestamp(now), lease, sweepBatchSize);
+    const { db } = this.options;
+    const lease = isoTimestamp(addMs(now, this.options.leaseMs ?? defaultLeaseMs));
+    const due = await repo.claimDueCalls(db, isoTimestamp(now), lease, sweepBatchSize);
     const ended: Ended[] = [];
     let next = 0;
     const lane = async () => {
@@ -107,13 +89,13 @@ export class CallMonitor implements Job {
     const { db, clock, logger } = this.options;
     let results: { ended: boolean; deliveries: number }[];
     try {
-      results = await recordOutcomes(db, clock, ended, this.options.observeEnded);
+      results = await recordOutcomes(db, clock, ended, this.observeEnded);
     } catch (error) {
       logger.warn({ err: error, calls: ended.length }, 'recording a batch of call outcomes failed; recording them one by one');
       results = [];
       for (const item of ended) {
         results.push(
-          await recordOutcome(db, clock, item.callId, item.outcome, this.options.observeEnded).catch((err: unknown) => {
+          await recordOutcome(db, clock, item.callId, item.outcome, this.observeEnded).catch((err: unknown) => {
             logger[failureLogLevel(err)](
               { err, callId: item.callId },
               'recording a call outcome failed; it is looked at again after its lease',
@@ -127,8 +109,7 @@ export class CallMonitor implements Job {
       if (results[index]!.ended) logger.info({ callId: item.callId, status: item.outcome.status }, 'call ended');
     });
     // Only events with deliveries give the dispatcher something to do; one wake-up serves the batch.
-    const withDeliveries = ended.find((_, index) => results[index]!.deliveries > 0);
-    if (withDeliveries) this.options.onCallEnded?.(withDeliveries.callId);
+    if (results.some((result) => result.deliveries > 0)) this.options.onEvents?.();
     if (ended.some((item, index) => item.batchId !== null && results[index]!.ended)) this.options.onBatchCallEnded?.();
   }
 

@@ -3,7 +3,7 @@ import type { AgentRow } from '../agents/agents.tables.js';
 import { onSuppressionList } from '../suppressions/suppressions.repository.js';
 import type { Db } from '../../db/database.js';
 import { preparedQuery, type InsertStatement, type SelectStatement } from '../../db/prepared.js';
-import { claimDue, jsonUpdate } from '../../jobs/claim.js';
+import { claimRows, jsonUpdate } from '../../db/claim.js';
 import type { CallRow } from './calls.tables.js';
 import { olderThan } from '../../db/cursor.js';
 
@@ -146,16 +146,10 @@ const finishCallsUpdate = jsonUpdate<CallRow>({
 
 /**
  * Claims up to `limit` calls whose next look is due, pushing their next look to `leaseUntil` so that no
- * other process looks at them meanwhile, and returns them (one conditional UPDATE, see `claimDue`).
+ * other process looks at them meanwhile, and returns them (one conditional UPDATE, see `claimRows`).
  */
-export async function claimDueCalls(
-  db: Db,
-  dialect: 'sqlite' | 'postgres',
-  now: string,
-  leaseUntil: string,
-  limit: number,
-): Promise<CallRow[]> {
-  return claimDue(db, dialect, {
+export async function claimDueCalls(db: Db, now: string, leaseUntil: string, limit: number): Promise<CallRow[]> {
+  return claimRows(db, {
     table: 'calls',
     due: (eb) => eb.and([eb('status', '=', 'initiated'), eb('next_check_at', '<=', now)]),
     orderBy: 'next_check_at',

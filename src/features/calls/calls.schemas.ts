@@ -2,9 +2,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ListLimitQuery } from '../../http/list-limit.js';
 import { pathIdMaxLength } from '../../lib/ids.js';
+import { e164Pattern } from '../../lib/phone-numbers.js';
 import { IdempotencyHeaders } from '../idempotency/idempotency.schemas.js';
 
-export const e164Pattern = '^\\+[1-9]\\d{6,14}$';
 /** A refused `to` in words, instead of the bare pattern (the error handler uses a route's hints). */
 export const createCallPatternHints = {
   to: `to must be a phone number in E.164 format, such as +14155550123 (pattern ${e164Pattern}).`,

@@ -1,13 +1,13 @@
 /**
- * The events API (GET /v1/events): an API key reads its account's events of the last 30 days in its own
+ * Events as they are read. The events API (GET /v1/events): an API key reads its account's events of the last 30 days in its own
  * mode, so a receiver that was down can catch up. Each event is answered as the very bytes the dispatcher
  * signs and POSTs (the stored envelope), never rebuilt, so what the API shows is what a webhook carried.
  */
 import type { Db } from '../../db/database.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
-import * as repo from '../webhooks/webhooks.repository.js';
-import type { WebhookEventRow } from '../webhooks/webhooks.tables.js';
+import * as repo from './events.repository.js';
+import type { WebhookEventRow } from './events.tables.js';
 
 /** How far back the API reads (the events' retention is the operator's; this is the API's promise). */
 export const eventsReadWindowMs = 30 * 24 * 60 * 60 * 1000;
@@ -70,4 +70,19 @@ export async function getEventJson(
   if (id.includes('\u0000')) return null;
   const row = await repo.findEventOfMode(db, key.accountId, key.mode, id, windowStart(clock));
   return row ? envelopeJson(row) : null;
+}
+
+/** The events of one of the account's calls, oldest first (the portal's call page). */
+export async function listEventsOfCall(db: Db, accountId: string, callId: string): Promise<WebhookEventRow[]> {
+  return repo.listEventsForCall(db, callId, accountId);
+}
+
+/** The type and call of each of these events, by id (what a list of deliveries shows of their events). */
+export async function eventSummaries(db: Db, ids: readonly string[]): Promise<Map<string, Pick<WebhookEventRow, 'type' | 'call_id'>>> {
+  return new Map((await repo.listEventSummaries(db, [...new Set(ids)])).map((row) => [row.id, row]));
+}
+
+/** The signed bytes of each of these events, by id (the deliveries a dispatcher claimed). */
+export async function eventPayloads(db: Db, ids: readonly string[]): Promise<Map<string, string>> {
+  return new Map((await repo.listEventPayloads(db, [...new Set(ids)])).map((row) => [row.id, row.payload]));
 }

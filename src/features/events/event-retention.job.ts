@@ -7,7 +7,7 @@ import type { Db } from '../../db/database.js';
 import type { Job } from '../../jobs/job-runner.js';
 import { retentionJob } from '../../jobs/retention.js';
 import { addMs, isoTimestamp } from '../../lib/clock.js';
-import { purgeFinishedEvents } from './event-retention.repository.js';
+import { purgeFinishedEvents } from './event-retention.service.js';
 
 /**
  * Events per statement, as a share of the job's row budget: each event brings its deliveries (one per

@@ -6,7 +6,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { ListLimitQuery } from '../../http/list-limit.js';
 import { pathIdMaxLength } from '../../lib/ids.js';
 import { Batch } from '../batches/batches.schemas.js';
-import { webhookEventTypes } from './events.service.js';
+import { webhookEventTypes } from './event-types.js';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 

@@ -3,20 +3,17 @@
  * in the caller's transaction, so it exists exactly when the change that caused it was committed.
  */
 import type { Db } from '../../db/database.js';
-import type { Insertable } from 'kysely';
 import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { CallRow } from '../calls/calls.tables.js';
-import * as repo from '../webhooks/webhooks.repository.js';
-import type { DeliveryTrigger, WebhookDeliveriesTable, WebhookEndpointRow, WebhookEventRow } from '../webhooks/webhooks.tables.js';
-
-export const callEventTypes = ['call.completed', 'call.failed'] as const;
-export type CallEventType = (typeof callEventTypes)[number];
-/** Every type an endpoint may subscribe to; `["*"]` subscribes to all of them, those added later too. */
-export const webhookEventTypes = [...callEventTypes, 'batch.completed'] as const;
-export type EventType = (typeof webhookEventTypes)[number] | 'webhook.test';
+import { addDeliveries, endpointIdsOfEvent } from '../webhook-delivery/delivery-queue.service.js';
+import type { DeliveryTrigger } from '../webhook-delivery/deliveries.tables.js';
+import { listEnabledEndpoints, listEnabledEndpointsOfAccounts } from '../webhook-endpoints/endpoints.service.js';
+import type { WebhookEndpointRow } from '../webhook-endpoints/endpoints.tables.js';
+import { endpointWants, type CallEventType, type EventType } from './event-types.js';
+import * as repo from './events.repository.js';
 
 /** `data` of `call.completed` (spec 6). */
 export interface CallCompletedData {
@@ -87,12 +84,6 @@ export function callOutcomeEvent(call: CallRow): { type: CallEventType; data: Ca
   return null;
 }
 
-export function endpointWants(endpoint: Pick<WebhookEndpointRow, 'event_types'>, type: EventType): boolean {
-  if (type === 'webhook.test') return true;
-  const types = JSON.parse(endpoint.event_types) as string[];
-  return types.includes('*') || types.includes(type);
-}
-
 export interface NewEvent {
   accountId: string;
   /** The mode of the call or batch the event reports (null for `webhook.test`): API keys read their mode's events only. */
@@ -140,62 +131,25 @@ export async function enqueueEvents(
   await repo.insertEvents(db, events);
   const accountIds = [...new Set(inputs.map((input) => input.accountId))];
   const endpointsOf = new Map<string, WebhookEndpointRow[]>();
-  for (const endpoint of await repo.listEnabledEndpointsOfAccounts(db, accountIds)) {
+  for (const endpoint of await listEnabledEndpointsOfAccounts(db, accountIds)) {
     const list = endpointsOf.get(endpoint.account_id);
     if (list) list.push(endpoint);
     else endpointsOf.set(endpoint.account_id, [endpoint]);
   }
-  const written = inputs.map((input, index) => {
-    const endpoints = (endpointsOf.get(input.accountId) ?? []).filter(
-      (endpoint) => (input.endpointId === undefined || endpoint.id === input.endpointId) && endpointWants(endpoint, input.type),
-    );
-    return { eventId: events[index]!.id, rows: deliveryRows(now, events[index]!, endpoints, input.trigger ?? 'event') };
-  });
-  await repo.insertDeliveries(
+  const deliveryIds = await addDeliveries(
     db,
-    written.flatMap((event) => event.rows),
+    now,
+    inputs.map((input, index) => ({
+      eventId: events[index]!.id,
+      accountId: input.accountId,
+      mode: input.mode,
+      endpointIds: (endpointsOf.get(input.accountId) ?? [])
+        .filter((endpoint) => (input.endpointId === undefined || endpoint.id === input.endpointId) && endpointWants(endpoint, input.type))
+        .map((endpoint) => endpoint.id),
+      trigger: input.trigger ?? 'event',
+    })),
   );
-  return written.map((event) => ({ eventId: event.eventId, deliveryIds: event.rows.map((row) => row.id) }));
-}
-
-/** The deliveries of an event, one per endpoint: of its account, in its mode (the overview counts them by it). */
-function deliveryRows(
-  now: Date,
-  event: Pick<WebhookEventRow, 'id' | 'account_id' | 'mode'>,
-  endpoints: readonly WebhookEndpointRow[],
-  trigger: DeliveryTrigger,
-): (Insertable<WebhookDeliveriesTable> & { id: string })[] {
-  const at = isoTimestamp(now);
-  return endpoints.map((endpoint) => ({
-    id: newId('delivery', now.getTime()),
-    event_id: event.id,
-    endpoint_id: endpoint.id,
-    account_id: event.account_id,
-    mode: event.mode,
-    status: 'pending' as const,
-    trigger,
-    attempt_count: 0,
-    next_attempt_at: at,
-    locked_by: null,
-    locked_until: null,
-    last_attempt_at: null,
-    last_status_code: null,
-    last_error: null,
-    created_at: at,
-    updated_at: at,
-  }));
-}
-
-async function addDeliveries(
-  db: Db,
-  now: Date,
-  event: WebhookEventRow,
-  endpoints: readonly WebhookEndpointRow[],
-  trigger: DeliveryTrigger,
-): Promise<string[]> {
-  const rows = deliveryRows(now, event, endpoints, trigger);
-  await repo.insertDeliveries(db, rows);
-  return rows.map((row) => row.id);
+  return events.map((event, index) => ({ eventId: event.id, deliveryIds: deliveryIds[index]! }));
 }
 
 /**
@@ -214,11 +168,8 @@ export async function resendEvent(
     throw new ApiError('not_found', `no event ${eventId}`, { param: 'event_id' });
   }
   // A test event belongs to the endpoint it tested: resent without --endpoint, it goes there only.
-  const testedEndpoints =
-    event.type === 'webhook.test' && options.endpointId === undefined
-      ? new Set((await repo.listDeliveryEndpointsOfEvent(db, event.id)).map((row) => row.endpoint_id))
-      : null;
-  const endpoints = (await repo.listEnabledEndpoints(db, event.account_id)).filter((endpoint) =>
+  const testedEndpoints = event.type === 'webhook.test' && options.endpointId === undefined ? await endpointIdsOfEvent(db, event.id) : null;
+  const endpoints = (await listEnabledEndpoints(db, event.account_id)).filter((endpoint) =>
     options.endpointId !== undefined
       ? endpoint.id === options.endpointId
       : testedEndpoints
@@ -228,5 +179,34 @@ export async function resendEvent(
   if (options.endpointId !== undefined && endpoints.length === 0) {
     throw new ApiError('not_found', `no enabled endpoint ${options.endpointId} in the event's account`, { param: 'endpoint_id' });
   }
-  return addDeliveries(db, clock.now(), event, endpoints, 'manual');
+  const [deliveryIds] = await addDeliveries(db, clock.now(), [
+    {
+      eventId: event.id,
+      accountId: event.account_id,
+      mode: event.mode,
+      endpointIds: endpoints.map((endpoint) => endpoint.id),
+      trigger: 'manual',
+    },
+  ]);
+  return deliveryIds!;
+}
+
+/** Queues a signed `webhook.test` event for one endpoint. */
+export async function sendTestEvent(
+  db: Db,
+  clock: Clock,
+  endpoint: WebhookEndpointRow,
+): Promise<{ eventId: string; deliveryId: string | undefined }> {
+  if (endpoint.enabled !== 1) throw new ApiError('invalid_request', 'the endpoint is disabled; enable it first');
+  const { eventId, deliveryIds } = await enqueueEvent(db, clock, {
+    accountId: endpoint.account_id,
+    // A test of an endpoint, in no mode: the events API does not list it.
+    mode: null,
+    type: 'webhook.test',
+    callId: null,
+    data: { endpoint_id: endpoint.id, message: 'This is a test event from callgate.' },
+    endpointId: endpoint.id,
+    trigger: 'test',
+  });
+  return { eventId, deliveryId: deliveryIds[0] };
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import type { Db } from '../../db/database.js';
+import { dialectOf, type Db } from '../../db/database.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 
 const Health = Type.Object({ status: Type.Literal('ok'), database: Type.String() });
@@ -18,10 +18,11 @@ const Home = Type.Object({
  * `GET /healthz`: the process answers and its database does too. On the API port and on the metrics port
  * (CALLGATE_METRICS_PORT), where a worker-only process, which has no API port, is probed.
  */
-export const livenessRoutes: FastifyPluginAsyncTypebox<{ db: Db; dialect: string }> = async (app, { db, dialect }) => {
+export const livenessRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, { db }) => {
+  const database = dialectOf(db);
   app.get('/healthz', { schema: { response: { 200: Health } } }, async () => {
     await sql`select 1`.execute(db);
-    return { status: 'ok' as const, database: dialect };
+    return { status: 'ok' as const, database };
   });
   registerMethodNotAllowed(app, '/healthz', ['GET']);
 };
@@ -31,11 +32,8 @@ export const livenessRoutes: FastifyPluginAsyncTypebox<{ db: Db; dialect: string
  * address: a browser is sent to the portal, anything else gets the addresses as JSON (a 404 there told a
  * newcomer nothing).
  */
-export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db; dialect: string; publicUrl: string }> = async (
-  app,
-  { db, dialect, publicUrl },
-) => {
-  await app.register(livenessRoutes, { db, dialect });
+export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db; publicUrl: string }> = async (app, { db, publicUrl }) => {
+  await app.register(livenessRoutes, { db });
 
   app.get('/', { schema: { response: { 200: Home } } }, async (request, reply) => {
     reply.header('vary', 'Accept');

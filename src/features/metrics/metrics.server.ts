@@ -18,6 +18,6 @@ export function buildMetricsApp(services: Services): FastifyInstance {
   registerErrorHandling(app);
   app.register(metricsRoutes, { metrics: services.metrics, token: services.config.metricsToken });
   app.register(readinessRoutes, { deps: services.readiness });
-  app.register(livenessRoutes, { db: services.db, dialect: services.database.dialect });
+  app.register(livenessRoutes, { db: services.db });
   return app;
 }

@@ -5,7 +5,8 @@ import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { errorResponses } from '../../errors/error-schemas.js';
 import { parseListLimit } from '../../http/list-limit.js';
 import { requireApiKey } from '../api-keys/api-auth.hook.js';
-import { createCallPatternHints, e164Pattern } from '../calls/calls.schemas.js';
+import { e164Pattern, isE164 } from '../../lib/phone-numbers.js';
+import { createCallPatternHints } from '../calls/calls.schemas.js';
 import { withIdempotency } from '../idempotency/idempotency.hook.js';
 import {
   CreateSuppressionBody,
@@ -15,14 +16,7 @@ import {
   SuppressionList,
   SuppressionParams,
 } from './suppressions.schemas.js';
-import {
-  addSuppression,
-  getSuppression,
-  isE164,
-  listSuppressions,
-  removeSuppression,
-  type SuppressionsDeps,
-} from './suppressions.service.js';
+import { addSuppression, getSuppression, listSuppressions, removeSuppression, type SuppressionsDeps } from './suppressions.service.js';
 
 /** The scope of an Idempotency-Key within an API key on the endpoint that adds numbers. */
 export const createSuppressionRoute = 'POST /v1/suppressions';

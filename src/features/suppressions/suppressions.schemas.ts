@@ -1,7 +1,7 @@
 /** The shapes of the suppressions API. Request and response types come from these schemas. */
 import { Type, type Static } from '@sinclair/typebox';
 import { ListLimitQuery } from '../../http/list-limit.js';
-import { e164Pattern } from '../calls/calls.schemas.js';
+import { e164Pattern } from '../../lib/phone-numbers.js';
 import { IdempotencyHeaders } from '../idempotency/idempotency.schemas.js';
 
 export const reasonMaxLength = 500;

@@ -8,7 +8,7 @@ import type { Db } from '../../db/database.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { CsvProblem } from '../../lib/csv.js';
 import { newId } from '../../lib/ids.js';
-import { e164Pattern } from '../calls/calls.schemas.js';
+import { isE164 } from '../../lib/phone-numbers.js';
 import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
 import { parseImport } from './suppressions-csv.js';
 import * as repo from './suppressions.repository.js';
@@ -19,12 +19,6 @@ export interface SuppressionsDeps {
   readonly db: Db;
   readonly clock: Clock;
   readonly idempotency: IdempotencySettings;
-}
-
-const e164 = new RegExp(e164Pattern);
-
-export function isE164(text: string): boolean {
-  return e164.test(text);
 }
 
 /**

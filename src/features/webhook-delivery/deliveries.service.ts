@@ -1,38 +1,62 @@
 /**
- * An account's events and deliveries as people read them: the portal's pages and `callgate deliveries
+ * An account's deliveries as people read them: the portal's pages and `callgate deliveries
  * list`. Every read is scoped to the account: another account's delivery is as absent as an unknown one.
  */
 import type { Db } from '../../db/database.js';
 import { isoTimestamp } from '../../lib/clock.js';
 import { slotLength, type SlotUnit } from '../../lib/time-slots.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
+import { eventSummaries } from '../events/event-reads.service.js';
+import { endpointsByIds } from '../webhook-endpoints/endpoints.service.js';
+import type { WebhookAttemptRow, WebhookDeliveryRow } from './deliveries.tables.js';
+import * as repo from './deliveries.repository.js';
 import * as dispatcherRepo from './dispatcher.repository.js';
-import * as repo from '../webhooks/webhooks.repository.js';
-import type { WebhookAttemptRow, WebhookDeliveryRow, WebhookEventRow } from '../webhooks/webhooks.tables.js';
 
 export type DeliveryFilter = repo.DeliveryFilter;
 /** A delivery with its event's type and call and its endpoint's URL, for a list. */
-export type DeliveryListItem = Awaited<ReturnType<typeof repo.listDeliveries>>[number];
+export type DeliveryListItem = Awaited<ReturnType<typeof repo.listDeliveries>>[number] & {
+  readonly event_type: string;
+  readonly call_id: string | null;
+  readonly endpoint_url: string;
+  readonly endpoint_description: string;
+  readonly endpoint_deleted_at: string | null;
+};
 export type DeliveryWithAttempts = DeliveryListItem & { attempts: WebhookAttemptRow[] };
 
-/** The account's deliveries that match, newest first. */
+/** The account's deliveries that match, newest first, each with what a list shows of its event and endpoint. */
 export async function listDeliveries(db: Db, filter: DeliveryFilter): Promise<DeliveryListItem[]> {
-  return repo.listDeliveries(db, filter);
+  const deliveries = await repo.listDeliveries(db, filter);
+  if (deliveries.length === 0) return [];
+  const events = await eventSummaries(
+    db,
+    deliveries.map((delivery) => delivery.event_id),
+  );
+  const endpoints = await endpointsByIds(
+    db,
+    deliveries.map((delivery) => delivery.endpoint_id),
+  );
+  return deliveries.map((delivery) => {
+    const event = events.get(delivery.event_id)!;
+    const endpoint = endpoints.get(delivery.endpoint_id)!;
+    return {
+      ...delivery,
+      event_type: event.type,
+      call_id: event.call_id,
+      endpoint_url: endpoint.url,
+      endpoint_description: endpoint.description,
+      endpoint_deleted_at: endpoint.deleted_at,
+    };
+  });
 }
 
 /** `listDeliveries`, each with every attempt in order. */
 export async function listDeliveriesWithAttempts(db: Db, filter: DeliveryFilter): Promise<DeliveryWithAttempts[]> {
-  const deliveries = await repo.listDeliveries(db, filter);
+  const deliveries = await listDeliveries(db, filter);
   const attempts = await repo.listAttemptsOfDeliveries(
     db,
     deliveries.map((delivery) => delivery.id),
   );
   return deliveries.map((delivery) => ({ ...delivery, attempts: attempts.filter((attempt) => attempt.delivery_id === delivery.id) }));
-}
-
-/** The events of one of the account's calls, oldest first. */
-export async function listEventsOfCall(db: Db, accountId: string, callId: string): Promise<WebhookEventRow[]> {
-  return repo.listEventsForCall(db, callId, accountId);
 }
 
 export async function findDelivery(db: Db, accountId: string, id: string): Promise<WebhookDeliveryRow | undefined> {

@@ -1,37 +1,16 @@
-/** The dispatcher's queries: claim due deliveries under a lease, record attempts, release claims. */
+/** The dispatcher's statements: claim due deliveries under a lease, write attempt results, release claims. */
 import type { Db } from '../../db/database.js';
 import { sql, type Insertable } from 'kysely';
-import { claimDue, jsonUpdate, type JsonUpdate } from '../../jobs/claim.js';
-import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../webhooks/webhooks.tables.js';
+import { claimRows, jsonUpdate, type JsonUpdate } from '../../db/claim.js';
+import { lockRowsInIdOrder } from '../../db/locks.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookDeliveryRow } from './deliveries.tables.js';
 
-export interface ClaimedDelivery {
-  id: string;
-  event_id: string;
-  endpoint_id: string;
-  attempt_count: number;
-  payload: string;
-  url: string;
-  enabled: number;
-  deleted_at: string | null;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: string | null;
-  failing_since: string | null;
-}
+/** A delivery as claimed: the rest of what its attempt needs (its event's payload, its endpoint) is read by the service. */
+export type ClaimedRow = Pick<WebhookDeliveryRow, 'id' | 'event_id' | 'endpoint_id' | 'attempt_count'>;
 
-/**
- * Claims up to `limit` due deliveries for `workerId` until `leaseUntil` (one conditional UPDATE, see
- * `claimDue`), then reads them with their event and endpoint.
- */
-export async function claimDueDeliveries(
-  db: Db,
-  dialect: 'sqlite' | 'postgres',
-  workerId: string,
-  now: string,
-  leaseUntil: string,
-  limit: number,
-): Promise<ClaimedDelivery[]> {
-  const claimed = await claimDue(db, dialect, {
+/** Claims up to `limit` due deliveries for `workerId` until `leaseUntil` (one conditional UPDATE, see `claimRows`). */
+export async function claimDueDeliveries(db: Db, workerId: string, now: string, leaseUntil: string, limit: number): Promise<ClaimedRow[]> {
+  return claimRows(db, {
     table: 'webhook_deliveries',
     due: (eb) =>
       eb.and([
@@ -43,33 +22,7 @@ export async function claimDueDeliveries(
     limit,
     set: { locked_by: workerId, locked_until: leaseUntil },
   })
-    .returning(['id'])
-    .execute();
-  if (claimed.length === 0) return [];
-  return db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
-    .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
-    .select([
-      'd.id',
-      'd.event_id',
-      'd.endpoint_id',
-      'd.attempt_count',
-      'e.payload',
-      'w.url',
-      'w.enabled',
-      'w.deleted_at',
-      'w.secret',
-      'w.previous_secret',
-      'w.previous_secret_expires_at',
-      'w.failing_since',
-    ])
-    .where(
-      'd.id',
-      'in',
-      claimed.map((row) => row.id),
-    )
-    .where('d.locked_by', '=', workerId)
+    .returning(['id', 'event_id', 'endpoint_id', 'attempt_count'])
     .execute();
 }
 
@@ -92,74 +45,38 @@ const resultColumnTypes: Readonly<Record<keyof DeliveryResult, 'text' | 'integer
   updated_at: 'text',
 };
 
-export interface AttemptRecord {
-  attempt: Insertable<WebhookAttemptsTable> | null;
-  deliveryId: string;
-  workerId: string;
-  delivery: DeliveryResult;
-  endpointId: string;
-  endpoint: Partial<WebhookEndpointsTable> | null;
+/** One delivery's result to write: what changes on it, if `workerId` still holds its claim. */
+export interface DeliveryUpdate {
+  readonly deliveryId: string;
+  readonly workerId: string;
+  readonly delivery: DeliveryResult;
 }
 
-const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+/** Locks the deliveries in id order before they are updated (see `lockRowsInIdOrder`). */
+export async function lockDeliveriesInOrder(db: Db, ids: readonly string[]): Promise<void> {
+  await lockRowsInIdOrder(db, 'webhook_deliveries', ids);
+}
 
 /**
- * Writes the results of several attempts in one transaction (one fsync for many deliveries). Rows are
- * locked in one fixed order, endpoints then deliveries, each by id: two workers recording batches that
- * touch the same endpoints would otherwise deadlock on PostgreSQL, and the losing batch would stay
- * claimed until its lease ended and then be sent again. Returns how many results came too late: their claim
- * was lost (released at shutdown, or its lease ran out and another worker took the delivery).
+ * Ends the pending deliveries of an endpoint that was just disabled and that no worker holds: one claimed
+ * by another worker ends at its next attempt, which finds the endpoint disabled.
  */
-export async function recordAttempts(db: Db, dialect: 'sqlite' | 'postgres', records: readonly AttemptRecord[]): Promise<number> {
-  // Several results for one endpoint become one update, applied in the order the results came.
-  const endpointChanges = new Map<string, Partial<WebhookEndpointsTable>>();
-  for (const record of records) {
-    if (record.endpoint) endpointChanges.set(record.endpointId, { ...endpointChanges.get(record.endpointId), ...record.endpoint });
-  }
-  return db.transaction().execute(async (trx) => {
-    for (const id of [...endpointChanges.keys()].sort(byId)) {
-      await trx.updateTable('webhook_endpoints').set(endpointChanges.get(id)!).where('id', '=', id).execute();
-    }
-    const sorted = [...records].sort((a, b) => byId(a.deliveryId, b.deliveryId));
-    if (dialect === 'postgres' && sorted.length > 1) {
-      // The update below locks rows in whatever order its plan visits them; take the locks in id order first.
-      await trx
-        .selectFrom('webhook_deliveries')
-        .select('id')
-        .where(
-          'id',
-          'in',
-          sorted.map((record) => record.deliveryId),
-        )
-        .orderBy('id')
-        .forUpdate()
-        .execute();
-    }
-    const held = await updateDeliveries(trx, sorted);
-    // An endpoint disabled now (410, or failing for 5 days) keeps no pending deliveries, as when an operator
-    // disables it; one claimed by another worker ends at its next attempt, which finds the endpoint disabled.
-    for (const id of [...endpointChanges.keys()].sort(byId)) {
-      const change = endpointChanges.get(id)!;
-      if (change.enabled !== 0) continue;
-      await trx
-        .updateTable('webhook_deliveries')
-        .set({
-          status: 'failed',
-          next_attempt_at: null,
-          last_error: change.disabled_reason ?? 'The endpoint was disabled.',
-          updated_at: change.updated_at!,
-        })
-        .where('endpoint_id', '=', id)
-        .where('status', '=', 'pending')
-        .where('locked_by', 'is', null)
-        .execute();
-    }
-    // An attempt whose claim was lost (released at shutdown, or its lease taken over) is not this worker's to
-    // record: the delivery went back to pending and its next attempt will carry the same number.
-    const attempts = records.flatMap((record) => (record.attempt && held.has(record.deliveryId) ? [record.attempt] : []));
-    if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
-    return records.length - held.size; // claims lost: the results not recorded
-  });
+export async function failUnclaimedPendingOfEndpoint(db: Db, endpointId: string, reason: string, at: string): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'failed', next_attempt_at: null, last_error: reason, updated_at: at })
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'pending')
+    .where('locked_by', 'is', null)
+    .execute();
+}
+
+export async function insertAttempts(db: Db, attempts: readonly Insertable<WebhookAttemptsTable>[]): Promise<void> {
+  if (attempts.length > 0)
+    await db
+      .insertInto('webhook_attempts')
+      .values([...attempts])
+      .execute();
 }
 
 /**
@@ -187,9 +104,9 @@ function deliveriesUpdate(key: string, columns: readonly (keyof DeliveryResult)[
   return update;
 }
 
-async function updateDeliveries(db: Db, records: readonly AttemptRecord[]): Promise<Set<string>> {
+export async function updateDeliveries(db: Db, records: readonly DeliveryUpdate[]): Promise<Set<string>> {
   const held = new Set<string>();
-  const groups = new Map<string, AttemptRecord[]>();
+  const groups = new Map<string, DeliveryUpdate[]>();
   for (const record of records) {
     // As in Kysely's set(), a column given as undefined is left alone.
     const key = (Object.keys(record.delivery) as (keyof DeliveryResult)[])

@@ -1,20 +1,8 @@
 /**
  * When to try a failed delivery again. The schedule is the list of delays after the first, immediate
  * attempt (CALLGATE_WEBHOOK_RETRY_SCHEDULE, default Svix's `5s,5m,30m,2h,5h,10h,10h`: eight attempts over
- * about 28 hours); each delay gets ±20 % jitter so that retries of many deliveries do not arrive together.
+ * about 28 hours; config.ts reads it as a list of durations); each delay gets ±20 % jitter so that retries of many deliveries do not arrive together.
  */
-import { parseDuration } from '../../lib/duration.js';
-
-/** Parses `5s,5m,30m,2h` into milliseconds; throws with a readable message on a bad entry. */
-export function parseRetrySchedule(text: string): number[] {
-  const parts = text
-    .split(',')
-    .map((part) => part.trim())
-    .filter(Boolean);
-  if (parts.length === 0) throw new Error('the retry schedule is empty');
-  return parts.map(parseDuration);
-}
-
 export const jitterFraction = 0.2;
 
 export function withJitter(delayMs: number, random: () => number = Math.random): number {

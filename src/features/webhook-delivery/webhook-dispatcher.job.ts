@@ -6,36 +6,26 @@
  * written in small batches, one transaction each, so a busy dispatcher does not pay one commit per delivery.
  */
 import { randomBytes } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../../db/database.js';
 import { failureLogLevel } from '../../db/unavailable.js';
-import type { Job, JobContext, JobHandle, JobRunner, PassResult } from '../../jobs/job-runner.js';
+import type { JobContext, PassResult } from '../../jobs/job-runner.js';
+import { WorkerJob, type WorkerJobOptions } from '../../jobs/worker-job.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
+import { addMs, isoTimestamp } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import type { DeliveryNotifier } from './delivery-notifier.js';
 import * as repo from './dispatcher.repository.js';
-import { activeSecrets } from '../webhook-endpoints/endpoints.service.js';
+import { claimDueDeliveries, recordAttempts, type AttemptRecord, type ClaimedDelivery } from './dispatcher.service.js';
+import { activeSecrets, type EndpointAttemptChange } from '../webhook-endpoints/endpoints.service.js';
 import { nextDelayMs, parseRetryAfterMs } from './retry-schedule.js';
 import { signedHeaders } from './webhook-signing.js';
 import type { WebhookResponse, WebhookSender } from './webhook-sender.js';
-import type { WebhookEndpointsTable } from '../webhooks/webhooks.tables.js';
 
-export interface DispatcherOptions {
-  readonly db: Db;
-  readonly dialect: 'sqlite' | 'postgres';
-  readonly clock: Clock;
+export interface DispatcherOptions extends WorkerJobOptions {
   readonly sender: WebhookSender;
-  readonly notifier: DeliveryNotifier;
-  readonly logger: FastifyBaseLogger;
-  /** The worker's job runner, which runs the dispatcher's passes on the notifier's wake-ups and its sweep. */
-  readonly runner: JobRunner;
   /** Delays after the first attempt, in ms. */
   readonly retryScheduleMs: readonly number[];
   readonly timeoutMs: number;
   /** Deliveries attempted at once by this worker. */
   readonly concurrency?: number;
-  readonly sweepIntervalMs?: number;
   readonly random?: () => number;
   /** Counts attempts by result and endpoints disabled. */
   readonly metrics?: Metrics;
@@ -44,30 +34,24 @@ export interface DispatcherOptions {
 /** An endpoint whose deliveries have all failed for this long is disabled (Svix's rule). */
 export const disableAfterFailingMs = 5 * 24 * 60 * 60 * 1000;
 const defaultConcurrency = 64;
-const defaultSweepIntervalMs = 1_000;
-/** A claim outlives the HTTP timeout by this margin, so a live worker never loses its claim mid-attempt. */
+/** A claim outlives the HTTP timeout by this margin, so a live worker never loses its claim mid-attempt (the default `leaseMs`). */
 const leaseMarginMs = 30_000;
 const claimBatchSize = 100;
 const errorExcerptLength = 500;
 
 /** A job of the worker's runner: each pass claims due deliveries into the free slots and starts their attempts. */
-export class WebhookDispatcher implements Job {
-  readonly name = 'webhook-dispatcher';
-  readonly label = 'webhook dispatcher pass';
-  readonly intervalMs: number;
+export class WebhookDispatcher extends WorkerJob<DispatcherOptions> {
   readonly workerId = `wkr_${randomBytes(6).toString('hex')}`;
   private readonly inFlight = new Map<string, Promise<void>>();
   /** The deliveries being sent now, with when their attempt began: what a shutdown records as interrupted. */
-  private readonly sending = new Map<string, { readonly delivery: repo.ClaimedDelivery; readonly startedAt: Date }>();
-  private pendingRecords: { record: repo.AttemptRecord; done: () => void }[] = [];
+  private readonly sending = new Map<string, { readonly delivery: ClaimedDelivery; readonly startedAt: Date }>();
+  private pendingRecords: { record: AttemptRecord; done: () => void }[] = [];
   private flushing: Promise<void> | undefined;
   private flushScheduled = false;
   private wakeScheduled = false;
-  private readonly handle: JobHandle;
 
-  constructor(private readonly options: DispatcherOptions) {
-    this.intervalMs = options.sweepIntervalMs ?? defaultSweepIntervalMs;
-    this.handle = options.runner.add(this, options.notifier);
+  constructor(options: DispatcherOptions) {
+    super({ name: 'webhook-dispatcher', label: 'webhook dispatcher pass' }, options);
   }
 
   /** A shutdown lets attempts under way finish, up to its deadline. */
@@ -85,7 +69,7 @@ export class WebhookDispatcher implements Job {
     const now = this.options.clock.now();
     const interrupted = [...this.sending.values()].map(({ delivery, startedAt }) => this.interrupted(delivery, startedAt, now));
     if (interrupted.length > 0) {
-      await repo.recordAttempts(this.options.db, this.options.dialect, interrupted).catch((error: unknown) => {
+      await recordAttempts(this.options.db, interrupted).catch((error: unknown) => {
         this.options.logger.warn({ err: error, count: interrupted.length }, 'could not record interrupted webhook attempts');
       });
     }
@@ -94,7 +78,7 @@ export class WebhookDispatcher implements Job {
   }
 
   /** An attempt cut off by shutdown: counted and shown like any other, and the delivery due again at once. */
-  private interrupted(delivery: repo.ClaimedDelivery, startedAt: Date, now: Date): repo.AttemptRecord {
+  private interrupted(delivery: ClaimedDelivery, startedAt: Date, now: Date): AttemptRecord {
     const at = isoTimestamp(now);
     const error = 'Interrupted: the worker shut down before the answer came; the delivery was handed back for another attempt.';
     const attemptNumber = delivery.attempt_count + 1;
@@ -126,13 +110,8 @@ export class WebhookDispatcher implements Job {
     };
   }
 
-  /** Looks for due deliveries now. Safe to call often: concurrent wake-ups fold into one pass. */
-  wake(): void {
-    this.handle.wake();
-  }
-
   /** Resolves when nothing is in flight or waiting to be recorded; for tests and the benchmark. */
-  async idle(): Promise<void> {
+  override async idle(): Promise<void> {
     while (this.inFlight.size > 0 || this.pendingRecords.length > 0 || this.flushing) {
       await Promise.allSettled([...this.inFlight.values()]);
       await this.flush();
@@ -159,9 +138,9 @@ export class WebhookDispatcher implements Job {
     // same for 1 row as for 16, so fewer, larger claims gave about 4 % more deliveries a second in the
     // benchmark. An idle worker claims at once, so a new event still goes out within milliseconds.
     if (stopping() || room <= 0 || (this.inFlight.size > 0 && room < Math.ceil(concurrency / 4))) return {}; // a finishing attempt wakes us again
-    const lease = isoTimestamp(addMs(now, this.options.timeoutMs + leaseMarginMs));
+    const lease = isoTimestamp(addMs(now, this.options.leaseMs ?? this.options.timeoutMs + leaseMarginMs));
     const limit = Math.min(room, claimBatchSize);
-    const batch = await repo.claimDueDeliveries(this.options.db, this.options.dialect, this.workerId, isoTimestamp(now), lease, limit);
+    const batch = await claimDueDeliveries(this.options.db, this.workerId, isoTimestamp(now), lease, limit);
     for (const delivery of batch) {
       const attempt = this.attempt(delivery).finally(() => {
         this.inFlight.delete(delivery.id);
@@ -172,7 +151,7 @@ export class WebhookDispatcher implements Job {
     return { more: batch.length === limit, claimed: batch.length };
   }
 
-  private async attempt(delivery: repo.ClaimedDelivery): Promise<void> {
+  private async attempt(delivery: ClaimedDelivery): Promise<void> {
     const now = this.options.clock.now();
     const at = isoTimestamp(now);
     if (delivery.enabled !== 1 || delivery.deleted_at !== null) {
@@ -209,7 +188,7 @@ export class WebhookDispatcher implements Job {
    * endpoint is disabled, which needs someone. Ids, status and timing only: no URL (it may carry a token),
    * no body.
    */
-  private logAttempt(delivery: repo.ClaimedDelivery, record: repo.AttemptRecord): void {
+  private logAttempt(delivery: ClaimedDelivery, record: AttemptRecord): void {
     const { attempt } = record;
     if (!attempt) return;
     const { logger, metrics } = this.options;
@@ -235,7 +214,7 @@ export class WebhookDispatcher implements Job {
   }
 
   /** Decides what an answer means for the delivery and its endpoint. */
-  private outcome(delivery: repo.ClaimedDelivery, attemptedAt: Date, response: WebhookResponse): repo.AttemptRecord {
+  private outcome(delivery: ClaimedDelivery, attemptedAt: Date, response: WebhookResponse): AttemptRecord {
     const finishedAt = this.options.clock.now();
     const at = isoTimestamp(finishedAt);
     const attemptNumber = delivery.attempt_count + 1;
@@ -298,7 +277,7 @@ export class WebhookDispatcher implements Job {
   }
 
   /** Starts the failure clock of an endpoint, or disables it when it has failed for 5 days. */
-  private failingEndpoint(delivery: repo.ClaimedDelivery, now: Date): Partial<WebhookEndpointsTable> | null {
+  private failingEndpoint(delivery: ClaimedDelivery, now: Date): EndpointAttemptChange | null {
     if (!delivery.failing_since) return { failing_since: isoTimestamp(now) };
     if (now.getTime() - Date.parse(delivery.failing_since) >= disableAfterFailingMs) {
       return {
@@ -310,7 +289,7 @@ export class WebhookDispatcher implements Job {
     return null;
   }
 
-  private record(record: repo.AttemptRecord): Promise<void> {
+  private record(record: AttemptRecord): Promise<void> {
     const written = new Promise<void>((done) => this.pendingRecords.push({ record, done }));
     if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -329,8 +308,7 @@ export class WebhookDispatcher implements Job {
     const batch = this.pendingRecords;
     this.pendingRecords = [];
     const records = batch.map((entry) => entry.record);
-    this.flushing = repo
-      .recordAttempts(this.options.db, this.options.dialect, records)
+    this.flushing = recordAttempts(this.options.db, records)
       .then((lost) => this.handle.leaseLost(lost))
       .catch((error: unknown) => {
         // The claims stay until their lease ends; the sweep then retries these deliveries.

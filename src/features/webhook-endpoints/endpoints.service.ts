@@ -3,11 +3,12 @@ import type { Db } from '../../db/database.js';
 import { ApiError } from '../../errors/api-error.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { enqueueEvent, webhookEventTypes } from '../events/events.service.js';
+import { webhookEventTypes } from '../events/event-types.js';
+import { failPendingDeliveriesOfEndpoint } from '../webhook-delivery/delivery-queue.service.js';
 import { checkWebhookTarget } from '../webhook-delivery/ssrf-guard.js';
 import { generateWebhookSecret } from '../webhook-delivery/webhook-signing.js';
-import * as repo from '../webhooks/webhooks.repository.js';
-import type { WebhookEndpointRow } from '../webhooks/webhooks.tables.js';
+import * as repo from './endpoints.repository.js';
+import type { WebhookEndpointRow, WebhookEndpointsTable } from './endpoints.tables.js';
 
 /** After a rotation the old secret keeps signing, beside the new one, for this long. */
 export const secretOverlapMs = 24 * 60 * 60 * 1000;
@@ -166,7 +167,7 @@ export async function updateEndpoint(
   }
   await repo.updateEndpoint(db, endpoint.id, next);
   if (changes.enabled === false) {
-    await repo.failPendingDeliveriesOfEndpoint(db, endpoint.id, 'The endpoint was disabled.', next.updated_at!);
+    await failPendingDeliveriesOfEndpoint(db, endpoint.id, 'The endpoint was disabled.', next.updated_at!);
   }
   return toEndpointView({ ...endpoint, ...next });
 }
@@ -176,7 +177,7 @@ export async function deleteEndpoint(db: Db, clock: Clock, endpoint: WebhookEndp
   const at = isoTimestamp(clock.now());
   await db.transaction().execute(async (trx) => {
     await repo.updateEndpoint(trx, endpoint.id, { deleted_at: at, enabled: 0, updated_at: at });
-    await repo.failPendingDeliveriesOfEndpoint(trx, endpoint.id, 'The endpoint was deleted.', at);
+    await failPendingDeliveriesOfEndpoint(trx, endpoint.id, 'The endpoint was deleted.', at);
   });
 }
 
@@ -206,22 +207,34 @@ export function activeSecrets(
   return secrets;
 }
 
-/** Queues a signed `webhook.test` event for one endpoint. */
-export async function sendTestEvent(
-  db: Db,
-  clock: Clock,
-  endpoint: WebhookEndpointRow,
-): Promise<{ eventId: string; deliveryId: string | undefined }> {
-  if (endpoint.enabled !== 1) throw new ApiError('invalid_request', 'the endpoint is disabled; enable it first');
-  const { eventId, deliveryIds } = await enqueueEvent(db, clock, {
-    accountId: endpoint.account_id,
-    // A test of an endpoint, in no mode: the events API does not list it.
-    mode: null,
-    type: 'webhook.test',
-    callId: null,
-    data: { endpoint_id: endpoint.id, message: 'This is a test event from callgate.' },
-    endpointId: endpoint.id,
-    trigger: 'test',
-  });
-  return { eventId, deliveryId: deliveryIds[0] };
+/** The enabled endpoints of an account, in id order. */
+export async function listEnabledEndpoints(db: Db, accountId: string): Promise<WebhookEndpointRow[]> {
+  return repo.listEnabledEndpointsOfAccounts(db, [accountId]);
+}
+
+/** The enabled endpoints of these accounts, in id order (the outbox reads them with the events it writes). */
+export async function listEnabledEndpointsOfAccounts(db: Db, accountIds: readonly string[]): Promise<WebhookEndpointRow[]> {
+  return repo.listEnabledEndpointsOfAccounts(db, accountIds);
+}
+
+/** Every enabled endpoint of the installation, by account then id (`callgate doctor`). */
+export async function listAllEnabledEndpoints(db: Db): Promise<WebhookEndpointRow[]> {
+  return repo.listAllEnabledEndpoints(db);
+}
+
+/** Endpoints by id, deleted ones too: what a delivery shows of its endpoint, and where the dispatcher sends it. */
+export async function endpointsByIds(db: Db, ids: readonly string[]): Promise<Map<string, WebhookEndpointRow>> {
+  return new Map((await repo.listEndpointsByIds(db, [...new Set(ids)])).map((row) => [row.id, row]));
+}
+
+/** What the results of delivery attempts change on an endpoint: its failure clock, or its being disabled. */
+export type EndpointAttemptChange = Partial<Pick<WebhookEndpointsTable, 'enabled' | 'disabled_reason' | 'failing_since' | 'updated_at'>>;
+
+/**
+ * Applies the dispatcher's changes to endpoints in `db` (its transaction), one endpoint at a time in id
+ * order: every transaction that writes attempt results locks its endpoints in the same order, then its
+ * deliveries, so two of them never wait for each other.
+ */
+export async function applyAttemptChanges(db: Db, changes: ReadonlyMap<string, EndpointAttemptChange>): Promise<void> {
+  for (const id of [...changes.keys()].sort()) await repo.updateEndpoint(db, id, changes.get(id)!);
 }

@@ -3,7 +3,7 @@ import type { Call } from '../../features/calls/calls.schemas.js';
 import type { CallWithMode } from '../../features/calls/calls.service.js';
 import type { CallRow } from '../../features/calls/calls.tables.js';
 import type { DeliveryWithAttempts } from '../../features/webhook-delivery/deliveries.service.js';
-import type { WebhookEventRow } from '../../features/webhooks/webhooks.tables.js';
+import type { WebhookEventRow } from '../../features/events/events.tables.js';
 import { badge, copyable, portalPath, pretty, table, time } from './components.js';
 import { deliveryList } from './deliveries.view.js';
 import { html, type SafeHtml } from './html.js';

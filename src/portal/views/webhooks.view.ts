@@ -1,9 +1,9 @@
 /** Webhook endpoints: the list, the add/edit form, and an endpoint's page with its secret and deliveries. */
 import type { DeliveryWithAttempts } from '../../features/webhook-delivery/deliveries.service.js';
 import { toEndpointView, type EndpointView } from '../../features/webhook-endpoints/endpoints.service.js';
-import { webhookEventTypes } from '../../features/events/events.service.js';
+import { webhookEventTypes } from '../../features/events/event-types.js';
 import { webhookUrlRule } from '../../features/webhook-delivery/ssrf-guard.js';
-import type { WebhookEndpointRow } from '../../features/webhooks/webhooks.tables.js';
+import type { WebhookEndpointRow } from '../../features/webhook-endpoints/endpoints.tables.js';
 import { endpointDeliveriesShown } from '../portal.service.js';
 import { badge, copyButton, csrfField, portalPath, table, time } from './components.js';
 import { deliveryList } from './deliveries.view.js';

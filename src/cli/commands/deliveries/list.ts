@@ -1,5 +1,5 @@
 import { listDeliveries } from '../../../features/webhook-delivery/deliveries.service.js';
-import type { DeliveryStatus } from '../../../features/webhooks/webhooks.tables.js';
+import type { DeliveryStatus } from '../../../features/webhook-delivery/deliveries.tables.js';
 import { integerOption, optionalChoiceOption, optionalOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatTable } from '../../output.js';

@@ -1,5 +1,5 @@
 import { ApiError } from '../../../errors/api-error.js';
-import { webhookEventTypes } from '../../../features/events/events.service.js';
+import { webhookEventTypes } from '../../../features/events/event-types.js';
 import { createEndpoint } from '../../../features/webhook-endpoints/endpoints.service.js';
 import { refusedOnlyAsPrivate } from '../../../features/webhook-delivery/ssrf-guard.js';
 import { listOption, optionalOption, requiredOption } from '../../args.js';

@@ -13,8 +13,8 @@ import {
   type UpdateQueryBuilder,
   type UpdateResult,
 } from 'kysely';
-import { dialectOf, type Db } from '../db/database.js';
-import type { Database } from '../db/schema.js';
+import { dialectOf, type Db } from './database.js';
+import type { Database } from './schema.js';
 
 /** The tables jobs claim rows of; each has a text primary key `id`. */
 export type JobTable = 'calls' | 'webhook_deliveries' | 'batch_recipients';
@@ -40,11 +40,8 @@ export interface ClaimSpec<T extends JobTable> {
  * time in proportion to the backlog (0.7 ms a claim at 20,000 pending deliveries). Returns the builder, for
  * the caller to say what comes back.
  */
-export function claimDue<T extends JobTable>(
-  db: Db,
-  dialect: 'sqlite' | 'postgres',
-  spec: ClaimSpec<T>,
-): UpdateQueryBuilder<Database, T, T, UpdateResult> {
+export function claimRows<T extends JobTable>(db: Db, spec: ClaimSpec<T>): UpdateQueryBuilder<Database, T, T, UpdateResult> {
+  const skipLocked = dialectOf(db) === 'postgres';
   // Kysely's builders do not follow a table name that is a type parameter; the spec's types check the caller.
   const table = spec.table as JobTable;
   return db
@@ -57,7 +54,7 @@ export function claimDue<T extends JobTable>(
         .where(spec.due as (eb: ExpressionBuilder<Database, JobTable>) => Expression<SqlBool>)
         .orderBy(spec.orderBy as 'id')
         .limit(spec.limit);
-      if (dialect === 'postgres') due = due.forUpdate().skipLocked();
+      if (skipLocked) due = due.forUpdate().skipLocked();
       return due;
     }) as unknown as UpdateQueryBuilder<Database, T, T, UpdateResult>;
 }

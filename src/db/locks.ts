@@ -1,0 +1,57 @@
+/**
+ * Locks, one helper per need, each written for both databases: PostgreSQL locks rows (or takes an advisory
+ * lock) until the transaction ends; SQLite has one writer, and a transaction holds the database once it
+ * has written. Features say which lock they need and never ask which database they run on.
+ */
+import { sql, type SelectQueryBuilder } from 'kysely';
+import { dialectOf, type Db } from './database.js';
+import type { Database } from './schema.js';
+
+/**
+ * Takes SQLite's one write lock now, as `begin immediate` would (Kysely begins deferred): a write as the
+ * first statement, one that changes nothing. Another process waits here (busy_timeout) instead of reading a
+ * view that is stale by the time it writes.
+ */
+async function takeSqliteWriteLock(trx: Db): Promise<void> {
+  await sql`update kysely_migration set name = name where 0`.execute(trx);
+}
+
+/**
+ * Makes the rest of the transaction `trx` run one process at a time, whatever the number of processes on
+ * the database: on PostgreSQL an advisory lock on `key` (any constant naming the work), held until the
+ * transaction ends; on SQLite the database's write lock.
+ */
+export async function lockTransaction(trx: Db, key: number): Promise<void> {
+  if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock(${key})`.execute(trx);
+  else await takeSqliteWriteLock(trx);
+}
+
+/**
+ * Runs `query` and holds the rows it returns until the transaction `trx` ends. On PostgreSQL the rows are
+ * locked (FOR UPDATE); with `skipLocked`, a row another transaction holds is left out rather than waited
+ * for (that transaction is working on it). On SQLite the transaction takes the write lock first, so nothing
+ * read can change under it.
+ */
+export async function selectLocked<O>(
+  trx: Db,
+  // biome-ignore lint/suspicious/noExplicitAny: any table of the schema, any selection
+  query: SelectQueryBuilder<Database, any, O>,
+  options: { readonly skipLocked?: boolean } = {},
+): Promise<O[]> {
+  if (dialectOf(trx) !== 'postgres') {
+    await takeSqliteWriteLock(trx);
+    return query.execute();
+  }
+  const locked = query.forUpdate();
+  return (options.skipLocked ? locked.skipLocked() : locked).execute();
+}
+
+/**
+ * Locks rows of `table` in id order before the transaction `trx` updates them. An UPDATE locks rows in
+ * whatever order its plan visits them, and two PostgreSQL transactions updating the same rows in different
+ * orders deadlock. SQLite has one writer: nothing to order.
+ */
+export async function lockRowsInIdOrder(trx: Db, table: keyof Database, ids: readonly string[]): Promise<void> {
+  if (dialectOf(trx) !== 'postgres' || ids.length < 2) return;
+  await sql`select id from ${sql.table(table)} where id in (${sql.join([...ids])}) order by id for update`.execute(trx);
+}

@@ -1,0 +1,61 @@
+/** The statements of the webhook_endpoints table. */
+import type { Insertable } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type { WebhookEndpointRow, WebhookEndpointsTable } from './endpoints.tables.js';
+
+export async function insertEndpoint(db: Db, row: Insertable<WebhookEndpointsTable>): Promise<void> {
+  await db.insertInto('webhook_endpoints').values(row).execute();
+}
+
+export async function findEndpoint(db: Db, id: string): Promise<WebhookEndpointRow | undefined> {
+  return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+}
+
+/** Endpoints by id, deleted ones too (a delivery outlives its endpoint's deletion). */
+export async function listEndpointsByIds(db: Db, ids: readonly string[]): Promise<WebhookEndpointRow[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('id', 'in', [...ids])
+    .execute();
+}
+
+export async function listEndpointsByAccount(db: Db, accountId: string): Promise<WebhookEndpointRow[]> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null)
+    .orderBy('id')
+    .execute();
+}
+
+/** Every enabled endpoint of the installation, by account then id (`callgate doctor`). */
+export async function listAllEnabledEndpoints(db: Db): Promise<WebhookEndpointRow[]> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('deleted_at', 'is', null)
+    .where('enabled', '=', 1)
+    .orderBy('account_id')
+    .orderBy('id')
+    .execute();
+}
+
+/** The enabled endpoints of these accounts, in id order. */
+export async function listEnabledEndpointsOfAccounts(db: Db, accountIds: readonly string[]): Promise<WebhookEndpointRow[]> {
+  if (accountIds.length === 0) return [];
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('account_id', 'in', [...accountIds])
+    .where('deleted_at', 'is', null)
+    .where('enabled', '=', 1)
+    .orderBy('id')
+    .execute();
+}
+
+export async function updateEndpoint(db: Db, id: string, changes: Partial<WebhookEndpointsTable>): Promise<void> {
+  await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
+}
