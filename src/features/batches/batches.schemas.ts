@@ -2,7 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ListLimitQuery } from '../../http/list-limit.js';
 import { pathIdMaxLength } from '../../lib/ids.js';
-import type { PatternHints } from '../../errors/error-handler.js';
+import type { PatternHints } from '../../errors/validation-messages.js';
 import { Metadata, e164Pattern } from '../calls/calls.schemas.js';
 import { weekdays } from './calling-window.js';
 import { batchStatuses, recipientStatuses } from './batches.tables.js';
