@@ -6,6 +6,8 @@ import fastifyMultipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../errors/api-error.js';
+import { statusOf } from '../errors/catalogue.js';
 import { decodeUtf8, type CsvProblem } from '../lib/csv.js';
 import { listAgents } from '../features/agents/agents.service.js';
 import { listApiKeys } from '../features/api-keys/api-keys.service.js';
@@ -33,7 +35,17 @@ import type { BatchStatus } from '../features/batches/batches.tables.js';
 import { parseRecipientsCsv } from '../features/batches/recipients-csv.js';
 import { createBatchOnce } from './portal-batches.service.js';
 import { isFormToken, newFormToken } from './portal-keys.service.js';
-import { frameUser, isPlainId, matchFieldShapes, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import {
+  frameUser,
+  isPlainId,
+  matchFieldShapes,
+  pageOrNone,
+  seeOther,
+  sendNotFound,
+  sendPage,
+  sessionOf,
+  type PortalDeps,
+} from './portal-request.js';
 import { BatchForm, BatchesQuery, BatchQuery, EmptyForm, IdParams } from './portal.schemas.js';
 import { portalPath } from './views/components.js';
 import { errorPage } from './views/errors.view.js';
@@ -129,12 +141,14 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
     const mode = modeFilters.find((candidate) => candidate === modeParam);
     const startingAfter = after !== undefined && isPlainId(after) ? after : undefined;
     const filters = { status, mode } satisfies { status?: BatchStatus | undefined; mode?: ApiKeyMode | undefined };
-    const page = await listBatches(deps.db, session.accountId, {
-      limit: pageSize,
-      ...(status ? { status } : {}),
-      ...(mode ? { mode } : {}),
-      ...(startingAfter ? { startingAfter } : {}),
-    });
+    const page = await pageOrNone(
+      listBatches(deps.db, session.accountId, {
+        limit: pageSize,
+        ...(status ? { status } : {}),
+        ...(mode ? { mode } : {}),
+        ...(startingAfter ? { startingAfter } : {}),
+      }),
+    );
     const batches = page?.data ?? [];
     const modes = await batchModes(
       deps.db,
@@ -178,11 +192,13 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
     const recipientStatus = recipientStatusFilters.find((candidate) => candidate === extra.statusParam);
     const startingAfter = extra.after !== undefined && isPlainId(extra.after) ? extra.after : undefined;
     const here = portalPath('batches', batch.id);
-    const page = await listRecipients(deps.db, batch.id, {
-      limit: recipientsPageSize,
-      ...(recipientStatus ? { status: recipientStatus } : {}),
-      ...(startingAfter ? { startingAfter } : {}),
-    });
+    const page = await pageOrNone(
+      listRecipients(deps.db, batch.id, {
+        limit: recipientsPageSize,
+        ...(recipientStatus ? { status: recipientStatus } : {}),
+        ...(startingAfter ? { startingAfter } : {}),
+      }),
+    );
     const recipients = page?.data ?? [];
     const last = recipients.at(-1);
     return sendPage(
@@ -331,15 +347,16 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
 
   for (const action of ['pause', 'resume', 'cancel'] as const) {
     app.post(`/batches/:id/${action}`, { schema: { params: IdParams, body: EmptyForm } }, async (request, reply) => {
-      const { accountId } = sessionOf(request);
-      const result = await changeBatch(deps.batches, request.params.id, action, { accountId });
-      if (result.kind === 'not_found') return sendNotFound(request, reply);
-      const here = portalPath('batches', result.batch.id);
-      if (result.kind === 'refused') {
-        const batch = await withMode(accountId, result.batch);
-        return renderBatch(request, reply, batch, { error: refusal(action, result.batch.status), status: 409 });
+      try {
+        const batch = await changeBatch(deps.batches, request.params.id, action, { accountId: sessionOf(request).accountId });
+        return seeOther(reply, `${portalPath('batches', batch.id)}?notice=${actionNotices[action]}`);
+      } catch (error) {
+        // A batch that ended refuses the action (409): its page again, with the refusal in the portal's words.
+        const refused = error instanceof ApiError && statusOf(error.code) === 409;
+        const batch = refused ? await batchOf(request, request.params.id) : null;
+        if (!batch) throw error;
+        return renderBatch(request, reply, batch, { error: refusal(action, batch.status), status: 409 });
       }
-      return seeOther(reply, `${here}?notice=${actionNotices[action]}`);
     });
   }
 };
