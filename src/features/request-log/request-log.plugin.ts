@@ -1,5 +1,5 @@
 /**
- * The request log's own hook: every authenticated API request, once answered, is added to the log (its
+ * The request log's plugin: every authenticated API request, once answered, is added to the log (its
  * rows are buffered and written in batches by RequestLogWriter). Requests without a valid key are not
  * logged: no account to show them to.
  */
