@@ -1,47 +1,33 @@
 /**
- * Composes the HTTP application from its features. No process concerns here (see server.ts), so tests
- * build the very same app and drive it with `inject` or a real port.
+ * Composes the HTTP application from the edge's plugins and the features. No process concerns here (see
+ * server.ts), so tests build the very same app and drive it with `inject` or a real port.
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyPluginAsync,
-  type FastifyReply,
-  type FastifyRequest,
-} from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Services } from './container.js';
-import { ApiError } from './errors/api-error.js';
-import { errorBody, registerErrorHandling, sendError, sendFrameworkError, toApiError } from './errors/error-handler.js';
-import { apiAuthHook, registerApiAuth } from './features/api-keys/api-auth.hook.js';
+import { registerApiAuth } from './features/api-keys/api-auth.hook.js';
 import { batchesRoutes } from './features/batches/batches.routes.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
 import { eventsRoutes } from './features/events/events.routes.js';
 import { healthRoutes } from './features/health/health.routes.js';
 import { readinessRoutes } from './features/health/readiness.routes.js';
-import { registerHttpMetrics } from './features/metrics/http-metrics.hook.js';
+import httpMetrics from './features/metrics/http-metrics.plugin.js';
 import { metricsRoutes } from './features/metrics/metrics.routes.js';
-import { registerOpenApi } from './features/openapi/openapi.routes.js';
-import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './portal/portal.routes.js';
+import { openApiRoutes } from './features/openapi/openapi.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
+import requestLog from './features/request-log/request-log.plugin.js';
 import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
-import { registerResponseBodyCapture, requestLogHook } from './features/request-log/request-log.hook.js';
-import { registerAccessLog } from './http/access-log.hook.js';
-import { answerNodeEvents } from './http/client-errors.js';
-import { registerJsonBodyParser } from './http/json-body.js';
-import { trackHandlers, type InFlightHandlers } from './http/in-flight.js';
-import { refuseNulInQuery } from './http/nul-text.js';
-import { registerRequestEdge } from './http/request-edge.hook.js';
+import accessLog from './http/access-log.plugin.js';
+import { answerFrameworkError, sendUnknownApiPath } from './http/api-edge.js';
+import clientErrors from './http/client-errors.plugin.js';
+import errorHandler from './http/error-handler.plugin.js';
+import inFlight from './http/in-flight.plugin.js';
+import jsonBody from './http/json-body.plugin.js';
+import nulInQuery from './http/nul-in-query.plugin.js';
+import requestEdge from './http/request-edge.plugin.js';
+import securityHeaders from './http/security-headers.plugin.js';
 import { serverOptions } from './http/server-options.js';
-import { registerStrictTransportSecurity, setStrictTransportSecurity } from './http/strict-transport.hook.js';
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Route handlers still running; shutdown waits for them before it closes the database. */
-    inFlight: InFlightHandlers;
-  }
-}
+import { portalRoutes } from './portal/portal.routes.js';
 
 /** The JSON API under /v1: every request authenticated, counted and logged, unknown paths included. */
 const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { services }) => {
@@ -51,87 +37,34 @@ const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { servi
     perKeyLimiter: services.perKeyLimiter,
     perIpLimiter: services.perIpLimiter,
   });
-  v1.addHook('preValidation', refuseNulInQuery);
-  registerResponseBodyCapture(v1);
-  v1.addHook('onResponse', requestLogHook(services.requestLog));
+  await v1.register(nulInQuery);
+  await v1.register(requestLog, { writer: services.requestLog });
   await v1.register(callsRoutes, { deps: services.calls });
   await v1.register(batchesRoutes, { deps: services.batches });
   await v1.register(suppressionsRoutes, { deps: services.suppressions });
   await v1.register(eventsRoutes, { deps: { db: services.db, clock: services.clock } });
-  // An unknown path under /v1 is still an API request: authenticated, counted against the key's limit and
-  // listed in the request log (where a mistyped URL is found), then answered 404 with the path named.
-  v1.setNotFoundHandler((request, reply) =>
-    sendError(
-      request,
-      reply,
-      new ApiError('not_found', `Unrecognized request URL: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`),
-    ),
-  );
+  v1.setNotFoundHandler(sendUnknownApiPath);
 };
-
-/** A URL of the JSON API under /v1. */
-function isApiUrl(url: string): boolean {
-  return url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?');
-}
-
-/**
- * The router turns some /v1 URLs away before any hook runs (a path parameter over its maxParamLength, a
- * malformed percent-encoding). They still pass the API's gate first, as every /v1 request does (the
- * OpenAPI document promises 401 without a valid key, and the rate-limit headers), and are written to the
- * request log of the key's account like an unknown path under /v1.
- */
-async function sendApiFrameworkError(
-  app: FastifyInstance,
-  services: Services,
-  error: FastifyError,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): Promise<void> {
-  reply.header('x-request-id', request.id);
-  const gate = apiAuthHook({
-    db: services.db,
-    clock: services.clock,
-    perKeyLimiter: services.perKeyLimiter,
-    perIpLimiter: services.perIpLimiter,
-  });
-  let apiError = toApiError(error);
-  try {
-    await gate.call(app, request, reply);
-  } catch (refusal) {
-    apiError = toApiError(refusal);
-  }
-  // The /v1 scope's own hooks (body capture, request log) do not run for these: do their part here.
-  request.responseBodyText = JSON.stringify(errorBody(request, apiError));
-  const logRequest = requestLogHook(services.requestLog);
-  reply.raw.once('finish', () => logRequest.call(app, request, reply, () => {}));
-  sendError(request, reply, apiError);
-}
 
 export function buildApp(services: Services): FastifyInstance {
   const { config } = services;
   const logger = services.logger as FastifyBaseLogger;
-  const app = Fastify({
+  const app: FastifyInstance = Fastify({
     ...serverOptions(config, logger),
-    // Errors the router raises before any hook runs (a bad percent-encoding, an over-long path parameter);
-    // the portal's pages answer them in HTML like their other errors.
-    frameworkErrors: (error, request, reply) => {
-      setStrictTransportSecurity(reply, config.strictTransportSecurity);
-      if (isPortalUrl(request.url)) return void sendPortalFrameworkError(services, error, request, reply);
-      if (isApiUrl(request.url)) return void sendApiFrameworkError(app, services, error, request, reply);
-      return sendFrameworkError(error, request, reply);
-    },
+    // Errors the router raises before any hook runs (a bad percent-encoding, an over-long path parameter).
+    frameworkErrors: (error, request, reply) => answerFrameworkError(app, services, error, request, reply),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  registerJsonBodyParser(app);
-  registerRequestEdge(app);
-  registerStrictTransportSecurity(app, config.strictTransportSecurity);
-  answerNodeEvents(app.server);
-  registerAccessLog(app);
-  registerErrorHandling(app);
-  registerHttpMetrics(app, services.metrics);
-  app.decorate('inFlight', trackHandlers(app));
-  // First: it learns the routes added after it (GET /v1/openapi.json, GET /docs).
-  registerOpenApi(app);
+  app.register(jsonBody);
+  app.register(requestEdge);
+  app.register(securityHeaders, { strictTransportSecurity: config.strictTransportSecurity });
+  app.register(clientErrors);
+  app.register(accessLog);
+  app.register(errorHandler);
+  app.register(httpMetrics, { metrics: services.metrics });
+  app.register(inFlight);
+  // First of the routes: it learns the routes added after it (GET /v1/openapi.json, GET /docs).
+  app.register(openApiRoutes);
 
   app.register(healthRoutes, { db: services.db, publicUrl: config.publicUrl });
   app.register(readinessRoutes, { deps: services.readiness });

@@ -1,12 +1,9 @@
 /**
- * The API's one body parser: JSON, sent as UTF-8 and uncompressed (RFC 8259 requires UTF-8 between
- * systems). Fastify's own parser decodes any bytes as UTF-8, so invalid bytes became U+FFFD in stored
- * metadata, and it ignores charset and Content-Encoding; here each of those gets a clear 4xx instead.
+ * The checks of the API's body parser (json-body.plugin.ts) that read the text as sent: its encoding, its
+ * nesting, and numbers a double cannot keep.
  */
-import { isUtf8 } from 'node:buffer';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors/api-error.js';
-import { findLoneSurrogate, findNul, loneSurrogateError, nulError } from './nul-text.js';
 
 /**
  * How deeply arrays and objects may nest in a JSON body. A call's body is two levels deep (metadata is flat
@@ -51,7 +48,8 @@ export function contentTypeCharset(contentType: string | undefined): string | un
   return undefined;
 }
 
-function encodingProblem(request: FastifyRequest): ApiError | null {
+/** A Content-Type charset or Content-Encoding the parser does not read, as its 415. */
+export function encodingProblem(request: FastifyRequest): ApiError | null {
   const charset = contentTypeCharset(request.headers['content-type']);
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     return new ApiError('unsupported_media_type', `JSON bodies must be UTF-8; charset=${charset.slice(0, 40)} is not supported.`);
@@ -66,7 +64,8 @@ function encodingProblem(request: FastifyRequest): ApiError | null {
   return null;
 }
 
-function parsesAsPlainJson(text: string): boolean {
+/** Whether `text` is JSON to a parser without secure-json-parse's prototype checks. */
+export function parsesAsPlainJson(text: string): boolean {
   try {
     JSON.parse(text);
     return true;
@@ -157,72 +156,4 @@ export function inexactNumber(text: string): InexactNumber | null {
     }
   }
   return null;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The JSON body as sent (UTF-8 text), kept for the request log; null without a readable body. */
-    jsonBodyText: string | null;
-  }
-}
-
-export function registerJsonBodyParser(app: FastifyInstance): void {
-  app.decorateRequest('jsonBodyText', null);
-  // The API speaks JSON only; Fastify's built-in text/plain parser would let plain text through to validation.
-  app.removeContentTypeParser('text/plain');
-  // secure-json-parse underneath: keys named __proto__ or constructor.prototype are refused, not parsed.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    const problem = encodingProblem(request);
-    if (problem) return done(problem, undefined);
-    const bytes = body as Buffer;
-    // Many HTTP clients send `Content-Type: application/json` on every request, bodiless POSTs and DELETEs
-    // included (pause, resume, cancel, a suppression's removal): a route that takes no body reads none.
-    if (bytes.length === 0 && request.routeOptions.schema?.body === undefined) return done(null, undefined);
-    if (!isUtf8(bytes)) return done(new ApiError('invalid_json', 'The request body is not valid UTF-8; send JSON as UTF-8.'), undefined);
-    const text = bytes.toString('utf8');
-    // A reference, not a copy: the request log cuts it after the answer (even a refused body has a story).
-    request.jsonBodyText = text;
-    if (nestsDeeperThan(text, jsonMaxDepth)) {
-      return done(
-        new ApiError(
-          'invalid_request',
-          `The request body is nested deeper than ${jsonMaxDepth} levels of arrays and objects; metadata is flat, send a flat object.`,
-        ),
-        undefined,
-      );
-    }
-    parseJson(request, text, (error, value) => {
-      if (error && parsesAsPlainJson(text)) {
-        // Valid JSON that the parser refused: it has a __proto__ or constructor.prototype key, a
-        // prototype-pollution vector for every consumer of the data.
-        return done(
-          new ApiError('invalid_request', 'Keys named __proto__, or constructor with a prototype key, are not accepted.'),
-          undefined,
-        );
-      }
-      if (error) return done(error, undefined);
-      const inexact = inexactNumber(text);
-      if (inexact) {
-        const shown = inexact.token.length > 40 ? `${inexact.token.slice(0, 40)}…` : inexact.token;
-        const where = inexact.path === '' ? '' : ` in ${inexact.path}`;
-        return done(
-          new ApiError(
-            'invalid_request',
-            `The number ${shown}${where} cannot be kept as written: stored as a double it would read back as ${inexact.readBack}. Send it as a string (integers beyond ±9007199254740991, or more than 15 significant digits).`,
-            inexact.path === '' ? {} : { param: inexact.path },
-          ),
-          undefined,
-        );
-      }
-      // A NUL can only be written as the escape \u0000 (JSON refuses the raw byte in a string).
-      const nul = text.includes('\\u0000') ? findNul(value) : null;
-      if (nul) return done(nulError(nul), undefined);
-      // Likewise a surrogate can only come as an escape (UTF-8 has no bytes for one: isUtf8 refused those).
-      const lone = /\\u[dD][89a-fA-F]/.test(text) ? findLoneSurrogate(value) : null;
-      if (lone) return done(loneSurrogateError(lone), undefined);
-      done(null, value);
-    });
-  });
 }

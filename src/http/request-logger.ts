@@ -1,7 +1,7 @@
 /**
  * `request.log`: pino's child logger with the request's id (`reqId`), made the first time the request
  * logs through it. Most requests never do (their one line, the access line, is written with the id by the
- * root logger: access-log.hook.ts), and Fastify would otherwise make a pino child for every request. What a
+ * root logger: access-log.plugin.ts), and Fastify would otherwise make a pino child for every request. What a
  * request does log comes out exactly as from the child Fastify makes, since it is that child.
  */
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';

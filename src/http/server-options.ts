@@ -28,7 +28,7 @@ export function serverOptions(config: ServerConfig, logger: FastifyBaseLogger): 
       headersTimeout: config.headersTimeoutMs,
       requestTimeout: config.requestTimeoutMs,
       connectionsCheckingInterval: Math.min(connectionsCheckingIntervalMs, config.headersTimeoutMs),
-      // A missing Host is answered in our JSON shape (request-edge.hook.ts), not by Node with an empty 400.
+      // A missing Host is answered in our JSON shape (request-edge.plugin.ts), not by Node with an empty 400.
       requireHostHeader: false,
     },
     requestTimeout: config.requestTimeoutMs,
@@ -39,7 +39,7 @@ export function serverOptions(config: ServerConfig, logger: FastifyBaseLogger): 
     genReqId: () => newId('request'),
     // Fastify's default, named: a longer id is not found (404), as the route schemas document (ids.ts).
     routerOptions: { maxParamLength: pathIdMaxLength },
-    // One access-log line per request (access-log.hook.ts) instead of Fastify's two.
+    // One access-log line per request (access-log.plugin.ts) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     // `request.log` is made when a request first logs (request-logger.ts).
     childLoggerFactory: lazyRequestLogger,

@@ -4,7 +4,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { signInCsrfCookie, signInCsrfToken } from './portal-csrf.js';
 import { seeOther, sendPage, sessionCookie, sessionOf, type PortalDeps } from './portal-request.js';
 import { EmptyForm, SignInForm, SignInQuery } from './portal.schemas.js';
-import { endSession, sessionMaxMs, signIn } from '../features/identity/sessions.service.js';
+import { ApiError } from '../errors/api-error.js';
+import { endSession, sessionMaxMs, signIn, type SignedIn } from '../features/identity/sessions.service.js';
 import { signInPage } from './views/auth.view.js';
 import { errorPage } from './views/errors.view.js';
 import { noticeFor } from './views/layout.view.js';
@@ -22,20 +23,27 @@ function cookieIsSecure(request: FastifyRequest, publicUrl: string): boolean {
 /** The sign-in token's cookie: for the sign-in path only, gone when the browser closes. */
 const signInCookieOptions = { path: '/developers/sign-in', httpOnly: true, sameSite: 'lax' } as const;
 
-function throttledPage(request: FastifyRequest, reply: FastifyReply, retryAfterSeconds: number): FastifyReply {
-  const minutes = Math.ceil(retryAfterSeconds / 60);
-  reply.header('retry-after', String(retryAfterSeconds));
+/** A refused sign-in: the form again with the reason (401), or the page that says when to come back (429). */
+function refusedSignIn(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  refusal: ApiError,
+  form: { email: string; next?: string | undefined },
+) {
+  if (refusal.code === 'unauthorized') {
+    // The form again, with the token its cookie still holds (the origin check saw it there).
+    return sendPage(reply, 401, signInPage({ csrfToken: signInCsrfToken(request), ...form, error: refusal.message }));
+  }
+  if (refusal.retryAfterSeconds !== undefined) reply.header('retry-after', String(refusal.retryAfterSeconds));
   return sendPage(
     reply,
     429,
-    errorPage({
-      status: 429,
-      title: 'Too many sign-in attempts',
-      message: `Sign-in is paused for this account or network. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
-      requestId: request.id,
-    }),
+    errorPage({ status: 429, title: 'Too many sign-in attempts', message: refusal.message, requestId: request.id }),
   );
 }
+
+const isSignInRefusal = (error: unknown): error is ApiError =>
+  error instanceof ApiError && (error.code === 'unauthorized' || error.code === 'rate_limit_exceeded');
 
 export const portalAuthRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
   /** Sets the sign-in form's token in its cookie (again, so it lasts as long as the page) and returns it. */
@@ -55,15 +63,12 @@ export const portalAuthRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> =
     const email = request.body.email.slice(0, 320);
     const password = request.body.password.slice(0, 1024);
     const next = safeNext(request.body.next || undefined);
-    const result = await signIn({ db: deps.db, clock: deps.clock, limiters: deps.signInLimiters }, { email, password, ip: request.ip });
-    if (result.kind === 'throttled') return throttledPage(request, reply, result.retryAfterSeconds);
-    if (result.kind === 'invalid') {
-      // The form again, with the token its cookie still holds (the check above saw it there).
-      return sendPage(
-        reply,
-        401,
-        signInPage({ csrfToken: signInCsrfToken(request), email, next, error: 'That email and password do not match a user.' }),
-      );
+    let result: SignedIn;
+    try {
+      result = await signIn({ db: deps.db, clock: deps.clock, limiters: deps.signInLimiters }, { email, password, ip: request.ip });
+    } catch (error) {
+      if (isSignInRefusal(error)) return refusedSignIn(request, reply, error, { email, next });
+      throw error;
     }
     // A session the browser already had ends here: the new sign-in never reuses a token from before it.
     if (request.portal) await endSession(deps.db, request.portal);

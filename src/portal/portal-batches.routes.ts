@@ -6,20 +6,13 @@ import fastifyMultipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { decodeUtf8, type CsvProblem } from '../lib/csv.js';
+import { ApiError } from '../errors/api-error.js';
+import { statusOf } from '../errors/catalogue.js';
+import type { CsvProblem } from '../lib/csv.js';
 import { listAgents } from '../features/agents/agents.service.js';
 import { listApiKeys } from '../features/api-keys/api-keys.service.js';
 import type { ApiKeyMode } from '../features/api-keys/api-keys.tables.js';
-import {
-  maxAttemptsLimit,
-  maxConcurrencyLimit,
-  nameMaxLength,
-  retryDelayMinutesLimit,
-  retryReasons,
-  type Batch,
-  type CreateBatchBody,
-} from '../features/batches/batches.schemas.js';
-import { recipientZone, weekdays } from '../features/batches/calling-window.js';
+import { maxConcurrencyLimit, nameMaxLength, type Batch, type CreateBatchBody } from '../features/batches/batches.schemas.js';
 import {
   batchModes,
   changeBatch,
@@ -31,9 +24,10 @@ import {
 } from '../features/batches/batches.service.js';
 import type { BatchStatus } from '../features/batches/batches.tables.js';
 import { parseRecipientsCsv } from '../features/batches/recipients-csv.js';
+import { callingWindowOf, flattenMultipart, invalidMessage, retryOf, scheduledAtOf, wholeNumber } from './portal-batch-form.js';
 import { createBatchOnce } from './portal-batches.service.js';
 import { isFormToken, newFormToken } from './portal-keys.service.js';
-import { frameUser, isPlainId, matchFieldShapes, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { frameUser, isPlainId, pageOrNone, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { BatchForm, BatchesQuery, BatchQuery, EmptyForm, IdParams } from './portal.schemas.js';
 import { portalPath } from './views/components.js';
 import { errorPage } from './views/errors.view.js';
@@ -81,46 +75,6 @@ function withQuery(path: string, params: Record<string, string | undefined>): st
   return text ? `${path}?${text}` : path;
 }
 
-/** `2026-11-24T09:00` from a datetime-local field is UTC (the portal shows every time in UTC). */
-function scheduledAtOf(text: string): string | undefined {
-  const value = text.trim();
-  if (value === '') return undefined;
-  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?$/.test(value) ? `${value}Z` : value;
-}
-
-/**
- * A multipart form as the portal's other forms arrive: each field's text, or its texts when sent several
- * times (then shaped by the schema as for an urlencoded form: the first for a text, a list for
- * checkboxes), and the file as its text (null when it is not UTF-8; absent when none was chosen). A value
- * cut at a limit is refused whole (413), never read in part.
- */
-async function flattenMultipart(request: FastifyRequest): Promise<void> {
-  if (!request.isMultipart()) return;
-  const parts = (request.body ?? {}) as Record<string, unknown>;
-  const body: Record<string, unknown> = {};
-  for (const [name, entry] of Object.entries(parts)) {
-    const sent = (Array.isArray(entry) ? entry : [entry]) as {
-      type?: string;
-      value?: unknown;
-      valueTruncated?: boolean;
-      filename?: string;
-      _buf?: Buffer;
-    }[];
-    const part = sent[0];
-    if (part?.type === 'field') {
-      if (sent.some((field) => field.valueTruncated)) throw Object.assign(new Error(`form field ${name} too large`), { statusCode: 413 });
-      const texts = sent.map((field) => (typeof field.value === 'string' ? field.value : ''));
-      body[name] = texts.length === 1 ? texts[0] : texts;
-    } else if (part?.type === 'file') {
-      const bytes = part._buf ?? Buffer.alloc(0);
-      if (bytes.length === 0 && !part.filename) continue;
-      body[name] = decodeUtf8(bytes);
-    }
-  }
-  request.body = body;
-  await matchFieldShapes(request);
-}
-
 export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
   app.get('/batches', { schema: { querystring: BatchesQuery } }, async (request, reply) => {
     const session = sessionOf(request);
@@ -129,12 +83,14 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
     const mode = modeFilters.find((candidate) => candidate === modeParam);
     const startingAfter = after !== undefined && isPlainId(after) ? after : undefined;
     const filters = { status, mode } satisfies { status?: BatchStatus | undefined; mode?: ApiKeyMode | undefined };
-    const page = await listBatches(deps.db, session.accountId, {
-      limit: pageSize,
-      ...(status ? { status } : {}),
-      ...(mode ? { mode } : {}),
-      ...(startingAfter ? { startingAfter } : {}),
-    });
+    const page = await pageOrNone(
+      listBatches(deps.db, session.accountId, {
+        limit: pageSize,
+        ...(status ? { status } : {}),
+        ...(mode ? { mode } : {}),
+        ...(startingAfter ? { startingAfter } : {}),
+      }),
+    );
     const batches = page?.data ?? [];
     const modes = await batchModes(
       deps.db,
@@ -178,11 +134,13 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
     const recipientStatus = recipientStatusFilters.find((candidate) => candidate === extra.statusParam);
     const startingAfter = extra.after !== undefined && isPlainId(extra.after) ? extra.after : undefined;
     const here = portalPath('batches', batch.id);
-    const page = await listRecipients(deps.db, batch.id, {
-      limit: recipientsPageSize,
-      ...(recipientStatus ? { status: recipientStatus } : {}),
-      ...(startingAfter ? { startingAfter } : {}),
-    });
+    const page = await pageOrNone(
+      listRecipients(deps.db, batch.id, {
+        limit: recipientsPageSize,
+        ...(recipientStatus ? { status: recipientStatus } : {}),
+        ...(startingAfter ? { startingAfter } : {}),
+      }),
+    );
     const recipients = page?.data ?? [];
     const last = recipients.at(-1);
     return sendPage(
@@ -331,72 +289,16 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
 
   for (const action of ['pause', 'resume', 'cancel'] as const) {
     app.post(`/batches/:id/${action}`, { schema: { params: IdParams, body: EmptyForm } }, async (request, reply) => {
-      const { accountId } = sessionOf(request);
-      const result = await changeBatch(deps.batches, request.params.id, action, { accountId });
-      if (result.kind === 'not_found') return sendNotFound(request, reply);
-      const here = portalPath('batches', result.batch.id);
-      if (result.kind === 'refused') {
-        const batch = await withMode(accountId, result.batch);
-        return renderBatch(request, reply, batch, { error: refusal(action, result.batch.status), status: 409 });
+      try {
+        const batch = await changeBatch(deps.batches, request.params.id, action, { accountId: sessionOf(request).accountId });
+        return seeOther(reply, `${portalPath('batches', batch.id)}?notice=${actionNotices[action]}`);
+      } catch (error) {
+        // A batch that ended refuses the action (409): its page again, with the refusal in the portal's words.
+        const refused = error instanceof ApiError && statusOf(error.code) === 409;
+        const batch = refused ? await batchOf(request, request.params.id) : null;
+        if (!batch) throw error;
+        return renderBatch(request, reply, batch, { error: refusal(action, batch.status), status: 409 });
       }
-      return seeOther(reply, `${here}?notice=${actionNotices[action]}`);
     });
   }
 };
-
-const wholeNumber = (text: string) => (/^[0-9]{1,4}$/.test(text) ? Number(text) : Number.NaN);
-
-/** The form's calling window, for createBatch to check: none while its fields are all left empty. */
-function callingWindowOf(values: BatchFormValues): Pick<CreateBatchBody, 'calling_window'> {
-  const { windowStart: start, windowEnd: end, windowTimeZone: zone } = values;
-  if (start === '' && end === '' && zone === '' && values.windowDays.length === 0) return {};
-  // A browser sends only the form's days; anything else is left out rather than refused.
-  const days = weekdays.filter((day) => values.windowDays.includes(day));
-  const fallback = values.windowFallbackTimeZone;
-  return {
-    calling_window: {
-      start,
-      end,
-      time_zone: zone,
-      ...(days.length > 0 ? { days } : {}),
-      // The fallback serves "recipient" only: a zone left in its box after choosing a named one is not a fault.
-      ...(zone === recipientZone && fallback !== '' ? { fallback_time_zone: fallback } : {}),
-    },
-  };
-}
-
-/** The form's retries: none with 1 dial per recipient, a message for a field out of range. */
-function retryOf(values: BatchFormValues): CreateBatchBody['retry'] | string {
-  const maxAttempts = wholeNumber(values.retryMaxAttempts);
-  if (!(maxAttempts >= 1 && maxAttempts <= maxAttemptsLimit))
-    return `Dials per recipient must be a whole number from 1 to ${maxAttemptsLimit}.`;
-  if (maxAttempts === 1) return undefined;
-  const delay = wholeNumber(values.retryDelayMinutes);
-  if (!(delay >= 1 && delay <= retryDelayMinutesLimit))
-    return `Minutes between dials must be a whole number from 1 to ${retryDelayMinutesLimit}.`;
-  const on = retryReasons.filter((reason) => values.retryOn.includes(reason));
-  if (on.length === 0) return 'Tick busy, no answer or both: the calls to dial again.';
-  return { on, max_attempts: maxAttempts, delay_minutes: delay };
-}
-
-/** The API's names of the window's fields, as the form labels them. */
-const windowLabels: [string, string][] = [
-  ['calling_window.fallback_time_zone', 'the fallback time zone'],
-  ['calling_window.time_zone', 'the time zone'],
-  ['calling_window.start', "the window's start"],
-  ['calling_window.end', "the window's end"],
-  ['calling_window.days', 'the days'],
-  ['time_zone "recipient"', `time zone ${recipientZone}`],
-];
-
-/** The service's refusal of a field (the CSV was checked before) in the form's words. */
-function invalidMessage(param: string, message: string, graceMs: number): string {
-  if (param !== 'scheduled_at') {
-    const worded = windowLabels.reduce((text, [name, label]) => text.replaceAll(name, label), message);
-    return `${worded.charAt(0).toUpperCase()}${worded.slice(1)}`;
-  }
-  if (message.includes('past'))
-    return `The start time is in the past (more than ${graceMs / 1000} seconds ago): leave it empty to start now.`;
-  if (message.includes('30 days')) return 'The start time is more than 30 days ahead.';
-  return 'The start time is not a date and time: use the date picker, or leave it empty to start now.';
-}

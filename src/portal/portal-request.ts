@@ -1,4 +1,5 @@
 /** What every portal route file shares: its dependencies, the session of a request, forms, page replies. */
+import { ApiError } from '../errors/api-error.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
@@ -105,6 +106,19 @@ export function sendBadRequest(request: FastifyRequest, reply: FastifyReply, mes
 /** The 404 page: for unknown ids and for another account's ids alike. */
 export function sendNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return sendErrorPage(request, reply, 404, 'Not found', 'There is no such page in this account.');
+}
+
+/**
+ * A page of a list, or null when the URL's cursor (`starting_after`) names nothing in it: an old or edited
+ * link shows an empty list rather than an error.
+ */
+export async function pageOrNone<T>(listing: Promise<T>): Promise<T | null> {
+  try {
+    return await listing;
+  } catch (error) {
+    if (error instanceof ApiError && error.param === 'starting_after') return null;
+    throw error;
+  }
 }
 
 /** A redirect after a POST (303, so the browser follows with GET). */

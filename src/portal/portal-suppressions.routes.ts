@@ -14,7 +14,7 @@ import {
   removeSuppression,
   type ImportResult,
 } from '../features/suppressions/suppressions.service.js';
-import { frameUser, isPlainId, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { frameUser, isPlainId, pageOrNone, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { SuppressionForm, SuppressionImportForm, SuppressionNumberQuery, SuppressionsQuery } from './portal.schemas.js';
 import { noticeFor } from './views/layout.view.js';
 import { removeSuppressionPage, suppressionsPage, type SuppressionsPageInput } from './views/suppressions.view.js';
@@ -40,10 +40,12 @@ export const portalSuppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: PortalD
     extra: Omit<SuppressionsPageInput, 'user' | 'entries' | 'total' | 'paged' | 'olderUrl'>,
     startingAfter?: string,
   ) {
-    const listed = await listSuppressions(deps.db, accountId, {
-      limit: pageSize,
-      ...(startingAfter === undefined ? {} : { startingAfter }),
-    });
+    const listed = await pageOrNone(
+      listSuppressions(deps.db, accountId, {
+        limit: pageSize,
+        ...(startingAfter === undefined ? {} : { startingAfter }),
+      }),
+    );
     const entries = listed?.data ?? [];
     const last = entries.at(-1);
     return {
@@ -87,15 +89,16 @@ export const portalSuppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: PortalD
   app.get('/suppressions/remove', { schema: { querystring: SuppressionNumberQuery } }, async (request, reply) => {
     const session = sessionOf(request);
     const to = normalizeNumber(request.query.to ?? '');
-    const entry = to === null ? null : await getSuppression(deps.db, session.accountId, to);
-    if (!entry) return sendNotFound(request, reply);
+    if (to === null) return sendNotFound(request, reply);
+    const entry = await getSuppression(deps.db, session.accountId, to);
     return sendPage(reply, 200, removeSuppressionPage(frameUser(session), entry));
   });
 
   app.post('/suppressions/remove', { schema: { body: SuppressionForm } }, async (request, reply) => {
     const session = sessionOf(request);
     const to = normalizeNumber(request.body.to);
-    if (to === null || !(await removeSuppression(deps.db, session.accountId, to))) return sendNotFound(request, reply);
+    if (to === null) return sendNotFound(request, reply);
+    await removeSuppression(deps.db, session.accountId, to);
     return seeOther(reply, '/developers/suppressions?notice=suppression_removed');
   });
 

@@ -173,10 +173,12 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
     async (request, reply) => {
       const session = sessionOf(request);
       const { id, deliveryId } = request.params;
-      const result = await resendDelivery(deps.db, deps.clock, session.accountId, id, deliveryId);
-      if (result === 'not_found') return sendNotFound(request, reply);
-      if (result === 'endpoint_disabled') {
-        return renderEndpoint(request, reply, id, { error: 'The endpoint is disabled or deleted: enable it to resend.', status: 409 });
+      try {
+        await resendDelivery(deps.db, deps.clock, session.accountId, id, deliveryId);
+      } catch (error) {
+        // Nothing to resend to: the endpoint's page again, saying why (a conflict with its state, 409).
+        if (!(error instanceof ApiError && error.param === 'endpoint_id')) throw error;
+        return renderEndpoint(request, reply, id, { error: error.message, status: 409 });
       }
       deps.notifier.notify();
       const { back } = request.body;

@@ -164,6 +164,8 @@ export const portalRoutes: FastifyPluginAsync<{ deps: PortalDeps }> = async (app
   });
 
   app.setErrorHandler((error, request, reply) => {
+    // A service's not_found (an id of another account, or none) is the portal's 404 page, as for any unknown id.
+    if (error instanceof ApiError && error.code === 'not_found') return sendNotFound(request, reply);
     // Fastify's errors carry statusCode; the ApiError of a parser the app shares carries a catalogue code.
     const given = error instanceof ApiError ? statusOf(error.code) : (error as { statusCode?: unknown }).statusCode;
     const status = typeof given === 'number' ? given : 500;

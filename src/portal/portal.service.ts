@@ -54,24 +54,18 @@ export async function loadCallPage(db: Db, accountId: string, callId: string) {
   return { call, events: eventsWithDeliveries };
 }
 
-export type ResendResult = 'resent' | 'not_found' | 'endpoint_disabled';
-
-/** Sends a delivery's event again to the same endpoint; the delivery must be of this account and endpoint. */
-export async function resendDelivery(
-  db: Db,
-  clock: Clock,
-  accountId: string,
-  endpointId: string,
-  deliveryId: string,
-): Promise<ResendResult> {
+/**
+ * Sends a delivery's event again to the same endpoint; the delivery must be of this account and endpoint
+ * (a `not_found` otherwise), and the endpoint enabled (an `invalid_request` naming `endpoint_id` otherwise).
+ */
+export async function resendDelivery(db: Db, clock: Clock, accountId: string, endpointId: string, deliveryId: string): Promise<void> {
   const delivery = await findDelivery(db, accountId, deliveryId);
-  if (!delivery || delivery.endpoint_id !== endpointId) return 'not_found';
+  if (!delivery || delivery.endpoint_id !== endpointId) throw new ApiError('not_found');
   try {
     await resendEvent(db, clock, delivery.event_id, { endpointId, accountId });
-    return 'resent';
   } catch (error) {
     // The delivery's event is in this account, so what is not found is an enabled endpoint.
-    if (error instanceof ApiError && error.code === 'not_found') return 'endpoint_disabled';
-    throw error;
+    if (!(error instanceof ApiError && error.code === 'not_found')) throw error;
+    throw new ApiError('invalid_request', 'The endpoint is disabled or deleted: enable it to resend.', { param: 'endpoint_id' });
   }
 }

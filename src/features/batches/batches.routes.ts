@@ -18,22 +18,18 @@ import {
   batchBodyLimitBytes,
   createBatchPatternHints,
 } from './batches.schemas.js';
-import { changeBatch, createBatch, getBatch, listBatches, listRecipients, type BatchAction, type BatchesDeps } from './batches.service.js';
+import {
+  changeBatch,
+  createBatch,
+  listBatchRecipients,
+  listBatches,
+  retrieveBatch,
+  type BatchAction,
+  type BatchesDeps,
+} from './batches.service.js';
 
 /** The scope of an Idempotency-Key within an API key on the endpoint that creates batches. */
 export const createBatchRoute = 'POST /v1/batches';
-
-const notFound = (mode: string, id: string) =>
-  new ApiError(
-    'not_found',
-    id === '' ? 'A batch id is needed: /v1/batches/{id}.' : `No ${mode}-mode batch ${id.slice(0, 200)} in this account.`,
-  );
-
-const refusals: Record<BatchAction, (status: string) => ApiError> = {
-  pause: (status) => new ApiError('batch_finished', `The batch is ${status}; only a scheduled or running batch can be paused.`),
-  resume: (status) => new ApiError('batch_not_resumable', `The batch is ${status}; only a paused batch can be resumed.`),
-  cancel: () => new ApiError('batch_finished', 'The batch has completed: every recipient has ended, nothing is left to cancel.'),
-};
 
 const actionDocs: Record<BatchAction, { operationId: string; summary: string; description: string }> = {
   pause: {
@@ -108,14 +104,12 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
   app.get('/batches', { schema: listSchema }, async (request) => {
     const apiKey = requireApiKey(request);
     const { starting_after: startingAfter, status } = request.query;
-    const page = await listBatches(deps.db, apiKey.account_id, {
+    return listBatches(deps.db, apiKey.account_id, {
       mode: apiKey.mode,
       limit: parseListLimit(request.query.limit),
       ...(startingAfter === undefined ? {} : { startingAfter }),
       ...(status === undefined ? {} : { status }),
     });
-    if (!page) throw new ApiError('invalid_request', 'starting_after is not a batch of this account.', { param: 'starting_after' });
-    return page;
   });
   registerMethodNotAllowed(app, '/batches', ['GET', 'POST']);
 
@@ -129,9 +123,7 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
   };
   app.get('/batches/:id', { schema: retrieveSchema }, async (request) => {
     const apiKey = requireApiKey(request);
-    const batch = await getBatch(deps.db, request.params.id, { accountId: apiKey.account_id, mode: apiKey.mode });
-    if (!batch) throw notFound(apiKey.mode, request.params.id);
-    return batch;
+    return retrieveBatch(deps.db, request.params.id, { accountId: apiKey.account_id, mode: apiKey.mode });
   });
   registerMethodNotAllowed(app, '/batches/:id', ['GET']);
 
@@ -151,16 +143,13 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
     async (request) => {
       const apiKey = requireApiKey(request);
       const limit = parseListLimit(request.query.limit);
-      const batch = await getBatch(deps.db, request.params.id, { accountId: apiKey.account_id, mode: apiKey.mode });
-      if (!batch) throw notFound(apiKey.mode, request.params.id);
       const { starting_after: startingAfter, status } = request.query;
-      const page = await listRecipients(deps.db, batch.id, {
-        limit,
-        ...(startingAfter === undefined ? {} : { startingAfter }),
-        ...(status === undefined ? {} : { status }),
-      });
-      if (!page) throw new ApiError('invalid_request', 'starting_after is not a recipient of this batch.', { param: 'starting_after' });
-      return page;
+      return listBatchRecipients(
+        deps.db,
+        request.params.id,
+        { accountId: apiKey.account_id, mode: apiKey.mode },
+        { limit, ...(startingAfter === undefined ? {} : { startingAfter }), ...(status === undefined ? {} : { status }) },
+      );
     },
   );
   registerMethodNotAllowed(app, '/batches/:id/recipients', ['GET']);
@@ -178,10 +167,7 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
       },
       async (request) => {
         const apiKey = requireApiKey(request);
-        const result = await changeBatch(deps, request.params.id, action, { accountId: apiKey.account_id, mode: apiKey.mode });
-        if (result.kind === 'not_found') throw notFound(apiKey.mode, request.params.id);
-        if (result.kind === 'refused') throw refusals[action](result.batch.status);
-        return result.batch;
+        return changeBatch(deps, request.params.id, action, { accountId: apiKey.account_id, mode: apiKey.mode });
       },
     );
     registerMethodNotAllowed(app, `/batches/:id/${action}`, ['POST']);

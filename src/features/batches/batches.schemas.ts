@@ -2,7 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ListLimitQuery } from '../../http/list-limit.js';
 import { pathIdMaxLength } from '../../lib/ids.js';
-import type { PatternHints } from '../../errors/error-handler.js';
+import type { PatternHints } from '../../errors/validation-messages.js';
 import { e164Pattern } from '../../lib/phone-numbers.js';
 import { Metadata } from '../calls/calls.schemas.js';
 import { weekdays } from './calling-window.js';

@@ -1,9 +1,11 @@
 /**
  * Batches: many calls from one request, dialed by the worker's batch dialer (batch-dialer.job.ts) under
  * the batch's max_concurrency. This service creates, reads, pauses, resumes and cancels them; the HTTP
- * layer, the CLI and the portal call it with parsed input and get values back.
+ * layer, the CLI and the portal call it with parsed input and get values back, or an ApiError in the API's
+ * words when the request cannot be met (the CLI and the portal word some of them their own way).
  */
 import type { Db } from '../../db/database.js';
+import { ApiError } from '../../errors/api-error.js';
 import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
 import { isoTimestamp, parseIsoDateTime, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -205,6 +207,20 @@ export async function getBatch(db: Db, id: string, scope: repo.BatchScope = {}):
   return batch!;
 }
 
+/** The API's 404 for a batch id outside `scope`, naming the key's mode (a test key cannot see live batches). */
+function batchNotFound(id: string, scope: repo.BatchScope): ApiError {
+  if (id === '') return new ApiError('not_found', 'A batch id is needed: /v1/batches/{id}.');
+  const which = scope.mode === undefined ? 'batch' : `${scope.mode}-mode batch`;
+  return new ApiError('not_found', `No ${which} ${id.slice(0, 200)} in this account.`);
+}
+
+/** A batch within `scope`, or a `not_found`. */
+export async function retrieveBatch(db: Db, id: string, scope: repo.BatchScope = {}): Promise<Batch> {
+  const batch = await getBatch(db, id, scope);
+  if (!batch) throw batchNotFound(id, scope);
+  return batch;
+}
+
 /** A batch as the operator sees it, across accounts (the CLI): the API's fields, its account and its mode. */
 export type OperatorBatch = Batch & { readonly account_id: string; readonly mode: BatchRow['mode'] };
 
@@ -243,19 +259,24 @@ export function batchModes(db: Db, accountId: string, ids: readonly string[]): P
   return repo.modesOfBatches(db, accountId, ids);
 }
 
+/** A cursor (`starting_after`) that is not among the items listed: 400, so that it cannot probe others. */
+function foreignCursor(what: string): ApiError {
+  return new ApiError('invalid_request', `starting_after is not ${what}.`, { param: 'starting_after' });
+}
+
 /**
  * A page of the account's batches, newest first, as GET /v1/calls pages calls. `startingAfter` must be one
- * of the batches listed (same account and mode), so a cursor cannot probe others; null when it is not.
+ * of the batches listed (same account and mode), so a cursor cannot probe others.
  */
 export async function listBatches(
   db: Db,
   accountId: string,
   query: { limit: number; startingAfter?: string; status?: BatchStatus; mode?: BatchRow['mode'] },
-): Promise<{ data: Batch[]; has_more: boolean } | null> {
+): Promise<{ data: Batch[]; has_more: boolean }> {
   let cursor: BatchRow | undefined;
   if (query.startingAfter !== undefined) {
     cursor = await repo.findBatch(db, query.startingAfter, { accountId, ...(query.mode === undefined ? {} : { mode: query.mode }) });
-    if (!cursor) return null;
+    if (!cursor) throw foreignCursor('a batch of this account');
   }
   const rows = await repo.listBatches(db, {
     accountId,
@@ -269,17 +290,17 @@ export async function listBatches(
 
 /**
  * A page of a batch's recipients in the order sent; `batchId` must already be known to be in the caller's
- * scope. `startingAfter` must be a recipient of this batch; null when it is not.
+ * scope. `startingAfter` must be a recipient of this batch.
  */
 export async function listRecipients(
   db: Db,
   batchId: string,
   query: { limit: number; startingAfter?: string; status?: RecipientStatus },
-): Promise<{ data: Recipient[]; has_more: boolean } | null> {
+): Promise<{ data: Recipient[]; has_more: boolean }> {
   let afterPosition: number | undefined;
   if (query.startingAfter !== undefined) {
     const cursor = await repo.findRecipient(db, batchId, query.startingAfter);
-    if (!cursor) return null;
+    if (!cursor) throw foreignCursor('a recipient of this batch');
     afterPosition = cursor.position;
   }
   const rows = await repo.listRecipients(db, {
@@ -291,32 +312,39 @@ export async function listRecipients(
   return { data: rows.slice(0, query.limit).map(toRecipient), has_more: rows.length > query.limit };
 }
 
+/** A page of the recipients of a batch within `scope` (a `not_found` outside it). */
+export async function listBatchRecipients(
+  db: Db,
+  batchId: string,
+  scope: repo.BatchScope,
+  query: { limit: number; startingAfter?: string; status?: RecipientStatus },
+): Promise<{ data: Recipient[]; has_more: boolean }> {
+  const batch = await retrieveBatch(db, batchId, scope);
+  return listRecipients(db, batch.id, query);
+}
+
 export type BatchAction = 'pause' | 'resume' | 'cancel';
 
-/** `refused`: the batch ended (completed or cancelled) and cannot take this action; it is shown as it is. */
-export type BatchActionResult =
-  | { readonly kind: 'done'; readonly batch: Batch }
-  | { readonly kind: 'refused'; readonly batch: Batch }
-  | { readonly kind: 'not_found' };
+/** Why a batch that ended refuses the action, in the status the API answers (409). */
+const refusals: Record<BatchAction, (status: BatchStatus) => ApiError> = {
+  pause: (status) => new ApiError('batch_finished', `The batch is ${status}; only a scheduled or running batch can be paused.`),
+  resume: (status) => new ApiError('batch_not_resumable', `The batch is ${status}; only a paused batch can be resumed.`),
+  cancel: () => new ApiError('batch_finished', 'The batch has completed: every recipient has ended, nothing is left to cancel.'),
+};
 
 const finished: readonly BatchStatus[] = ['completed', 'cancelled'];
 
 /**
  * Pauses (no new dials; calls under way go on), resumes, or cancels (every recipient not yet dialed ends
  * `cancelled`, and so does the batch) a batch within `scope`. The same action twice gives the same batch.
- * Pausing or resuming a batch that ended, and cancelling a completed one, is refused.
+ * Pausing or resuming a batch that ended, and cancelling a completed one, is refused (409, nothing changed).
  */
-export async function changeBatch(
-  deps: BatchesDeps,
-  id: string,
-  action: BatchAction,
-  scope: repo.BatchScope = {},
-): Promise<BatchActionResult> {
+export async function changeBatch(deps: BatchesDeps, id: string, action: BatchAction, scope: repo.BatchScope = {}): Promise<Batch> {
   const { db, clock } = deps;
   let wake = false;
-  const result = await db.transaction().execute(async (trx): Promise<BatchActionResult> => {
+  const result = await db.transaction().execute(async (trx): Promise<Batch> => {
     const found = await repo.findBatch(trx, id, scope);
-    if (!found) return { kind: 'not_found' };
+    if (!found) throw batchNotFound(id, scope);
     // Locked before it is read again: the dialer or a call's end may be changing it at this moment.
     await repo.lockBatches(trx, [found.id]);
     const row = (await repo.findBatch(trx, found.id))!;
@@ -324,7 +352,7 @@ export async function changeBatch(
     const now = isoTimestamp(nowDate);
     const show = async (batch: BatchRow) => (await batchesWithCounts(trx, [batch]))[0]!;
     const refusing = action === 'cancel' ? row.status === 'completed' : finished.includes(row.status);
-    if (refusing) return { kind: 'refused', batch: await show(row) };
+    if (refusing) throw refusals[action](row.status);
     let changed: BatchRow | undefined;
     if (action === 'pause' && (row.status === 'scheduled' || row.status === 'running')) {
       changed = await repo.setBatchStatus(trx, row.id, [row.status], 'paused', now);
@@ -339,7 +367,7 @@ export async function changeBatch(
       wake = (await finishBatchesIfDone(trx, clock, [row.id])).size > 0;
       changed = await repo.findBatch(trx, row.id);
     }
-    return { kind: 'done', batch: await show(changed ?? row) };
+    return show(changed ?? row);
   });
   if (wake) deps.wakeWorkers?.();
   return result;

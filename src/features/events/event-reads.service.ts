@@ -4,6 +4,7 @@
  * signs and POSTs (the stored envelope), never rebuilt, so what the API shows is what a webhook carried.
  */
 import type { Db } from '../../db/database.js';
+import { ApiError } from '../../errors/api-error.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import * as repo from './events.repository.js';
@@ -30,21 +31,25 @@ export interface EventPageQuery {
 
 /**
  * A page of the key's events as JSON text, `{"data": [...], "has_more": …}`, newest first. `startingAfter`
- * must be an event this key can read, so a cursor cannot probe other accounts or modes; null when it is not.
+ * must be an event this key can read, so a cursor cannot probe other accounts or modes (400 when it is not).
  */
 export async function listEventsPageJson(
   db: Db,
   clock: Clock,
   key: { readonly accountId: string; readonly mode: ApiKeyMode },
   query: EventPageQuery,
-): Promise<string | null> {
+): Promise<string> {
   const since = windowStart(clock);
   let cursor: { createdAt: string; id: string } | undefined;
   if (query.startingAfter !== undefined) {
     const row = query.startingAfter.includes('\u0000')
       ? undefined
       : await repo.findEventOfMode(db, key.accountId, key.mode, query.startingAfter, since);
-    if (!row) return null;
+    if (!row) {
+      throw new ApiError('invalid_request', `starting_after is not a ${key.mode}-mode event of this account of the last 30 days.`, {
+        param: 'starting_after',
+      });
+    }
     cursor = { createdAt: row.created_at, id: row.id };
   }
   const rows = await repo.listEventsOfMode(db, {
@@ -60,16 +65,19 @@ export async function listEventsPageJson(
   return `{"data":[${page.join(',')}],"has_more":${rows.length > query.limit}}`;
 }
 
-/** One of the key's events as JSON text, or null when it is unknown, another account's or mode's, or older than the window. */
+/** One of the key's events as JSON text; a `not_found` when it is unknown, another account's or mode's, or older than the window. */
 export async function getEventJson(
   db: Db,
   clock: Clock,
   key: { readonly accountId: string; readonly mode: ApiKeyMode },
   id: string,
-): Promise<string | null> {
-  if (id.includes('\u0000')) return null;
-  const row = await repo.findEventOfMode(db, key.accountId, key.mode, id, windowStart(clock));
-  return row ? envelopeJson(row) : null;
+): Promise<string> {
+  const row = id.includes('\u0000') ? undefined : await repo.findEventOfMode(db, key.accountId, key.mode, id, windowStart(clock));
+  if (row) return envelopeJson(row);
+  throw new ApiError(
+    'not_found',
+    id === '' ? 'An event id is needed: GET /v1/events/{id}.' : `No ${key.mode}-mode event ${id} in this account in the last 30 days.`,
+  );
 }
 
 /** The events of one of the account's calls, oldest first (the portal's call page). */

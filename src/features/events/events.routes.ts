@@ -27,6 +27,21 @@ function sendJsonText(reply: FastifyReply, json: string): FastifyReply {
   return reply.type('application/json; charset=utf-8').send(json as never);
 }
 
+/** `created_after` as a date; its 400 names the likeliest slip, an offset's + sent unencoded. */
+function parseCreatedAfter(text: string): Date {
+  const createdAfter = parseIsoDateTime(text);
+  if (createdAfter) return createdAfter;
+  // An offset's + sent unencoded arrives as a space (form encoding): the likeliest slip, so say so.
+  const plusAsSpace = / \d{2}(:?\d{2})?$/.test(text) && parseIsoDateTime(text.replace(/ (?=[^ ]*$)/, '+'));
+  throw new ApiError(
+    'invalid_request',
+    plusAsSpace
+      ? "created_after has a space where its offset's + should be: a + in a query string reads as a space, so send it as %2B (2026-11-24T09:00:00%2B01:00), or use Z."
+      : 'created_after must be an ISO 8601 date and time with its time zone, such as 2026-11-24T09:00:00Z.',
+    { param: 'created_after' },
+  );
+}
+
 export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: EventsDeps }> = async (app, { deps }) => {
   app.get(
     '/events',
@@ -45,21 +60,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: EventsDeps }> = asy
       const apiKey = requireApiKey(request);
       const limit = parseListLimit(request.query.limit);
       const { starting_after: startingAfter, type, created_after: createdAfterText } = request.query;
-      let createdAfter: Date | undefined;
-      if (createdAfterText !== undefined) {
-        createdAfter = parseIsoDateTime(createdAfterText) ?? undefined;
-        if (!createdAfter) {
-          // An offset's + sent unencoded arrives as a space (form encoding): the likeliest slip, so say so.
-          const plusAsSpace = / \d{2}(:?\d{2})?$/.test(createdAfterText) && parseIsoDateTime(createdAfterText.replace(/ (?=[^ ]*$)/, '+'));
-          throw new ApiError(
-            'invalid_request',
-            plusAsSpace
-              ? "created_after has a space where its offset's + should be: a + in a query string reads as a space, so send it as %2B (2026-11-24T09:00:00%2B01:00), or use Z."
-              : 'created_after must be an ISO 8601 date and time with its time zone, such as 2026-11-24T09:00:00Z.',
-            { param: 'created_after' },
-          );
-        }
-      }
+      const createdAfter = createdAfterText === undefined ? undefined : parseCreatedAfter(createdAfterText);
       const page = await listEventsPageJson(
         deps.db,
         deps.clock,
@@ -71,11 +72,6 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: EventsDeps }> = asy
           ...(createdAfter === undefined ? {} : { createdAfter }),
         },
       );
-      if (page === null) {
-        throw new ApiError('invalid_request', `starting_after is not a ${apiKey.mode}-mode event of this account of the last 30 days.`, {
-          param: 'starting_after',
-        });
-      }
       return sendJsonText(reply, page);
     },
   );
@@ -95,16 +91,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: EventsDeps }> = asy
     },
     async (request, reply) => {
       const apiKey = requireApiKey(request);
-      const id = request.params.id;
-      const event = await getEventJson(deps.db, deps.clock, { accountId: apiKey.account_id, mode: apiKey.mode }, id);
-      if (event === null) {
-        throw new ApiError(
-          'not_found',
-          id === ''
-            ? 'An event id is needed: GET /v1/events/{id}.'
-            : `No ${apiKey.mode}-mode event ${id} in this account in the last 30 days.`,
-        );
-      }
+      const event = await getEventJson(deps.db, deps.clock, { accountId: apiKey.account_id, mode: apiKey.mode }, request.params.id);
       return sendJsonText(reply, event);
     },
   );

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/database.js';
+import { ApiError } from '../../errors/api-error.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { sha256Hex } from '../../lib/json.js';
 import type { RateLimiter } from '../rate-limit/rate-limit.interface.js';
@@ -111,10 +112,21 @@ export async function endSession(db: Db, session: Pick<PortalSession, 'id'>): Pr
   await repo.deleteSession(db, session.id);
 }
 
-export type SignInResult =
-  | { readonly kind: 'signed_in'; readonly token: string; readonly session: PortalSession }
-  | { readonly kind: 'invalid' }
-  | { readonly kind: 'throttled'; readonly retryAfterSeconds: number };
+export interface SignedIn {
+  /** For the session cookie; stored nowhere. */
+  readonly token: string;
+  readonly session: PortalSession;
+}
+
+/** A 429 that says when to try again, in minutes (the limits' windows are long). */
+function throttled(retryAfterSeconds: number): ApiError {
+  const minutes = Math.ceil(retryAfterSeconds / 60);
+  return new ApiError(
+    'rate_limit_exceeded',
+    `Sign-in is paused for this account or network. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+    { retryAfterSeconds },
+  );
+}
 
 export interface SignInDeps {
   readonly db: Db;
@@ -129,23 +141,23 @@ export interface SignInDeps {
  * limits; only failures use them up. The IP's attempt stays counted: refunding it would let someone with an
  * account of their own sign in between guesses at others and never meet the per-IP limit. An address that
  * used up its budget for an account is refused before the account-wide count, so its further tries do not
- * eat into what the owner's addresses have left.
+ * eat into what the owner's addresses have left. Refused with 429 `rate_limit_exceeded` past a limit and
+ * 401 `unauthorized` for a wrong email or password (which of the two is not said).
  */
-export async function signIn(deps: SignInDeps, input: { email: string; password: string; ip: string }): Promise<SignInResult> {
+export async function signIn(deps: SignInDeps, input: { email: string; password: string; ip: string }): Promise<SignedIn> {
   const email = normaliseEmail(input.email);
   const byIp = await deps.limiters.perIp.consume(`ip:${input.ip}`);
-  if (!byIp.allowed) return { kind: 'throttled', retryAfterSeconds: byIp.resetSeconds };
+  if (!byIp.allowed) throw throttled(byIp.resetSeconds);
   const known = email === '' ? undefined : await findUserByEmail(deps.db, email);
   const accountKey = known ? `account:${known.account_id}` : `email:${email.slice(0, 320)}`;
   const accountIpKey = `${accountKey}:ip:${input.ip}`;
   const byAccountIp = await deps.limiters.perAccountIp.consume(accountIpKey);
-  if (!byAccountIp.allowed) return { kind: 'throttled', retryAfterSeconds: byAccountIp.resetSeconds };
+  if (!byAccountIp.allowed) throw throttled(byAccountIp.resetSeconds);
   const byAccount = await deps.limiters.perAccount.consume(accountKey);
-  if (!byAccount.allowed) return { kind: 'throttled', retryAfterSeconds: byAccount.resetSeconds };
+  if (!byAccount.allowed) throw throttled(byAccount.resetSeconds);
   const user = await authenticateUser(deps.db, email, input.password);
-  if (!user) return { kind: 'invalid' };
+  if (!user) throw new ApiError('unauthorized', 'That email and password do not match a user.');
   await deps.limiters.perAccountIp.refund(accountIpKey);
   await deps.limiters.perAccount.refund(accountKey);
-  const { token, session } = await createSession(deps.db, deps.clock, user);
-  return { kind: 'signed_in', token, session };
+  return createSession(deps.db, deps.clock, user);
 }

@@ -5,8 +5,8 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Services } from '../../container.js';
-import { registerErrorHandling } from '../../errors/error-handler.js';
-import { registerRequestEdge } from '../../http/request-edge.hook.js';
+import errorHandler from '../../http/error-handler.plugin.js';
+import requestEdge from '../../http/request-edge.plugin.js';
 import { serverOptions } from '../../http/server-options.js';
 import { livenessRoutes } from '../health/health.routes.js';
 import { readinessRoutes } from '../health/readiness.routes.js';
@@ -14,8 +14,8 @@ import { metricsRoutes } from './metrics.routes.js';
 
 export function buildMetricsApp(services: Services): FastifyInstance {
   const app = Fastify(serverOptions(services.config, services.logger as FastifyBaseLogger));
-  registerRequestEdge(app);
-  registerErrorHandling(app);
+  app.register(requestEdge);
+  app.register(errorHandler);
   app.register(metricsRoutes, { metrics: services.metrics, token: services.config.metricsToken });
   app.register(readinessRoutes, { deps: services.readiness });
   app.register(livenessRoutes, { db: services.db });

@@ -19,7 +19,7 @@ export const openApiPath = '/v1/openapi.json';
 
 const header = (description: string, schema: Record<string, unknown> = { type: 'string' }) => ({ ...schema, description });
 
-/** Sent on every answer (src/http/request-edge.hook.ts). */
+/** Sent on every answer (src/http/request-edge.plugin.ts). */
 const requestIdHeader = {
   'X-Request-Id': header("req_…: the id of this request, also its body's request_id and its line in the request log"),
 };

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import fastifySwagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { renderDocsPage } from './docs.view.js';
 import { openApiPath, swaggerOptions } from './openapi.document.js';
 
@@ -23,10 +24,11 @@ const pageHeaders = {
 };
 
 /**
- * Must run before any route is added: @fastify/swagger learns the routes from the root's onRoute hook.
- * The document is built once, when first asked (every route is known by then), and kept as text.
+ * Registered before any other route: @fastify/swagger learns the routes from the root's onRoute hook (so
+ * this plugin is not encapsulated). The document is built once, when first asked (every route is known by
+ * then), and kept as text.
  */
-export function registerOpenApi(app: FastifyInstance): void {
+async function openApi(app: FastifyInstance): Promise<void> {
   app.register(fastifySwagger, swaggerOptions(apiVersion));
   let documentJson: string | undefined;
   let docsPage: string | undefined;
@@ -46,3 +48,5 @@ export function registerOpenApi(app: FastifyInstance): void {
     reply.header('cache-control', 'public, max-age=300').type('text/css; charset=utf-8').send(docsCss),
   );
 }
+
+export const openApiRoutes = fp(openApi, { name: 'openapi' });

@@ -33,8 +33,6 @@ function numberOfPath(to: string): string {
   return to;
 }
 
-const notListed = (to: string) => new ApiError('not_found', `${to} is not on this account's suppression list.`);
-
 export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsDeps }> = async (app, { deps }) => {
   app.post(
     '/suppressions',
@@ -83,12 +81,10 @@ export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsD
     async (request) => {
       const apiKey = requireApiKey(request);
       const { starting_after: startingAfter } = request.query;
-      const page = await listSuppressions(deps.db, apiKey.account_id, {
+      return listSuppressions(deps.db, apiKey.account_id, {
         limit: parseListLimit(request.query.limit),
         ...(startingAfter === undefined ? {} : { startingAfter }),
       });
-      if (!page) throw new ApiError('invalid_request', 'starting_after is not an entry of this account.', { param: 'starting_after' });
-      return page;
     },
   );
   registerMethodNotAllowed(app, '/suppressions', ['GET', 'POST']);
@@ -106,10 +102,7 @@ export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsD
       },
     },
     async (request) => {
-      const to = numberOfPath(request.params.to);
-      const entry = await getSuppression(deps.db, requireApiKey(request).account_id, to);
-      if (!entry) throw notListed(to);
-      return entry;
+      return getSuppression(deps.db, requireApiKey(request).account_id, numberOfPath(request.params.to));
     },
   );
 
@@ -126,8 +119,7 @@ export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsD
       },
     },
     async (request, reply) => {
-      const to = numberOfPath(request.params.to);
-      if (!(await removeSuppression(deps.db, requireApiKey(request).account_id, to))) throw notListed(to);
+      await removeSuppression(deps.db, requireApiKey(request).account_id, numberOfPath(request.params.to));
       return reply.code(204).send(null);
     },
   );

@@ -2,9 +2,11 @@
  * The suppression list: numbers an account must never call. POST /v1/calls refuses them (`403
  * number_suppressed`) and the batch dialer fails a recipient whose number is on the list when its turn
  * comes. One list per account, for test and live mode alike: it guards real people, whichever key added
- * the entry. The API, the CLI and the portal call this service with parsed input and get values back.
+ * the entry. The API, the CLI and the portal call this service with parsed input and get values back, or an
+ * ApiError in the API's words when the request cannot be met.
  */
 import type { Db } from '../../db/database.js';
+import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { CsvProblem } from '../../lib/csv.js';
 import { newId } from '../../lib/ids.js';
@@ -85,14 +87,18 @@ export async function addSuppression(
   return { kind: 'created', response, entry };
 }
 
-export async function getSuppression(db: Db, accountId: string, to: string): Promise<Suppression | null> {
+const notListed = (to: string) => new ApiError('not_found', `${to} is not on this account's suppression list.`);
+
+/** The entry of a listed number, or a `not_found`. */
+export async function getSuppression(db: Db, accountId: string, to: string): Promise<Suppression> {
   const row = await repo.findByNumber(db, accountId, to);
-  return row ? toSuppression(row) : null;
+  if (!row) throw notListed(to);
+  return toSuppression(row);
 }
 
-/** Takes a number off the account's list; false when it was not on it. */
-export async function removeSuppression(db: Db, accountId: string, to: string): Promise<boolean> {
-  return repo.deleteByNumber(db, accountId, to);
+/** Takes a number off the account's list, or a `not_found` when it was not on it. */
+export async function removeSuppression(db: Db, accountId: string, to: string): Promise<void> {
+  if (!(await repo.deleteByNumber(db, accountId, to))) throw notListed(to);
 }
 
 /** How many numbers are on the account's list. */
@@ -102,17 +108,17 @@ export async function countSuppressions(db: Db, accountId: string): Promise<numb
 
 /**
  * A page of the account's list, newest first, as GET /v1/calls pages calls. `startingAfter` must be an
- * entry of this account, so a cursor cannot probe others; null when it is not.
+ * entry of this account, so a cursor cannot probe others (400 when it is not).
  */
 export async function listSuppressions(
   db: Db,
   accountId: string,
   query: { readonly limit: number; readonly startingAfter?: string },
-): Promise<{ data: Suppression[]; has_more: boolean } | null> {
+): Promise<{ data: Suppression[]; has_more: boolean }> {
   let cursor: SuppressionRow | undefined;
   if (query.startingAfter !== undefined) {
     cursor = query.startingAfter.includes('\u0000') ? undefined : await repo.findById(db, accountId, query.startingAfter);
-    if (!cursor) return null;
+    if (!cursor) throw new ApiError('invalid_request', 'starting_after is not an entry of this account.', { param: 'starting_after' });
   }
   const rows = await repo.listSuppressions(db, {
     accountId,

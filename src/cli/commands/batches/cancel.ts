@@ -23,13 +23,17 @@ export const cancelBatchCommand: Command = {
       // awaited here, since the database closes when the command returns.
       let wake = false;
       const idempotency = { waitMs: config.idempotencyWaitMs, lockMs: config.idempotencyLockMs };
-      const result = await changeBatch({ db, clock, idempotency, wakeWorkers: () => (wake = true) }, before.id, 'cancel');
+      const cancelled = await changeBatch({ db, clock, idempotency, wakeWorkers: () => (wake = true) }, before.id, 'cancel').catch(
+        (error: unknown) => {
+          // The API's refusals, in the CLI's words (the batch id named, no sentence capitals).
+          if (!(error instanceof ApiError)) throw error;
+          if (error.code === 'not_found') throw new ApiError('not_found', `no batch with id "${batchId}"`);
+          if (error.code !== 'batch_finished') throw error;
+          throw new ApiError('batch_finished', `batch ${before.id} has completed: every recipient has ended, nothing is left to cancel`);
+        },
+      );
       if (wake) await wakeDeliveryWorkers();
-      if (result.kind === 'not_found') throw new ApiError('not_found', `no batch with id "${batchId}"`);
-      if (result.kind === 'refused') {
-        throw new ApiError('batch_finished', `batch ${before.id} has completed: every recipient has ended, nothing is left to cancel`);
-      }
-      const batch = { ...before, ...result.batch };
+      const batch = { ...before, ...cancelled };
       const underWay = batch.counts.dialing + batch.counts.in_progress;
       const what =
         before.status === 'cancelled'

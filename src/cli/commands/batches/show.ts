@@ -27,8 +27,7 @@ export const showBatchCommand: Command = {
     const limit = integerOption(args, 'limit', { min: 1, max: maxLimit, fallback: defaultLimit });
     return async ({ db }) => {
       const batch = await requireBatch(db, batchId);
-      // The batch is known to exist, so the page is never null (that is only for a foreign cursor).
-      const recipients = (await listRecipients(db, batch.id, { limit }))!;
+      const recipients = await listRecipients(db, batch.id, { limit });
       const shown = recipients.data.length;
       const total = batch.counts.total;
       const heading =

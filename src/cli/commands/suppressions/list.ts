@@ -22,9 +22,9 @@ export const listSuppressionsCommand: Command = {
           limit: listLimitMax,
           ...(after === undefined ? {} : { startingAfter: after }),
         });
-        entries.push(...page!.data);
-        if (!page!.has_more) break;
-        after = page!.data.at(-1)!.id;
+        entries.push(...page.data);
+        if (!page.has_more) break;
+        after = page.data.at(-1)!.id;
       }
       const text =
         entries.length === 0

@@ -16,9 +16,11 @@ export const removeSuppressionCommand: Command = {
     const to = numberOption(args);
     return async ({ db }) => {
       await requireAccount(db, accountId);
-      if (!(await removeSuppression(db, accountId, to))) {
+      await removeSuppression(db, accountId, to).catch((error: unknown) => {
+        // The API's not_found, in the CLI's words (the account named).
+        if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
         throw new ApiError('not_found', `${to} is not on the suppression list of account ${accountId}`, { param: 'to' });
-      }
+      });
       return {
         json: { to, account_id: accountId, removed: true },
         text: `Removed ${to} from the suppression list of account ${accountId}: it may be called again.`,

@@ -1,9 +1,10 @@
 /**
- * The request log's own hook: every authenticated API request, once answered, is added to the log (its
+ * The request log's plugin: every authenticated API request, once answered, is added to the log (its
  * rows are buffered and written in batches by RequestLogWriter). Requests without a valid key are not
  * logged: no account to show them to.
  */
 import type { FastifyInstance, onResponseHookHandler } from 'fastify';
+import fp from 'fastify-plugin';
 import { isoTimestamp } from '../../lib/clock.js';
 import { loggedBody } from './request-log-bodies.js';
 import type { RequestLogWriter } from './request-log.service.js';
@@ -16,18 +17,10 @@ declare module 'fastify' {
 }
 
 /**
- * Keeps a reference to each answer's serialized body for the log. Nothing else happens before the reply:
- * cutting and redacting wait for onResponse.
+ * Adds an answered request to the log; also run by hand for the answers the scope's hooks never see (the
+ * router's own errors). A callback hook, not an async one: every request runs it, and an async hook costs a
+ * promise and a turn.
  */
-export function registerResponseBodyCapture(scope: FastifyInstance): void {
-  scope.decorateRequest('responseBodyText', null);
-  scope.addHook('onSend', (request, _reply, payload, done) => {
-    request.responseBodyText = typeof payload === 'string' ? payload : null;
-    done(null, payload);
-  });
-}
-
-/** A callback hook, not an async one: every request runs it, and an async hook costs a promise and a turn. */
 export function requestLogHook(writer: RequestLogWriter): onResponseHookHandler {
   return (request, reply, done) => {
     const key = request.apiKey;
@@ -54,3 +47,23 @@ export function requestLogHook(writer: RequestLogWriter): onResponseHookHandler 
     done();
   };
 }
+
+export interface RequestLogOptions {
+  readonly writer: RequestLogWriter;
+}
+
+/**
+ * For the scope it is registered in (the API under /v1): keeps a reference to each answer's serialized body
+ * and logs the request once answered. Nothing else happens before the reply: cutting and redacting wait for
+ * onResponse.
+ */
+async function requestLog(scope: FastifyInstance, { writer }: RequestLogOptions): Promise<void> {
+  scope.decorateRequest('responseBodyText', null);
+  scope.addHook('onSend', (request, _reply, payload, done) => {
+    request.responseBodyText = typeof payload === 'string' ? payload : null;
+    done(null, payload);
+  });
+  scope.addHook('onResponse', requestLogHook(writer));
+}
+
+export default fp(requestLog, { name: 'request-log' });

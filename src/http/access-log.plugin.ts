@@ -1,7 +1,8 @@
 /** One access-log line per request, once it is answered (Fastify's own request logging, two lines, is off). */
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 
-export function registerAccessLog(app: FastifyInstance): void {
+async function accessLog(app: FastifyInstance): Promise<void> {
   const logger = app.log;
   // A callback hook, not an async one: every request runs it, and an async hook costs a promise and a turn.
   app.addHook('onResponse', (request, reply, done) => {
@@ -20,3 +21,5 @@ export function registerAccessLog(app: FastifyInstance): void {
     done();
   });
 }
+
+export default fp(accessLog, { name: 'access-log' });

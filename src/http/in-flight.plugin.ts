@@ -5,6 +5,14 @@
  * handler's writes fail and a call the provider placed is never stored.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Route handlers still running; shutdown waits for them before it closes the database. */
+    inFlight: InFlightHandlers;
+  }
+}
 
 export interface InFlightHandlers {
   /** Resolves true once no handler is running, or false when `timeoutMs` passes first. */
@@ -17,7 +25,7 @@ const tracked = new WeakSet<FastifyRequest>();
  * Counts from just before a handler runs (preHandler: the body is read and valid) to its answer (onSend,
  * which runs even when the client has gone). Requests answered before a handler runs are never counted.
  */
-export function trackHandlers(app: FastifyInstance): InFlightHandlers {
+function trackHandlers(app: FastifyInstance): InFlightHandlers {
   let running = 0;
   let waiters: (() => void)[] = [];
   // Callback hooks, not async ones: every request runs them, and an async hook costs a promise and a turn.
@@ -46,3 +54,9 @@ export function trackHandlers(app: FastifyInstance): InFlightHandlers {
     },
   };
 }
+
+async function inFlight(app: FastifyInstance): Promise<void> {
+  app.decorate('inFlight', trackHandlers(app));
+}
+
+export default fp(inFlight, { name: 'in-flight' });

@@ -3,6 +3,7 @@
  * begun, and the Host rule of HTTP/1.1.
  */
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { ApiError } from '../errors/api-error.js';
 import { sendError } from '../errors/error-handler.js';
 
@@ -13,7 +14,7 @@ function hostHeaderCount(rawHeaders: readonly string[]): number {
   return count;
 }
 
-export function registerRequestEdge(app: FastifyInstance): void {
+async function requestEdge(app: FastifyInstance): Promise<void> {
   // Set when close() begins (Fastify runs preClose hooks once it stops routing new work to handlers).
   let closing = false;
   app.addHook('preClose', async () => {
@@ -45,3 +46,5 @@ export function registerRequestEdge(app: FastifyInstance): void {
     done();
   });
 }
+
+export default fp(requestEdge, { name: 'request-edge' });

@@ -4,6 +4,7 @@
  * error renderer set it (`reply.errorCode`), so that a new refusal code is counted the day it is added.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify';
+import fp from 'fastify-plugin';
 import type { Metrics } from './metrics.js';
 
 /** A path no route matched (a 404, a scanner's guesses) shares this one label. */
@@ -12,7 +13,11 @@ export const unmatchedRoute = 'unmatched';
 /** Node's parser accepts a fixed list of methods; anything else would still be one label, not many. */
 const knownMethods = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-export function registerHttpMetrics(app: FastifyInstance, metrics: Metrics): void {
+export interface HttpMetricsOptions {
+  readonly metrics: Metrics;
+}
+
+async function httpMetrics(app: FastifyInstance, { metrics }: HttpMetricsOptions): Promise<void> {
   const record = (route: string, request: FastifyRequest, reply: FastifyReply): void => {
     const labels = { route, method: knownMethods.has(request.method) ? request.method : 'OTHER', status: String(reply.statusCode) };
     metrics.httpRequests.inc(labels);
@@ -41,3 +46,5 @@ export function registerHttpMetrics(app: FastifyInstance, metrics: Metrics): voi
     done();
   });
 }
+
+export default fp(httpMetrics, { name: 'http-metrics' });
