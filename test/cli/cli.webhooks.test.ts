@@ -35,7 +35,7 @@ const deliveriesWhen = (args: string[], ready: (data: Record<string, any>[]) => 
 /** A database, a local receiver and the app's worker running in this process, as a server would beside the CLI. */
 function withCliAndWorker(dialect: Dialect): void {
   before(async () => {
-    database = await createTestDatabase(dialect);
+    database = await createTestDatabase(dialect, { migrated: true });
     receiver = await startWebhookReceiver();
     env = cliEnv({ ...database.env, CALLGATE_WEBHOOK_ALLOW_PRIVATE: 'true' });
     accountId = (await runJson(env, ['accounts', 'create', '--name', 'Webhooks'])).id;

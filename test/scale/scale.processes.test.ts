@@ -140,7 +140,7 @@ function withScaleProcesses(dialect: Dialect): void {
   before(async () => {
     redis = new Redis({ host: redisHost, port: redisPort, lazyConnect: true, maxRetriesPerRequest: 1 });
     await redis.connect();
-    database = await createTestDatabase(dialect);
+    database = await createTestDatabase(dialect, { migrated: true });
     fake = await startFakeElevenLabs({ apiKey: elevenLabsKey });
     // The test process migrates and seeds; the servers start with CALLGATE_MIGRATE_ON_START=false, as in the
     // deployment guide's rolling setup (they would refuse a database behind their code).

@@ -73,7 +73,7 @@ await forEachDialect('Webhooks across real server processes', (dialect) => {
     postCall(server.url, seeded.seed.token, { agent_id: seeded.seed.agentId, to: `+1415555${String(1000 + index)}` });
 
   beforeEach(async () => {
-    database = await createTestDatabase(dialect);
+    database = await createTestDatabase(dialect, { migrated: true });
     receiver = await startWebhookReceiver();
     seeded = await seedDatabase(database, [receiver.url]);
     db = openDatabase(database.config).db;
@@ -224,7 +224,7 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
   const overlapping: string[] = [];
 
   before(async () => {
-    database = await createTestDatabase(dialect);
+    database = await createTestDatabase(dialect, { migrated: true });
     receivers = [await startWebhookReceiver(), await startWebhookReceiver()];
     for (const [index, receiver] of receivers.entries()) {
       const answered = new Set<string>();
