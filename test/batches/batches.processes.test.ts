@@ -25,7 +25,7 @@ import { letEveryWorkerDial, workerDialed } from '../support/batch-workers.js';
 
 /** A database with a seeded account (a simulator agent, an ElevenLabs agent and a live key), and its handle. */
 async function seededDatabase(dialect: Dialect): Promise<{ database: TestDatabase; handle: DatabaseHandle; seed: SeededAccount }> {
-  const database = await createTestDatabase(dialect);
+  const database = await createTestDatabase(dialect, { migrated: true });
   const services = await createServices(loadConfig({ ...testEnvDefaults, ...database.env }));
   try {
     const seed = await seedAccount(services);

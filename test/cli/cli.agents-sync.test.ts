@@ -38,7 +38,7 @@ await forEachDialect('callgate CLI agents sync', (dialect) => {
   let accountId: string;
 
   before(async () => {
-    database = await createTestDatabase(dialect);
+    database = await createTestDatabase(dialect, { migrated: true });
     fake = await startFakeElevenLabs({ apiKey });
     fake.agents = agents;
     fake.agentsPageSize = 2;

@@ -10,31 +10,32 @@ import { loadConfig } from '../../src/config.js';
 import { createServices, type Services } from '../../src/container.js';
 import { forEachDialect } from '../support/dialects.js';
 import { testEnvDefaults } from '../support/test-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { createTestDatabase, type Dialect, type TestDatabase } from '../support/test-database.js';
 import { startWebhookReceiver, verifyWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
 import { eventually } from '../support/wait.js';
 
-await forEachDialect('callgate CLI webhooks', (dialect) => {
-  let database: TestDatabase;
-  let receiver: WebhookReceiver;
-  let services: Services;
-  /** The CLI as configured on the server of these tests: private webhook targets allowed. */
-  let env: NodeJS.ProcessEnv;
-  let accountId: string;
-  let endpoint: Record<string, any>;
-  let testEventId: string;
-  let testDeliveryId: string;
+let database: TestDatabase;
+let receiver: WebhookReceiver;
+let services: Services;
+/** The CLI as configured on the server of these tests: private webhook targets allowed. */
+let env: NodeJS.ProcessEnv;
+let accountId: string;
+let endpoint: Record<string, any>;
+let testEventId: string;
+let testDeliveryId: string;
 
-  /** The account's deliveries as `deliveries list --json` shows them, once `ready` accepts them. */
-  const deliveriesWhen = (args: string[], ready: (data: Record<string, any>[]) => boolean) =>
-    eventually(`deliveries ${args.join(' ')}`, async () => {
-      const { data } = await runJson(env, ['deliveries', 'list', '--account', accountId, ...args]);
-      return ready(data) ? (data as Record<string, any>[]) : undefined;
-    });
+/** The account's deliveries as `deliveries list --json` shows them, once `ready` accepts them. */
+const deliveriesWhen = (args: string[], ready: (data: Record<string, any>[]) => boolean) =>
+  eventually(`deliveries ${args.join(' ')}`, async () => {
+    const { data } = await runJson(env, ['deliveries', 'list', '--account', accountId, ...args]);
+    return ready(data) ? (data as Record<string, any>[]) : undefined;
+  });
 
+/** A database, a local receiver and the app's worker running in this process, as a server would beside the CLI. */
+function withCliAndWorker(dialect: Dialect): void {
   before(async () => {
-    database = await createTestDatabase(dialect);
+    database = await createTestDatabase(dialect, { migrated: true });
     receiver = await startWebhookReceiver();
     env = cliEnv({ ...database.env, CALLGATE_WEBHOOK_ALLOW_PRIVATE: 'true' });
     accountId = (await runJson(env, ['accounts', 'create', '--name', 'Webhooks'])).id;
@@ -58,6 +59,10 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     await receiver.close();
     await database.drop();
   });
+}
+
+await forEachDialect('callgate CLI webhooks', (dialect) => {
+  withCliAndWorker(dialect);
 
   it('webhooks create refuses a private URL unless CALLGATE_WEBHOOK_ALLOW_PRIVATE is set, and returns the secret', async () => {
     const strict = cliEnv(database.env);
@@ -272,6 +277,49 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     assert.equal(text.stdout.match(/whsec_\S+/g)?.length, 1, 'only the new secret is shown');
   });
 
+  it('webhooks delete removes an endpoint; its pending deliveries end as failed', async () => {
+    // With the worker stopped, a test event stays pending until the delete fails it.
+    await services.jobs.stop();
+    const queued = await runJson(env, ['webhooks', 'test', endpoint.id]);
+    const deleted = await runJson(env, ['webhooks', 'delete', endpoint.id]);
+    assert.equal(deleted.id, endpoint.id);
+    assert.equal(deleted.deleted, true);
+    assert.equal(deleted.enabled, false);
+    assert.equal('secret' in deleted, false);
+
+    const { data } = await runJson(env, ['deliveries', 'list', '--account', accountId, '--endpoint', endpoint.id, '--limit', '1']);
+    assert.equal(data[0].id, queued.delivery_id);
+    assert.equal(data[0].status, 'failed');
+    assert.equal(data[0].last_error, 'The endpoint was deleted.');
+    assert.match(data[0].endpoint_deleted_at, /^\d{4}-\d\d-\d\dT/, 'the row says its endpoint is gone');
+    const table = await runCli(env, ['deliveries', 'list', '--account', accountId, '--endpoint', endpoint.id, '--limit', '1']);
+    assert.match(
+      table.stdout,
+      new RegExp(`${queued.delivery_id} +webhook\\.test .* failed +0 +The endpoint was deleted\\.`),
+      'the table says why',
+    );
+
+    const listed = await runJson(env, ['webhooks', 'list', '--account', accountId]);
+    assert.equal(
+      listed.data.some((row: { id: string }) => row.id === endpoint.id),
+      false,
+    );
+    await runFailing(env, ['webhooks', 'delete', endpoint.id], 1, /no webhook endpoint with id "we_/);
+    await runFailing(env, ['webhooks', 'test', endpoint.id], 1, /no webhook endpoint with id "we_/);
+    await runFailing(env, ['events', 'resend', testEventId, '--endpoint', endpoint.id], 1, /no enabled endpoint/);
+
+    const text = await runCli(env, ['webhooks', 'delete', (await runJson(env, ['webhooks', 'list', '--account', accountId])).data[0].id]);
+    assert.equal(text.code, 0);
+    assert.match(
+      text.stdout,
+      /^Deleted webhook endpoint we_\S+ \(http:\/\/127\.0\.0\.1:\d+\/hooks\?\w+\)\. Its pending deliveries ended as failed\.\n$/,
+    );
+  });
+});
+
+await forEachDialect('callgate CLI webhooks: an endpoint disabled by a 410', (dialect) => {
+  withCliAndWorker(dialect);
+
   it('an endpoint that answered 410 is disabled and says so; webhooks enable brings it back', async () => {
     const gone = await startWebhookReceiver();
     try {
@@ -315,44 +363,5 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     } finally {
       await gone.close();
     }
-  });
-
-  it('webhooks delete removes an endpoint; its pending deliveries end as failed', async () => {
-    // With the worker stopped, a test event stays pending until the delete fails it.
-    await services.jobs.stop();
-    const queued = await runJson(env, ['webhooks', 'test', endpoint.id]);
-    const deleted = await runJson(env, ['webhooks', 'delete', endpoint.id]);
-    assert.equal(deleted.id, endpoint.id);
-    assert.equal(deleted.deleted, true);
-    assert.equal(deleted.enabled, false);
-    assert.equal('secret' in deleted, false);
-
-    const { data } = await runJson(env, ['deliveries', 'list', '--account', accountId, '--endpoint', endpoint.id, '--limit', '1']);
-    assert.equal(data[0].id, queued.delivery_id);
-    assert.equal(data[0].status, 'failed');
-    assert.equal(data[0].last_error, 'The endpoint was deleted.');
-    assert.match(data[0].endpoint_deleted_at, /^\d{4}-\d\d-\d\dT/, 'the row says its endpoint is gone');
-    const table = await runCli(env, ['deliveries', 'list', '--account', accountId, '--endpoint', endpoint.id, '--limit', '1']);
-    assert.match(
-      table.stdout,
-      new RegExp(`${queued.delivery_id} +webhook\\.test .* failed +0 +The endpoint was deleted\\.`),
-      'the table says why',
-    );
-
-    const listed = await runJson(env, ['webhooks', 'list', '--account', accountId]);
-    assert.equal(
-      listed.data.some((row: { id: string }) => row.id === endpoint.id),
-      false,
-    );
-    await runFailing(env, ['webhooks', 'delete', endpoint.id], 1, /no webhook endpoint with id "we_/);
-    await runFailing(env, ['webhooks', 'test', endpoint.id], 1, /no webhook endpoint with id "we_/);
-    await runFailing(env, ['events', 'resend', testEventId, '--endpoint', endpoint.id], 1, /no enabled endpoint/);
-
-    const text = await runCli(env, ['webhooks', 'delete', (await runJson(env, ['webhooks', 'list', '--account', accountId])).data[0].id]);
-    assert.equal(text.code, 0);
-    assert.match(
-      text.stdout,
-      /^Deleted webhook endpoint we_\S+ \(http:\/\/127\.0\.0\.1:\d+\/hooks\?\w+\)\. Its pending deliveries ended as failed\.\n$/,
-    );
   });
 });

@@ -49,7 +49,7 @@ await describe('Connection loss on PostgreSQL (real processes through a TCP prox
   const processes = new Set<ServerProcess>();
 
   before(async () => {
-    database = await createTestDatabase('postgres');
+    database = await createTestDatabase('postgres', { migrated: true });
     receiver = await startWebhookReceiver();
     const services = await createServices(loadConfig({ ...testEnvDefaults, ...database.env }));
     try {

@@ -14,7 +14,7 @@ await forEachDialect('CALLGATE_METRICS_PORT in server processes', (dialect) => {
   let database: TestDatabase;
   const processes: ServerProcess[] = [];
   before(async () => {
-    database = await createTestDatabase(dialect);
+    database = await createTestDatabase(dialect, { migrated: true });
   });
   after(async () => {
     await Promise.all(processes.map((server) => server.stop()));

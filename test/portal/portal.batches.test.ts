@@ -11,6 +11,7 @@ import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { allRecipients, apiGet, createBatch, numbers, readBatch } from '../support/batch-client.js';
 import { forEachDialect } from '../support/dialects.js';
+import type { Dialect } from '../support/test-database.js';
 import { csrfOf, formTokenOf, portalOrigin, signedInClient, type PortalClient } from '../support/portal-client.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { until } from '../support/wait.js';
@@ -45,10 +46,50 @@ function multipartBody(fields: Record<string, string | string[]>, file?: FilePar
   return { payload: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
-await forEachDialect('Portal batches', (dialect) => {
-  let t: TestApp;
-  let client: PortalClient;
+let t: TestApp;
+let client: PortalClient;
 
+/** The new-batch form as loaded: its CSRF token and one-time form token. */
+async function loadForm(): Promise<{ csrf: string; formToken: string; page: string }> {
+  const page = await client.get('/developers/batches/new');
+  assert.equal(page.statusCode, 200);
+  return { csrf: csrfOf(page.body), formToken: formTokenOf(page.body), page: page.body };
+}
+
+function postMultipart(fields: Record<string, string | string[]>, file?: FilePart): Promise<LightMyRequestResponse> {
+  const { payload, contentType } = multipartBody(fields, file);
+  return t.inject({
+    method: 'POST',
+    url: '/developers/batches',
+    remoteAddress: client.ip,
+    headers: { 'content-type': contentType, origin: portalOrigin, cookie: `cg_session=${client.cookie}` },
+    payload,
+  });
+}
+
+async function batchCount(): Promise<number> {
+  const row = await t.services.db
+    .selectFrom('batches')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('account_id', '=', t.seed.accountId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+const formFields = (form: { csrf: string; formToken: string }, extra: Record<string, string | string[]> = {}) => ({
+  _csrf: form.csrf,
+  form_token: form.formToken,
+  api_key_id: t.seed.keyId,
+  agent_id: t.seed.agentId,
+  name: '',
+  scheduled_at: '',
+  max_concurrency: '5',
+  csv_text: '',
+  ...extra,
+});
+
+/** Each part below starts an app of its own with its workers, and signs in. */
+function withPortal(dialect: Dialect): void {
   before(async () => {
     t = await startTestApp(dialect, {
       startWorker: true,
@@ -59,45 +100,10 @@ await forEachDialect('Portal batches', (dialect) => {
   after(async () => {
     await t.close();
   });
+}
 
-  /** The new-batch form as loaded: its CSRF token and one-time form token. */
-  async function loadForm(): Promise<{ csrf: string; formToken: string; page: string }> {
-    const page = await client.get('/developers/batches/new');
-    assert.equal(page.statusCode, 200);
-    return { csrf: csrfOf(page.body), formToken: formTokenOf(page.body), page: page.body };
-  }
-
-  function postMultipart(fields: Record<string, string | string[]>, file?: FilePart): Promise<LightMyRequestResponse> {
-    const { payload, contentType } = multipartBody(fields, file);
-    return t.inject({
-      method: 'POST',
-      url: '/developers/batches',
-      remoteAddress: client.ip,
-      headers: { 'content-type': contentType, origin: portalOrigin, cookie: `cg_session=${client.cookie}` },
-      payload,
-    });
-  }
-
-  async function batchCount(): Promise<number> {
-    const row = await t.services.db
-      .selectFrom('batches')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('account_id', '=', t.seed.accountId)
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
-  }
-
-  const formFields = (form: { csrf: string; formToken: string }, extra: Record<string, string | string[]> = {}) => ({
-    _csrf: form.csrf,
-    form_token: form.formToken,
-    api_key_id: t.seed.keyId,
-    agent_id: t.seed.agentId,
-    name: '',
-    scheduled_at: '',
-    max_concurrency: '5',
-    csv_text: '',
-    ...extra,
-  });
+await forEachDialect('Portal batches: the new batch form and CSV files', (dialect) => {
+  withPortal(dialect);
 
   it('has a Batches entry in the navigation; the new batch form offers the account`s keys and agents', async () => {
     const list = await client.get('/developers/batches');
@@ -231,6 +237,10 @@ await forEachDialect('Portal batches', (dialect) => {
     assert.match(changed.body, /This form was already sent/);
     assert.equal(await batchCount(), before + 1, 'one batch for one form');
   });
+});
+
+await forEachDialect('Portal batches: lists, recipients, windows and retries', (dialect) => {
+  withPortal(dialect);
 
   it('lists the account`s batches newest first with a progress bar whose counts are written out, filtered and paged', async () => {
     const first = await createBatch(t, numbers(2, 3000), { scheduled_at: tomorrow(), name: 'First of the list' });
@@ -419,6 +429,10 @@ await forEachDialect('Portal batches', (dialect) => {
     );
     assert.match(cell(last, 'Next attempt')!, /muted">—/);
   });
+});
+
+await forEachDialect('Portal batches: actions, other accounts and test mode', (dialect) => {
+  withPortal(dialect);
 
   it('pauses, resumes and cancels with buttons valid for the state shown; a refused action is a clear message, not a 500', async () => {
     const batch = await createBatch(t, numbers(3, 7000), { scheduled_at: tomorrow() });

@@ -23,47 +23,49 @@ const password = 'correct horse battery';
 const skipReason = browserSkipReason();
 // A skipped test (not a skipped suite) so that the run's summary counts it as skipped.
 if (skipReason) it('Portal in a browser [sqlite]', { skip: skipReason }, () => undefined);
-else
-  describe('Portal in a browser [sqlite]', () => {
-    let t: TestApp;
-    let receiver: WebhookReceiver;
-    let browser: Browser;
-    let context: BrowserContext;
-    let page: Page;
-    let baseUrl: string;
-    let token: string;
+else {
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let baseUrl: string;
+  let token: string;
 
-    async function callApi(bearer: string) {
-      const response = await fetch(`${baseUrl}/v1/calls`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
-        body: JSON.stringify(callBody(t, { metadata: { customer_name: 'Ada', note: '<b>not bold</b>' } })),
-      });
-      return { status: response.status, body: (await response.json()) as Record<string, string> };
-    }
-
-    before(async () => {
-      const port = await freePort();
-      baseUrl = `http://127.0.0.1:${port}`;
-      t = await startTestApp('sqlite', {
-        startWorker: true,
-        env: { CALLGATE_SIMULATOR_DELAY_MS: '50', PORT: String(port), CALLGATE_PUBLIC_URL: baseUrl },
-        overrides: { dispatcherSweepIntervalMs: 100, monitorSweepIntervalMs: 20 },
-      });
-      await t.app.listen({ port, host: '127.0.0.1' });
-      await addUser(t.services.db, t.services.clock, { accountId: t.seed.accountId, email, password });
-      receiver = await startWebhookReceiver();
-      browser = await launchBrowser();
-      context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl });
-      page = await context.newPage();
+  async function callApi(bearer: string) {
+    const response = await fetch(`${baseUrl}/v1/calls`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
+      body: JSON.stringify(callBody(t, { metadata: { customer_name: 'Ada', note: '<b>not bold</b>' } })),
     });
-    after(async () => {
-      await browser?.close();
-      await receiver?.close();
-      await t?.close();
-    });
+    return { status: response.status, body: (await response.json()) as Record<string, string> };
+  }
 
+  // One app and one browser session for the whole file: each describe below goes on from where the one
+  // before it left the portal (signed in, with the key, endpoint and calls it made).
+  before(async () => {
+    const port = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    t = await startTestApp('sqlite', {
+      startWorker: true,
+      env: { CALLGATE_SIMULATOR_DELAY_MS: '50', PORT: String(port), CALLGATE_PUBLIC_URL: baseUrl },
+      overrides: { dispatcherSweepIntervalMs: 100, monitorSweepIntervalMs: 20 },
+    });
+    await t.app.listen({ port, host: '127.0.0.1' });
+    await addUser(t.services.db, t.services.clock, { accountId: t.seed.accountId, email, password });
+    receiver = await startWebhookReceiver();
+    browser = await launchBrowser();
+    context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl });
+    page = await context.newPage();
+  });
+  after(async () => {
+    await browser?.close();
+    await receiver?.close();
+    await t?.close();
+  });
+
+  describe('Portal in a browser [sqlite]: signing in and API keys', () => {
     it('signs in', async () => {
       await page.goto(`${baseUrl}/developers/api-keys`);
       assert.match(page.url(), /\/developers\/sign-in\?next=/);
@@ -159,7 +161,9 @@ else
       assert.equal(refused.status, 401);
       assert.equal(refused.body.error, 'unauthorized');
     });
+  });
 
+  describe('Portal in a browser [sqlite]: webhooks, calls, agents and requests', () => {
     it('adds a webhook endpoint, sends a test event and sees the delivery with its 200', async () => {
       await page.goto(`${baseUrl}/developers/webhooks`);
       await screenshot(page, '07-webhooks-empty');
@@ -260,7 +264,9 @@ else
       assert.ok(!text.includes(t.seed.token) && !/Bearer/.test(text), 'no token on the page');
       await screenshot(page, '15k-request');
     });
+  });
 
+  describe('Portal in a browser [sqlite]: charts, batches and suppressions', () => {
     it('draws the overview charts on the server: visible without JavaScript, nothing fetched from another origin', async (test) => {
       // A busy and an unanswered call beside the completed one of the test above, all live (the seed key).
       for (const to of ['+15005550001', '+15005550002', '+15005550002']) {
@@ -432,7 +438,9 @@ else
       assert.equal(await page.getByRole('cell', { name: '+14155550301', exact: true }).count(), 0);
       assert.equal(await page.getByRole('cell', { name: '+14155550302', exact: true }).count(), 1);
     });
+  });
 
+  describe('Portal in a browser [sqlite]: on a phone, the API reference, signing out', () => {
     it('reads well on a phone', async () => {
       const phone = await browser.newContext({
         viewport: { width: 390, height: 844 },
@@ -531,3 +539,4 @@ else
       assert.match(page.url(), /\/developers\/sign-in/);
     });
   });
+}

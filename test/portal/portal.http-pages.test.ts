@@ -5,11 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, it } from 'node:test';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
+import type { Dialect } from '../support/test-database.js';
+import { until } from '../support/wait.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { formTokenOf, signedInClient, type PortalClient } from '../support/portal-client.js';
@@ -22,21 +23,12 @@ function assertEscaped(page: string, where: string): void {
   assert.ok(!page.includes('<img src=x'), `${where}: a raw <img> from user data`);
 }
 
-async function until<T>(probe: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
+let t: TestApp;
+let receiver: WebhookReceiver;
+let client: PortalClient;
 
-await forEachDialect('Portal pages', (dialect) => {
-  let t: TestApp;
-  let receiver: WebhookReceiver;
-  let client: PortalClient;
-
+/** Each part below starts an app of its own, with the worker delivering to a local receiver, and signs in. */
+function withPortal(dialect: Dialect): void {
   before(async () => {
     t = await startTestApp(dialect, { startWorker: true, overrides: { dispatcherSweepIntervalMs: 50, monitorSweepIntervalMs: 20 } });
     receiver = await startWebhookReceiver();
@@ -46,6 +38,10 @@ await forEachDialect('Portal pages', (dialect) => {
     await receiver.close();
     await t.close();
   });
+}
+
+await forEachDialect('Portal pages: API keys and webhook endpoints', (dialect) => {
+  withPortal(dialect);
 
   it('shows a new key token once; the list then shows only its prefix; the key works until revoked', async () => {
     const created = await client.post('/developers/api-keys', {
@@ -183,11 +179,11 @@ await forEachDialect('Portal pages', (dialect) => {
     const test = await client.post(`${page}/test`, {});
     assert.equal(test.headers.location, `${page}?notice=test_sent`);
     const testHooks = () => receiver.received.filter((hook) => hook.body.includes('"type":"webhook.test"'));
-    const [hook] = await until(async () => testHooks().length >= 1 && testHooks(), 'the test event');
-    const withAttempt = await until(async () => {
+    const [hook] = await until('the test event', async () => (testHooks().length >= 1 ? testHooks() : undefined));
+    const withAttempt = await until('the attempt on the endpoint page', async () => {
       const response = await client.get(page);
-      return response.body.includes('thanks') && response.body;
-    }, 'the attempt on the endpoint page');
+      return response.body.includes('thanks') ? response.body : undefined;
+    });
     assert.match(withAttempt, /badge-ok">200</);
     assert.match(withAttempt, /<code>webhook\.test<\/code>/);
 
@@ -201,7 +197,7 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.ok(withAttempt.includes(`/deliveries/${deliveryId}/resend`), 'a resend button for the delivery');
     const resent = await client.post(`${page}/deliveries/${deliveryId}/resend`, { back: page });
     assert.equal(resent.headers.location, `${page}?notice=resent`);
-    const [, again] = await until(async () => testHooks().length >= 2 && testHooks(), 'the resent test event');
+    const [, again] = await until('the resent test event', async () => (testHooks().length >= 2 ? testHooks() : undefined));
     assert.equal(again!.headers['webhook-id'], hook!.headers['webhook-id'], 'the same event again');
 
     const edit = await client.get(`${page}/edit`);
@@ -217,13 +213,20 @@ await forEachDialect('Portal pages', (dialect) => {
     assert.match(disabledPage.body, /badge-bad">disabled</);
     assert.equal((await client.post(`${page}/test`, {})).statusCode, 409);
   }
+});
+
+await forEachDialect('Portal pages: calls and the request log', (dialect) => {
+  withPortal(dialect);
 
   it('lists calls newest first with filters, and shows a call with its outcome, events and deliveries', async () => {
     receiver.fallback = { status: 200, body: 'ok' };
     const endpoint = await createEndpoint(t.services.db, t.services.clock, true, { accountId: t.seed.accountId, url: receiver.url });
     const completed = (await t.createCall(callBody(t, { metadata: { customer: 'Ada' } }))).json();
     const failed = (await t.createCall(callBody(t, { to: '+15005550001' }))).json();
-    await until(async () => (await client.get(`/developers/calls/${failed.id}`)).body.includes('<code>busy</code>'), 'the failed outcome');
+    await until(
+      'the failed outcome',
+      async () => (await client.get(`/developers/calls/${failed.id}`)).body.includes('<code>busy</code>') || undefined,
+    );
     const list = await client.get('/developers/calls');
     assert.ok(list.body.indexOf(failed.id) < list.body.indexOf(completed.id), 'newest first');
     const onlyFailed = await client.get('/developers/calls?status=failed');
@@ -257,10 +260,10 @@ await forEachDialect('Portal pages', (dialect) => {
       'agent and status together',
     );
 
-    const page = await until(async () => {
+    const page = await until('the completed call with its delivered event', async () => {
       const response = await client.get(`/developers/calls/${completed.id}`);
-      return /call\.completed/.test(response.body) && /badge-ok">200</.test(response.body) && response.body;
-    }, 'the completed call with its delivered event');
+      return /call\.completed/.test(response.body) && /badge-ok">200</.test(response.body) ? response.body : undefined;
+    });
     assert.match(page, /Duration<\/dt><dd>\d+ s/);
     assert.match(page, /&quot;customer&quot;: &quot;Ada&quot;/);
     assert.ok(page.includes(receiver.url));
@@ -296,11 +299,11 @@ await forEachDialect('Portal pages', (dialect) => {
     const overview = (await client.get('/developers')).body;
     assert.deepEqual([modeIn(overview, live.id), modeIn(overview, test.id)], ['live', 'test']);
 
-    const page = await until(async () => {
+    const page = await until('both deliveries of the test call', async () => {
       const body = (await client.get(`/developers/calls/${test.id}`)).body;
       // Each delivery's summary shows its last status: both delivered.
-      return (body.match(/<summary>(?:(?!<\/summary>)[\s\S])*badge-ok">200</g) ?? []).length === 2 && body;
-    }, 'both deliveries of the test call');
+      return (body.match(/<summary>(?:(?!<\/summary>)[\s\S])*badge-ok">200</g) ?? []).length === 2 ? body : undefined;
+    });
     assert.match(page, /<p><span class="badge badge-\w+">completed<\/span> <span class="badge badge-neutral">test<\/span><\/p>/);
     const summaries = [...page.matchAll(/<summary>([\s\S]*?)<\/summary>/g)]
       .map((match) => match[1]!)
@@ -334,6 +337,10 @@ await forEachDialect('Portal pages', (dialect) => {
     const missing = await client.get('/developers/requests?request_id=req_nothing');
     assert.match(missing.body, /No request <code>req_nothing<\/code>/);
   });
+});
+
+await forEachDialect('Portal pages: escaping, other accounts and unknown paths', (dialect) => {
+  withPortal(dialect);
 
   it('escapes hostile names, descriptions, metadata, paths and response excerpts on every page', async () => {
     const evil = await t.newAccount({ agentId: 'agent_evil', mode: 'test' });
@@ -382,10 +389,13 @@ await forEachDialect('Portal pages', (dialect) => {
     });
     await t.services.requestLog.flush();
     await until(
-      async () => (await evilClient.get(endpointPage)).body.includes('&lt;script&gt;alert(&quot;r&quot;)'),
       'the hostile excerpt',
+      async () => (await evilClient.get(endpointPage)).body.includes('&lt;script&gt;alert(&quot;r&quot;)') || undefined,
     );
-    await until(async () => (await evilClient.get(`/developers/calls/${callId}`)).body.includes('call.completed'), 'the call event');
+    await until(
+      'the call event',
+      async () => (await evilClient.get(`/developers/calls/${callId}`)).body.includes('call.completed') || undefined,
+    );
 
     for (const url of [
       '/developers',
@@ -418,14 +428,12 @@ await forEachDialect('Portal pages', (dialect) => {
     const other = await t.newAccount({ agentId: 'agent_other' });
     const otherEndpoint = await createEndpoint(t.services.db, t.services.clock, true, { accountId: other.accountId, url: receiver.url });
     const otherCall = (await t.createCall({ agent_id: 'agent_other', to: '+14155550123' }, { token: other.token })).json();
-    const otherDelivery = await until(
-      () =>
-        t.services.db
-          .selectFrom('webhook_deliveries')
-          .select(['id', 'endpoint_id'])
-          .where('account_id', '=', other.accountId)
-          .executeTakeFirst(),
-      "the other account's delivery",
+    const otherDelivery = await until("the other account's delivery", () =>
+      t.services.db
+        .selectFrom('webhook_deliveries')
+        .select(['id', 'endpoint_id'])
+        .where('account_id', '=', other.accountId)
+        .executeTakeFirst(),
     );
     const ownEndpoint = await createEndpoint(t.services.db, t.services.clock, true, { accountId: t.seed.accountId, url: receiver.url });
     const before = {

@@ -11,6 +11,7 @@ import { resetPassword } from '../../src/features/identity/users.service.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { sha256Hex } from '../../src/lib/json.js';
 import { forEachDialect } from '../support/dialects.js';
+import type { Dialect } from '../support/test-database.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import {
@@ -28,10 +29,11 @@ const perAccountLimit = 6;
 const perAccountIpLimit = 3;
 const perIpLimit = 12;
 
-await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
-  let t: TestApp;
-  let receiver: WebhookReceiver;
+let t: TestApp;
+let receiver: WebhookReceiver;
 
+/** Each part below starts an app of its own with these sign-in limits, and a local webhook receiver. */
+function withPortal(dialect: Dialect): void {
   before(async () => {
     t = await startTestApp(dialect, {
       env: {
@@ -46,6 +48,10 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     await receiver.close();
     await t.close();
   });
+}
+
+await forEachDialect('Portal sign-in and sessions', (dialect) => {
+  withPortal(dialect);
 
   it('sends a visitor without a session to the sign-in page, keeping where they were going', async () => {
     const client = portalClient(t);
@@ -256,6 +262,10 @@ await forEachDialect('Portal sign-in, sessions and CSRF', (dialect) => {
     assert.equal((await portalClient(t).signIn(client.email)).statusCode, 401, 'the old password no longer works');
     assert.equal((await portalClient(t).signIn(client.email, 'a brand new password')).statusCode, 303);
   });
+});
+
+await forEachDialect('Portal CSRF and sign-in throttling', (dialect) => {
+  withPortal(dialect);
 
   it('refuses every state-changing form without the session CSRF token, and changes nothing', async () => {
     const client = await signedInClient(t, await t.newAccount());

@@ -13,6 +13,7 @@ import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { signElevenLabs } from '../../src/features/providers/elevenlabs/elevenlabs.signature.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
+import type { Dialect } from '../support/test-database.js';
 import { startFakeElevenLabs, type FakeElevenLabs, type FakeReply } from '../support/fake-elevenlabs.js';
 import { countCalls, startTestApp, type TestApp } from '../support/test-app.js';
 import { startWebhookReceiver, verifyWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -142,13 +143,16 @@ const errorCases: ErrorCase[] = [
   { name: '200 with a body that is not JSON', reply: { status: 200, body: 'OK' }, status: 502, error: 'provider_error' },
 ];
 
-await forEachDialect('ElevenLabs provider', (dialect) => {
-  const logs = memoryLogs();
-  let fake: FakeElevenLabs;
-  let t: TestApp;
-  let receiver: WebhookReceiver;
-  let endpointSecret: string;
+const logs = memoryLogs();
+let fake: FakeElevenLabs;
+let t: TestApp;
+let receiver: WebhookReceiver;
+let endpointSecret: string;
+/** Every API token and endpoint secret of the apps below, none of which may be logged. */
+const secretsOfApps: string[] = [];
 
+/** Each part below starts an app of its own (all logging to `logs`), a fake ElevenLabs and a receiver. */
+function withElevenLabs(dialect: Dialect): void {
   before(async () => {
     fake = await startFakeElevenLabs({ apiKey });
     fake.phoneNumbers = structuredClone(workspaceNumbers);
@@ -161,25 +165,30 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
     receiver = await startWebhookReceiver();
     endpointSecret = (await createEndpoint(t.services.db, t.services.clock, true, { accountId: t.seed.accountId, url: receiver.url }))
       .secret;
+    secretsOfApps.push(t.seed.token, endpointSecret);
   });
   after(async () => {
     await t?.close();
     await receiver?.close();
     await fake?.close();
   });
+}
 
-  /** The verified call.* envelope delivered for a call, once it arrived. */
-  async function deliveredFor(callId: string): Promise<Record<string, any>> {
-    let found: Record<string, any> | undefined;
-    await waitUntil(() => {
-      for (const hook of receiver.received) {
-        const payload = verifyWebhook(hook, endpointSecret);
-        if (payload.data?.id === callId) found = payload;
-      }
-      return found !== undefined;
-    }, `delivery for ${callId}`);
-    return found!;
-  }
+/** The verified call.* envelope delivered for a call, once it arrived. */
+async function deliveredFor(callId: string): Promise<Record<string, any>> {
+  let found: Record<string, any> | undefined;
+  await waitUntil(() => {
+    for (const hook of receiver.received) {
+      const payload = verifyWebhook(hook, endpointSecret);
+      if (payload.data?.id === callId) found = payload;
+    }
+    return found !== undefined;
+  }, `delivery for ${callId}`);
+  return found!;
+}
+
+await forEachDialect('ElevenLabs provider: placing calls and their errors', (dialect) => {
+  withElevenLabs(dialect);
 
   describe('placing calls', () => {
     it('Twilio number: POST twilio/outbound-call with xi-api-key and the metadata as dynamic_variables', async () => {
@@ -332,336 +341,337 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
       assert.equal(held.length, 0);
     });
   });
+});
 
-  describe('post-call webhooks', () => {
-    it('checks ElevenLabs-Signature: wrong secret, tampered body, stale, far-future, missing and malformed are refused with 401', async () => {
-      const { id, conversationId } = await placeCall(t, 'agent_el_twilio');
-      const now = nowSeconds(t);
-      const body = JSON.stringify(transcriptionEvent(conversationId, { startSecs: now - 60, durationSecs: 48, summary: 'Confirmed.' }));
-      const tampered = body.replace('"call_duration_secs":48', '"call_duration_secs":4800');
-      assert.notEqual(tampered, body);
-      const refusals: [string, string | undefined, string, RegExp][] = [
-        ['wrong secret', signElevenLabs('wsec_not_the_secret', now, body), body, /invalid/],
-        ['tampered body', signElevenLabs(webhookSecret, now, body), tampered, /invalid/],
-        ['stale timestamp (31 minutes)', signElevenLabs(webhookSecret, now - 31 * 60, body), body, /too old/],
-        ['timestamp 31 minutes ahead', signElevenLabs(webhookSecret, now + 31 * 60, body), body, /ahead of this server's clock/],
-        ['missing header', undefined, body, /missing/],
-        ['malformed header', 'v0=deadbeef', body, /invalid/],
-        [
-          'signature of another timestamp',
-          signElevenLabs(webhookSecret, now - 1, body).replace(`t=${now - 1}`, `t=${now}`),
-          body,
-          /invalid/,
-        ],
-      ];
-      for (const [name, signature, sent, message] of refusals) {
-        const res = await postWebhook(t, sent, signature);
-        assert.equal(res.statusCode, 401, `${name}: ${res.body}`);
-        assert.equal(res.json().error, 'unauthorized', name);
-        assert.match(res.json().message, message, name);
-      }
-      assert.equal((await readCall(t, id)).status, 'initiated');
-      assert.equal((await eventsOf(t, id)).length, 0);
+await forEachDialect('ElevenLabs post-call webhooks: signature, outcomes, duplicates and ignored kinds', (dialect) => {
+  withElevenLabs(dialect);
 
-      // 29 minutes old is still within their 30-minute tolerance.
-      const accepted = await postWebhook(t, body, signElevenLabs(webhookSecret, now - 29 * 60, body));
-      assert.equal(accepted.statusCode, 200, accepted.body);
-      assert.deepEqual(accepted.json(), { received: true, handling: 'recorded' });
-    });
-
-    it('post_call_transcription → a signed call.completed at the receiver, with duration, summary and times', async () => {
-      const { id, conversationId } = await placeCall(t, 'agent_el_twilio', { metadata: { customer_name: 'Ada' } });
-      const startSecs = nowSeconds(t) - 120;
-      const summary = 'Ada confirmed the appointment at 14:00.';
-      const res = await sendSignedWebhook(t, transcriptionEvent(conversationId, { startSecs, durationSecs: 48, summary }));
-      assert.equal(res.statusCode, 200, res.body);
-      assert.deepEqual(res.json(), { received: true, handling: 'recorded' });
-
-      const payload = await deliveredFor(id);
-      assert.equal(payload.type, 'call.completed');
-      assert.deepEqual(payload.data, {
-        id,
-        agent_id: 'agent_el_twilio',
-        status: 'completed',
-        duration_seconds: 48,
-        transcript_summary: summary,
-        started_at: new Date(startSecs * 1000).toISOString(),
-        ended_at: new Date((startSecs + 48) * 1000).toISOString(),
-      });
-      const call = await readCall(t, id);
-      assert.equal(call.status, 'completed');
-      assert.equal(call.duration_seconds, 48);
-      assert.equal(call.transcript_summary, summary);
-      assert.equal(call.started_at, payload.data.started_at);
-      assert.equal(call.ended_at, payload.data.ended_at);
-    });
-
-    for (const [theirs, ours, kind] of [
-      ['busy', 'busy', 'twilio'],
-      ['no-answer', 'no_answer', 'sip'],
-      ['unknown', 'unknown', 'twilio'],
-    ] as const) {
-      it(`call_initiation_failure ${theirs} (${kind}) → a signed call.failed with failure_reason ${ours}`, async () => {
-        const { id, conversationId } = await placeCall(t, kind === 'sip' ? 'agent_el_sip' : 'agent_el_twilio');
-        const eventSecs = nowSeconds(t) - 3;
-        const res = await sendSignedWebhook(t, initiationFailureEvent(conversationId, theirs, kind, eventSecs));
-        assert.equal(res.statusCode, 200, res.body);
-        assert.equal(res.json().handling, 'recorded');
-        const payload = await deliveredFor(id);
-        assert.equal(payload.type, 'call.failed');
-        assert.deepEqual(Object.keys(payload.data).sort(), ['agent_id', 'failed_at', 'failure_message', 'failure_reason', 'id', 'status']);
-        assert.equal(payload.data.status, 'failed');
-        assert.equal(payload.data.failure_reason, ours);
-        assert.equal(typeof payload.data.failure_message, 'string');
-        assert.equal(payload.data.failed_at, new Date(eventSecs * 1000).toISOString());
-        assert.ok(!JSON.stringify(payload).includes('INVITE failed'), 'their SIP internals stay out of our event');
-        assert.equal((await readCall(t, id)).failure_reason, ours);
-      });
+  it('checks ElevenLabs-Signature: wrong secret, tampered body, stale, far-future, missing and malformed are refused with 401', async () => {
+    const { id, conversationId } = await placeCall(t, 'agent_el_twilio');
+    const now = nowSeconds(t);
+    const body = JSON.stringify(transcriptionEvent(conversationId, { startSecs: now - 60, durationSecs: 48, summary: 'Confirmed.' }));
+    const tampered = body.replace('"call_duration_secs":48', '"call_duration_secs":4800');
+    assert.notEqual(tampered, body);
+    const refusals: [string, string | undefined, string, RegExp][] = [
+      ['wrong secret', signElevenLabs('wsec_not_the_secret', now, body), body, /invalid/],
+      ['tampered body', signElevenLabs(webhookSecret, now, body), tampered, /invalid/],
+      ['stale timestamp (31 minutes)', signElevenLabs(webhookSecret, now - 31 * 60, body), body, /too old/],
+      ['timestamp 31 minutes ahead', signElevenLabs(webhookSecret, now + 31 * 60, body), body, /ahead of this server's clock/],
+      ['missing header', undefined, body, /missing/],
+      ['malformed header', 'v0=deadbeef', body, /invalid/],
+      ['signature of another timestamp', signElevenLabs(webhookSecret, now - 1, body).replace(`t=${now - 1}`, `t=${now}`), body, /invalid/],
+    ];
+    for (const [name, signature, sent, message] of refusals) {
+      const res = await postWebhook(t, sent, signature);
+      assert.equal(res.statusCode, 401, `${name}: ${res.body}`);
+      assert.equal(res.json().error, 'unauthorized', name);
+      assert.match(res.json().message, message, name);
     }
+    assert.equal((await readCall(t, id)).status, 'initiated');
+    assert.equal((await eventsOf(t, id)).length, 0);
 
-    it('a webhook delivered twice, one after the other or at once, makes one outcome and one event', async () => {
-      const sequential = await placeCall(t, 'agent_el_twilio');
-      const concurrent = await placeCall(t, 'agent_el_twilio');
-      const event = (conversationId: string) =>
-        transcriptionEvent(conversationId, { startSecs: nowSeconds(t) - 90, durationSecs: 30, summary: 'Done.' });
+    // 29 minutes old is still within their 30-minute tolerance.
+    const accepted = await postWebhook(t, body, signElevenLabs(webhookSecret, now - 29 * 60, body));
+    assert.equal(accepted.statusCode, 200, accepted.body);
+    assert.deepEqual(accepted.json(), { received: true, handling: 'recorded' });
+  });
 
-      const first = await sendSignedWebhook(t, event(sequential.conversationId));
-      const second = await sendSignedWebhook(t, event(sequential.conversationId));
-      assert.deepEqual([first.statusCode, second.statusCode], [200, 200]);
-      assert.deepEqual([first.json().handling, second.json().handling], ['recorded', 'duplicate']);
-      // A failure report after the completion changes nothing either.
-      const late = await sendSignedWebhook(t, initiationFailureEvent(sequential.conversationId, 'busy', 'twilio', nowSeconds(t)));
-      assert.equal(late.json().handling, 'duplicate');
+  it('post_call_transcription → a signed call.completed at the receiver, with duration, summary and times', async () => {
+    const { id, conversationId } = await placeCall(t, 'agent_el_twilio', { metadata: { customer_name: 'Ada' } });
+    const startSecs = nowSeconds(t) - 120;
+    const summary = 'Ada confirmed the appointment at 14:00.';
+    const res = await sendSignedWebhook(t, transcriptionEvent(conversationId, { startSecs, durationSecs: 48, summary }));
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(res.json(), { received: true, handling: 'recorded' });
 
-      const body = event(concurrent.conversationId);
-      const both = await Promise.all([sendSignedWebhook(t, body), sendSignedWebhook(t, body)]);
+    const payload = await deliveredFor(id);
+    assert.equal(payload.type, 'call.completed');
+    assert.deepEqual(payload.data, {
+      id,
+      agent_id: 'agent_el_twilio',
+      status: 'completed',
+      duration_seconds: 48,
+      transcript_summary: summary,
+      started_at: new Date(startSecs * 1000).toISOString(),
+      ended_at: new Date((startSecs + 48) * 1000).toISOString(),
+    });
+    const call = await readCall(t, id);
+    assert.equal(call.status, 'completed');
+    assert.equal(call.duration_seconds, 48);
+    assert.equal(call.transcript_summary, summary);
+    assert.equal(call.started_at, payload.data.started_at);
+    assert.equal(call.ended_at, payload.data.ended_at);
+  });
+
+  for (const [theirs, ours, kind] of [
+    ['busy', 'busy', 'twilio'],
+    ['no-answer', 'no_answer', 'sip'],
+    ['unknown', 'unknown', 'twilio'],
+  ] as const) {
+    it(`call_initiation_failure ${theirs} (${kind}) → a signed call.failed with failure_reason ${ours}`, async () => {
+      const { id, conversationId } = await placeCall(t, kind === 'sip' ? 'agent_el_sip' : 'agent_el_twilio');
+      const eventSecs = nowSeconds(t) - 3;
+      const res = await sendSignedWebhook(t, initiationFailureEvent(conversationId, theirs, kind, eventSecs));
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().handling, 'recorded');
+      const payload = await deliveredFor(id);
+      assert.equal(payload.type, 'call.failed');
+      assert.deepEqual(Object.keys(payload.data).sort(), ['agent_id', 'failed_at', 'failure_message', 'failure_reason', 'id', 'status']);
+      assert.equal(payload.data.status, 'failed');
+      assert.equal(payload.data.failure_reason, ours);
+      assert.equal(typeof payload.data.failure_message, 'string');
+      assert.equal(payload.data.failed_at, new Date(eventSecs * 1000).toISOString());
+      assert.ok(!JSON.stringify(payload).includes('INVITE failed'), 'their SIP internals stay out of our event');
+      assert.equal((await readCall(t, id)).failure_reason, ours);
+    });
+  }
+
+  it('a webhook delivered twice, one after the other or at once, makes one outcome and one event', async () => {
+    const sequential = await placeCall(t, 'agent_el_twilio');
+    const concurrent = await placeCall(t, 'agent_el_twilio');
+    const event = (conversationId: string) =>
+      transcriptionEvent(conversationId, { startSecs: nowSeconds(t) - 90, durationSecs: 30, summary: 'Done.' });
+
+    const first = await sendSignedWebhook(t, event(sequential.conversationId));
+    const second = await sendSignedWebhook(t, event(sequential.conversationId));
+    assert.deepEqual([first.statusCode, second.statusCode], [200, 200]);
+    assert.deepEqual([first.json().handling, second.json().handling], ['recorded', 'duplicate']);
+    // A failure report after the completion changes nothing either.
+    const late = await sendSignedWebhook(t, initiationFailureEvent(sequential.conversationId, 'busy', 'twilio', nowSeconds(t)));
+    assert.equal(late.json().handling, 'duplicate');
+
+    const body = event(concurrent.conversationId);
+    const both = await Promise.all([sendSignedWebhook(t, body), sendSignedWebhook(t, body)]);
+    assert.deepEqual(
+      both.map((res) => res.statusCode),
+      [200, 200],
+    );
+    assert.deepEqual(both.map((res) => res.json().handling).sort(), ['duplicate', 'recorded']);
+
+    await deliveredFor(sequential.id);
+    await deliveredFor(concurrent.id);
+    await sleep(150);
+    for (const { id } of [sequential, concurrent]) {
+      const events = await eventsOf(t, id);
       assert.deepEqual(
-        both.map((res) => res.statusCode),
-        [200, 200],
+        events.map((e) => e.type),
+        ['call.completed'],
       );
-      assert.deepEqual(both.map((res) => res.json().handling).sort(), ['duplicate', 'recorded']);
+      const hooks = receiver.received.filter((hook) => hook.body.includes(`"id":"${id}"`));
+      assert.equal(hooks.length, 1, `one delivery for ${id}`);
+      assert.equal((await readCall(t, id)).status, 'completed');
+    }
+  });
 
-      await deliveredFor(sequential.id);
-      await deliveredFor(concurrent.id);
-      await sleep(150);
-      for (const { id } of [sequential, concurrent]) {
-        const events = await eventsOf(t, id);
-        assert.deepEqual(
-          events.map((e) => e.type),
-          ['call.completed'],
-        );
-        const hooks = receiver.received.filter((hook) => hook.body.includes(`"id":"${id}"`));
-        assert.equal(hooks.length, 1, `one delivery for ${id}`);
-        assert.equal((await readCall(t, id)).status, 'completed');
-      }
-    });
-
-    it('a webhook for a conversation we do not know (or of a simulator call) is acknowledged with 200 and logged with its request id', async () => {
-      for (const payload of [
-        transcriptionEvent('conv_never_placed_here', { startSecs: nowSeconds(t) - 60, durationSecs: 10, summary: 'x' }),
-        initiationFailureEvent('conv_never_placed_here', 'busy', 'sip', nowSeconds(t)),
-        { type: 'post_call_transcription', event_timestamp: nowSeconds(t), data: {} },
-      ]) {
-        const res = await sendSignedWebhook(t, payload);
-        assert.equal(res.statusCode, 200, res.body);
-        assert.equal(res.json().handling, 'unknown_conversation');
-        // Logged under the request's id, so that an operator can find the request it came with.
-        const requestId = res.headers['x-request-id'];
-        assert.ok(
-          logs.lines.some(
-            (line) => line.includes(`"reqId":"${requestId}"`) && /unknown conversation|without a usable conversation_id/.test(line),
-          ),
-          `no log line of request ${requestId} about the unknown conversation`,
-        );
-      }
-      const key = await createApiKey(t.services.db, t.services.clock, { accountId: t.seed.accountId, name: 'test', mode: 'test' });
-      const simulated = await t.createCall({ agent_id: t.seed.agentId, to: '+14155550123' }, { token: key.token });
-      const conversationId = (simulated.json().id as string).slice('call_'.length);
-      const res = await sendSignedWebhook(t, initiationFailureEvent(conversationId, 'busy', 'twilio', nowSeconds(t)));
+  it('a webhook for a conversation we do not know (or of a simulator call) is acknowledged with 200 and logged with its request id', async () => {
+    for (const payload of [
+      transcriptionEvent('conv_never_placed_here', { startSecs: nowSeconds(t) - 60, durationSecs: 10, summary: 'x' }),
+      initiationFailureEvent('conv_never_placed_here', 'busy', 'sip', nowSeconds(t)),
+      { type: 'post_call_transcription', event_timestamp: nowSeconds(t), data: {} },
+    ]) {
+      const res = await sendSignedWebhook(t, payload);
+      assert.equal(res.statusCode, 200, res.body);
       assert.equal(res.json().handling, 'unknown_conversation');
-    });
+      // Logged under the request's id, so that an operator can find the request it came with.
+      const requestId = res.headers['x-request-id'];
+      assert.ok(
+        logs.lines.some(
+          (line) => line.includes(`"reqId":"${requestId}"`) && /unknown conversation|without a usable conversation_id/.test(line),
+        ),
+        `no log line of request ${requestId} about the unknown conversation`,
+      );
+    }
+    const key = await createApiKey(t.services.db, t.services.clock, { accountId: t.seed.accountId, name: 'test', mode: 'test' });
+    const simulated = await t.createCall({ agent_id: t.seed.agentId, to: '+14155550123' }, { token: key.token });
+    const conversationId = (simulated.json().id as string).slice('call_'.length);
+    const res = await sendSignedWebhook(t, initiationFailureEvent(conversationId, 'busy', 'twilio', nowSeconds(t)));
+    assert.equal(res.json().handling, 'unknown_conversation');
+  });
 
-    it('post_call_audio and other types are acknowledged and ignored', async () => {
+  it('post_call_audio and other types are acknowledged and ignored', async () => {
+    const { id, conversationId } = await placeCall(t, 'agent_el_twilio');
+    const audio = {
+      type: 'post_call_audio',
+      event_timestamp: nowSeconds(t),
+      data: { agent_id: 'agent_el_twilio', conversation_id: conversationId, full_audio: Buffer.alloc(150_000, 7).toString('base64') },
+    };
+    const other = { type: 'some_future_type', event_timestamp: nowSeconds(t), data: { conversation_id: conversationId } };
+    for (const payload of [audio, other]) {
+      const res = await sendSignedWebhook(t, payload);
+      assert.equal(res.statusCode, 200, res.body.slice(0, 200));
+      assert.deepEqual(res.json(), { received: true, handling: 'ignored' });
+    }
+    assert.equal((await readCall(t, id)).status, 'initiated');
+    assert.equal((await eventsOf(t, id)).length, 0);
+  });
+});
+
+await forEachDialect('ElevenLabs post-call webhooks: bodies as they come over the wire, and the logs', (dialect) => {
+  withElevenLabs(dialect);
+
+  it('post_call_audio of several MB, sent chunked over a real connection as ElevenLabs does, is acknowledged', async () => {
+    const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { conversationId } = await placeCall(t, 'agent_el_twilio');
+    const body = JSON.stringify({
+      type: 'post_call_audio',
+      event_timestamp: nowSeconds(t),
+      data: {
+        agent_id: 'agent_el_twilio',
+        conversation_id: conversationId,
+        full_audio: Buffer.alloc(3 * 1024 * 1024, 1).toString('base64'),
+      },
+    });
+    const signature = signElevenLabs(webhookSecret, nowSeconds(t), body);
+    const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const request = http.request(
+        `${address}/providers/elevenlabs/webhook`,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'elevenlabs-signature': signature, 'transfer-encoding': 'chunked' },
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        },
+      );
+      request.on('error', reject);
+      for (let offset = 0; offset < body.length; offset += 256 * 1024) request.write(body.slice(offset, offset + 256 * 1024));
+      request.end();
+    });
+    assert.equal(answer.status, 200, answer.text.slice(0, 200));
+    assert.deepEqual(JSON.parse(answer.text), { received: true, handling: 'ignored' });
+  });
+
+  it('a correctly signed body that is not JSON is refused with 400 invalid_json', async () => {
+    const body = '{"type": "post_call_transcription",';
+    const res = await postWebhook(t, body, signElevenLabs(webhookSecret, nowSeconds(t), body));
+    assert.equal(res.statusCode, 400, res.body);
+    assert.equal(res.json().error, 'invalid_json');
+  });
+
+  it('a correctly signed body nested deeper than 64 levels is refused with 400 before any parse, and the call stays as it was', async () => {
+    const { id, conversationId } = await placeCall(t, 'agent_el_twilio');
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const body = `{"type":"post_call_transcription","event_timestamp":${nowSeconds(t)},"data":{"conversation_id":"${conversationId}","deep":${deep}}}`;
+    const res = await postWebhook(t, body, signElevenLabs(webhookSecret, nowSeconds(t), body));
+    assert.equal(res.statusCode, 400, res.body.slice(0, 200));
+    assert.equal(res.json().error, 'invalid_request');
+    assert.match(res.json().message, /nested deeper than 64 levels/);
+    assert.equal((await readCall(t, id)).status, 'initiated');
+  });
+
+  it('signed values beyond what a call can be are replaced with a warning: the call completes with sane times, duration and summary', async () => {
+    const now = nowSeconds(t);
+    const cases: { name: string; event: (conversationId: string) => Record<string, any>; duration: number; field: string }[] = [
+      {
+        name: 'event_timestamp, start and duration of 1e300',
+        event: (id) => ({
+          ...transcriptionEvent(id, { startSecs: 1e300, durationSecs: 1e300, summary: 'Far.' }),
+          event_timestamp: 1e300,
+        }),
+        duration: 24 * 60 * 60,
+        field: 'metadata.call_duration_secs',
+      },
+      {
+        name: 'event_timestamp -1e20',
+        event: (id) => ({
+          ...transcriptionEvent(id, { startSecs: now - 60, durationSecs: 30, summary: 'Past.' }),
+          event_timestamp: -1e20,
+        }),
+        duration: 30,
+        field: 'event_timestamp',
+      },
+      {
+        name: 'call_duration_secs 3e9 (beyond a 32-bit integer)',
+        event: (id) => transcriptionEvent(id, { startSecs: now - 60, durationSecs: 3e9, summary: 'Long.' }),
+        duration: 24 * 60 * 60,
+        field: 'metadata.call_duration_secs',
+      },
+      {
+        name: 'call_duration_secs -5',
+        event: (id) => transcriptionEvent(id, { startSecs: now - 60, durationSecs: -5, summary: 'Negative.' }),
+        duration: 0,
+        field: 'metadata.call_duration_secs',
+      },
+      {
+        name: 'a transcript_summary with U+0000',
+        event: (id) => transcriptionEvent(id, { startSecs: now - 60, durationSecs: 12, summary: 'Con\u0000firmed.' }),
+        duration: 12,
+        field: 'analysis.transcript_summary',
+      },
+    ];
+    for (const testCase of cases) {
       const { id, conversationId } = await placeCall(t, 'agent_el_twilio');
-      const audio = {
-        type: 'post_call_audio',
-        event_timestamp: nowSeconds(t),
-        data: { agent_id: 'agent_el_twilio', conversation_id: conversationId, full_audio: Buffer.alloc(150_000, 7).toString('base64') },
-      };
-      const other = { type: 'some_future_type', event_timestamp: nowSeconds(t), data: { conversation_id: conversationId } };
-      for (const payload of [audio, other]) {
-        const res = await sendSignedWebhook(t, payload);
-        assert.equal(res.statusCode, 200, res.body.slice(0, 200));
-        assert.deepEqual(res.json(), { received: true, handling: 'ignored' });
-      }
-      assert.equal((await readCall(t, id)).status, 'initiated');
-      assert.equal((await eventsOf(t, id)).length, 0);
-    });
+      const linesBefore = logs.lines.length;
+      const res = await sendSignedWebhook(t, testCase.event(conversationId));
+      assert.equal(res.statusCode, 200, `${testCase.name}: ${res.body}`);
+      assert.deepEqual(res.json(), { received: true, handling: 'recorded' }, testCase.name);
+      const call = await readCall(t, id);
+      assert.equal(call.status, 'completed', testCase.name);
+      assert.equal(call.duration_seconds, testCase.duration, testCase.name);
+      const started = Date.parse(call.started_at);
+      const ended = Date.parse(call.ended_at);
+      assert.ok(Math.abs(started / 1000 - now) < 2 * 24 * 60 * 60, `${testCase.name}: started_at ${call.started_at}`);
+      assert.equal(ended - started, testCase.duration * 1000, testCase.name);
+      assert.doesNotMatch(call.transcript_summary, /\u0000/, testCase.name);
+      const warnings = logs.lines.slice(linesBefore).filter((line) => line.includes('value out of range'));
+      assert.ok(
+        warnings.some((line) => (JSON.parse(line) as { field: string }).field === testCase.field),
+        `${testCase.name}: ${warnings.join('')}`,
+      );
+      assert.ok(
+        warnings.every((line) => (JSON.parse(line) as { level: number }).level === 40),
+        testCase.name,
+      );
+      await deliveredFor(id);
+    }
+  });
 
-    it('post_call_audio of several MB, sent chunked over a real connection as ElevenLabs does, is acknowledged', async () => {
-      const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
-      const { conversationId } = await placeCall(t, 'agent_el_twilio');
-      const body = JSON.stringify({
-        type: 'post_call_audio',
-        event_timestamp: nowSeconds(t),
-        data: {
-          agent_id: 'agent_el_twilio',
-          conversation_id: conversationId,
-          full_audio: Buffer.alloc(3 * 1024 * 1024, 1).toString('base64'),
-        },
-      });
-      const signature = signElevenLabs(webhookSecret, nowSeconds(t), body);
-      const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-        const request = http.request(
-          `${address}/providers/elevenlabs/webhook`,
-          {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'elevenlabs-signature': signature, 'transfer-encoding': 'chunked' },
-          },
-          (response) => {
-            const chunks: Buffer[] = [];
-            response.on('data', (chunk: Buffer) => chunks.push(chunk));
-            response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-          },
-        );
-        request.on('error', reject);
-        for (let offset = 0; offset < body.length; offset += 256 * 1024) request.write(body.slice(offset, offset + 256 * 1024));
-        request.end();
-      });
-      assert.equal(answer.status, 200, answer.text.slice(0, 200));
-      assert.deepEqual(JSON.parse(answer.text), { received: true, handling: 'ignored' });
-    });
-
-    it('a correctly signed body that is not JSON is refused with 400 invalid_json', async () => {
-      const body = '{"type": "post_call_transcription",';
-      const res = await postWebhook(t, body, signElevenLabs(webhookSecret, nowSeconds(t), body));
-      assert.equal(res.statusCode, 400, res.body);
-      assert.equal(res.json().error, 'invalid_json');
-    });
-
-    it('a correctly signed body nested deeper than 64 levels is refused with 400 before any parse, and the call stays as it was', async () => {
-      const { id, conversationId } = await placeCall(t, 'agent_el_twilio');
-      const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
-      const body = `{"type":"post_call_transcription","event_timestamp":${nowSeconds(t)},"data":{"conversation_id":"${conversationId}","deep":${deep}}}`;
-      const res = await postWebhook(t, body, signElevenLabs(webhookSecret, nowSeconds(t), body));
-      assert.equal(res.statusCode, 400, res.body.slice(0, 200));
-      assert.equal(res.json().error, 'invalid_request');
-      assert.match(res.json().message, /nested deeper than 64 levels/);
-      assert.equal((await readCall(t, id)).status, 'initiated');
-    });
-
-    it('signed values beyond what a call can be are replaced with a warning: the call completes with sane times, duration and summary', async () => {
-      const now = nowSeconds(t);
-      const cases: { name: string; event: (conversationId: string) => Record<string, any>; duration: number; field: string }[] = [
-        {
-          name: 'event_timestamp, start and duration of 1e300',
-          event: (id) => ({
-            ...transcriptionEvent(id, { startSecs: 1e300, durationSecs: 1e300, summary: 'Far.' }),
-            event_timestamp: 1e300,
-          }),
-          duration: 24 * 60 * 60,
-          field: 'metadata.call_duration_secs',
-        },
-        {
-          name: 'event_timestamp -1e20',
-          event: (id) => ({
-            ...transcriptionEvent(id, { startSecs: now - 60, durationSecs: 30, summary: 'Past.' }),
-            event_timestamp: -1e20,
-          }),
-          duration: 30,
-          field: 'event_timestamp',
-        },
-        {
-          name: 'call_duration_secs 3e9 (beyond a 32-bit integer)',
-          event: (id) => transcriptionEvent(id, { startSecs: now - 60, durationSecs: 3e9, summary: 'Long.' }),
-          duration: 24 * 60 * 60,
-          field: 'metadata.call_duration_secs',
-        },
-        {
-          name: 'call_duration_secs -5',
-          event: (id) => transcriptionEvent(id, { startSecs: now - 60, durationSecs: -5, summary: 'Negative.' }),
-          duration: 0,
-          field: 'metadata.call_duration_secs',
-        },
-        {
-          name: 'a transcript_summary with U+0000',
-          event: (id) => transcriptionEvent(id, { startSecs: now - 60, durationSecs: 12, summary: 'Con\u0000firmed.' }),
-          duration: 12,
-          field: 'analysis.transcript_summary',
-        },
-      ];
-      for (const testCase of cases) {
-        const { id, conversationId } = await placeCall(t, 'agent_el_twilio');
-        const linesBefore = logs.lines.length;
-        const res = await sendSignedWebhook(t, testCase.event(conversationId));
-        assert.equal(res.statusCode, 200, `${testCase.name}: ${res.body}`);
-        assert.deepEqual(res.json(), { received: true, handling: 'recorded' }, testCase.name);
-        const call = await readCall(t, id);
-        assert.equal(call.status, 'completed', testCase.name);
-        assert.equal(call.duration_seconds, testCase.duration, testCase.name);
-        const started = Date.parse(call.started_at);
-        const ended = Date.parse(call.ended_at);
-        assert.ok(Math.abs(started / 1000 - now) < 2 * 24 * 60 * 60, `${testCase.name}: started_at ${call.started_at}`);
-        assert.equal(ended - started, testCase.duration * 1000, testCase.name);
-        assert.doesNotMatch(call.transcript_summary, /\u0000/, testCase.name);
-        const warnings = logs.lines.slice(linesBefore).filter((line) => line.includes('value out of range'));
-        assert.ok(
-          warnings.some((line) => (JSON.parse(line) as { field: string }).field === testCase.field),
-          `${testCase.name}: ${warnings.join('')}`,
-        );
-        assert.ok(
-          warnings.every((line) => (JSON.parse(line) as { level: number }).level === 40),
-          testCase.name,
-        );
-        await deliveredFor(id);
-      }
-    });
-
-    it('a body is not read before the signature header is: none or a malformed one is 401, one over 10 MB is 413, before the body is sent', async () => {
-      if (!t.app.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
-      const { port } = t.app.server.address() as net.AddressInfo;
-      /** Sends only the request head, announcing `length` bytes of body, and reads the answer that comes anyway. */
-      const headOnly = (headers: Record<string, string>, length: number) =>
-        new Promise<{ status: number; body: string }>((resolve, reject) => {
-          const socket = net.connect(port, '127.0.0.1');
-          let text = '';
-          const timer = setTimeout(() => socket.destroy(new Error('no answer to the request head within 5 s')), 5_000);
-          socket.on('error', (error) => {
-            clearTimeout(timer);
-            reject(error);
-          });
-          socket.on('data', (chunk: Buffer) => {
-            text += chunk.toString('utf8');
-            const split = text.indexOf('\r\n\r\n');
-            const declared = /content-length: (\d+)/i.exec(text.slice(0, split));
-            if (split < 0 || !declared || text.length - split - 4 < Number(declared[1])) return;
-            clearTimeout(timer);
-            socket.destroy();
-            resolve({ status: Number(text.split(' ')[1]), body: text.slice(split + 4) });
-          });
-          const head = Object.entries({
-            host: 'localhost',
-            'content-type': 'application/json',
-            'content-length': String(length),
-            ...headers,
-          })
-            .map(([name, value]) => `${name}: ${value}\r\n`)
-            .join('');
-          socket.write(`POST /providers/elevenlabs/webhook HTTP/1.1\r\n${head}\r\n`);
+  it('a body is not read before the signature header is: none or a malformed one is 401, one over 10 MB is 413, before the body is sent', async () => {
+    if (!t.app.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as net.AddressInfo;
+    /** Sends only the request head, announcing `length` bytes of body, and reads the answer that comes anyway. */
+    const headOnly = (headers: Record<string, string>, length: number) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1');
+        let text = '';
+        const timer = setTimeout(() => socket.destroy(new Error('no answer to the request head within 5 s')), 5_000);
+        socket.on('error', (error) => {
+          clearTimeout(timer);
+          reject(error);
         });
-      const sixtyMb = 60 * 1024 * 1024;
-      const missing = await headOnly({}, sixtyMb);
-      assert.equal(missing.status, 401, missing.body);
-      assert.match(JSON.parse(missing.body).message, /missing/);
-      const malformed = await headOnly({ 'elevenlabs-signature': 't=abc,v0=zz' }, sixtyMb);
-      assert.equal(malformed.status, 401, malformed.body);
-      assert.equal(JSON.parse(malformed.body).error, 'unauthorized');
-      const wellFormed = signElevenLabs(webhookSecret, nowSeconds(t), 'any body');
-      const tooLarge = await headOnly({ 'elevenlabs-signature': wellFormed }, 10 * 1024 * 1024 + 1);
-      assert.equal(tooLarge.status, 413, tooLarge.body);
-      assert.equal(JSON.parse(tooLarge.body).error, 'payload_too_large');
-      assert.match(JSON.parse(tooLarge.body).message, /larger than 10 MB/);
-    });
+        socket.on('data', (chunk: Buffer) => {
+          text += chunk.toString('utf8');
+          const split = text.indexOf('\r\n\r\n');
+          const declared = /content-length: (\d+)/i.exec(text.slice(0, split));
+          if (split < 0 || !declared || text.length - split - 4 < Number(declared[1])) return;
+          clearTimeout(timer);
+          socket.destroy();
+          resolve({ status: Number(text.split(' ')[1]), body: text.slice(split + 4) });
+        });
+        const head = Object.entries({
+          host: 'localhost',
+          'content-type': 'application/json',
+          'content-length': String(length),
+          ...headers,
+        })
+          .map(([name, value]) => `${name}: ${value}\r\n`)
+          .join('');
+        socket.write(`POST /providers/elevenlabs/webhook HTTP/1.1\r\n${head}\r\n`);
+      });
+    const sixtyMb = 60 * 1024 * 1024;
+    const missing = await headOnly({}, sixtyMb);
+    assert.equal(missing.status, 401, missing.body);
+    assert.match(JSON.parse(missing.body).message, /missing/);
+    const malformed = await headOnly({ 'elevenlabs-signature': 't=abc,v0=zz' }, sixtyMb);
+    assert.equal(malformed.status, 401, malformed.body);
+    assert.equal(JSON.parse(malformed.body).error, 'unauthorized');
+    const wellFormed = signElevenLabs(webhookSecret, nowSeconds(t), 'any body');
+    const tooLarge = await headOnly({ 'elevenlabs-signature': wellFormed }, 10 * 1024 * 1024 + 1);
+    assert.equal(tooLarge.status, 413, tooLarge.body);
+    assert.equal(JSON.parse(tooLarge.body).error, 'payload_too_large');
+    assert.match(JSON.parse(tooLarge.body).message, /larger than 10 MB/);
   });
 
   it('nothing logged contains the ElevenLabs API key, the webhook secret or our API token', async () => {
@@ -674,8 +684,7 @@ await forEachDialect('ElevenLabs provider', (dialect) => {
     for (const [name, secretText] of [
       ['ELEVENLABS_API_KEY', apiKey],
       ['ELEVENLABS_WEBHOOK_SECRET', webhookSecret],
-      ['API token', t.seed.token],
-      ['endpoint secret', endpointSecret],
+      ...secretsOfApps.map((secret) => ['API token or endpoint secret', secret] as const),
     ] as const) {
       assert.ok(!text.includes(secretText), `${name} appears in the logs`);
     }

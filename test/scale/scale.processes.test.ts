@@ -28,7 +28,7 @@ import { startLocalServer, type LocalServer } from '../support/local-server.js';
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.js';
 import { freePort, startServerProcess, type ServerProcess } from '../support/server-process.js';
 import { seedAccount, testEnvDefaults, type SeededAccount } from '../support/test-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { createTestDatabase, type Dialect, type TestDatabase } from '../support/test-database.js';
 import { redisHost, redisPort, redisSkipReason } from '../support/redis.js';
 import { until } from '../support/wait.js';
 
@@ -91,64 +91,56 @@ async function startCountingReceiver(answerDelayMs: number): Promise<CountingRec
 
 const redisSkip = await redisSkipReason();
 
-await forEachDialect('Scale: 3 API processes and 2 workers on one PostgreSQL, limits in Redis', (dialect) => {
-  if (dialect !== 'postgres') {
-    it('runs on PostgreSQL', { skip: 'several processes share a PostgreSQL database only' });
-    return;
-  }
-  if (redisSkip) {
-    it('runs with Redis', { skip: redisSkip });
-    return;
-  }
+// Counters of this run only: ioredis reads options from the URL's query, and keyPrefix names every key.
+const redisPrefix = `callgate_test_${randomBytes(6).toString('hex')}:`;
+const redisUrl = `redis://${redisHost}:${redisPort}/0?keyPrefix=${redisPrefix}`;
+let redis: Redis;
+let database: TestDatabase;
+let db: Db;
+let fake: FakeElevenLabs;
+let seed: SeededAccount;
+let apis: ServerProcess[] = [];
+let workers: ServerProcess[] = [];
+const started: ServerProcess[] = [];
 
-  // Counters of this run only: ioredis reads options from the URL's query, and keyPrefix names every key.
-  const redisPrefix = `callgate_test_${randomBytes(6).toString('hex')}:`;
-  const redisUrl = `redis://${redisHost}:${redisPort}/0?keyPrefix=${redisPrefix}`;
-  let redis: Redis;
-  let database: TestDatabase;
-  let db: Db;
-  let fake: FakeElevenLabs;
-  let seed: SeededAccount;
-  let apis: ServerProcess[] = [];
-  let workers: ServerProcess[] = [];
-  const started: ServerProcess[] = [];
+/** Each worker serves /metrics and /readyz on a port of its own (it has no API port), as the guide says. */
+const metricsUrl = new Map<ServerProcess, string>();
+const workerEnv = (metricsPort: number): Record<string, string> => ({
+  ...database.env,
+  CALLGATE_METRICS_PORT: String(metricsPort),
+  CALLGATE_ROLES: 'worker',
+  CALLGATE_MIGRATE_ON_START: 'false',
+  CALLGATE_LOG_LEVEL: 'info',
+  CALLGATE_WEBHOOK_ALLOW_PRIVATE: 'true',
+  CALLGATE_WEBHOOK_CONCURRENCY: '8',
+  // A claim's lease is this timeout plus 30 s: what a killed worker's deliveries wait before another takes them.
+  CALLGATE_WEBHOOK_TIMEOUT_MS: '1500',
+  CALLGATE_WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms,100ms,100ms,100ms',
+});
+const startWorker = async () => {
+  const port = await freePort();
+  const server = await startServerProcess({ env: workerEnv(port) });
+  metricsUrl.set(server, `http://127.0.0.1:${port}`);
+  started.push(server);
+  return server;
+};
+/** A new live key of the seed account, so that each check has its own per-key count. */
+const newKey = async (name: string) => {
+  const key = await createApiKey(db, systemClock, { accountId: seed.accountId, name, mode: 'live' });
+  return { id: key.id, token: key.token };
+};
+const getCalls = async (server: ServerProcess, token: string) => {
+  const res = await fetch(`${server.url}/v1/calls?limit=1`, { headers: { authorization: `Bearer ${token}` } });
+  const body = (await res.json()) as Record<string, any>;
+  return { status: res.status, body };
+};
 
-  /** Each worker serves /metrics and /readyz on a port of its own (it has no API port), as the guide says. */
-  const metricsUrl = new Map<ServerProcess, string>();
-  const workerEnv = (metricsPort: number): Record<string, string> => ({
-    ...database.env,
-    CALLGATE_METRICS_PORT: String(metricsPort),
-    CALLGATE_ROLES: 'worker',
-    CALLGATE_MIGRATE_ON_START: 'false',
-    CALLGATE_LOG_LEVEL: 'info',
-    CALLGATE_WEBHOOK_ALLOW_PRIVATE: 'true',
-    CALLGATE_WEBHOOK_CONCURRENCY: '8',
-    // A claim's lease is this timeout plus 30 s: what a killed worker's deliveries wait before another takes them.
-    CALLGATE_WEBHOOK_TIMEOUT_MS: '1500',
-    CALLGATE_WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms,100ms,100ms,100ms',
-  });
-  const startWorker = async () => {
-    const port = await freePort();
-    const server = await startServerProcess({ env: workerEnv(port) });
-    metricsUrl.set(server, `http://127.0.0.1:${port}`);
-    started.push(server);
-    return server;
-  };
-  /** A new live key of the seed account, so that each check has its own per-key count. */
-  const newKey = async (name: string) => {
-    const key = await createApiKey(db, systemClock, { accountId: seed.accountId, name, mode: 'live' });
-    return { id: key.id, token: key.token };
-  };
-  const getCalls = async (server: ServerProcess, token: string) => {
-    const res = await fetch(`${server.url}/v1/calls?limit=1`, { headers: { authorization: `Bearer ${token}` } });
-    const body = (await res.json()) as Record<string, any>;
-    return { status: res.status, body };
-  };
-
+/** Redis, the database (migrated and seeded here), a fake ElevenLabs, then 3 API processes and 2 workers. */
+function withScaleProcesses(dialect: Dialect): void {
   before(async () => {
     redis = new Redis({ host: redisHost, port: redisPort, lazyConnect: true, maxRetriesPerRequest: 1 });
     await redis.connect();
-    database = await createTestDatabase(dialect);
+    database = await createTestDatabase(dialect, { migrated: true });
     fake = await startFakeElevenLabs({ apiKey: elevenLabsKey });
     // The test process migrates and seeds; the servers start with CALLGATE_MIGRATE_ON_START=false, as in the
     // deployment guide's rolling setup (they would refuse a database behind their code).
@@ -197,6 +189,19 @@ await forEachDialect('Scale: 3 API processes and 2 workers on one PostgreSQL, li
     await db?.destroy();
     await database?.drop();
   });
+}
+
+await forEachDialect('Scale: 3 API processes and 2 workers on one PostgreSQL, limits in Redis', (dialect) => {
+  if (dialect !== 'postgres') {
+    it('runs on PostgreSQL', { skip: 'several processes share a PostgreSQL database only' });
+    return;
+  }
+  if (redisSkip) {
+    it('runs with Redis', { skip: redisSkip });
+    return;
+  }
+
+  withScaleProcesses(dialect);
 
   it('the per-key limit is exact across the three API processes: of 60 requests at once, 25 succeed', async () => {
     const key = await newKey('rate limit');

@@ -78,7 +78,7 @@ export async function startTestApp(
     register?: (app: FastifyInstance, services: Services) => void;
   } = {},
 ): Promise<TestApp> {
-  const database = await createTestDatabase(dialect);
+  const database = await createTestDatabase(dialect, { migrated: true });
   const config = loadConfig({ ...testEnvDefaults, ...database.env, ...options.env });
   const services = await createServices(config, options.overrides);
   const app = buildApp(services);

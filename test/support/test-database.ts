@@ -1,14 +1,18 @@
 /**
  * Each test suite gets a database of its own: a fresh SQLite file, or a fresh PostgreSQL database made on
  * the server at CALLGATE_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres) and
- * dropped afterwards.
+ * dropped afterwards. Asked for a migrated one, it gets a copy of a template migrated once per set of
+ * migrations (a file in the temporary folder; a template database on the server), instead of running
+ * every migration for each of the few hundred databases of a run.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { DatabaseConfig } from '../../src/config.js';
+import { migrateToLatest, openDatabase } from '../../src/db/database.js';
+import { repoRoot } from './repo-root.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 export const dialects: readonly Dialect[] = ['sqlite', 'postgres'];
@@ -20,7 +24,9 @@ let postgresProbe: Promise<string | null> | undefined;
 /** Null when PostgreSQL answers, else the reason it does not (used as the skip reason). */
 export function postgresUnavailableReason(): Promise<string | null> {
   postgresProbe ??= (async () => {
-    const client = new pg.Client({ connectionString: postgresAdminUrl, connectionTimeoutMillis: 15_000 });
+    // A server that is down refuses at once; a slow answer is a busy machine (two test files at a time and
+    // their servers), which must not turn into a failed run.
+    const client = new pg.Client({ connectionString: postgresAdminUrl, connectionTimeoutMillis: 60_000 });
     try {
       await client.connect();
       await client.query('select 1');
@@ -48,21 +54,98 @@ function postgresUrlFor(database: string): string {
   return url.toString();
 }
 
-export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase> {
+/** The migrations' contents: a template made from other migrations is never used. */
+const migrationsHash = (() => {
+  const dir = path.join(repoRoot, 'src/db/migrations');
+  const hash = createHash('sha256');
+  for (const name of fs.readdirSync(dir).sort()) hash.update(name).update(fs.readFileSync(path.join(dir, name)));
+  return hash.digest('hex').slice(0, 12);
+})();
+
+let sqliteTemplate: Promise<string> | undefined;
+let postgresTemplate: Promise<string> | undefined;
+
+/** A migrated SQLite file, made once (a run's processes may each make it; the last rename wins, all equal). */
+function sqliteTemplateFile(): Promise<string> {
+  sqliteTemplate ??= (async () => {
+    const file = path.join(os.tmpdir(), `callgate-test-template-${migrationsHash}.sqlite`);
+    if (fs.existsSync(file)) return file;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-template-'));
+    const building = path.join(dir, 'callgate.sqlite');
+    const handle = openDatabase({ dialect: 'sqlite', file: building });
+    try {
+      await migrateToLatest(handle.db);
+    } finally {
+      // Closing the last connection folds the WAL into the file: the file alone is the whole database.
+      await handle.destroy();
+    }
+    fs.renameSync(building, file);
+    fs.rmSync(dir, { recursive: true, force: true });
+    return file;
+  })();
+  return sqliteTemplate;
+}
+
+/** PostgreSQL refuses to copy or rename a database while a closed pool's sessions are still ending. */
+async function whileInUse(query: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await query();
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '55006' || attempt >= 50) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+/** The name of a migrated template database on the server, made by the first process that needs it. */
+function postgresTemplateName(): Promise<string> {
+  postgresTemplate ??= (async () => {
+    const name = `callgate_test_template_${migrationsHash}`;
+    const admin = new pg.Client({ connectionString: postgresAdminUrl });
+    await admin.connect();
+    try {
+      // One builder at a time across the run's processes; the others find it made.
+      await admin.query('select pg_advisory_lock(hashtext($1))', [name]);
+      const made = await admin.query('select 1 from pg_database where datname = $1', [name]);
+      if (made.rowCount === 0) {
+        const building = `${name}_${randomBytes(4).toString('hex')}`;
+        await admin.query(`create database ${building}`);
+        const handle = openDatabase({ dialect: 'postgres', url: postgresUrlFor(building) });
+        try {
+          await migrateToLatest(handle.db);
+        } finally {
+          await handle.destroy();
+        }
+        await whileInUse(() => admin.query(`alter database ${building} rename to ${name}`));
+      }
+    } finally {
+      await admin.end();
+    }
+    return name;
+  })();
+  return postgresTemplate;
+}
+
+export async function createTestDatabase(dialect: Dialect, options: { migrated?: boolean } = {}): Promise<TestDatabase> {
   if (dialect === 'sqlite') {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-test-'));
+    const file = path.join(dir, 'callgate.sqlite');
+    if (options.migrated) fs.copyFileSync(await sqliteTemplateFile(), file);
     return {
       dialect,
-      config: { dialect: 'sqlite', file: path.join(dir, 'callgate.sqlite') },
+      config: { dialect: 'sqlite', file },
       env: { CALLGATE_DATA_DIR: dir },
       drop: async () => fs.rmSync(dir, { recursive: true, force: true }),
     };
   }
   const name = `callgate_test_${randomBytes(6).toString('hex')}`;
+  const template = options.migrated ? await postgresTemplateName() : undefined;
   const admin = new pg.Client({ connectionString: postgresAdminUrl });
   await admin.connect();
   try {
-    await admin.query(`create database ${name}`);
+    await whileInUse(() => admin.query(template ? `create database ${name} template ${template}` : `create database ${name}`));
   } finally {
     await admin.end();
   }

@@ -26,7 +26,7 @@ import {
   ServerError,
   type CallgateOptions,
 } from '../src/index.js';
-import { recordingFetch, startAnswerEatingProxy, type Fault } from './support.js';
+import { recordingFetch, startAnswerEatingProxy, type Fault } from '../../../test/support/client-faults.js';
 
 const uuidV4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 /** Short backoffs: the tests wait for what the client does, not for its default delays. */

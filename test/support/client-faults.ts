@@ -1,9 +1,10 @@
 /**
- * What the client's tests put between the client and the real server: a fetch that records every try and
- * can break it as a network would, and a TCP proxy that swallows an answer the server did send.
+ * What the TypeScript client's tests (clients/typescript/test) put between the client and the real server:
+ * a fetch that records every try and can break it as a network would, and a TCP proxy that swallows an
+ * answer the server did send.
  */
 import net from 'node:net';
-import type { FetchLike } from '../src/index.js';
+import type { FetchLike } from '../../clients/typescript/src/index.js';
 
 export interface Attempt {
   readonly method: string;
