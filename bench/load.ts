@@ -102,12 +102,12 @@ async function send(pool: Pool, request: BenchRequest): Promise<number> {
   }
 }
 
-/** `POST /v1/calls` of the simulator agent, each with a fresh Idempotency-Key, as an integrator sends it. */
-export function createCall(token: string, agentId: string, tag: string): RequestMaker {
+/** `POST /v1/calls` of the simulator agent, each with a fresh Idempotency-Key, as integrators send it (keys in turn). */
+export function createCall(tokens: readonly string[], agentId: string, tag: string): RequestMaker {
   return (i) => ({
     method: 'POST',
     path: '/v1/calls',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': `${tag}-${i}` },
+    headers: { authorization: `Bearer ${tokens[i % tokens.length]}`, 'content-type': 'application/json', 'idempotency-key': `${tag}-${i}` },
     body: JSON.stringify({ agent_id: agentId, to: '+14155550123', metadata: { customer_id: `cus_${i}`, campaign: 'renewals' } }),
   });
 }

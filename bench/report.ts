@@ -15,6 +15,7 @@ export interface Results {
   readonly machine: { readonly cpu: string; readonly cores: number; readonly node: string; readonly note: string };
   readonly settings: Record<string, unknown>;
   readonly tookS: number;
+  readonly failures: readonly string[];
   readonly calls: Partial<Record<Dialect, CallsRound[]>>;
   readonly batch: Partial<Record<Dialect, BatchResult>>;
   readonly dispatcher: Partial<Record<Dialect, DispatcherResult[]>>;

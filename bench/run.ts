@@ -5,7 +5,8 @@
  *   BENCH_DB        sqlite,postgres (the default: both); BENCH_POSTGRES_URL, the admin URL
  *   BENCH_ROUNDS    3: rounds of the calls and dispatcher scenarios, judged on their median
  *   BENCH_DURATION_S 10 and BENCH_WARMUP_S 2, per measure of the calls scenario; BENCH_RATE 100 requests/s
- *   BENCH_BATCH_RECIPIENTS 1000 at BENCH_BATCH_CONCURRENCY 100; BENCH_BACKLOG 20000 deliveries
+ *   BENCH_KEYS 1: API keys sending the calls scenario's requests in turn (one integration by default)
+ *   BENCH_BATCH_RECIPIENTS 1000 at BENCH_BATCH_CONCURRENCY 100; BENCH_BACKLOG 10000 deliveries
  *   BENCH_GROWTH_SIZES 10000,1000000 calls stored; BENCH_GROWTH_S 5 per measure; BENCH_LOG_LEVEL info
  *   FAKE_ANSWER_MS 300-1500, FAKE_CALL_MS 5000-10000, FAKE_LOSE_ANSWER_RATE 0: the fake ElevenLabs
  * A run with BENCH_ONLY or BENCH_DB set is a partial one: it writes bench/results/partial.json and prints
@@ -40,19 +41,20 @@ const requested = list('BENCH_DB', ['sqlite', 'postgres'] as const);
 const partial = Boolean(process.env.BENCH_ONLY?.trim() || process.env.BENCH_DB?.trim());
 const rounds = Math.round(setting('BENCH_ROUNDS', 3));
 const calls: CallsSettings = {
+  keys: Math.round(setting('BENCH_KEYS', 1)),
   connections: 50,
   rate: setting('BENCH_RATE', 100),
   durationS: setting('BENCH_DURATION_S', 10),
   warmupS: setting('BENCH_WARMUP_S', 2),
 };
 const batch = { recipients: setting('BENCH_BATCH_RECIPIENTS', 1_000), maxConcurrency: setting('BENCH_BATCH_CONCURRENCY', 100) };
-const backlog = setting('BENCH_BACKLOG', 20_000);
+const backlog = setting('BENCH_BACKLOG', 10_000);
 const growth: GrowthSettings = {
   sizes: (process.env.BENCH_GROWTH_SIZES ?? '10000,1000000').split(',').map(Number),
   rate: calls.rate,
   durationS: setting('BENCH_GROWTH_S', 5),
   warmupS: 1,
-  backlog: Math.min(backlog, 10_000),
+  backlog,
 };
 
 async function main(): Promise<void> {
@@ -70,32 +72,47 @@ async function main(): Promise<void> {
     },
     settings: { rounds, calls, batch, backlog, growth },
     tookS: 0,
+    failures: [],
     calls: {},
     batch: {},
     dispatcher: {},
     growth: {},
   };
+  const failures: string[] = [];
+  // A scenario that fails is reported and the others still run: a 20-minute run is not thrown away for one.
+  const attempt = async (what: string, run: () => Promise<void>) => {
+    log(what);
+    await run().catch((error: unknown) => {
+      failures.push(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+      log(`FAILED ${failures[failures.length - 1]}`);
+    });
+  };
   for (let round = 1; round <= rounds && scenarios.includes('calls'); round++) {
-    for (const dialect of dialects) {
-      log(`calls, ${dialect}, round ${round} of ${rounds}`);
-      (results.calls[dialect] ??= []).push(await callsRound(dialect, round, calls));
+    for (const d of dialects) {
+      await attempt(
+        `calls, ${d}, round ${round} of ${rounds}`,
+        async () => void (results.calls[d] ??= []).push(await callsRound(d, round, calls)),
+      );
     }
   }
-  for (const dialect of scenarios.includes('batch') ? dialects : []) {
-    log(`batch, ${dialect}: ${batch.recipients} recipients at ${batch.maxConcurrency}`);
-    results.batch[dialect] = await batchRun(dialect, batch);
+  for (const d of scenarios.includes('batch') ? dialects : []) {
+    await attempt(`batch, ${d}: ${batch.recipients} recipients at ${batch.maxConcurrency}`, async () => {
+      results.batch[d] = await batchRun(d, batch);
+    });
   }
   for (let round = 1; round <= rounds && scenarios.includes('dispatcher'); round++) {
-    for (const dialect of dialects) {
-      log(`dispatcher, ${dialect}, round ${round} of ${rounds}`);
-      (results.dispatcher[dialect] ??= []).push(await dispatcherRun(dialect, backlog, round));
+    for (const d of dialects) {
+      await attempt(`dispatcher, ${d}, round ${round} of ${rounds}`, async () => {
+        (results.dispatcher[d] ??= []).push(await dispatcherRun(d, backlog, round));
+      });
     }
   }
-  for (const dialect of scenarios.includes('growth') ? dialects : []) {
-    log(`growth, ${dialect}: ${growth.sizes.join(', ')} calls stored`);
-    results.growth[dialect] = await growthRun(dialect, growth);
+  for (const d of scenarios.includes('growth') ? dialects : []) {
+    await attempt(`growth, ${d}: ${growth.sizes.join(', ')} calls stored`, async () => {
+      results.growth[d] = await growthRun(d, growth);
+    });
   }
-  Object.assign(results, { tookS: Math.round((Date.now() - started) / 1000) });
+  Object.assign(results, { tookS: Math.round((Date.now() - started) / 1000), failures });
   const table = renderTable(results);
   const file = path.join(root, 'bench/results', partial ? 'partial.json' : 'latest.json');
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -106,6 +123,10 @@ async function main(): Promise<void> {
   );
   if (!partial) writeTable(path.join(root, 'BENCHMARKS.md'), table);
   process.stdout.write(`${table}\n\nbench: ${results.tookS} s; figures in ${path.relative(root, file)}\n`);
+  if (failures.length > 0) {
+    process.stderr.write(`bench: ${failures.length} scenario run(s) failed:\n${failures.join('\n')}\n`);
+    process.exitCode = 1;
+  }
 }
 
 await main();

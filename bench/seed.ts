@@ -30,7 +30,7 @@ function dialectSql(database: BenchDatabase) {
     /** `insert into <table> (<columns>) select <values> from the series s(g) for g in [from, to)`. */
     insert: (table: string, columns: string, values: string, from: number, to: number) =>
       postgres
-        ? `insert into ${table} (${columns}) select ${values} from generate_series(${from}, ${to - 1}) as s(g);`
+        ? `insert into ${table} (${columns}) select ${values} from generate_series(${from}::bigint, ${to - 1}) as s(g);`
         : `with recursive s(g) as (select ${from} union all select g + 1 from s where g < ${to - 1})
            insert into ${table} (${columns}) select ${values} from s;`,
   };
