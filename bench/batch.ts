@@ -1,0 +1,131 @@
+/**
+ * Batch dialing against a provider with real latency: a live-mode batch through the ElevenLabs adapter to
+ * the fake of bench/fake-elevenlabs.ts (answers after 300–1,500 ms, post-call webhook 5–10 s later), timed
+ * from the batch's created_at to its completed_at against the ideal: recipients / concurrency × the mean
+ * time a call held its slot at the provider (create latency + call time).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { cli, createAccount, createDatabase, freePort, percentile, startScript, startServer, type Dialect } from './harness.js';
+
+export interface BatchSettings {
+  readonly recipients: number;
+  readonly maxConcurrency: number;
+}
+
+export interface BatchResult {
+  readonly recipients: number;
+  readonly maxConcurrency: number;
+  readonly status: string;
+  readonly elapsedS: number;
+  readonly idealS: number;
+  /** ideal / elapsed: 1 is a batch that never left a slot empty. */
+  readonly ratio: number;
+  /** The same calls dialed with no wait at all: the ideal leaves out that the last calls end unevenly. */
+  readonly noWaitS: number;
+  readonly highestConcurrency: number;
+  readonly freedSlotWaitP50Ms: number;
+  readonly freedSlotWaitP99Ms: number;
+  readonly providerCalls: number;
+  readonly lostAnswers: number;
+  readonly webhookFailures: number;
+}
+
+interface FakeStats {
+  calls: number;
+  maxActive: number;
+  lostAnswers: number;
+  webhookFailures: number;
+  slotMs: number[];
+  freedSlotWaitMs: number[];
+}
+
+interface Batch {
+  id: string;
+  status: string;
+  created_at: string;
+  completed_at: string | null;
+}
+
+const agentId = 'agent_bench_elevenlabs';
+const phoneNumberId = 'phnum_bench';
+const elevenlabs = { ELEVENLABS_API_KEY: 'xi_bench_key', ELEVENLABS_WEBHOOK_SECRET: 'bench_webhook_secret' };
+
+export async function batchRun(dialect: Dialect, settings: BatchSettings): Promise<BatchResult> {
+  const database = await createDatabase(dialect);
+  const [serverPort, fakePort] = [await freePort(), await freePort()];
+  const env = { ...elevenlabs, ELEVENLABS_BASE_URL: `http://127.0.0.1:${fakePort}` };
+  const fake = await startScript('fake-elevenlabs.ts', fakePort, {
+    FAKE_API_KEY: elevenlabs.ELEVENLABS_API_KEY,
+    FAKE_WEBHOOK_SECRET: elevenlabs.ELEVENLABS_WEBHOOK_SECRET,
+    FAKE_WEBHOOK_URL: `http://127.0.0.1:${serverPort}/providers/elevenlabs/webhook`,
+    FAKE_PHONE_NUMBER_ID: phoneNumberId,
+  });
+  try {
+    const { accountId, token } = await createAccount(database, 'live', env);
+    const agent = ['agents', 'add', '--account', accountId, '--agent-id', agentId, '--name', 'Bench', '--provider', 'elevenlabs'];
+    await cli(database, [...agent, '--phone-number-id', phoneNumberId], env);
+    const server = await startServer(database, env, serverPort);
+    try {
+      const batch = await dialBatch(server.url, token, settings);
+      const stats = (await (await fetch(`${fake.url}/stats`)).json()) as FakeStats;
+      return summarise(batch, stats, settings);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await fake.stop();
+    await database.drop();
+  }
+}
+
+/** Creates the batch and polls it until it has ended (or clearly never will). */
+async function dialBatch(url: string, token: string, settings: BatchSettings): Promise<Batch> {
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const recipients = Array.from({ length: settings.recipients }, (_, i) => ({ to: `+1415${String(2_000_000 + i).padStart(7, '0')}` }));
+  const created = await fetch(`${url}/v1/batches`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ agent_id: agentId, recipients, max_concurrency: settings.maxConcurrency, name: 'bench' }),
+  });
+  if (created.status !== 201) throw new Error(`POST /v1/batches answered ${created.status}: ${await created.text()}`);
+  let batch = (await created.json()) as Batch;
+  // Three times the ideal of the slowest calls the fake makes, then it is stuck.
+  const deadline = Date.now() + (settings.recipients / settings.maxConcurrency) * 11_500 * 3 + 60_000;
+  while (batch.completed_at === null && Date.now() < deadline) {
+    await sleep(250);
+    batch = (await (await fetch(`${url}/v1/batches/${batch.id}`, { headers })).json()) as Batch;
+  }
+  return batch;
+}
+
+function summarise(batch: Batch, stats: FakeStats, settings: BatchSettings): BatchResult {
+  const meanSlotMs = stats.slotMs.reduce((sum, ms) => sum + ms, 0) / Math.max(1, stats.slotMs.length);
+  const idealS = ((settings.recipients / settings.maxConcurrency) * meanSlotMs) / 1000;
+  const elapsedS = batch.completed_at === null ? Number.NaN : (Date.parse(batch.completed_at) - Date.parse(batch.created_at)) / 1000;
+  const waits = [...stats.freedSlotWaitMs].sort((a, b) => a - b);
+  return {
+    recipients: settings.recipients,
+    maxConcurrency: settings.maxConcurrency,
+    status: batch.status,
+    elapsedS,
+    idealS,
+    ratio: idealS / elapsedS,
+    noWaitS: noWaitS(stats.slotMs, settings.maxConcurrency),
+    highestConcurrency: stats.maxActive,
+    freedSlotWaitP50Ms: percentile(waits, 50),
+    freedSlotWaitP99Ms: percentile(waits, 99),
+    providerCalls: stats.calls,
+    lostAnswers: stats.lostAnswers,
+    webhookFailures: stats.webhookFailures,
+  };
+}
+
+/** When the last call would end if each slot were redialed the moment it is freed (each call to the first free slot). */
+function noWaitS(slotMs: readonly number[], concurrency: number): number {
+  const slots = new Array<number>(concurrency).fill(0);
+  for (const ms of slotMs) {
+    const free = slots.indexOf(Math.min(...slots));
+    slots[free] = slots[free]! + ms;
+  }
+  return Math.max(...slots) / 1000;
+}
