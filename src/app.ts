@@ -14,7 +14,6 @@ import Fastify, {
 import type { Services } from './container.js';
 import { ApiError } from './errors/api-error.js';
 import { errorBody, registerErrorHandling, sendError, sendFrameworkError, toApiError } from './errors/error-handler.js';
-import { apiAuthHook, registerApiAuth } from './features/api-keys/api-auth.hook.js';
 import { batchesRoutes } from './features/batches/batches.routes.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
 import { eventsRoutes } from './features/events/events.routes.js';
@@ -27,7 +26,10 @@ import { isPortalUrl, portalRoutes, sendPortalFrameworkError } from './portal/po
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
 import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
 import { registerResponseBodyCapture, requestLogHook } from './features/request-log/request-log.hook.js';
+import apiAuth, { identifyApiKey, refuseWithoutApiKey } from './http/api-auth.plugin.js';
 import { registerAccessLog } from './http/access-log.hook.js';
+import idempotency from './http/idempotency.plugin.js';
+import rateLimit, { countRequest } from './http/rate-limit.plugin.js';
 import { answerNodeEvents } from './http/client-errors.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { trackHandlers, type InFlightHandlers } from './http/in-flight.js';
@@ -45,12 +47,12 @@ declare module 'fastify' {
 
 /** The JSON API under /v1: every request authenticated, counted and logged, unknown paths included. */
 const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { services }) => {
-  registerApiAuth(v1, {
-    db: services.db,
-    clock: services.clock,
-    perKeyLimiter: services.perKeyLimiter,
-    perIpLimiter: services.perIpLimiter,
-  });
+  // The gate: the key identified, the request counted (per key, or per client IP without one), then a 401 without a key.
+  await v1.register(apiAuth, { db: services.db, clock: services.clock });
+  await v1.register(rateLimit, { perKeyLimiter: services.perKeyLimiter, perIpLimiter: services.perIpLimiter });
+  v1.addHook('onRequest', refuseWithoutApiKey);
+  // Before the routes: it learns each creating route that turns it on.
+  await v1.register(idempotency, services.calls);
   v1.addHook('preValidation', refuseNulInQuery);
   registerResponseBodyCapture(v1);
   v1.addHook('onResponse', requestLogHook(services.requestLog));
@@ -88,15 +90,14 @@ async function sendApiFrameworkError(
   reply: FastifyReply,
 ): Promise<void> {
   reply.header('x-request-id', request.id);
-  const gate = apiAuthHook({
-    db: services.db,
-    clock: services.clock,
-    perKeyLimiter: services.perKeyLimiter,
-    perIpLimiter: services.perIpLimiter,
-  });
+  const gate = [
+    identifyApiKey({ db: services.db, clock: services.clock }),
+    countRequest({ perKeyLimiter: services.perKeyLimiter, perIpLimiter: services.perIpLimiter }),
+    refuseWithoutApiKey,
+  ];
   let apiError = toApiError(error);
   try {
-    await gate.call(app, request, reply);
+    for (const hook of gate) await hook.call(app, request, reply);
   } catch (refusal) {
     apiError = toApiError(refusal);
   }

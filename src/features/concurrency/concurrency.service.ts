@@ -80,6 +80,11 @@ export async function releaseSlots(db: Db, ids: readonly string[]): Promise<void
   await repo.deleteSlots(db, ids).catch(() => undefined);
 }
 
+/** The account's limit read without the lock (null: none), for `holdCallSlot`'s `unlockedLimit`. */
+export async function concurrencyLimitOf(db: Db, accountId: string): Promise<number | null> {
+  return (await repo.readLimit(db, accountId)) ?? null;
+}
+
 export type CallSlot =
   | { readonly kind: 'unlimited' }
   | { readonly kind: 'held'; readonly id: string }
@@ -97,10 +102,7 @@ export async function holdCallSlot(
     readonly accountId: string;
     readonly mode: ApiKeyMode;
     readonly leaseMs: number;
-    /**
-     * The account's limit as read without the lock earlier in this request (with its API key, `accountLimitOf`),
-     * to spare the read here; absent, it is read here.
-     */
+    /** The account's limit as read without the lock earlier in this request (`concurrencyLimitOf`); absent, it is read here. */
     readonly unlockedLimit?: number | null;
   },
 ): Promise<CallSlot> {
