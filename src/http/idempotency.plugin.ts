@@ -16,8 +16,8 @@ import { ApiError } from '../errors/api-error.js';
 import {
   claimFor,
   endHold,
-  heldForAnotherBody,
   readIdempotencyKey,
+  refuseIfHeldForAnotherBody,
   type HeldKey,
   type IdempotencyDeps,
   type IdempotencyScope,
@@ -47,34 +47,22 @@ function claimKey(deps: IdempotencyDeps, route: string): preHandlerHookHandler {
   return async function claimIdempotencyKey(request: FastifyRequest, reply: FastifyReply) {
     const scope = scopeOf(request, route);
     if (request.validationError) {
-      if (scope && request.body !== undefined && (await heldForAnotherBody(deps.db, deps.clock, scope, request.body))) {
-        throw new ApiError('idempotency_conflict');
-      }
+      if (scope && request.body !== undefined) await refuseIfHeldForAnotherBody(deps, scope, request.body);
       throw request.validationError;
     }
     if (!scope) return;
     // Claimed before the service's own rules run, so that a reused key with a different body is 409 even
     // when that body breaks one of them (the key is freed again when they refuse it).
     const claimed = await claimFor(deps, scope, request.body);
-    switch (claimed.kind) {
-      case 'owned':
-        request.idempotencyKey = claimed.key;
-        return;
-      case 'replay':
-        return reply
-          .header('idempotent-replayed', 'true')
-          .code(claimed.response.status)
-          .headers(claimed.response.headers)
-          .send(claimed.response.body);
-      case 'conflict':
-        throw new ApiError('idempotency_conflict');
-      case 'in_progress':
-        throw new ApiError(
-          'idempotency_conflict',
-          'A request with this Idempotency-Key is still in progress. Retry later with the same key to get its result.',
-          { retryAfterSeconds: 1 },
-        );
+    if (claimed.kind === 'owned') {
+      request.idempotencyKey = claimed.key;
+      return;
     }
+    return reply
+      .header('idempotent-replayed', 'true')
+      .code(claimed.response.status)
+      .headers(claimed.response.headers)
+      .send(claimed.response.body);
   };
 }
 

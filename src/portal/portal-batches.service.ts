@@ -33,9 +33,15 @@ export async function createBatchOnce(
 ): Promise<CreateBatchOnceResult> {
   const apiKey = await findActiveApiKey(deps.db, input.accountId, input.apiKeyId);
   if (!apiKey) return { kind: 'api_key_not_found' };
-  const claimed = await claimFor(deps, { apiKeyId: apiKey.id, route: portalCreateBatchRoute, key: input.formToken }, input.body);
+  const claimed = await claimFor(deps, { apiKeyId: apiKey.id, route: portalCreateBatchRoute, key: input.formToken }, input.body).catch(
+    (error: unknown) => {
+      // Held for another form's body, or still being created.
+      if (error instanceof ApiError && error.code === 'idempotency_conflict') return null;
+      throw error;
+    },
+  );
+  if (claimed === null) return { kind: 'already_sent', batchId: null };
   if (claimed.kind === 'replay') return { kind: 'already_sent', batchId: (claimed.response.body as { id: string }).id };
-  if (claimed.kind !== 'owned') return { kind: 'already_sent', batchId: null };
   const { key } = claimed;
   let tokenClaimed = false;
   let created = false;

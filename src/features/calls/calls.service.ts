@@ -16,7 +16,7 @@ import { providerFailureError } from '../providers/provider-failure.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
 import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
-import { concurrencyLimitOf, concurrencyRetryAfterSeconds, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
+import { concurrencyLimitOf, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
 import { callOutcomeEvent, enqueueEvents } from '../events/events.service.js';
 import * as repo from './calls.repository.js';
@@ -101,7 +101,7 @@ export async function createCall(deps: CallsDeps, apiKey: ApiKeyRow, body: Creat
     );
   }
 
-  // The account's limit of calls at once: a slot is taken before the provider is asked, for as long as the
+  // The account's limit of calls at once (a 429 when reached): a slot is taken before the provider is asked, for as long as the
   // key is locked at most, and dropped once the call is stored (which holds the place until its outcome)
   // or was refused. After a crash in between, the slot frees itself with that lease. (A call whose store
   // waits for the database counts again only once stored.)
@@ -111,13 +111,6 @@ export async function createCall(deps: CallsDeps, apiKey: ApiKeyRow, body: Creat
     leaseMs: deps.idempotency.lockMs,
     unlockedLimit: limit,
   });
-  if (slot.kind === 'full') {
-    throw new ApiError(
-      'concurrency_limit_exceeded',
-      `This account has ${slot.inProgress} ${apiKey.mode} call${slot.inProgress === 1 ? '' : 's'} in progress and a limit of ${slot.limit} (max_concurrent_calls); no call was placed. Retry after Retry-After seconds (with the same Idempotency-Key), once a call has ended, or ask your callgate operator to raise the limit.`,
-      { retryAfterSeconds: concurrencyRetryAfterSeconds },
-    );
-  }
   if (slot.kind === 'unlimited') return placeAndStore(deps, apiKey, body, key, agent);
   return placeAndStore(deps, apiKey, body, key, agent).finally(() => releaseSlots(deps.db, [slot.id]));
 }

@@ -8,6 +8,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../db/database.js';
+import { ApiError } from '../../errors/api-error.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { randomHex } from '../../lib/ids.js';
@@ -260,14 +261,35 @@ export async function endHold(key: HeldKey, succeeded: boolean): Promise<void> {
   }
 }
 
-/** Claims the key for a request with this body: a `HeldKey` when it now holds it, else what to answer. */
+/**
+ * Claims the key for a request with this body: a `HeldKey` when it now holds it, or the stored response to
+ * replay; throws the 409 idempotency_conflict when the key is held for another body or still in progress.
+ */
 export async function claimFor(
   deps: IdempotencyDeps,
   scope: IdempotencyScope,
   body: unknown,
-): Promise<{ readonly kind: 'owned'; readonly key: HeldKey } | Exclude<Claim, { kind: 'owned' }>> {
+): Promise<{ readonly kind: 'owned'; readonly key: HeldKey } | { readonly kind: 'replay'; readonly response: StoredResponse }> {
   const claimed = await claim(deps.db, deps.clock, deps.idempotency, scope, bodyFingerprint(body));
-  return claimed.kind === 'owned' ? { kind: 'owned', key: new HeldKey(deps, scope, claimed.owner) } : claimed;
+  switch (claimed.kind) {
+    case 'owned':
+      return { kind: 'owned', key: new HeldKey(deps, scope, claimed.owner) };
+    case 'replay':
+      return claimed;
+    case 'conflict':
+      throw new ApiError('idempotency_conflict');
+    case 'in_progress':
+      throw new ApiError(
+        'idempotency_conflict',
+        'A request with this Idempotency-Key is still in progress. Retry later with the same key to get its result.',
+        { retryAfterSeconds: 1 },
+      );
+  }
+}
+
+/** Throws the 409 of spec 4.1 rule 3.3 when the key is held for a body other than this one (see `heldForAnotherBody`). */
+export async function refuseIfHeldForAnotherBody(deps: IdempotencyDeps, scope: IdempotencyScope, body: unknown): Promise<void> {
+  if (await heldForAnotherBody(deps.db, deps.clock, scope, body)) throw new ApiError('idempotency_conflict');
 }
 
 /** Deletes at most `limit` expired records; returns how many. */
