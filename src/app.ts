@@ -5,7 +5,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Services } from './container.js';
-import { registerApiAuth } from './features/api-keys/api-auth.hook.js';
+import apiAuth, { refuseWithoutApiKey } from './http/api-auth.plugin.js';
 import { batchesRoutes } from './features/batches/batches.routes.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
 import { eventsRoutes } from './features/events/events.routes.js';
@@ -26,17 +26,19 @@ import jsonBody from './http/json-body.plugin.js';
 import nulInQuery from './http/nul-in-query.plugin.js';
 import requestEdge from './http/request-edge.plugin.js';
 import securityHeaders from './http/security-headers.plugin.js';
+import idempotency from './http/idempotency.plugin.js';
+import rateLimit from './http/rate-limit.plugin.js';
 import { serverOptions } from './http/server-options.js';
 import { portalRoutes } from './portal/portal.routes.js';
 
 /** The JSON API under /v1: every request authenticated, counted and logged, unknown paths included. */
 const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { services }) => {
-  registerApiAuth(v1, {
-    db: services.db,
-    clock: services.clock,
-    perKeyLimiter: services.perKeyLimiter,
-    perIpLimiter: services.perIpLimiter,
-  });
+  // The gate: the key identified, the request counted (per key, or per client IP without one), then a 401 without a key.
+  await v1.register(apiAuth, { db: services.db, clock: services.clock });
+  await v1.register(rateLimit, { perKeyLimiter: services.perKeyLimiter, perIpLimiter: services.perIpLimiter });
+  v1.addHook('onRequest', refuseWithoutApiKey);
+  // Before the routes: it learns each creating route that turns it on.
+  await v1.register(idempotency, services.calls);
   await v1.register(nulInQuery);
   await v1.register(requestLog, { writer: services.requestLog });
   await v1.register(callsRoutes, { deps: services.calls });

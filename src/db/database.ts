@@ -13,7 +13,6 @@ import {
   SqliteDialect,
   sql,
   type Migration,
-  type QueryResult,
   type SqliteDatabase,
   type SqliteStatement,
 } from 'kysely';
@@ -126,104 +125,6 @@ function withStatementCache(sqlite: BetterSqlite3.Database, prepare: (sql: strin
   };
 }
 
-/**
- * The SQLite connection under a process's Kysely instance, for the statements of the hot path
- * (db/prepared.ts), which run on it directly: better-sqlite3 runs a statement synchronously, and Kysely's
- * executor (its connection lock, the driver's layers and their promises) cost more CPU than a simple
- * statement itself. Only the root instance has one, never a transaction's.
- */
-export interface DirectSqlite {
-  /**
-   * True when a statement may run now: the connection is open and no transaction is under way on it. A
-   * Kysely transaction holds the one connection across awaits; a statement run directly meanwhile would
-   * become part of it, so it waits for its turn in Kysely instead.
-   */
-  free(): boolean;
-  /** Runs a statement at once and returns what Kysely's SQLite driver would. */
-  execute<Row>(sql: string, parameters: readonly unknown[]): QueryResult<Row>;
-  /** Runs `work` between BEGIN and COMMIT, synchronously, so nothing else can run inside (or roll back on a throw). */
-  transaction<T>(work: () => T): T;
-}
-
-const directSqlites = new WeakMap<Db, DirectSqlite>();
-
-export function directSqliteOf(db: Db): DirectSqlite | undefined {
-  return directSqlites.get(db);
-}
-
-function directSqlite(sqlite: BetterSqlite3.Database, prepare: (sql: string) => BetterSqlite3.Statement): DirectSqlite {
-  // Made once: better-sqlite3 builds a transaction function and its variants at each `transaction()` call.
-  const inTransaction = sqlite.transaction(<T>(work: () => T): T => work());
-  return {
-    free: () => sqlite.open && !sqlite.inTransaction,
-    execute<Row>(sql: string, parameters: readonly unknown[]): QueryResult<Row> {
-      const statement = prepare(sql);
-      if (statement.reader) return { rows: statement.all(parameters) as Row[] };
-      const { changes, lastInsertRowid } = statement.run(parameters);
-      return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
-    },
-    transaction: (work) => inTransaction(work) as ReturnType<typeof work>,
-  };
-}
-
-/**
- * The main pool under a process's Kysely instance on PostgreSQL, for the statements of the hot path
- * (db/prepared.ts): it runs them as Kysely's driver does (a connection of the pool, the query, the
- * connection back), without the layers of Kysely's executor around it. A statement given a `name` is
- * prepared once per connection: PostgreSQL parses and plans it once, then only binds and runs it (measured
- * here: 0.13 ms of the backend's CPU a run instead of 0.44 ms, a third of the time, for the claim with its read).
- */
-export interface DirectPostgres {
-  execute<Row>(sql: string, parameters: readonly unknown[], name: string | undefined): Promise<QueryResult<Row>>;
-}
-
-const directPostgreses = new WeakMap<Db, DirectPostgres>();
-
-export function directPostgresOf(db: Db): DirectPostgres | undefined {
-  return directPostgreses.get(db);
-}
-
-const affectingCommands = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE']);
-
-/**
- * A prepared statement that returns `table.*` fails once a migration (of a newer release, during a rolling
- * deploy) adds a column: "cached plan must not change result type", again at every run under that name.
- * Nothing has run then, so the statement is prepared again under a new name, which every connection uses
- * from then on.
- */
-function resultTypeChanged(error: unknown): boolean {
-  const { code, message } = error as { code?: unknown; message?: unknown };
-  return code === '0A000' && typeof message === 'string' && message.includes('cached plan must not change result type');
-}
-
-function directPostgres(pool: pg.Pool): DirectPostgres {
-  const renamed = new Map<string, string>();
-  let generation = 0;
-  return {
-    async execute<Row>(sql: string, parameters: readonly unknown[], name: string | undefined): Promise<QueryResult<Row>> {
-      const client = await pool.connect();
-      try {
-        const values = [...parameters];
-        const run = (as: string | undefined) => client.query(as === undefined ? { text: sql, values } : { name: as, text: sql, values });
-        const current = name === undefined ? undefined : (renamed.get(name) ?? name);
-        const { command, rowCount, rows } = await run(current).catch((error: unknown) => {
-          if (name === undefined || !resultTypeChanged(error)) throw error;
-          const next = `${name}_${++generation}`;
-          renamed.set(name, next);
-          return run(next);
-        });
-        return {
-          // As Kysely's PostgreSQL driver reports it.
-          ...(affectingCommands.has(command) ? { numAffectedRows: BigInt(rowCount ?? 0) } : {}),
-          rows: (rows ?? []) as Row[],
-        };
-      } finally {
-        client.release();
-      }
-    },
-  };
-}
-
 export interface OpenOptions {
   /**
    * SQLite only: checkpoint the WAL from a worker thread instead of inside commits (sqlite-checkpointer.ts).
@@ -247,7 +148,6 @@ export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}):
     sqlite.pragma(`cache_size = ${sqliteCacheSize}`);
     const prepare = statementCache(sqlite);
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, prepare) }) });
-    directSqlites.set(db, directSqlite(sqlite, prepare));
     const checkpointer = options.backgroundCheckpoints
       ? startCheckpointer(sqlite, options.onCheckpointerError ? { onError: options.onCheckpointerError } : {})
       : undefined;
@@ -276,14 +176,9 @@ export function openDatabase(config: DatabaseConfig, options: OpenOptions = {}):
   };
 }
 
-/**
- * Kysely on `pool`, whose prepared statements (db/prepared.ts) run on the pool directly (`DirectPostgres`). The
- * process's `db`, and the rate limiters' instance on the counter pool (whose owner ends that pool).
- */
-export function postgresDb(pool: pg.Pool): Db {
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  directPostgreses.set(db, directPostgres(pool));
-  return db;
+/** Kysely on `pool`. */
+function postgresDb(pool: pg.Pool): Db {
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
 /** A pool of `max` connections (made when first needed), with server settings `options` for each session. */

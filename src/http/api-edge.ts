@@ -8,9 +8,10 @@ import type { Services } from '../container.js';
 import { ApiError } from '../errors/api-error.js';
 import { errorBody, sendError, sendFrameworkError } from '../errors/error-handler.js';
 import { toApiError } from '../errors/to-api-error.js';
-import { apiAuthHook } from '../features/api-keys/api-auth.hook.js';
 import { requestLogHook } from '../features/request-log/request-log.plugin.js';
 import { isPortalUrl, sendPortalFrameworkError } from '../portal/portal.routes.js';
+import { identifyApiKey, refuseWithoutApiKey } from './api-auth.plugin.js';
+import { countRequest } from './rate-limit.plugin.js';
 import { setSecurityHeaders } from './security-headers.plugin.js';
 
 /**
@@ -40,15 +41,14 @@ async function sendApiFrameworkError(
   reply: FastifyReply,
 ): Promise<void> {
   reply.header('x-request-id', request.id);
-  const gate = apiAuthHook({
-    db: services.db,
-    clock: services.clock,
-    perKeyLimiter: services.perKeyLimiter,
-    perIpLimiter: services.perIpLimiter,
-  });
+  const gate = [
+    identifyApiKey({ db: services.db, clock: services.clock }),
+    countRequest({ perKeyLimiter: services.perKeyLimiter, perIpLimiter: services.perIpLimiter }),
+    refuseWithoutApiKey,
+  ];
   let apiError = toApiError(error);
   try {
-    await gate.call(app, request, reply);
+    for (const hook of gate) await hook.call(app, request, reply);
   } catch (refusal) {
     apiError = toApiError(refusal);
   }

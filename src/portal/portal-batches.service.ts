@@ -11,7 +11,8 @@ import { addMs, isoTimestamp } from '../lib/clock.js';
 import { findActiveApiKey } from '../features/api-keys/api-keys.service.js';
 import type { CreateBatchBody } from '../features/batches/batches.schemas.js';
 import { createBatch, type BatchesDeps } from '../features/batches/batches.service.js';
-import { claimFor } from '../features/idempotency/idempotency.service.js';
+import { claimFor, endHold } from '../features/idempotency/idempotency.service.js';
+import { ApiError } from '../errors/api-error.js';
 import { sessionMaxMs } from '../features/identity/sessions.service.js';
 import * as formTokens from './portal-form-tokens.repository.js';
 
@@ -32,11 +33,18 @@ export async function createBatchOnce(
 ): Promise<CreateBatchOnceResult> {
   const apiKey = await findActiveApiKey(deps.db, input.accountId, input.apiKeyId);
   if (!apiKey) return { kind: 'api_key_not_found' };
-  const { claimed } = await claimFor(deps, { apiKeyId: apiKey.id, route: portalCreateBatchRoute, key: input.formToken }, input.body);
+  const claimed = await claimFor(deps, { apiKeyId: apiKey.id, route: portalCreateBatchRoute, key: input.formToken }, input.body).catch(
+    (error: unknown) => {
+      // Held for another form's body, or still being created.
+      if (error instanceof ApiError && error.code === 'idempotency_conflict') return null;
+      throw error;
+    },
+  );
+  if (claimed === null) return { kind: 'already_sent', batchId: null };
   if (claimed.kind === 'replay') return { kind: 'already_sent', batchId: (claimed.response.body as { id: string }).id };
-  if (claimed.kind !== 'owned') return { kind: 'already_sent', batchId: null };
-  const { hold } = claimed;
+  const { key } = claimed;
   let tokenClaimed = false;
+  let created = false;
   try {
     const now = deps.clock.now();
     // A form cannot outlive the session that showed it, so older tokens can go.
@@ -48,15 +56,19 @@ export async function createBatchOnce(
       created_at: isoTimestamp(now),
     });
     if (!tokenClaimed) return { kind: 'already_sent', batchId: null };
-    const result = await createBatch(deps, apiKey, input.body, hold);
-    if (result.kind === 'created') {
-      tokenClaimed = false;
-      return { kind: 'created', batchId: (result.response.body as { id: string }).id };
+    const response = await createBatch(deps, apiKey, input.body, key);
+    created = true;
+    tokenClaimed = false;
+    return { kind: 'created', batchId: (response.body as { id: string }).id };
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'agent_not_found') return { kind: 'agent_not_found' };
+    if (error instanceof ApiError && error.code === 'invalid_request') {
+      return { kind: 'invalid', param: error.param ?? '', message: error.message };
     }
-    return result;
+    throw error;
   } finally {
     // Nothing was made: the same form may be sent again once corrected.
     if (tokenClaimed) await formTokens.releaseFormToken(deps.db, input.formToken);
-    await hold.end();
+    await endHold(key, created);
   }
 }

@@ -1,25 +1,21 @@
 /**
- * Storing calls: on PostgreSQL a created call and the completion of its idempotency key are one statement
- * (insertCompletingKey with the call's insert), both or neither; ending calls in a batch (recordOutcomes) ends each once, with
+ * Storing calls: a created call and the completion of its idempotency key are one transaction (the call's
+ * insert and completeKey), both or neither; ending calls in a batch (recordOutcomes) ends each once, with
  * its event and deliveries.
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { callInsert } from '../../src/features/calls/calls.repository.js';
+import type { Db } from '../../src/db/database.js';
+import { insertCall } from '../../src/features/calls/calls.repository.js';
 import { recordOutcome, recordOutcomes } from '../../src/features/calls/calls.service.js';
 import type { CallRow } from '../../src/features/calls/calls.tables.js';
-import {
-  completionParams,
-  insertCompletingKey,
-  insertInFlight,
-  type CompletionParams,
-} from '../../src/features/idempotency/idempotency.repository.js';
+import { insertInFlight } from '../../src/features/idempotency/idempotency.repository.js';
+import { completeKey, HeldKey } from '../../src/features/idempotency/idempotency.service.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 await forEachDialect('Storing a call with its idempotency key', (dialect) => {
-  if (dialect !== 'postgres') return; // SQLite stores them in a transaction of two statements
   let t: TestApp;
   before(async () => {
     t = await startTestApp(dialect);
@@ -74,9 +70,13 @@ await forEachDialect('Storing a call with its idempotency key', (dialect) => {
       reference: null,
     };
   }
-  const insertCallCompletingKey = (db: typeof t.services.db, row: CallRow, completion: CompletionParams) =>
-    insertCompletingKey(db, callInsert, row, completion);
-  const response = { status: 201, body: '{"id":"call_x"}', headers: '{}', expiresAt: '2030-01-02T00:00:00.000Z' };
+  const insertCallCompletingKey = (db: Db, row: CallRow, key: HeldKey) =>
+    db.transaction().execute(async (trx) => {
+      await insertCall(trx, row);
+      await completeKey(trx, key, response);
+    });
+  const heldKey = (key: string, owner: string) => new HeldKey(t.services.calls, scope(key), owner);
+  const response = { status: 201, body: { id: 'call_x' }, headers: {} };
   const record = (key: string) =>
     t.services.db
       .selectFrom('idempotency_keys')
@@ -87,34 +87,29 @@ await forEachDialect('Storing a call with its idempotency key', (dialect) => {
   it('stores the call and completes the key with the response', async () => {
     await holdKey('store-1', 'owner-1');
     const row = await callRow('call_store_one');
-    await insertCallCompletingKey(t.services.db, row, completionParams(scope('store-1'), 'owner-1', response));
+    const key = heldKey('store-1', 'owner-1');
+    await insertCallCompletingKey(t.services.db, row, key);
+    assert.equal(key.completed, true);
     const stored = await t.services.db.selectFrom('calls').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow();
     assert.deepEqual(stored, row);
-    assert.deepEqual(await record('store-1'), {
-      state: 'completed',
-      response_status: 201,
-      response_body: '{"id":"call_x"}',
-      expires_at: response.expiresAt,
-    });
+    const before = Date.now();
+    const { expires_at: expiresAt, ...stored1 } = await record('store-1');
+    assert.deepEqual(stored1, { state: 'completed', response_status: 201, response_body: '{"id":"call_x"}' });
+    // Replayed for 24 hours from the success.
+    const lifetimeMs = Date.parse(expiresAt!) - before;
+    assert.ok(lifetimeMs > 24 * 60 * 60 * 1000 - 60_000 && lifetimeMs <= 24 * 60 * 60 * 1000, expiresAt!);
   });
 
   it('a call that cannot be stored leaves the key in flight (for its release), and nothing else changes', async () => {
     await holdKey('store-2', 'owner-2');
     const row = await callRow('call_store_one'); // the id is taken
-    await assert.rejects(
-      insertCallCompletingKey(t.services.db, row, completionParams(scope('store-2'), 'owner-2', response)),
-      /duplicate key/,
-    );
+    await assert.rejects(insertCallCompletingKey(t.services.db, row, heldKey('store-2', 'owner-2')), /duplicate key|UNIQUE constraint/);
     assert.deepEqual(await record('store-2'), { state: 'in_progress', response_status: null, response_body: null, expires_at: null });
   });
 
   it('a key held by another request is not completed by this one', async () => {
     await holdKey('store-3', 'owner-3');
-    await insertCallCompletingKey(
-      t.services.db,
-      await callRow('call_store_three'),
-      completionParams(scope('store-3'), 'someone-else', response),
-    );
+    await insertCallCompletingKey(t.services.db, await callRow('call_store_three'), heldKey('store-3', 'someone-else'));
     assert.equal((await record('store-3')).state, 'in_progress');
   });
 });

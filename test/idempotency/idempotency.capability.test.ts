@@ -1,17 +1,18 @@
 /**
  * Idempotency is a capability of any creating POST route, not of POST /v1/calls alone: a test-only route
- * that creates "widgets" in a table of its own gets the whole of spec 2.5 / 4.1 rule 3 from one line
- * (withIdempotency) and its service's one store (hold.insertCompleting), on both databases.
+ * that creates "widgets" in a table of its own gets the whole of spec 2.5 / 4.1 rule 3 from one line of
+ * route config (`idempotency: true`) and its service's one transaction (the widget and `completeKey`), on
+ * both databases.
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { Type } from '@sinclair/typebox';
 import type { Kysely } from 'kysely';
-import type { InsertStatement, SelectStatement } from '../../src/db/prepared.js';
+import type { Db } from '../../src/db/database.js';
 import { ApiError } from '../../src/errors/api-error.js';
-import { apiAuthHook } from '../../src/features/api-keys/api-auth.hook.js';
-import { withIdempotency } from '../../src/features/idempotency/idempotency.hook.js';
-import { completionParams, insertCompletingKey, insertInFlightWithRead } from '../../src/features/idempotency/idempotency.repository.js';
+import { completeKey, type HeldKey, type StoredResponse } from '../../src/features/idempotency/idempotency.service.js';
+import apiAuth, { refuseWithoutApiKey } from '../../src/http/api-auth.plugin.js';
+import idempotency from '../../src/http/idempotency.plugin.js';
 import { forEachDialect } from '../support/dialects.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -20,19 +21,22 @@ interface WidgetRow {
   name: string;
 }
 
-// The table is the test's own, so the app's Database type does not know it.
-const widgetInsert: InsertStatement<WidgetRow> = function insertWidget(db, p) {
-  return (db as unknown as Kysely<{ widgets: WidgetRow }>).insertInto('widgets').values({ id: p.id, name: p.name });
-};
-
-// A read the route needs whichever way the claim goes (as POST /v1/calls reads its agent): the widget named so.
-const widgetByName: SelectStatement<{ name: string }, WidgetRow> = function widgetByName(db, p) {
-  return (db as unknown as Kysely<{ widgets: WidgetRow }>).selectFrom('widgets').select(['id', 'name']).where('name', '=', p.name);
-};
-
 const WidgetBody = Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: false });
 
 let nextWidget = 0;
+
+/** The widgets' service: it refuses a name by a rule of its own, else stores the widget and completes the key together. */
+async function createWidget(db: Db, name: string, key: HeldKey | null): Promise<StoredResponse> {
+  if (name === 'refused') throw new ApiError('invalid_request', 'This name is refused by a rule of the service.', { param: 'name' });
+  // 'taken' always gets the same id, so its second insert fails: neither it nor the key's completion stays.
+  const row = { id: name === 'taken' ? 'widget_taken' : `widget_${++nextWidget}`, name };
+  const response = { status: 201, body: row, headers: { location: `/test/widgets/${row.id}` } };
+  await db.transaction().execute(async (trx) => {
+    await (trx as unknown as Kysely<{ widgets: WidgetRow }>).insertInto('widgets').values(row).execute();
+    if (key) await completeKey(trx, key, response);
+  });
+  return response;
+}
 
 await forEachDialect('Idempotency as a capability of any creating route', (dialect) => {
   let t: TestApp;
@@ -41,37 +45,13 @@ await forEachDialect('Idempotency as a capability of any creating route', (diale
       register: (app, services) =>
         app.register(
           async (scope) => {
-            scope.addHook('onRequest', apiAuthHook(services));
-            scope.post('/widgets', { schema: { body: WidgetBody }, attachValidation: true }, async (request, reply) =>
-              // The one line that makes the route idempotent:
-              withIdempotency(services.calls, 'POST /test/widgets', request, reply, async (hold) => {
-                const { name } = request.body as { name: string };
-                if (name === 'refused')
-                  throw new ApiError('invalid_request', 'This name is refused by a rule of the service.', { param: 'name' });
-                // 'taken' always gets the same id, so its second insert fails: neither it nor the key's completion stays.
-                const row = { id: name === 'taken' ? 'widget_taken' : `widget_${++nextWidget}`, name };
-                const response = { status: 201, body: row, headers: { location: `/test/widgets/${row.id}` } };
-                if (hold) await hold.insertCompleting(widgetInsert, row, response);
-                else await widgetInsert(services.db, row).execute();
-                return reply.code(201).headers(response.headers).send(row);
-              }),
-            );
-            // A second route whose handler gets the rows of its read, run with the key's claim.
-            scope.post('/named-widgets', { schema: { body: WidgetBody }, attachValidation: true }, async (request, reply) => {
-              const { name } = request.body as { name: string };
-              return withIdempotency(
-                services.calls,
-                'POST /test/named-widgets',
-                request,
-                reply,
-                async (hold, rows) => {
-                  const response = { status: 201, body: { found: rows }, headers: {} };
-                  const copy = { id: `widget_${++nextWidget}`, name: `copy of ${name}` };
-                  if (hold) await hold.insertCompleting(widgetInsert, copy, response);
-                  return reply.code(201).send(response.body);
-                },
-                { statement: widgetByName, params: { name } },
-              );
+            await scope.register(apiAuth, services);
+            scope.addHook('onRequest', refuseWithoutApiKey);
+            await scope.register(idempotency, services.calls);
+            // The one line that makes the route idempotent: `config: { idempotency: true }`.
+            scope.post('/widgets', { schema: { body: WidgetBody }, config: { idempotency: true } }, async (request, reply) => {
+              const created = await createWidget(services.db, (request.body as { name: string }).name, request.idempotencyKey);
+              return reply.code(201).headers(created.headers).send(created.body);
             });
           },
           { prefix: '/test' },
@@ -86,10 +66,10 @@ await forEachDialect('Idempotency as a capability of any creating route', (diale
   });
   after(async () => t.close());
 
-  const post = (body: unknown, idempotencyKey?: string, url = '/test/widgets') =>
+  const post = (body: unknown, idempotencyKey?: string) =>
     t.inject({
       method: 'POST',
-      url,
+      url: '/test/widgets',
       headers: {
         authorization: `Bearer ${t.seed.token}`,
         'content-type': 'application/json',
@@ -172,83 +152,10 @@ await forEachDialect('Idempotency as a capability of any creating route', (diale
     assert.equal(await widgets(), count + 2);
   });
 
-  it("a resource whose parameters take a name of the key's completion is refused before anything runs", async () => {
-    const clashing: InsertStatement<{ id: string; key: string }> = function insertClashingWidget(db, p) {
-      return (db as unknown as Kysely<{ widgets: WidgetRow }>).insertInto('widgets').values({ id: p.id, name: p.key });
-    };
-    const completion = completionParams({ apiKeyId: t.seed.keyId, route: 'POST /test/widgets', key: 'w-clash' }, 'owner', {
-      status: 201,
-      body: '{}',
-      headers: '{}',
-      expiresAt: '2030-01-01T00:00:00.000Z',
-    });
-    await assert.rejects(insertCompletingKey(t.services.db, clashing, { id: 'widget_clash', key: 'x' }, completion), /parameter key/);
-    assert.equal(
-      (
-        await t.services.db
-          .selectFrom('widgets' as never)
-          .selectAll()
-          .where('id' as never, '=', 'widget_clash' as never)
-          .execute()
-      ).length,
-      0,
-    );
+  it('a failure frees the key before its answer is sent: an immediate retry with the key is processed anew', async () => {
+    assert.equal((await post({ name: 'refused' }, 'w-retry')).statusCode, 400);
+    const retried = await post({ name: 'refused' }, 'w-retry');
+    assert.equal(retried.statusCode, 400);
+    assert.equal(retried.json().error, 'invalid_request');
   });
-
-  it("a route's read runs with the key's claim and its rows reach the handler, with a key and without one", async () => {
-    await post({ name: 'to-be-found' }, 'w-read-source');
-    const postNamed = (body: unknown, idempotencyKey?: string) => post(body, idempotencyKey, '/test/named-widgets');
-    const withKey = await postNamed({ name: 'to-be-found' }, 'w-read-1');
-    assert.equal(withKey.statusCode, 201, withKey.body);
-    assert.deepEqual(
-      withKey.json().found.map((row: WidgetRow) => row.name),
-      ['to-be-found'],
-    );
-    const withoutKey = await postNamed({ name: 'to-be-found' });
-    assert.deepEqual(
-      withoutKey.json().found.map((row: WidgetRow) => row.name),
-      ['to-be-found'],
-    );
-    const none = await postNamed({ name: 'nobody' }, 'w-read-2');
-    assert.deepEqual(none.json().found, []);
-    // A replay answers the first response: the read's rows of the time of the first request.
-    await post({ name: 'to-be-found' }, 'w-read-source-2');
-    const replay = await postNamed({ name: 'to-be-found' }, 'w-read-1');
-    assert.equal(replay.headers['idempotent-replayed'], 'true');
-    assert.deepEqual(replay.json(), withKey.json());
-  });
-
-  // On PostgreSQL the read is compiled into the claim's statement, where a shared name would get one value.
-  if (dialect === 'postgres')
-    it("a read whose parameters take a name of the claim's is refused before anything runs", async () => {
-      const clashing: SelectStatement<{ route: string }, WidgetRow> = function clashingRead(db, p) {
-        return (db as unknown as Kysely<{ widgets: WidgetRow }>).selectFrom('widgets').select(['id', 'name']).where('name', '=', p.route);
-      };
-      const row = {
-        api_key_id: t.seed.keyId,
-        route: 'POST /test/named-widgets',
-        idempotency_key: 'w-read-clash',
-        request_hash: 'h',
-        state: 'in_progress' as const,
-        owner: 'o',
-        response_status: null,
-        response_body: null,
-        response_headers: null,
-        locked_until: '2030-01-01T00:00:00.000Z',
-        expires_at: null,
-        created_at: '2030-01-01T00:00:00.000Z',
-      };
-      if (dialect === 'postgres') {
-        await assert.rejects(
-          insertInFlightWithRead(t.services.db, row, { statement: clashing, params: { route: 'x' } }),
-          /parameter route/,
-        );
-        const held = await t.services.db
-          .selectFrom('idempotency_keys')
-          .select('owner')
-          .where('idempotency_key', '=', 'w-read-clash')
-          .execute();
-        assert.equal(held.length, 0);
-      }
-    });
 });

@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, beforeEach, it } from 'node:test';
-import { createCallRoute } from '../../src/features/calls/calls.routes.js';
 import { idempotencyLifetimeMs, purgeExpired } from '../../src/features/idempotency/idempotency.service.js';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import { ManualClock, addMs, isoTimestamp } from '../../src/lib/clock.js';
@@ -38,7 +37,7 @@ async function idempotencyRow(t: TestApp, key: string) {
     .selectFrom('idempotency_keys')
     .selectAll()
     .where('api_key_id', '=', t.seed.keyId)
-    .where('route', '=', createCallRoute)
+    .where('route', '=', 'POST /v1/calls')
     .where('idempotency_key', '=', key)
     .executeTakeFirst();
 }
@@ -49,7 +48,7 @@ async function insertInFlightRecord(t: TestApp, key: string, body: unknown, lock
     .insertInto('idempotency_keys')
     .values({
       api_key_id: t.seed.keyId,
-      route: createCallRoute,
+      route: 'POST /v1/calls',
       idempotency_key: key,
       request_hash: bodyFingerprint(body),
       state: 'in_progress',

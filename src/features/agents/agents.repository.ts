@@ -1,5 +1,4 @@
 import type { Db } from '../../db/database.js';
-import { preparedQuery } from '../../db/prepared.js';
 import type { AgentRow, NewAgentRow } from './agents.tables.js';
 
 export async function insertAgent(db: Db, row: NewAgentRow): Promise<void> {
@@ -8,14 +7,8 @@ export async function insertAgent(db: Db, row: NewAgentRow): Promise<void> {
 
 /** The agent with this provider id in this account only: agents of other accounts are invisible. */
 export async function findAgentInAccount(db: Db, accountId: string, agentId: string): Promise<AgentRow | undefined> {
-  const { rows } = await selectAgentInAccount(db, { accountId, agentId });
-  return rows[0];
+  return db.selectFrom('agents').selectAll().where('account_id', '=', accountId).where('agent_id', '=', agentId).executeTakeFirst();
 }
-
-// Prepared: every POST /v1/calls looks up its agent.
-const selectAgentInAccount = preparedQuery('agent in account', (db, p: { accountId: string; agentId: string }) =>
-  db.selectFrom('agents').selectAll().where('account_id', '=', p.accountId).where('agent_id', '=', p.agentId),
-);
 
 export async function listAgentsByAccount(db: Db, accountId: string): Promise<AgentRow[]> {
   return db.selectFrom('agents').selectAll().where('account_id', '=', accountId).orderBy('name').orderBy('id').execute();

@@ -1,9 +1,8 @@
 import type { Db } from '../../db/database.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import type { RateLimitDecision, RateLimiter } from '../rate-limit/rate-limit.interface.js';
 import * as repo from './api-keys.repository.js';
-import type { ApiKeyMode, ApiKeyRow, AuthenticatedKey } from './api-keys.tables.js';
+import type { ApiKeyMode, ApiKeyRow } from './api-keys.tables.js';
 import { generateToken, hashToken, parseBearer } from './api-keys.tokens.js';
 
 /** last_used_at is written at most this often per key, so authentication adds no write to most requests. */
@@ -95,41 +94,18 @@ export function keyCounter(keyId: string): string {
   return repo.keyCounterPrefix + keyId;
 }
 
-/** A key authenticated, with its request counted against the key's limit when that was done with the read. */
-export interface Authenticated {
-  readonly key: AuthenticatedKey;
-  /** Undefined when the request is still to be counted (`consume` of `keyCounter(key.id)`). */
-  readonly counted: RateLimitDecision | undefined;
-}
-
 /**
  * The active key behind an Authorization header, or null for every kind of failure (missing, malformed,
- * unknown, revoked), which callers answer alike. Looked up on every request, so a revocation holds at once;
- * with it, its account's concurrency limit (`AuthenticatedKey`). With `countWith` (the per-key limiter's, on
- * PostgreSQL) the key is read by the limiter's statement, which counts its request as well.
+ * unknown, revoked), which callers answer alike. Looked up on every request, so a revocation holds at once.
  */
-export async function authenticate(
-  db: Db,
-  clock: Clock,
-  header: string | undefined,
-  countWith?: RateLimiter['countWith'],
-): Promise<Authenticated | null> {
+export async function authenticate(db: Db, clock: Clock, header: string | undefined): Promise<ApiKeyRow | null> {
   const token = parseBearer(header);
   if (token === null) return null;
-  const tokenHash = hashToken(token);
-  if (!countWith) {
-    const key = await active(db, clock, await repo.findApiKeyWithAccountLimitByHash(db, tokenHash));
-    return key && { key, counted: undefined };
-  }
-  const { row, decision } = await countWith({ statement: repo.apiKeyByHashCounted, params: { tokenHash } });
-  if (!row) return null;
-  const { rate_limit_name, ...key } = row;
-  const found = await active(db, clock, key);
-  return found && { key: found, counted: decision };
+  return active(db, clock, await repo.findApiKeyByHash(db, hashToken(token)));
 }
 
 /** The key if it is active (recording its use at most once a minute), else null. */
-async function active(db: Db, clock: Clock, row: AuthenticatedKey | undefined): Promise<AuthenticatedKey | null> {
+async function active(db: Db, clock: Clock, row: ApiKeyRow | undefined): Promise<ApiKeyRow | null> {
   if (!row || row.revoked_at !== null) return null;
   const now = clock.now();
   const staleBefore = isoTimestamp(addMs(now, -lastUsedResolutionMs));

@@ -20,9 +20,3 @@ export interface ApiKeysTables {
 }
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
-
-/**
- * A key as authentication reads it: the row, with its account's `max_concurrent_calls` read in the same
- * statement (unlocked, null: no limit), which every POST /v1/calls needs (concurrency.service.ts).
- */
-export type AuthenticatedKey = ApiKeyRow & { readonly account_max_concurrent_calls: number | null };

@@ -1,34 +1,12 @@
 import { sql } from 'kysely';
 import { dialectOf, type Db } from '../../db/database.js';
-import type { InsertStatement } from '../../db/prepared.js';
 import { jsonUpdate } from '../../db/claim.js';
 import { openRecipientStatuses, type BatchRow, type BatchStatus, type RecipientRow, type RecipientStatus } from './batches.tables.js';
 import { olderThan } from '../../db/cursor.js';
 
 /** Every column given, none left to a default: the row is the whole batch. */
-export const batchInsert: InsertStatement<BatchRow> = function insertBatch(db, p) {
-  return db.insertInto('batches').values({
-    id: p.id,
-    account_id: p.account_id,
-    api_key_id: p.api_key_id,
-    mode: p.mode,
-    agent_id: p.agent_id,
-    agent_ref: p.agent_ref,
-    name: p.name,
-    status: p.status,
-    scheduled_at: p.scheduled_at,
-    max_concurrency: p.max_concurrency,
-    calling_window: p.calling_window,
-    retry: p.retry,
-    total: p.total,
-    created_at: p.created_at,
-    updated_at: p.updated_at,
-    completed_at: p.completed_at,
-  });
-};
-
 export async function insertBatch(db: Db, row: BatchRow): Promise<void> {
-  await batchInsert(db, row).execute();
+  await db.insertInto('batches').values(row).execute();
 }
 
 /** Rows per INSERT: 18 columns each stays well under both databases' limits on parameters. */
@@ -41,10 +19,6 @@ export async function insertRecipients(db: Db, rows: readonly RecipientRow[]): P
       .values(rows.slice(start, start + insertChunkRows))
       .execute();
   }
-}
-
-export async function deleteRecipientsOfBatch(db: Db, batchId: string): Promise<void> {
-  await db.deleteFrom('batch_recipients').where('batch_id', '=', batchId).execute();
 }
 
 export interface BatchScope {

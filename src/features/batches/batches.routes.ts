@@ -4,8 +4,7 @@ import type { ErrorCode } from '../../errors/catalogue.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { errorResponses } from '../../errors/error-schemas.js';
 import { parseListLimit } from '../../http/list-limit.js';
-import { requireApiKey } from '../api-keys/api-auth.hook.js';
-import { withIdempotency } from '../idempotency/idempotency.hook.js';
+import { requireApiKey } from '../../http/api-auth.plugin.js';
 import {
   Batch,
   BatchList,
@@ -27,9 +26,6 @@ import {
   type BatchAction,
   type BatchesDeps,
 } from './batches.service.js';
-
-/** The scope of an Idempotency-Key within an API key on the endpoint that creates batches. */
-export const createBatchRoute = 'POST /v1/batches';
 
 const actionDocs: Record<BatchAction, { operationId: string; summary: string; description: string }> = {
   pause: {
@@ -60,7 +56,7 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
     '/batches',
     {
       bodyLimit: batchBodyLimitBytes,
-      config: { patternHints: createBatchPatternHints },
+      config: { idempotency: true, patternHints: createBatchPatternHints },
       schema: {
         operationId: 'createBatch',
         tags: ['Batches'],
@@ -71,26 +67,14 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
         body: CreateBatchBody,
         response: { 201: Batch, ...errorResponses(['invalid_idempotency_key', 'agent_not_found', 'idempotency_conflict'], { body: true }) },
       },
-      // A body that breaks the schema still meets the Idempotency-Key rules first (withIdempotency).
-      attachValidation: true,
     },
-    async (request, reply) =>
-      withIdempotency(deps, createBatchRoute, request, reply, async (hold) => {
-        const result = await createBatch(deps, requireApiKey(request), request.body, hold);
-        switch (result.kind) {
-          case 'invalid':
-            throw new ApiError('invalid_request', result.message, { param: result.param });
-          case 'agent_not_found':
-            throw new ApiError('agent_not_found', `No agent ${JSON.stringify(request.body.agent_id).slice(0, 140)} in this account.`, {
-              param: 'agent_id',
-            });
-          case 'created':
-            return reply
-              .code(result.response.status as 201)
-              .headers(result.response.headers)
-              .send(result.response.body as Batch);
-        }
-      }),
+    async (request, reply) => {
+      const created = await createBatch(deps, requireApiKey(request), request.body, request.idempotencyKey);
+      return reply
+        .code(201)
+        .headers(created.headers)
+        .send(created.body as Batch);
+    },
   );
 
   const listSchema = {

@@ -11,7 +11,7 @@ import { isoTimestamp, parseIsoDateTime, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { findAgent } from '../agents/agents.service.js';
 import { metadataSizeProblem } from '../calls/calls.service.js';
-import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
+import { completeKey, type HeldKey, type IdempotencySettings, type StoredResponse } from '../idempotency/idempotency.service.js';
 import { finishBatchesIfDone } from './batch-progress.service.js';
 import { allQueued, batchesWithCounts, toBatch, toRecipient } from './batch-view.js';
 import { checkCallingWindow, nextOpening, windowZones, type CallingWindow } from './calling-window.js';
@@ -29,11 +29,6 @@ export interface BatchesDeps {
    */
   readonly wakeWorkers?: () => void;
 }
-
-export type CreateBatchResult =
-  | { readonly kind: 'created'; readonly response: StoredResponse }
-  | { readonly kind: 'invalid'; readonly param: string; readonly message: string }
-  | { readonly kind: 'agent_not_found' };
 
 /** How far back `scheduled_at` may lie (a clock a little behind), and how far ahead. */
 export const scheduleGraceMs = 60_000;
@@ -105,33 +100,39 @@ function placeInWindow(
   return { zones, firstAt };
 }
 
+const invalid = (problem: Problem) => new ApiError('invalid_request', problem.message, { param: problem.param });
+
 /**
- * Creates a batch for the key's account, its recipients all queued. With an Idempotency-Key (`hold`), the
- * batch row is stored with the completion of the key (KeyHold.insertCompleting), after its recipients:
- * the batch appears whole or not at all, and a replay answers this very batch.
+ * Creates a batch for the key's account, its recipients all queued, and returns its 201, or throws the
+ * ApiError that refuses it. The batch, its recipients and the completion of its Idempotency-Key (`key`)
+ * are one transaction: the batch appears whole or not at all, and a replay answers this very batch.
  */
 export async function createBatch(
   deps: BatchesDeps,
   apiKey: ApiKeyRow,
   body: CreateBatchBody,
-  hold: KeyHold | undefined,
-): Promise<CreateBatchResult> {
+  key: HeldKey | null,
+): Promise<StoredResponse> {
   const now = deps.clock.now();
   const checked = bodyProblem(body, now);
-  if ('param' in checked) return { kind: 'invalid', ...checked };
+  if ('param' in checked) throw invalid(checked);
   let window: { settings: CallingWindow; zones: string[]; firstAt: string[] } | undefined;
   if (body.calling_window) {
     const valid = checkCallingWindow(body.calling_window);
-    if ('param' in valid) return { kind: 'invalid', ...valid };
+    if ('param' in valid) throw invalid(valid);
     const placed = placeInWindow(valid.window, body.recipients, checked.scheduledAt);
-    if ('param' in placed) return { kind: 'invalid', ...placed };
+    if ('param' in placed) throw invalid(placed);
     window = { settings: valid.window, ...placed };
   }
   const retryOn = body.retry?.on ?? [];
   const repeatedReason = retryOn.find((reason, index) => retryOn.indexOf(reason) !== index);
-  if (repeatedReason) return { kind: 'invalid', param: 'retry.on', message: `retry.on names ${repeatedReason} twice; name each once.` };
+  if (repeatedReason) throw invalid({ param: 'retry.on', message: `retry.on names ${repeatedReason} twice; name each once.` });
   const agent = await findAgent(deps.db, apiKey.account_id, body.agent_id);
-  if (!agent) return { kind: 'agent_not_found' };
+  if (!agent) {
+    throw new ApiError('agent_not_found', `No agent ${JSON.stringify(body.agent_id).slice(0, 140)} in this account.`, {
+      param: 'agent_id',
+    });
+  }
 
   const createdAt = isoTimestamp(now);
   const scheduledAt = isoTimestamp(checked.scheduledAt);
@@ -180,23 +181,13 @@ export async function createBatch(
     body: toBatch(row, allQueued(row.total)),
     headers: { location: `/v1/batches/${row.id}` },
   };
-  if (hold) {
-    // Recipients without their batch row are never dialed or shown (everything reaches them through it).
-    await deps.db.transaction().execute((trx) => repo.insertRecipients(trx, recipients));
-    try {
-      await hold.insertCompleting(repo.batchInsert, row, response);
-    } catch (error) {
-      await repo.deleteRecipientsOfBatch(deps.db, row.id).catch(() => undefined);
-      throw error;
-    }
-  } else {
-    await deps.db.transaction().execute(async (trx) => {
-      await repo.insertRecipients(trx, recipients);
-      await repo.insertBatch(trx, row);
-    });
-  }
+  await deps.db.transaction().execute(async (trx) => {
+    await repo.insertBatch(trx, row);
+    await repo.insertRecipients(trx, recipients);
+    if (key) await completeKey(trx, key, response);
+  });
   deps.wakeWorkers?.();
-  return { kind: 'created', response };
+  return response;
 }
 
 /** A batch, within `scope`: an API key sees its account's batches of its mode only. */

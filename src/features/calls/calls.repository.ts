@@ -1,87 +1,12 @@
 import { sql } from 'kysely';
-import type { AgentRow } from '../agents/agents.tables.js';
-import { onSuppressionList } from '../suppressions/suppressions.repository.js';
 import type { Db } from '../../db/database.js';
-import { preparedQuery, type InsertStatement, type SelectStatement } from '../../db/prepared.js';
 import { claimRows, jsonUpdate } from '../../db/claim.js';
 import type { CallRow } from './calls.tables.js';
 import { olderThan } from '../../db/cursor.js';
 
 /** Every column given, none left to a default: the row is the whole call. */
 export async function insertCall(db: Db, row: CallRow): Promise<void> {
-  await insertCallQuery(db, row);
-}
-
-/** The columns of a new call, each from its field (a prepared query's parameters are read one by one). */
-function callColumns(p: CallRow): CallRow {
-  return {
-    id: p.id,
-    account_id: p.account_id,
-    api_key_id: p.api_key_id,
-    agent_id: p.agent_id,
-    agent_ref: p.agent_ref,
-    mode: p.mode,
-    provider: p.provider,
-    provider_conversation_id: p.provider_conversation_id,
-    to_number: p.to_number,
-    metadata: p.metadata,
-    status: p.status,
-    created_at: p.created_at,
-    updated_at: p.updated_at,
-    next_check_at: p.next_check_at,
-    started_at: p.started_at,
-    ended_at: p.ended_at,
-    duration_seconds: p.duration_seconds,
-    transcript_summary: p.transcript_summary,
-    failure_reason: p.failure_reason,
-    failure_message: p.failure_message,
-    failed_at: p.failed_at,
-    batch_id: p.batch_id,
-    reference: p.reference,
-  };
-}
-
-/**
- * The statement that stores a new call. Prepared: every POST /v1/calls runs it, alone or (with an
- * Idempotency-Key) together with the completion of the key (see KeyHold.insertCompleting).
- */
-export const callInsert: InsertStatement<CallRow> = function insertCall(db, p) {
-  return db.insertInto('calls').values(callColumns(p));
-};
-
-const insertCallQuery = preparedQuery('insert call', callInsert);
-
-/** The agent a new call goes through, and whether the number it is to call is on the account's suppression list. */
-export interface AgentToCall {
-  readonly agent: AgentRow;
-  readonly suppressed: boolean;
-}
-
-/** The agent `agentId` of the account and whether `to` is on its suppression list: `agentAndSuppression`'s row. */
-export type AgentAndSuppressionRow = AgentRow & { readonly to_suppressed: unknown };
-
-/**
- * The agent `agentId` of the account, and whether `to` is on the account's suppression list, in one statement:
- * every POST /v1/calls needs both before the provider is asked, and a read each cost a statement more (on
- * PostgreSQL a round trip). The route runs it with its Idempotency-Key's claim (withIdempotency's `read`).
- */
-export const agentAndSuppression: SelectStatement<{ accountId: string; agentId: string; to: string }, AgentAndSuppressionRow> =
-  function agentAndSuppressionOfNewCall(db, p) {
-    return db
-      .selectFrom('agents')
-      .selectAll('agents')
-      .select(onSuppressionList(sql.ref('agents.account_id'), sql.val(p.to)).as('to_suppressed'))
-      .where('agents.account_id', '=', p.accountId)
-      .where('agents.agent_id', '=', p.agentId);
-  };
-
-/** The agent of `agentAndSuppression`'s rows, undefined without such an agent (the list then does not matter). */
-export function agentToCall(rows: readonly AgentAndSuppressionRow[]): AgentToCall | undefined {
-  const row = rows[0];
-  if (row === undefined) return undefined;
-  const { to_suppressed: suppressed, ...agent } = row;
-  // SQLite answers EXISTS with 0 or 1, PostgreSQL with a boolean.
-  return { agent, suppressed: Boolean(suppressed) };
+  await db.insertInto('calls').values(row).execute();
 }
 
 /**

@@ -3,9 +3,7 @@ import { ApiError } from '../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { errorResponses } from '../../errors/error-schemas.js';
 import { parseListLimit } from '../../http/list-limit.js';
-import { requireApiKey } from '../api-keys/api-auth.hook.js';
-import { withIdempotency } from '../idempotency/idempotency.hook.js';
-import { providerFailureError } from '../providers/provider-failure.js';
+import { requireApiKey } from '../../http/api-auth.plugin.js';
 import {
   Call,
   CallCreated,
@@ -16,10 +14,7 @@ import {
   ListCallsQuery,
   createCallPatternHints,
 } from './calls.schemas.js';
-import { agentRead, agentToCall, createCall, getCall, listCalls, type CallsDeps } from './calls.service.js';
-
-/** The scope of an Idempotency-Key within an API key on the endpoint that creates calls. */
-export const createCallRoute = 'POST /v1/calls';
+import { createCall, getCall, listCalls, type CallsDeps } from './calls.service.js';
 
 export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async (app, { deps }) => {
   app.post(
@@ -50,61 +45,14 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
           ),
         },
       },
-      // A body that breaks the schema still meets the Idempotency-Key rules first (withIdempotency).
-      attachValidation: true,
-      config: { patternHints: createCallPatternHints },
+      config: { idempotency: true, patternHints: createCallPatternHints },
     },
     async (request, reply) => {
-      const apiKey = requireApiKey(request);
-      // The agent (and the suppression list) is read with the key's claim: no round trip of its own.
-      const read = request.validationError ? undefined : agentRead(apiKey, request.body);
-      return withIdempotency(
-        deps,
-        createCallRoute,
-        request,
-        reply,
-        async (hold, rows) => {
-          const result = await createCall(deps, apiKey, request.body, hold, agentToCall(rows));
-          switch (result.kind) {
-            case 'invalid_metadata':
-              throw new ApiError('invalid_request', result.message, { param: 'metadata' });
-            case 'agent_not_found':
-              throw new ApiError('agent_not_found', `No agent ${JSON.stringify(request.body.agent_id).slice(0, 140)} in this account.`, {
-                param: 'agent_id',
-              });
-            case 'number_suppressed':
-              throw new ApiError(
-                'number_suppressed',
-                `${request.body.to} is on this account's suppression list, so it is not called. Do not retry; if the person asked to be called again, remove it first (DELETE /v1/suppressions/${encodeURIComponent(request.body.to)}).`,
-                {
-                  param: 'to',
-                },
-              );
-            case 'provider_failed':
-              throw providerFailureError(result.failure);
-            case 'concurrency_limit_exceeded':
-              throw new ApiError(
-                'concurrency_limit_exceeded',
-                `This account has ${result.inProgress} ${apiKey.mode} call${result.inProgress === 1 ? '' : 's'} in progress and a limit of ${result.limit} (max_concurrent_calls); no call was placed. Retry after Retry-After seconds (with the same Idempotency-Key), once a call has ended, or ask your callgate operator to raise the limit.`,
-                { retryAfterSeconds: result.retryAfterSeconds },
-              );
-            case 'store_pending':
-              throw new ApiError(
-                'database_unavailable',
-                hold === undefined
-                  ? `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Do not retry without an Idempotency-Key: that would place a second call. Look for the call with GET /v1/calls/${result.callId}.`
-                  : `The call ${result.callId} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Retry with backoff and the same Idempotency-Key to get its 201 (never a second call).`,
-                { cause: result.cause, retryAfterSeconds: 2 },
-              );
-            case 'created':
-              return reply
-                .code(result.response.status as 201)
-                .headers(result.response.headers)
-                .send(result.response.body as CallCreated);
-          }
-        },
-        read,
-      );
+      const created = await createCall(deps, requireApiKey(request), request.body, request.idempotencyKey);
+      return reply
+        .code(201)
+        .headers(created.headers)
+        .send(created.body as CallCreated);
     },
   );
 

@@ -1,6 +1,6 @@
 /**
- * Placing calls and recording how they ended. The HTTP layer hands in a parsed request and gets back an
- * outcome value; it never sees the database or the provider.
+ * Placing calls and recording how they ended. The HTTP layer hands in a parsed request and gets back the
+ * call, or an ApiError thrown; it never sees the database or the provider.
  */
 import type { Db } from '../../db/database.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
@@ -8,12 +8,16 @@ import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { callIdOf } from '../../lib/ids.js';
 import { slotLength, type SlotUnit } from '../../lib/time-slots.js';
 import type { AgentRow } from '../agents/agents.tables.js';
-import type { ApiKeyRow, AuthenticatedKey } from '../api-keys/api-keys.tables.js';
-import type { IdempotencySettings, KeyHold, ReadWithClaim, StoredResponse } from '../idempotency/idempotency.service.js';
+import { ApiError } from '../../errors/api-error.js';
+import { findAgent } from '../agents/agents.service.js';
+import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
+import { completeKey, keepKey, type HeldKey, type IdempotencySettings, type StoredResponse } from '../idempotency/idempotency.service.js';
+import { providerFailureError } from '../providers/provider-failure.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
 import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
-import { concurrencyRetryAfterSeconds, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
+import { concurrencyLimitOf, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
+import { isSuppressed } from '../suppressions/suppressions.service.js';
 import { callOutcomeEvent, enqueueEvents } from '../events/events.service.js';
 import * as repo from './calls.repository.js';
 import { metadataMaxBytes, type Call, type CallCreated, type CreateCallBody } from './calls.schemas.js';
@@ -29,26 +33,6 @@ export interface CallsDeps {
   /** Told how storing a placed call goes when the database was away at first (see `keepStoring`). */
   readonly onStoreRetry?: (event: { callId: string; stored: boolean; error?: unknown }) => void;
 }
-
-export type CreateCallResult =
-  | { readonly kind: 'created'; readonly response: StoredResponse }
-  | { readonly kind: 'invalid_metadata'; readonly message: string }
-  | { readonly kind: 'agent_not_found' }
-  /** `to` is on the account's suppression list: the provider is not asked. */
-  | { readonly kind: 'number_suppressed' }
-  | { readonly kind: 'provider_failed'; readonly failure: ProviderFailure }
-  /** The account has `inProgress` calls in this mode, `limit` (its max_concurrent_calls) or more: none was placed. */
-  | {
-      readonly kind: 'concurrency_limit_exceeded';
-      readonly limit: number;
-      readonly inProgress: number;
-      readonly retryAfterSeconds: number;
-    }
-  /**
-   * The provider placed the call but the database was away when it was to be stored: it is stored in the
-   * background as soon as the database answers, and the Idempotency-Key stays held for it meanwhile.
-   */
-  | { readonly kind: 'store_pending'; readonly callId: string; readonly cause: unknown };
 
 /** Rules of spec 2.1 that a JSON schema cannot say: the 5 KB size of the metadata. */
 export function metadataSizeProblem(metadata: CreateCallBody['metadata']): string | null {
@@ -89,92 +73,87 @@ export function toCall(row: CallRow): Call {
 }
 
 /**
- * The read of the agent a request names and whether its number is suppressed (one statement), for the route
- * to run with its Idempotency-Key's claim (withIdempotency's `read`); its rows go to `createCall` through
- * `agentToCall`. Undefined when no agent can match: PostgreSQL text cannot hold U+0000 (the query would fail
- * with a 500), and no agent id contains it.
+ * Starts a call for the key's account and returns its 201, or throws the ApiError that refuses it. With an
+ * Idempotency-Key (`key`, held by idempotency.plugin.ts), one logical request places at most one call: the
+ * call is stored in one transaction with the completion of its key, so that duplicates replay this success.
  */
-export function agentRead(
-  apiKey: Pick<ApiKeyRow, 'account_id'>,
-  body: Pick<CreateCallBody, 'agent_id' | 'to'>,
-): ReadWithClaim<{ accountId: string; agentId: string; to: string }, repo.AgentAndSuppressionRow> | undefined {
-  if (hasNul(body.agent_id)) return undefined;
-  return { statement: repo.agentAndSuppression, params: { accountId: apiKey.account_id, agentId: body.agent_id, to: body.to } };
-}
-
-export const agentToCall = repo.agentToCall;
-
-/**
- * Starts a call for the key's account. With an Idempotency-Key (`hold`, see idempotency.hook.ts), one
- * logical request places at most one call: the call is stored with the completion of its key, so that
- * duplicates replay this success; any other ending releases the key for a clean retry. `found` is the
- * agent the body names, read with the key's claim (`agentRead`), undefined when there is none.
- */
-export async function createCall(
-  deps: CallsDeps,
-  apiKey: AuthenticatedKey,
-  body: CreateCallBody,
-  hold: KeyHold | undefined,
-  found: repo.AgentToCall | undefined,
-): Promise<CreateCallResult> {
+export async function createCall(deps: CallsDeps, apiKey: ApiKeyRow, body: CreateCallBody, key: HeldKey | null): Promise<StoredResponse> {
   const sizeProblem = metadataSizeProblem(body.metadata);
-  if (sizeProblem) return { kind: 'invalid_metadata', message: sizeProblem };
+  if (sizeProblem) throw new ApiError('invalid_request', sizeProblem, { param: 'metadata' });
 
-  // The suppression list is read with the agent: it guards every mode, so a test-mode key's entry holds for live calls too.
-  if (!found) return { kind: 'agent_not_found' };
-  if (found.suppressed) return { kind: 'number_suppressed' };
-  const { agent } = found;
+  // Read at once: each is a round trip on PostgreSQL. The suppression list guards every mode, so a test-mode
+  // key's entry holds for live calls too. PostgreSQL text cannot hold U+0000, and no agent id contains it.
+  const [agent, suppressed, limit] = await Promise.all([
+    hasNul(body.agent_id) ? undefined : findAgent(deps.db, apiKey.account_id, body.agent_id),
+    isSuppressed(deps.db, apiKey.account_id, body.to),
+    concurrencyLimitOf(deps.db, apiKey.account_id),
+  ]);
+  if (!agent) {
+    throw new ApiError('agent_not_found', `No agent ${JSON.stringify(body.agent_id).slice(0, 140)} in this account.`, {
+      param: 'agent_id',
+    });
+  }
+  if (suppressed) {
+    throw new ApiError(
+      'number_suppressed',
+      `${body.to} is on this account's suppression list, so it is not called. Do not retry; if the person asked to be called again, remove it first (DELETE /v1/suppressions/${encodeURIComponent(body.to)}).`,
+      { param: 'to' },
+    );
+  }
 
-  // The account's limit of calls at once: a slot is taken before the provider is asked, for as long as the
+  // The account's limit of calls at once (a 429 when reached): a slot is taken before the provider is asked, for as long as the
   // key is locked at most, and dropped once the call is stored (which holds the place until its outcome)
   // or was refused. After a crash in between, the slot frees itself with that lease. (A call whose store
-  // waits for the database, `store_pending`, counts again only once stored.) The limit was read with the key.
+  // waits for the database counts again only once stored.)
   const slot = await holdCallSlot(deps.db, deps.clock, {
     accountId: apiKey.account_id,
     mode: apiKey.mode,
     leaseMs: deps.idempotency.lockMs,
-    unlockedLimit: apiKey.account_max_concurrent_calls,
+    unlockedLimit: limit,
   });
-  if (slot.kind === 'full')
-    return {
-      kind: 'concurrency_limit_exceeded',
-      limit: slot.limit,
-      inProgress: slot.inProgress,
-      retryAfterSeconds: concurrencyRetryAfterSeconds,
-    };
-  if (slot.kind === 'unlimited') return placeAndStore(deps, apiKey, body, hold, agent);
-  return placeAndStore(deps, apiKey, body, hold, agent).finally(() => releaseSlots(deps.db, [slot.id]));
+  if (slot.kind === 'unlimited') return placeAndStore(deps, apiKey, body, key, agent);
+  return placeAndStore(deps, apiKey, body, key, agent).finally(() => releaseSlots(deps.db, [slot.id]));
 }
 
 async function placeAndStore(
   deps: CallsDeps,
   apiKey: ApiKeyRow,
   body: CreateCallBody,
-  hold: KeyHold | undefined,
+  key: HeldKey | null,
   agent: AgentRow,
-): Promise<CreateCallResult> {
+): Promise<StoredResponse> {
   const placed = await placeCall(deps, { apiKey }, agent, { to: body.to, metadata: body.metadata ?? null });
-  if (!placed.ok) return { kind: 'provider_failed', failure: placed.failure };
+  if (!placed.ok) throw providerFailureError(placed.failure);
   const { row, firstCheckAt } = placed;
   const response: StoredResponse = {
     status: 201,
     body: toCallCreated(row),
     headers: { location: `/v1/calls/${row.id}` },
   };
-  const store = () => (hold ? hold.insertCompleting(repo.callInsert, row, response) : repo.insertCall(deps.db, row));
+  const store = () =>
+    deps.db.transaction().execute(async (trx) => {
+      await repo.insertCall(trx, row);
+      if (key) await completeKey(trx, key, response);
+    });
   try {
     await store();
   } catch (error) {
-    // The call exists at the provider now. Forgetting it would lose its outcome, and releasing the key
-    // would let a retry place a second call; so it is stored as soon as the database is back, and the key
-    // stays held for it meanwhile.
+    // The call exists at the provider now. Forgetting it would lose its outcome, and freeing the key would
+    // let a retry place a second call; so it is stored as soon as the database is back, and the key stays
+    // held for it meanwhile.
     if (!isDatabaseUnavailable(error)) throw error;
-    hold?.keep();
+    if (key) keepKey(key);
     void keepStoring(deps, row.id, store, () => deps.onCallPlaced?.(row.id, firstCheckAt));
-    return { kind: 'store_pending', callId: row.id, cause: error };
+    throw new ApiError(
+      'database_unavailable',
+      key === null
+        ? `The call ${row.id} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Do not retry without an Idempotency-Key: that would place a second call. Look for the call with GET /v1/calls/${row.id}.`
+        : `The call ${row.id} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Retry with backoff and the same Idempotency-Key to get its 201 (never a second call).`,
+      { cause: error, retryAfterSeconds: 2 },
+    );
   }
   deps.onCallPlaced?.(row.id, firstCheckAt);
-  return { kind: 'created', response };
+  return response;
 }
 
 /** Whom a call is placed for: an API key's account and mode, and, for a batch's call, its batch. */

@@ -1,53 +1,23 @@
 /** The statements of the account concurrency limit: the account's limit, its lock, the count, the slots. */
 import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
-import { dialectOf, type Db } from '../../db/database.js';
-import { preparedQuery } from '../../db/prepared.js';
+import type { Db } from '../../db/database.js';
+import { lockRowsForWrite } from '../../db/write-lock.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { CallSlotRow } from './concurrency.tables.js';
 
-/** The account's limit without a lock (undefined: no such account). Prepared: every POST /v1/calls reads it. */
+/** The account's limit (null: none; undefined: no such account). */
 export async function readLimit(db: Db, accountId: string): Promise<number | null | undefined> {
-  const { rows } = await selectLimit(db, { accountId });
-  return rows[0] === undefined ? undefined : rows[0].max_concurrent_calls;
-}
-
-const selectLimit = preparedQuery('account concurrency limit', (db, p: { accountId: string }) =>
-  db.selectFrom('accounts').select('max_concurrent_calls').where('id', '=', p.accountId),
-);
-
-/**
- * The limit of the account of `accountId`, as a column of another query, read without the lock: the API key's
- * lookup carries it (api-keys.repository.ts), so a POST /v1/calls of an account without a limit (most) needs
- * no statement of its own for it. Null: no limit (or no such account).
- */
-export function accountLimitOf(accountId: Expression<string>): RawBuilder<number | null> {
-  return sql<number | null>`(select a.max_concurrent_calls from accounts a where a.id = ${accountId})`;
+  const row = await db.selectFrom('accounts').select('max_concurrent_calls').where('id', '=', accountId).executeTakeFirst();
+  return row?.max_concurrent_calls;
 }
 
 /**
  * Locks the account's row for the rest of the transaction and returns its limit as it is now: every process
- * that counts and takes the account's slots does so under this lock, one at a time. On PostgreSQL FOR NO KEY
- * UPDATE, which (unlike FOR UPDATE) leaves the key-share locks of inserts that reference the account (calls,
- * batches) free to go on. On SQLite a write takes the database's one write lock at once, before the count
- * reads anything (a read first could not be upgraded to a write after another process wrote).
+ * that counts and takes the account's slots does so under this lock, one at a time.
  */
-export async function lockLimit(db: Db, accountId: string): Promise<number | null | undefined> {
-  if (dialectOf(db) === 'postgres') {
-    const row = await db
-      .selectFrom('accounts')
-      .select('max_concurrent_calls')
-      .where('id', '=', accountId)
-      .forNoKeyUpdate()
-      .executeTakeFirst();
-    return row?.max_concurrent_calls;
-  }
-  const row = await db
-    .updateTable('accounts')
-    .set({ max_concurrent_calls: sql`max_concurrent_calls` })
-    .where('id', '=', accountId)
-    .returning('max_concurrent_calls')
-    .executeTakeFirst();
-  return row?.max_concurrent_calls;
+export async function lockLimit(trx: Db, accountId: string): Promise<number | null | undefined> {
+  await lockRowsForWrite(trx, 'accounts', 'id', [accountId], 'max_concurrent_calls');
+  return readLimit(trx, accountId);
 }
 
 /** The account's calls in progress in `mode`: placed without an outcome yet, and slots held for calls being placed. */
@@ -78,7 +48,7 @@ export async function countInProgress(db: Db, accountId: string, mode: ApiKeyMod
  * query (the batch dialer's look for batches with work): read without the lock, a hint only.
  */
 export function hasFreeSlot(accountId: Expression<string>, mode: Expression<string>, now: string): RawBuilder<SqlBool> {
-  const limit = accountLimitOf(accountId);
+  const limit = sql<number | null>`(select a.max_concurrent_calls from accounts a where a.id = ${accountId})`;
   return sql<SqlBool>`(${limit} is null or (
     (select count(*) from calls c where c.account_id = ${accountId} and c.mode = ${mode} and c.status = 'initiated')
     + (select count(*) from call_slots s where s.account_id = ${accountId} and s.mode = ${mode} and s.expires_at > ${now})

@@ -14,6 +14,7 @@
  *   a real one, and a test key meets the limit (and its 429) as a live key would.
  */
 import type { Db } from '../../db/database.js';
+import { ApiError } from '../../errors/api-error.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
@@ -80,15 +81,26 @@ export async function releaseSlots(db: Db, ids: readonly string[]): Promise<void
   await repo.deleteSlots(db, ids).catch(() => undefined);
 }
 
-export type CallSlot =
-  | { readonly kind: 'unlimited' }
-  | { readonly kind: 'held'; readonly id: string }
-  | { readonly kind: 'full'; readonly limit: number; readonly inProgress: number };
+/** The account's limit read without the lock (null: none), for `holdCallSlot`'s `unlockedLimit`. */
+export async function concurrencyLimitOf(db: Db, accountId: string): Promise<number | null> {
+  return (await repo.readLimit(db, accountId)) ?? null;
+}
+
+export type CallSlot = { readonly kind: 'unlimited' } | { readonly kind: 'held'; readonly id: string };
+
+/** The 429 of an account with as many calls in progress in `mode` as its limit. */
+function limitReached(mode: ApiKeyMode, limit: number, inProgress: number): ApiError {
+  return new ApiError(
+    'concurrency_limit_exceeded',
+    `This account has ${inProgress} ${mode} call${inProgress === 1 ? '' : 's'} in progress and a limit of ${limit} (max_concurrent_calls); no call was placed. Retry after Retry-After seconds (with the same Idempotency-Key), once a call has ended, or ask your callgate operator to raise the limit.`,
+    { retryAfterSeconds: concurrencyRetryAfterSeconds },
+  );
+}
 
 /**
- * A slot for one call about to be placed (POST /v1/calls), held for `leaseMs` at most; `full` when the
- * account has as many calls in progress as its limit. The caller releases a held slot once the call is
- * stored or refused (`releaseSlots`).
+ * A slot for one call about to be placed (POST /v1/calls), held for `leaseMs` at most; throws the 429
+ * concurrency_limit_exceeded when the account has as many calls in progress as its limit. The caller
+ * releases a held slot once the call is stored or refused (`releaseSlots`).
  */
 export async function holdCallSlot(
   db: Db,
@@ -97,10 +109,7 @@ export async function holdCallSlot(
     readonly accountId: string;
     readonly mode: ApiKeyMode;
     readonly leaseMs: number;
-    /**
-     * The account's limit as read without the lock earlier in this request (with its API key, `accountLimitOf`),
-     * to spare the read here; absent, it is read here.
-     */
+    /** The account's limit as read without the lock earlier in this request (`concurrencyLimitOf`); absent, it is read here. */
     readonly unlockedLimit?: number | null;
   },
 ): Promise<CallSlot> {
@@ -111,7 +120,7 @@ export async function holdCallSlot(
     const now = clock.now();
     const count = await lockAndCount(trx, slot.accountId, slot.mode, now);
     if (count.limit === null) return { kind: 'unlimited' };
-    if (count.free <= 0) return { kind: 'full', limit: count.limit, inProgress: count.inProgress };
+    if (count.free <= 0) throw limitReached(slot.mode, count.limit, count.inProgress);
     const id = newId('callSlot', now.getTime());
     await takeSlots(trx, slot.accountId, slot.mode, [id], now, addMs(now, slot.leaseMs));
     return { kind: 'held', id };

@@ -10,7 +10,7 @@ import { errorResponses } from '../../errors/error-schemas.js';
 import type { Db } from '../../db/database.js';
 import { parseListLimit } from '../../http/list-limit.js';
 import { parseIsoDateTime, type Clock } from '../../lib/clock.js';
-import { requireApiKey } from '../api-keys/api-auth.hook.js';
+import { requireApiKey } from '../../http/api-auth.plugin.js';
 import { getEventJson, listEventsPageJson } from './event-reads.service.js';
 import { EventEnvelope, EventList, EventParams, ListEventsQuery } from './events.schemas.js';
 

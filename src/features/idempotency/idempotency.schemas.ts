@@ -1,4 +1,4 @@
-/** The request header every creating POST declares (spec 4.1); its rules are checked by idempotency.hook.ts. */
+/** The request header every creating POST declares (spec 4.1); its rules are checked by src/http/idempotency.plugin.ts. */
 import { Type } from '@sinclair/typebox';
 
 /** 1 to 255 characters from `!` to `~` (spec 4.1): a space or any byte above 0x7E is invalid. */
@@ -6,7 +6,7 @@ export const idempotencyKeyPattern = '^[!-~]{1,255}$';
 
 export const IdempotencyHeaders = Type.Object({
   // The rule is stated here so the OpenAPI document shows it; a key that breaks it never reaches the schema's
-  // own 400 invalid_request: withIdempotency checks the key first and answers invalid_idempotency_key.
+  // own 400 invalid_request: the idempotency plugin checks the key first and answers invalid_idempotency_key.
   'idempotency-key': Type.Optional(
     Type.String({
       minLength: 1,

@@ -3,23 +3,22 @@
  * The first request inserts an in-flight record and so holds the key; concurrent duplicates wait for it and
  * replay its response. Only successes are stored, for 24 hours from the first success; a failure releases
  * the key so that a retry runs anew. An in-flight record locks its key for a bounded time only, so a crash
- * mid-request never locks a key forever. Everything here returns values; idempotency.hook.ts is the HTTP
- * edge that a creating route wraps its handler in, and renders them.
+ * mid-request never locks a key forever. Everything here returns values; src/http/idempotency.plugin.ts is
+ * the HTTP edge that renders them, for every route whose config turns idempotency on.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../db/database.js';
-import type { InsertStatement } from '../../db/prepared.js';
+import { ApiError } from '../../errors/api-error.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { randomHex } from '../../lib/ids.js';
 import { bodyFingerprint } from '../../lib/json.js';
 import { retentionBatchSize } from '../../jobs/retention.js';
 import * as repo from './idempotency.repository.js';
-import type { IdempotencyKeysTable } from './idempotency.tables.js';
-import type { IdempotencyScope, ReadWithClaim } from './idempotency.repository.js';
+import type { IdempotencyScope } from './idempotency.repository.js';
 import { idempotencyKeyPattern } from './idempotency.schemas.js';
 
-export type { IdempotencyScope, ReadWithClaim };
+export type { IdempotencyScope };
 
 /** Spec 2.5: a stored response is replayed for 24 hours from the first success. */
 export const idempotencyLifetimeMs = 24 * 60 * 60 * 1000;
@@ -77,33 +76,20 @@ const pollMaxMs = 250;
 /**
  * Claims the key for a request whose body has fingerprint `requestHash`: `owned` (go ahead, then complete
  * or release it), `replay` (answer with the stored response), `conflict` or `in_progress` (answer 409).
- * With `read`, the route's read is run with the claim's first statement (see `insertInFlightWithRead`), and
- * its rows come back beside the claim.
  */
-export async function claim<P extends object, Row>(
+export async function claim(
   db: Db,
   clock: Clock,
   settings: IdempotencySettings,
   scope: IdempotencyScope,
   requestHash: string,
-  read?: ReadWithClaim<P, Row>,
-): Promise<{ readonly claimed: Claim; readonly rows: readonly Row[] }> {
+): Promise<Claim> {
   // 24 hex digits, as ever; from the id pool, not a call into OpenSSL per request.
   const owner = randomHex(12);
-  let rows: readonly Row[] = [];
-  let pendingRead = read;
-  const insertInFlight = async (row: IdempotencyKeysTable): Promise<boolean> => {
-    if (!pendingRead) return repo.insertInFlight(db, row);
-    // The read goes with the first try only; its rows do not depend on the key.
-    const first = await repo.insertInFlightWithRead(db, row, pendingRead);
-    rows = first.rows;
-    pendingRead = undefined;
-    return first.inserted;
-  };
   try {
-    const claimed = await claimAs(db, clock, settings, scope, requestHash, owner, insertInFlight);
+    const claimed = await claimAs(db, clock, settings, scope, requestHash, owner);
     settings.observer?.claimed(claimed.kind);
-    return { claimed, rows };
+    return claimed;
   } catch (error) {
     // An insert or take-over may have committed just before its connection dropped, holding the key for an
     // owner nobody knows: free it once the database is back, or the key would stay locked for lockMs.
@@ -119,7 +105,6 @@ async function claimAs(
   scope: IdempotencyScope,
   requestHash: string,
   owner: string,
-  insertInFlight: (row: IdempotencyKeysTable) => Promise<boolean>,
 ): Promise<Claim> {
   // The wait is measured in real time: an injected test clock may stand still.
   const deadline = Date.now() + settings.waitMs;
@@ -127,7 +112,7 @@ async function claimAs(
   for (;;) {
     const now = clock.now();
     const lockedUntil = isoTimestamp(addMs(now, settings.lockMs));
-    const inserted = await insertInFlight({
+    const inserted = await repo.insertInFlight(db, {
       api_key_id: scope.apiKeyId,
       route: scope.route,
       idempotency_key: scope.key,
@@ -183,16 +168,6 @@ export async function heldForAnotherBody(db: Db, clock: Clock, scope: Idempotenc
   return row.state === 'completed' ? row.expires_at === null || row.expires_at > now : row.locked_until > now;
 }
 
-/** The completion of a held key with the response of its first success, kept for 24 hours from now. */
-function completion(clock: Clock, scope: IdempotencyScope, owner: string, response: StoredResponse): repo.CompletionParams {
-  return repo.completionParams(scope, owner, {
-    status: response.status,
-    body: JSON.stringify(response.body),
-    headers: JSON.stringify(response.headers),
-    expiresAt: isoTimestamp(addMs(clock.now(), idempotencyLifetimeMs)),
-  });
-}
-
 /** Frees the key after a failure, so a retry with the same key is processed anew. */
 export async function release(db: Db, scope: IdempotencyScope, owner: string): Promise<void> {
   await repo.deleteRecord(db, scope, { owner });
@@ -213,73 +188,108 @@ export interface IdempotencyDeps {
 }
 
 /**
- * A key this request holds, as the service that creates the resource sees it: it stores the resource with
- * `insertCompleting` (the key is completed with the response in the same atomic step), or keeps the key
- * held with `keep` for a resource that is stored later. On any other ending the key is released.
+ * A key this request holds (idempotency.plugin.ts puts it on `request.idempotencyKey`), as the service that
+ * creates the resource sees it: it completes the key with `completeKey` in the transaction that stores the
+ * resource, or keeps it held with `keepKey` for a resource that is stored later. Any other ending frees it.
  */
-export class KeyHold {
-  #state: 'held' | 'completed' | 'kept' = 'held';
+export class HeldKey {
+  #completed = false;
+  #kept = false;
 
   constructor(
-    private readonly deps: IdempotencyDeps,
-    private readonly scope: IdempotencyScope,
-    private readonly owner: string,
+    readonly deps: IdempotencyDeps,
+    readonly scope: IdempotencyScope,
+    readonly owner: string,
   ) {}
 
-  /**
-   * Inserts the resource with `statement` (a module-level function: its queries are prepared once) and
-   * completes the key with `response`, both or neither; replays of the key then answer `response`.
-   */
-  async insertCompleting<P extends object>(statement: InsertStatement<P>, params: P, response: StoredResponse): Promise<void> {
-    await repo.insertCompletingKey(this.deps.db, statement, params, completion(this.deps.clock, this.scope, this.owner, response));
-    this.#state = 'completed';
+  get completed(): boolean {
+    return this.#completed;
   }
 
-  /**
-   * Keeps the key held when the request ends without a success, for a resource that exists but is stored
-   * later with `insertCompleting`: a retry must get that resource, never a second one. The key's lock
-   * (CALLGATE_IDEMPOTENCY_LOCK_MS) bounds how long retries wait for it.
-   */
-  keep(): void {
-    if (this.#state === 'held') this.#state = 'kept';
+  get kept(): boolean {
+    return this.#kept;
   }
 
-  /**
-   * The end of the request: frees the key unless it was completed or kept. When the database is away the
-   * key is freed in the background once it is back (rather than left locked until its lock ends), and the
-   * request's own answer stands.
-   */
-  async end(): Promise<void> {
-    if (this.#state !== 'held') return;
-    try {
-      await release(this.deps.db, this.scope, this.owner);
-    } catch (error) {
-      if (!isDatabaseUnavailable(error)) throw error;
-      releaseOnceBack(this.deps.db, this.scope, this.owner, this.deps.idempotency.lockMs);
-    }
+  /** For `completeKey`, once its statement ran in the caller's transaction. */
+  markCompleted(): void {
+    this.#completed = true;
+  }
+
+  /** For `keepKey`. */
+  markKept(): void {
+    this.#kept = true;
   }
 }
 
 /**
- * Claims the key for a request with this body: a `KeyHold` when it now holds the key, else what to answer
- * (a replay, or a 409); with the rows of `read`, run with the claim.
+ * Completes the key with `response`, in `trx`, the transaction that stores the resource: the two commit
+ * together or not at all, and replays of the key then answer `response` for 24 hours. A key taken over
+ * meanwhile (its lock ran out) is left to its new holder.
  */
-export async function claimFor<P extends object, Row>(
+export async function completeKey(trx: Db, key: HeldKey, response: StoredResponse): Promise<void> {
+  await repo.markCompleted(trx, key.scope, key.owner, {
+    status: response.status,
+    body: JSON.stringify(response.body),
+    headers: JSON.stringify(response.headers),
+    expiresAt: isoTimestamp(addMs(key.deps.clock.now(), idempotencyLifetimeMs)),
+  });
+  key.markCompleted();
+}
+
+/**
+ * Keeps the key held when the request ends without a success, for a resource that exists but is stored
+ * later (with `completeKey`): a retry must get that resource, never a second one. The key's lock
+ * (CALLGATE_IDEMPOTENCY_LOCK_MS) bounds how long retries wait for it.
+ */
+export function keepKey(key: HeldKey): void {
+  key.markKept();
+}
+
+/**
+ * The end of a request that held the key: frees it unless the request succeeded with the key completed, or
+ * kept it. The free is conditional on the record still being in flight, so a completion that did commit
+ * stays. When the database is away the key is freed in the background once it is back (rather than left
+ * locked until its lock ends), and the request's own answer stands.
+ */
+export async function endHold(key: HeldKey, succeeded: boolean): Promise<void> {
+  if (key.kept || (key.completed && succeeded)) return;
+  try {
+    await release(key.deps.db, key.scope, key.owner);
+  } catch (error) {
+    if (!isDatabaseUnavailable(error)) throw error;
+    releaseOnceBack(key.deps.db, key.scope, key.owner, key.deps.idempotency.lockMs);
+  }
+}
+
+/**
+ * Claims the key for a request with this body: a `HeldKey` when it now holds it, or the stored response to
+ * replay; throws the 409 idempotency_conflict when the key is held for another body or still in progress.
+ */
+export async function claimFor(
   deps: IdempotencyDeps,
   scope: IdempotencyScope,
   body: unknown,
-  read?: ReadWithClaim<P, Row>,
-): Promise<{
-  readonly claimed: { readonly kind: 'owned'; readonly hold: KeyHold } | Exclude<Claim, { kind: 'owned' }>;
-  readonly rows: readonly Row[];
-}> {
-  const { claimed, rows } = await claim(deps.db, deps.clock, deps.idempotency, scope, bodyFingerprint(body), read);
-  return { claimed: claimed.kind === 'owned' ? { kind: 'owned', hold: new KeyHold(deps, scope, claimed.owner) } : claimed, rows };
+): Promise<{ readonly kind: 'owned'; readonly key: HeldKey } | { readonly kind: 'replay'; readonly response: StoredResponse }> {
+  const claimed = await claim(deps.db, deps.clock, deps.idempotency, scope, bodyFingerprint(body));
+  switch (claimed.kind) {
+    case 'owned':
+      return { kind: 'owned', key: new HeldKey(deps, scope, claimed.owner) };
+    case 'replay':
+      return claimed;
+    case 'conflict':
+      throw new ApiError('idempotency_conflict');
+    case 'in_progress':
+      throw new ApiError(
+        'idempotency_conflict',
+        'A request with this Idempotency-Key is still in progress. Retry later with the same key to get its result.',
+        { retryAfterSeconds: 1 },
+      );
+  }
 }
 
-/** The rows of `read` for a request without a key, which claims nothing. */
-export async function readWithoutClaim<P extends object, Row>(db: Db, read: ReadWithClaim<P, Row> | undefined): Promise<readonly Row[]> {
-  return read ? repo.runRead(db, read) : [];
+/** Throws the 409 of spec 4.1 rule 3.3 when the key is held for a body other than this one (see `heldForAnotherBody`). */
+export async function refuseIfHeldForAnotherBody(deps: IdempotencyDeps, scope: IdempotencyScope, body: unknown): Promise<void> {
+  if (await heldForAnotherBody(deps.db, deps.clock, scope, body)) throw new ApiError('idempotency_conflict');
 }
 
 /** Deletes at most `limit` expired records; returns how many. */

@@ -23,7 +23,7 @@ const header = (description: string, schema: Record<string, unknown> = { type: '
 const requestIdHeader = {
   'X-Request-Id': header("req_…: the id of this request, also its body's request_id and its line in the request log"),
 };
-/** Sent once the key is known, on every answer but a 401 (src/features/api-keys/api-auth.hook.ts, rate-limit.store.ts). */
+/** Sent once the key is known, on every answer but a 401 (src/http/rate-limit.plugin.ts). */
 const rateLimitHeaders = {
   RateLimit: header('The policy\'s requests left and seconds until the window resets: "per-key";r=599;t=42 (IETF RateLimit fields)'),
   'RateLimit-Policy': header('The quota: "per-key";q=600;w=60 (per-ip for requests without a valid key)'),

@@ -1,5 +1,3 @@
-import type { SelectStatement } from '../../db/prepared.js';
-
 /** What the HTTP edge needs of a rate limiter; stores (memory, PostgreSQL, Redis) sit behind it. */
 export interface RateLimitDecision {
   readonly allowed: boolean;
@@ -10,22 +8,6 @@ export interface RateLimitDecision {
   readonly windowSeconds: number;
 }
 
-/**
- * Another feature's read, for a limiter to run with its count (`countWith`): a SELECT of at most one row, whose
- * `rate_limit_name` column is the name its request is counted under (what `consume` would be given), or null
- * to count nothing.
- */
-export interface ReadToCount<P extends object, Row extends { rate_limit_name: string | null }> {
-  readonly statement: SelectStatement<P, Row>;
-  readonly params: P;
-}
-
-/** The read's row (undefined when it found none) and the count of its request (undefined when not counted). */
-export interface CountedRead<Row> {
-  readonly row: Row | undefined;
-  readonly decision: RateLimitDecision | undefined;
-}
-
 export interface RateLimiter {
   /** Counts one request against `key` and says whether it may go on. */
   consume(key: string): Promise<RateLimitDecision>;
@@ -33,13 +15,6 @@ export interface RateLimiter {
   peek(key: string): Promise<RateLimitDecision>;
   /** Gives back one request counted against `key` (a sign-in that succeeded was not an attack). */
   refund(key: string): Promise<void>;
-  /**
-   * Offered when the store is PostgreSQL: runs `read` and counts its request in one statement (one round trip
-   * and no commit of its own, instead of the read and then `consume`); the decision is `consume`'s.
-   */
-  readonly countWith?: <P extends object, Row extends { rate_limit_name: string | null }>(
-    read: ReadToCount<P, Row>,
-  ) => Promise<CountedRead<Row>>;
 }
 
 /** Allows everything; for tests of other features and for the benchmark's ceiling. */

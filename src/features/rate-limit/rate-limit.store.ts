@@ -1,16 +1,13 @@
 /**
  * Fixed one-minute windows counted by rate-limiter-flexible, in the store that every process of a
  * deployment shares: Redis when REDIS_URL is set, else the PostgreSQL database, else process memory
- * (SQLite runs as one process). On PostgreSQL a limiter can also count in another feature's read
- * (`countWith`, rate-limit.repository.ts), writing the library's rows and deciding as it does.
+ * (SQLite runs as one process).
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { postgresDb } from '../../db/database.js';
 import type { RateLimitDecision, RateLimiter } from './rate-limit.interface.js';
-import * as repo from './rate-limit.repository.js';
 
 export type RateLimitStore =
   | { readonly kind: 'memory' }
@@ -48,17 +45,6 @@ function decisionFrom(res: RateLimiterRes, limit: number, windowSeconds: number,
   };
 }
 
-/**
- * The decision of a count the counting statement made (rate-limit.repository.ts), as `consume` makes it of the
- * library's: its RateLimiterRes as RateLimiterPostgres builds one from the row its upsert returns, refused past
- * the limit.
- */
-function countedDecision(points: number, expire: string | null, limit: number, windowSeconds: number): RateLimitDecision {
-  const msBeforeNext = expire === null ? -1 : Math.max(Number(expire) - Date.now(), 0);
-  const res = new RateLimiterRes(Math.max(limit - points, 0), msBeforeNext, points, points === 1);
-  return decisionFrom(res, limit, windowSeconds, points <= limit);
-}
-
 async function createStoreLimiter(options: RateLimiterOptions): Promise<RateLimiterAbstract> {
   const base = { points: options.pointsPerWindow, duration: options.windowSeconds, keyPrefix: options.name };
   switch (options.store.kind) {
@@ -93,8 +79,7 @@ export async function createRateLimiter(options: RateLimiterOptions): Promise<Ra
   const windowSeconds = options.windowSeconds || windowSecondsDefault;
   const limiter = await createStoreLimiter({ ...options, windowSeconds });
   const limit = options.pointsPerWindow;
-  const store = options.store;
-  const rateLimiter: RateLimiter = {
+  return {
     async consume(key) {
       try {
         const res = await limiter.consume(storedKey(key), 1);
@@ -112,21 +97,6 @@ export async function createRateLimiter(options: RateLimiterOptions): Promise<Ra
     },
     async refund(key) {
       await limiter.reward(storedKey(key), 1);
-    },
-  };
-  if (store.kind !== 'postgres') return rateLimiter;
-  const db = postgresDb(store.pool);
-  return {
-    ...rateLimiter,
-    async countWith(read) {
-      const nowMs = Date.now();
-      const params = { counterPrefix: `${options.name}:`, nowMs, expireMs: nowMs + windowSeconds * 1000, maxNameChars: keyMaxChars };
-      const { row, points, expire } = await repo.readCounting(db, read, params);
-      const name = row?.rate_limit_name ?? null;
-      if (name === null) return { row, decision: undefined };
-      if (points !== null) return { row, decision: countedDecision(points, expire, limit, windowSeconds) };
-      // A name `storedKey` hashes: counted by the library, under its hash.
-      return { row, decision: await rateLimiter.consume(name) };
     },
   };
 }

@@ -1,23 +1,11 @@
 /** The suppression list's statements. Every one is scoped to an account: another's entries do not exist. */
-import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../../db/database.js';
-import { preparedQuery, type InsertStatement } from '../../db/prepared.js';
 import type { SuppressionRow } from './suppressions.tables.js';
 import { olderThan } from '../../db/cursor.js';
 
 /** Every column given: the row is the whole entry. */
-export const suppressionInsert: InsertStatement<SuppressionRow> = function insertSuppression(db, p) {
-  return db.insertInto('suppressions').values({
-    id: p.id,
-    account_id: p.account_id,
-    to_number: p.to_number,
-    reason: p.reason,
-    created_at: p.created_at,
-  });
-};
-
 export async function insertSuppression(db: Db, row: SuppressionRow): Promise<void> {
-  await suppressionInsert(db, row).execute();
+  await db.insertInto('suppressions').values(row).execute();
 }
 
 /**
@@ -42,22 +30,7 @@ export async function insertMissing(db: Db, rows: readonly SuppressionRow[]): Pr
 }
 
 export async function findByNumber(db: Db, accountId: string, toNumber: string): Promise<SuppressionRow | undefined> {
-  const { rows } = await selectByNumber(db, { accountId, toNumber });
-  return rows[0];
-}
-
-// Prepared: every POST /v1/calls and every batch recipient's dial looks its number up.
-const selectByNumber = preparedQuery('suppression of a number', (db, p: { accountId: string; toNumber: string }) =>
-  db.selectFrom('suppressions').selectAll().where('account_id', '=', p.accountId).where('to_number', '=', p.toNumber),
-);
-
-/**
- * True where `toNumber` is on the list of the account of `accountId`, as a condition or column of another
- * query: POST /v1/calls reads it beside its agent, in one statement (calls.repository.ts). A number on the
- * list counts in both modes.
- */
-export function onSuppressionList(accountId: Expression<string>, toNumber: Expression<string>): RawBuilder<SqlBool> {
-  return sql<SqlBool>`exists (select 1 from suppressions s where s.account_id = ${accountId} and s.to_number = ${toNumber})`;
+  return db.selectFrom('suppressions').selectAll().where('account_id', '=', accountId).where('to_number', '=', toNumber).executeTakeFirst();
 }
 
 export async function findById(db: Db, accountId: string, id: string): Promise<SuppressionRow | undefined> {

@@ -4,10 +4,9 @@ import { ApiError } from '../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { errorResponses } from '../../errors/error-schemas.js';
 import { parseListLimit } from '../../http/list-limit.js';
-import { requireApiKey } from '../api-keys/api-auth.hook.js';
+import { requireApiKey } from '../../http/api-auth.plugin.js';
 import { e164Pattern, isE164 } from '../../lib/phone-numbers.js';
 import { createCallPatternHints } from '../calls/calls.schemas.js';
-import { withIdempotency } from '../idempotency/idempotency.hook.js';
 import {
   CreateSuppressionBody,
   CreateSuppressionHeaders,
@@ -17,9 +16,6 @@ import {
   SuppressionParams,
 } from './suppressions.schemas.js';
 import { addSuppression, getSuppression, listSuppressions, removeSuppression, type SuppressionsDeps } from './suppressions.service.js';
-
-/** The scope of an Idempotency-Key within an API key on the endpoint that adds numbers. */
-export const createSuppressionRoute = 'POST /v1/suppressions';
 
 /** The number of the path, decoded by the router; a malformed one is a 400 that says how to write it. */
 function numberOfPath(to: string): string {
@@ -51,19 +47,16 @@ export const suppressionsRoutes: FastifyPluginAsyncTypebox<{ deps: SuppressionsD
           ...errorResponses(['invalid_idempotency_key', 'idempotency_conflict'], { body: true }),
         },
       },
-      // A body that breaks the schema still meets the Idempotency-Key rules first (withIdempotency).
-      attachValidation: true,
-      config: { patternHints: createCallPatternHints },
+      config: { idempotency: true, patternHints: createCallPatternHints },
     },
-    async (request, reply) =>
-      withIdempotency(deps, createSuppressionRoute, request, reply, async (hold) => {
-        const result = await addSuppression(deps, requireApiKey(request).account_id, request.body, hold);
-        if (result.kind === 'existing') return reply.code(200).send(result.entry);
-        return reply
-          .code(result.response.status as 201)
-          .headers(result.response.headers)
-          .send(result.response.body as Suppression);
-      }),
+    async (request, reply) => {
+      const result = await addSuppression(deps, requireApiKey(request).account_id, request.body, request.idempotencyKey);
+      if (result.kind === 'existing') return reply.code(200).send(result.entry);
+      return reply
+        .code(result.response.status as 201)
+        .headers(result.response.headers)
+        .send(result.response.body as Suppression);
+    },
   );
 
   app.get(

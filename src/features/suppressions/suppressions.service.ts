@@ -11,7 +11,7 @@ import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import type { CsvProblem } from '../../lib/csv.js';
 import { newId } from '../../lib/ids.js';
 import { isE164 } from '../../lib/phone-numbers.js';
-import type { IdempotencySettings, KeyHold, StoredResponse } from '../idempotency/idempotency.service.js';
+import { completeKey, type HeldKey, type IdempotencySettings, type StoredResponse } from '../idempotency/idempotency.service.js';
 import { parseImport } from './suppressions-csv.js';
 import * as repo from './suppressions.repository.js';
 import { reasonMaxLength, type Suppression } from './suppressions.schemas.js';
@@ -54,13 +54,13 @@ export type AddSuppressionResult =
 
 /**
  * Puts a number on the account's list (`to` is E.164: the caller checked it). With an Idempotency-Key
- * (`hold`), the entry is stored with the completion of the key, so a replay answers this 201.
+ * (`key`), the entry is stored with the completion of the key, so a replay answers this 201.
  */
 export async function addSuppression(
   deps: Pick<SuppressionsDeps, 'db' | 'clock'>,
   accountId: string,
   input: { readonly to: string; readonly reason?: string | undefined },
-  hold?: KeyHold,
+  key: HeldKey | null = null,
 ): Promise<AddSuppressionResult> {
   const existing = await repo.findByNumber(deps.db, accountId, input.to);
   if (existing) return { kind: 'existing', entry: toSuppression(existing) };
@@ -75,8 +75,10 @@ export async function addSuppression(
   const entry = toSuppression(row);
   const response: StoredResponse = { status: 201, body: entry, headers: { location: suppressionPath(row.to_number) } };
   try {
-    if (hold) await hold.insertCompleting(repo.suppressionInsert, row, response);
-    else await repo.insertSuppression(deps.db, row);
+    await deps.db.transaction().execute(async (trx) => {
+      await repo.insertSuppression(trx, row);
+      if (key) await completeKey(trx, key, response);
+    });
   } catch (error) {
     // Another request added the number between the read and the insert (the unique index refused ours):
     // the answer is then the one for a number already listed.
