@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { dialectOf, type Db } from '../../db/database.js';
+import type { Db } from '../../db/database.js';
+import { lockRowsForWrite } from '../../db/locks.js';
 import { jsonUpdate } from '../../db/claim.js';
 import { openRecipientStatuses, type BatchRow, type BatchStatus, type RecipientRow, type RecipientStatus } from './batches.tables.js';
 import { olderThan } from '../../db/cursor.js';
@@ -110,13 +111,7 @@ export async function listRecipients(
  * at once instead of at the first later write (another process would otherwise count on a stale view).
  */
 export async function lockBatches(db: Db, batchIds: readonly string[]): Promise<void> {
-  if (batchIds.length === 0) return;
-  const ids = [...new Set(batchIds)].sort();
-  if (dialectOf(db) === 'postgres') {
-    await db.selectFrom('batches').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute();
-  } else {
-    await db.updateTable('batches').set({ updated_at: sql`updated_at` }).where('id', 'in', ids).execute();
-  }
+  await lockRowsForWrite(db, 'batches', 'id', batchIds, 'updated_at');
 }
 
 /** Moves a batch from one of `from` to `to`; returns the batch as it is now, or undefined if it was in no `from`. */

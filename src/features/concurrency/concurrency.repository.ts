@@ -1,7 +1,7 @@
 /** The statements of the account concurrency limit: the account's limit, its lock, the count, the slots. */
 import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../../db/database.js';
-import { lockRowsForWrite } from '../../db/write-lock.js';
+import { lockRowsForWrite } from '../../db/locks.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { CallSlotRow } from './concurrency.tables.js';
 
