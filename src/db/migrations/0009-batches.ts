@@ -33,7 +33,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('batches_due_idx').on('batches').columns(['status', 'scheduled_at']).execute();
 
   // No foreign key to batches: the recipients are written first and the batch row last, with the
-  // completion of its Idempotency-Key (KeyHold.insertCompleting), so the batch appears whole or not at all.
+  // completion of its Idempotency-Key (completeKey, in the transaction that stores the batch), so the batch appears whole or not at all.
   await db.schema
     .createTable('batch_recipients')
     .addColumn('id', 'text', (c) => c.primaryKey())

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /*
- * Indexes found missing by the growth benchmark (bench/growth-bench.ts: every hot path's plan at 1,000,000
+ * Indexes found missing by the growth benchmark of npm run bench (then bench/growth-bench.ts: every hot path's plan at 1,000,000
  * calls). Listing an account's calls of one status (the portal's filter, GET /v1/calls?status=) walked all
  * of the account's calls newest first through (account_id, created_at, id), testing each one's status: a
  * rare status (calls in progress) read every call the account ever made to fill a page.
