@@ -119,6 +119,13 @@ function postgresTemplateName(): Promise<string> {
           await handle.destroy();
         }
         await whileInUse(() => admin.query(`alter database ${building} rename to ${name}`));
+        // Templates of other sets of migrations (older checkouts) are no test's any more: one is kept, not one a set.
+        const stale = await admin.query<{ datname: string }>(
+          "select datname from pg_database where datname like 'callgate\\_test\\_template\\_%' and datname not like $1",
+          [`${name}%`],
+        );
+        // A template another run is copying or building is in use: it stays, and goes with a later run.
+        for (const { datname } of stale.rows) await admin.query(`drop database if exists ${datname}`).catch(() => undefined);
       }
     } finally {
       await admin.end();
