@@ -24,7 +24,7 @@ import { findAgent } from '../agents/agents.service.js';
 import { getCall, placeCall, storeCall, type CallsDeps } from '../calls/calls.service.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
-import { lockFreeSlots, releaseSlots, takeSlots } from '../concurrency/concurrency.service.js';
+import { accountsAtLimit, lockFreeSlots, releaseSlots, takeSlots } from '../concurrency/concurrency.service.js';
 import * as dialerRepo from './batch-dialer.repository.js';
 import { failDialing, holdOutsideWindow, requeueDialing, type FinishedBatches } from './batch-progress.service.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
@@ -82,7 +82,8 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
       this.nextLeaseSweepAt = now.getTime() + this.intervalMs;
       await this.failInterrupted(now);
     }
-    const due = await dialerRepo.dueBatches(this.options.db, isoTimestamp(now), batchesPerPass);
+    const full = await accountsAtLimit(this.options.db, now);
+    const due = await dialerRepo.dueBatches(this.options.db, isoTimestamp(now), batchesPerPass, full);
     let claimedAny = false;
     for (const batch of due) {
       if (stopping()) break;

@@ -4,18 +4,23 @@ import type { Db } from '../../db/database.js';
 import { claimRows } from '../../db/claim.js';
 import { greatest, least } from '../../db/functions.js';
 import { selectLocked } from '../../db/locks.js';
-import { hasFreeSlot } from '../concurrency/concurrency.repository.js';
 import { activeRecipientStatuses, type BatchRow, type RecipientRow } from './batches.tables.js';
 
 const dialable = ['scheduled', 'running'] as const;
 
 /**
  * Batches whose time has come with a recipient due now and a free slot, oldest start first. Read without
- * locks: the claim checks again under the batch's lock. Those at their limit (or their account's,
- * max_concurrent_calls) are left out, so a few full batches never hide the others from a pass.
+ * locks: the claim checks again under the batch's lock. Those at their limit, or of an account (and mode)
+ * in `fullAccounts` (at its max_concurrent_calls), are left out, so a few full batches never hide the
+ * others from a pass.
  */
-export async function dueBatches(db: Db, now: string, limit: number): Promise<BatchRow[]> {
-  return db
+export async function dueBatches(
+  db: Db,
+  now: string,
+  limit: number,
+  fullAccounts: readonly { readonly accountId: string; readonly mode: BatchRow['mode'] }[] = [],
+): Promise<BatchRow[]> {
+  let query = db
     .selectFrom('batches as b')
     .selectAll('b')
     .where('b.status', 'in', dialable)
@@ -40,10 +45,14 @@ export async function dueBatches(db: Db, now: string, limit: number): Promise<Ba
         eb.ref('b.max_concurrency'),
       ),
     )
-    .where(hasFreeSlot(sql.ref('b.account_id'), sql.ref('b.mode'), now))
     .orderBy('b.scheduled_at')
-    .limit(limit)
-    .execute();
+    .limit(limit);
+  if (fullAccounts.length > 0) {
+    query = query.where((eb) =>
+      eb.not(eb.or(fullAccounts.map((full) => eb.and([eb('b.account_id', '=', full.accountId), eb('b.mode', '=', full.mode)])))),
+    );
+  }
+  return query.execute();
 }
 
 /**

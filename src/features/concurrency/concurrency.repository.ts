@@ -1,5 +1,5 @@
 /** The statements of the account concurrency limit: the account's limit, its lock, the count, the slots. */
-import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
+import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { lockRowsForWrite } from '../../db/locks.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
@@ -44,15 +44,18 @@ export async function countInProgress(db: Db, accountId: string, mode: ApiKeyMod
 }
 
 /**
- * True where the account of `accountId` may start one more call in `mode` now, as a condition of another
- * query (the batch dialer's look for batches with work): read without the lock, a hint only.
+ * The accounts (and modes) with as many calls in progress as their limit allows now: read without the lock,
+ * a hint only (the batch dialer leaves their batches out of a pass; the claim counts again under the lock).
  */
-export function hasFreeSlot(accountId: Expression<string>, mode: Expression<string>, now: string): RawBuilder<SqlBool> {
-  const limit = sql<number | null>`(select a.max_concurrent_calls from accounts a where a.id = ${accountId})`;
-  return sql<SqlBool>`(${limit} is null or (
-    (select count(*) from calls c where c.account_id = ${accountId} and c.mode = ${mode} and c.status = 'initiated')
-    + (select count(*) from call_slots s where s.account_id = ${accountId} and s.mode = ${mode} and s.expires_at > ${now})
-  ) < ${limit})`;
+export async function accountsAtLimit(db: Db, now: string): Promise<{ account_id: string; mode: ApiKeyMode }[]> {
+  const { rows } = await sql<{ account_id: string; mode: ApiKeyMode }>`
+    select a.id as account_id, m.mode as mode
+    from accounts a, (select 'live' as mode union all select 'test' as mode) m
+    where a.max_concurrent_calls is not null
+      and (select count(*) from calls c where c.account_id = a.id and c.mode = m.mode and c.status = 'initiated')
+        + (select count(*) from call_slots s where s.account_id = a.id and s.mode = m.mode and s.expires_at > ${now})
+        >= a.max_concurrent_calls`.execute(db);
+  return rows;
 }
 
 /**

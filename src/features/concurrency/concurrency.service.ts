@@ -141,3 +141,9 @@ export async function concurrencyOf(
   ]);
   return { limit: limit ?? null, live, test };
 }
+
+/** The accounts and modes at their limit of calls at once now (a hint read without the lock: see `holdCallSlot` for the rule). */
+export async function accountsAtLimit(db: Db, now: Date): Promise<{ readonly accountId: string; readonly mode: ApiKeyMode }[]> {
+  const rows = await repo.accountsAtLimit(db, isoTimestamp(now));
+  return rows.map((row) => ({ accountId: row.account_id, mode: row.mode }));
+}
