@@ -5,25 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import type net from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { assertErrorShape } from '../support/api-errors.js';
 import { forEachDialect } from '../support/dialects.js';
 import { rawRequest, type RawResponse } from '../support/raw-http.js';
-import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
+import { appFor, callBody, countCalls, type TestApp } from '../support/test-app.js';
 
 const bodyLimitBytes = 64 * 1024;
-
-function assertErrorShape(res: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
-  assert.equal(res.statusCode, status, `expected ${status} ${code}, got ${res.statusCode}: ${res.body.slice(0, 300)}`);
-  assert.match(String(res.headers['content-type']), /^application\/json/);
-  const body = res.json() as Record<string, unknown>;
-  assert.equal(body.error, code);
-  assert.equal(typeof body.message, 'string');
-  assert.match(String(body.request_id), /^req_[0-9a-z]+$/);
-  assert.equal(res.headers['x-request-id'], body.request_id);
-  return body;
-}
 
 /** A valid-JSON body of exactly `bytes` bytes (an agent_id padded with x, so a 403 once it is parsed). */
 function jsonBodyOfBytes(bytes: number): string {
@@ -33,13 +23,8 @@ function jsonBodyOfBytes(bytes: number): string {
   return body;
 }
 
-await forEachDialect('POST /v1/calls with bad input', (dialect) => {
-  let t: TestApp;
-  before(async () => {
-    t = await startTestApp(dialect);
-  });
-  after(async () => t.close());
-
+/** Requests to the app `t` with its seeded key: `post` sends a raw body with a content type (or none). */
+function requests(t: TestApp) {
   const auth = () => ({ authorization: `Bearer ${t.seed.token}` });
 
   function post(payload: string | Buffer | undefined, contentType: string | undefined): Promise<LightMyRequestResponse> {
@@ -49,6 +34,12 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
     if (payload !== undefined) options.payload = payload;
     return t.inject(options);
   }
+  return { auth, post };
+}
+
+await forEachDialect('POST /v1/calls with bad input: JSON, media types and sizes', (dialect) => {
+  const t = appFor(dialect);
+  const { auth, post } = requests(t);
 
   describe('JSON', () => {
     it('malformed JSON is 400 invalid_json', async () => {
@@ -275,6 +266,11 @@ await forEachDialect('POST /v1/calls with bad input', (dialect) => {
       assertErrorShape(await post(jsonBodyOfBytes(1024 * 1024), 'application/json'), 413, 'payload_too_large');
     });
   });
+});
+
+await forEachDialect('Bad input to the API: methods, paths, sockets and garbage', (dialect) => {
+  const t = appFor(dialect);
+  const { auth, post } = requests(t);
 
   describe('methods and paths', () => {
     /** The methods the Allow header of a 405 on `url` names. */

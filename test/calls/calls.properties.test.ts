@@ -9,6 +9,7 @@ import { isValidIdempotencyKey } from '../../src/features/idempotency/idempotenc
 import { simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { inexactNumber } from '../../src/http/json-body.js';
 import { bodyFingerprint, canonicalJson } from '../../src/lib/json.js';
+import { jsonBytes } from '../support/api-errors.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 const e164 = /^\+[1-9]\d{6,14}$/;
@@ -16,10 +17,6 @@ const metadataMaxBytes = 5 * 1024;
 const numRuns = 150;
 
 type MetadataValue = string | number | boolean | null;
-
-function jsonBytes(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value), 'utf8');
-}
 
 /** E.164 numbers: a digit 1-9, then 6 to 14 digits; never the simulator's number that refuses calls. */
 const e164Number = fc

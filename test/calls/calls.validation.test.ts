@@ -4,30 +4,13 @@
  * the field at fault in `param`, and nothing refused is ever stored.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
+import { assertErrorShape, jsonBytes } from '../support/api-errors.js';
 import { forEachDialect } from '../support/dialects.js';
-import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
+import { appFor, callBody, countCalls, type TestApp } from '../support/test-app.js';
 
 const metadataMaxBytes = 5 * 1024;
-
-/** The common shape of every error: code, message, a request id that is also the X-Request-Id header. */
-function assertErrorShape(res: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
-  assert.equal(res.statusCode, status, `expected ${status} ${code}, got ${res.statusCode}: ${res.body}`);
-  assert.match(String(res.headers['content-type']), /^application\/json/);
-  const body = res.json() as Record<string, unknown>;
-  assert.equal(body.error, code);
-  assert.equal(typeof body.message, 'string');
-  assert.ok((body.message as string).length > 0);
-  assert.match(String(body.request_id), /^req_[0-9a-z]+$/);
-  assert.equal(res.headers['x-request-id'], body.request_id);
-  return body;
-}
-
-/** Bytes of the JSON the service measures: the value serialised without white space. */
-function jsonBytes(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value), 'utf8');
-}
 
 /** `base` plus a `pad` key whose value makes the metadata exactly `bytes` bytes of JSON. */
 function metadataOfBytes(bytes: number, base: Record<string, unknown> = {}): Record<string, unknown> {
@@ -38,13 +21,8 @@ function metadataOfBytes(bytes: number, base: Record<string, unknown> = {}): Rec
   return metadata;
 }
 
-await forEachDialect('POST /v1/calls validation', (dialect) => {
-  let t: TestApp;
-  before(async () => {
-    t = await startTestApp(dialect);
-  });
-  after(async () => t.close());
-
+/** What a request is expected to get from the app `t`: a 201, or a refusal that stored nothing. */
+function expectations(t: TestApp) {
   async function expectCreated(body: unknown): Promise<LightMyRequestResponse> {
     const res = await t.createCall(body);
     assert.equal(res.statusCode, 201, `expected 201, got ${res.statusCode}: ${res.body}`);
@@ -66,6 +44,12 @@ await forEachDialect('POST /v1/calls validation', (dialect) => {
     assert.equal(await countCalls(t.services), callsBefore, 'a refused request stored a call');
     return error;
   }
+  return { expectCreated, expectRefused };
+}
+
+await forEachDialect('POST /v1/calls validation: to and agent_id', (dialect) => {
+  const t = appFor(dialect);
+  const { expectCreated, expectRefused } = expectations(t);
 
   describe('to', () => {
     it('accepts 7 digits in all (the country digit and 6 more), the shortest E.164 number allowed', async () => {
@@ -194,6 +178,11 @@ await forEachDialect('POST /v1/calls validation', (dialect) => {
       assert.equal(row.account_id, other.accountId);
     });
   });
+});
+
+await forEachDialect('POST /v1/calls validation: metadata and the body as a whole', (dialect) => {
+  const t = appFor(dialect);
+  const { expectCreated, expectRefused } = expectations(t);
 
   describe('metadata keys', () => {
     it('accepts keys of exactly 64 characters', async () => {

@@ -2,6 +2,7 @@
  * Builds the real application on a test database of its own, with a seeded account (a simulator agent and
  * a live key), and offers small helpers to call the API through Fastify's inject (the full HTTP stack).
  */
+import { after, before } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -160,4 +161,24 @@ export async function countCalls(services: Services): Promise<number> {
     .select((eb) => eb.fn.countAll<string | number>().as('n'))
     .executeTakeFirst();
   return Number(row?.n ?? 0);
+}
+
+/**
+ * The app of a describe (or a `forEachDialect` body) on `dialect`: started before its tests and closed after
+ * them. The value reads through to the app once started, so several describes of one file can each have
+ * their own with one line.
+ */
+export function appFor(dialect: Dialect, options: Parameters<typeof startTestApp>[1] = {}): TestApp {
+  let app: TestApp | undefined;
+  before(async () => {
+    app = await startTestApp(dialect, options);
+  });
+  after(async () => app?.close());
+  return new Proxy({} as TestApp, {
+    get(_target, key) {
+      if (!app) throw new Error('the test app is used before its describe started it');
+      const value: unknown = Reflect.get(app, key, app);
+      return typeof value === 'function' ? value.bind(app) : value;
+    },
+  });
 }
