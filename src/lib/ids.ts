@@ -22,6 +22,7 @@ export const idPrefixes = {
   recipient: 'rcp',
   suppression: 'sup',
   callSlot: 'slot',
+  dial: 'dial',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

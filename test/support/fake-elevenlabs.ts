@@ -8,7 +8,7 @@
 import type http from 'node:http';
 import { startLocalServer } from './local-server.js';
 
-export type FakeRoute = 'outbound' | 'conversation' | 'agents' | 'phoneNumbers';
+export type FakeRoute = 'outbound' | 'conversation' | 'conversations' | 'agents' | 'phoneNumbers';
 
 export interface FakeRequest {
   readonly method: string;
@@ -83,6 +83,7 @@ const outboundPaths: Record<string, 'twilio' | 'sip_trunk'> = {
 function routeOf(method: string, path: string): FakeRoute | 'other' {
   if (method === 'POST' && outboundPaths[path]) return 'outbound';
   if (method === 'GET' && /^\/v1\/convai\/conversations\/[^/]+$/.test(path)) return 'conversation';
+  if (method === 'GET' && path === '/v1/convai/conversations') return 'conversations';
   if (method === 'GET' && path === '/v1/convai/agents') return 'agents';
   if (method === 'GET' && path === '/v1/convai/phone-numbers') return 'phoneNumbers';
   return 'other';
@@ -124,12 +125,19 @@ export async function startFakeElevenLabs(options: { apiKey: string }): Promise<
         }
         conversationCounter += 1;
         const conversationId = pendingConversationIds.shift() ?? `conv_fake${String(conversationCounter).padStart(6, '0')}`;
+        const clientData = (body.conversation_initiation_client_data ?? null) as Record<string, unknown> | null;
         conversations.set(conversationId, {
           agent_id: body.agent_id,
           conversation_id: conversationId,
           status: 'initiated',
+          user_id: typeof clientData?.user_id === 'string' ? clientData.user_id : null,
+          conversation_initiation_client_data: clientData ?? {},
           transcript: [],
-          metadata: { start_time_unix_secs: Math.floor(Date.now() / 1000), call_duration_secs: 0 },
+          metadata: {
+            start_time_unix_secs: Math.floor(Date.now() / 1000),
+            call_duration_secs: 0,
+            phone_call: { type: outboundPaths[request.path], direction: 'outbound', external_number: body.to_number },
+          },
           analysis: null,
           has_audio: false,
           has_user_audio: false,
@@ -147,6 +155,28 @@ export async function startFakeElevenLabs(options: { apiKey: string }): Promise<
         if (!conversation)
           return { status: 404, body: { detail: { status: 'conversation_not_found', message: 'Conversation not found' } } };
         return { status: 200, body: conversation };
+      }
+      case 'conversations': {
+        // Their list: newest first, filtered by agent, user_id and start time; items carry no user_id.
+        const agentId = request.query.get('agent_id');
+        const userId = request.query.get('user_id');
+        const after = Number(request.query.get('call_start_after_unix') ?? '0');
+        const size = Math.max(1, Math.min(100, Number(request.query.get('page_size') ?? '30') || 30));
+        const listed = [...conversations.values()]
+          .filter((c) => (agentId === null || c.agent_id === agentId) && (userId === null || c.user_id === userId))
+          .filter((c) => Number((c.metadata as { start_time_unix_secs?: number } | undefined)?.start_time_unix_secs ?? 0) >= after)
+          .reverse()
+          .slice(0, size)
+          .map((c) => ({
+            agent_id: c.agent_id,
+            conversation_id: c.conversation_id,
+            status: c.status,
+            start_time_unix_secs: (c.metadata as { start_time_unix_secs?: number } | undefined)?.start_time_unix_secs ?? 0,
+            call_duration_secs: 0,
+            call_successful: 'unknown',
+            direction: 'outbound',
+          }));
+        return { status: 200, body: { conversations: listed, next_cursor: null, has_more: false } };
       }
       case 'agents': {
         const asked = Number(request.query.get('page_size') ?? '30');

@@ -13,6 +13,8 @@ export interface FakeStep {
   /** The attempt waits for this before it answers (a provider that hangs until the test lets go). */
   readonly until?: Promise<void>;
   readonly failure?: ProviderFailure;
+  /** With `failure`: the call was placed all the same (its answer was lost), so `findDial` finds it. */
+  readonly placed?: boolean;
 }
 
 export interface FakeProvider extends VoiceProvider {
@@ -23,12 +25,17 @@ export interface FakeProvider extends VoiceProvider {
   /** Steps for the next attempts, used up in order; then `defaultStep`. */
   steps: FakeStep[];
   defaultStep: FakeStep;
+  /** Dial id → conversation id of every call placed, for `findDial`. */
+  readonly placedDials: Map<string, string>;
+  /** When set, `findDial` answers this failure (a provider that cannot be asked). */
+  findFailure: ProviderFailure | undefined;
   reset(): void;
 }
 
 export const failures = {
   unavailable: { kind: 'unavailable', message: 'The fake provider is down.', retryable: true },
   timeout: { kind: 'timeout', message: 'The fake provider did not answer.', retryable: true },
+  uncertain: { kind: 'uncertain', message: 'The fake provider answered 500.', retryable: true },
   rejected: { kind: 'rejected', message: 'The fake provider refused the call.', retryable: false },
 } as const satisfies Record<ProviderFailure['kind'], ProviderFailure>;
 
@@ -40,23 +47,34 @@ export function createFakeProvider(): FakeProvider {
     inFlight: 0,
     steps: [],
     defaultStep: {},
+    placedDials: new Map(),
+    findFailure: undefined,
     reset() {
       fake.attempts = 0;
       fake.steps = [];
       fake.defaultStep = {};
+      fake.placedDials.clear();
+      fake.findFailure = undefined;
     },
-    async placeCall() {
+    async placeCall(request) {
       fake.attempts += 1;
       fake.inFlight += 1;
       try {
         const step = fake.steps.shift() ?? fake.defaultStep;
         if (step.delayMs) await sleep(step.delayMs);
         if (step.until) await step.until;
+        const conversationId = newId('conversation');
+        if (!step.failure || step.placed) fake.placedDials.set(request.dialId, conversationId);
         if (step.failure) return err(step.failure);
-        return ok({ conversationId: newId('conversation') });
+        return ok({ conversationId });
       } finally {
         fake.inFlight -= 1;
       }
+    },
+    async findDial(dial) {
+      if (fake.findFailure) return err(fake.findFailure);
+      const conversationId = fake.placedDials.get(dial.dialId);
+      return ok(conversationId === undefined ? { state: 'not_found' as const } : { state: 'found' as const, conversationId });
     },
     async checkCall() {
       // Calls never end here: these tests look at creation only.

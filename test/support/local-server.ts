@@ -29,11 +29,16 @@ export async function startLocalServer(handler: http.RequestListener): Promise<L
   const port = await listen(0);
   return {
     port,
-    stop: () =>
-      new Promise<void>((resolve) => {
+    stop: async () => {
+      await new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());
-      }),
+      });
+      // A client in this process hears of its cut connections a turn of the event loop later: only then is a
+      // new request refused (not sent over a dead keep-alive connection, which would be a dropped answer).
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+    },
     restart: async () => void (await listen(port)),
   };
 }

@@ -5,7 +5,7 @@
 import type { Db } from '../../db/database.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
-import { callIdOf } from '../../lib/ids.js';
+import { callIdOf, newId } from '../../lib/ids.js';
 import { slotLength, type SlotUnit } from '../../lib/time-slots.js';
 import type { AgentRow } from '../agents/agents.tables.js';
 import { ApiError } from '../../errors/api-error.js';
@@ -176,10 +176,11 @@ export async function placeCall(
   deps: Pick<CallsDeps, 'clock' | 'providers'>,
   origin: CallOrigin,
   agent: AgentRow,
-  request: { readonly to: string; readonly metadata: NonNullable<CreateCallBody['metadata']> | null },
+  request: { readonly to: string; readonly metadata: NonNullable<CreateCallBody['metadata']> | null; readonly dialId?: string },
 ): Promise<PlacedCallResult> {
   const provider = deps.providers.forCall(agent, origin.apiKey.mode);
   const placed = await provider.placeCall({
+    dialId: request.dialId ?? newId('dial'),
     agentId: agent.agent_id,
     phoneNumberId: agent.phone_number_id,
     phoneNumberProvider: agent.phone_number_provider,

@@ -7,7 +7,7 @@ import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { VoiceProvider } from '../providers/provider.interface.js';
 import type { Metrics } from './metrics.js';
 
-type Operation = 'place_call' | 'check_call';
+type Operation = 'place_call' | 'check_call' | 'find_dial';
 
 export function instrumentProviders(registry: ProviderRegistry, metrics: Metrics): ProviderRegistry {
   const wrapped = new WeakMap<VoiceProvider, VoiceProvider>();
@@ -30,6 +30,7 @@ function instrumentProvider(provider: VoiceProvider, metrics: Metrics): VoicePro
   const labelsOf = {
     place_call: { provider: provider.name, operation: 'place_call' },
     check_call: { provider: provider.name, operation: 'check_call' },
+    find_dial: { provider: provider.name, operation: 'find_dial' },
   } as const;
   const timed = async <T extends { ok: boolean; error?: { kind: string } }>(
     operation: Operation,
@@ -59,5 +60,6 @@ function instrumentProvider(provider: VoiceProvider, metrics: Metrics): VoicePro
       return result;
     },
     checkCall: (call) => timed('check_call', () => provider.checkCall(call)),
+    findDial: (dial) => timed('find_dial', () => provider.findDial(dial)),
   };
 }

@@ -17,5 +17,7 @@ export function providerFailureError(failure: ProviderFailure, message = failure
       );
     case 'timeout':
       return new ApiError('provider_timeout', message);
+    case 'uncertain':
+      return new ApiError('provider_unavailable', message);
   }
 }

@@ -17,7 +17,13 @@ export function unconfiguredProvider(name: AgentProvider, missingSetting: string
     message: `The ${name} provider is not configured on this server (${missingSetting} is not set).`,
     retryable: true as const,
   };
-  return { name, firstCheckDelayMs: 60_000, placeCall: async () => err(failure), checkCall: async () => err(failure) };
+  return {
+    name,
+    firstCheckDelayMs: 60_000,
+    placeCall: async () => err(failure),
+    checkCall: async () => err(failure),
+    findDial: async () => err(failure),
+  };
 }
 
 export function createProviderRegistry(

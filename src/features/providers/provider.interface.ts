@@ -17,6 +17,12 @@ export interface PlaceCallRequest {
   readonly to: string;
   /** Passed to the agent as dynamic variables. */
   readonly metadata: Readonly<Record<string, string | number | boolean | null>> | null;
+  /**
+   * callgate's id of this dial (`dial_…`), recorded before the provider is asked. Each adapter sends it where
+   * the provider keeps it and can be searched by it (ElevenLabs: `user_id` and the `callgate_dial_id` dynamic
+   * variable), so that `findDial` can tell whether a dial whose answer was lost placed a call.
+   */
+  readonly dialId: string;
 }
 
 export interface PlacedCall {
@@ -24,11 +30,22 @@ export interface PlacedCall {
   readonly conversationId: string;
 }
 
-/** `rejected`: the provider said no (do not retry as is). `unavailable`/`timeout`: a retry may work. */
+/**
+ * How a request to the provider failed. Certain answers: `rejected` (the provider said no; do not retry as
+ * is), `unavailable` (nothing was done: a 429, a connection refused before the request was sent; a retry may
+ * work). Uncertain answers, after which a call may exist at the provider: `timeout` (no answer in time) and
+ * `uncertain` (a 5xx, a connection dropped after the request was sent, a success that cannot be read).
+ */
 export type ProviderFailure =
   | { readonly kind: 'rejected'; readonly message: string; readonly retryable: false }
   | { readonly kind: 'unavailable'; readonly message: string; readonly retryable: true; readonly retryAfterSeconds?: number }
-  | { readonly kind: 'timeout'; readonly message: string; readonly retryable: true };
+  | { readonly kind: 'timeout'; readonly message: string; readonly retryable: true }
+  | { readonly kind: 'uncertain'; readonly message: string; readonly retryable: true };
+
+/** Whether a failed create may still have placed the call (so it must be looked for, never repeated blindly). */
+export function mayHavePlaced(failure: ProviderFailure): boolean {
+  return failure.kind === 'timeout' || failure.kind === 'uncertain';
+}
 
 /** Why a call failed (its `failure_reason`), in the order the portal's charts stack them. */
 export const failureReasons = ['busy', 'no_answer', 'rejected', 'provider_error', 'timeout', 'unknown'] as const;
@@ -54,6 +71,22 @@ export interface CallReference {
   readonly createdAt: Date;
 }
 
+/** A dial whose answer was lost, as `findDial` looks for it. */
+export interface DialReference {
+  /** callgate's id of the dial, sent with the create request (`PlaceCallRequest.dialId`). */
+  readonly dialId: string;
+  /** The provider's agent id the dial asked for. */
+  readonly agentId: string;
+  readonly phoneNumberId: string | null;
+  /** E.164 destination. */
+  readonly to: string;
+  /** When the create request was sent (a search starts a little before). */
+  readonly askedAt: Date;
+}
+
+/** What the provider says of a dial: it placed this call, or it lists no call for it (yet). */
+export type DialSearch = { readonly state: 'found'; readonly conversationId: string } | { readonly state: 'not_found' };
+
 export interface VoiceProvider {
   readonly name: AgentProvider;
   /** How long after placing a call the monitor first asks how it stands (if no webhook told us before). */
@@ -61,6 +94,11 @@ export interface VoiceProvider {
   placeCall(request: PlaceCallRequest): Promise<Result<PlacedCall, ProviderFailure>>;
   /** How the call stands now; used by the call monitor for calls whose end was not reported to us. */
   checkCall(call: CallReference): Promise<Result<CallCheck, ProviderFailure>>;
+  /**
+   * Whether the provider placed a call for this dial (its create answer was lost): by the dial id sent with
+   * it. `not_found` only says the provider lists none now; the caller decides when that is final.
+   */
+  findDial(dial: DialReference): Promise<Result<DialSearch, ProviderFailure>>;
 }
 
 /** An agent defined at the provider. */

@@ -18,7 +18,22 @@ export const simulatorMagicNumbers = {
   busy: '+15005550001',
   noAnswer: '+15005550002',
   refused: '+15005550003',
+  /** The call is placed, but its answer is lost: the first answer is 504; the dial is then found. */
+  lostAnswerPlaced: '+15005550004',
+  /** The answer is lost and no call was placed: the first answer is 504; the dial is then not found. */
+  lostAnswerNotPlaced: '+15005550005',
 } as const;
+
+/**
+ * The conversation id of a simulated call whose answer was lost, made from its dial id: any process, even
+ * after a restart, finds the same call for the dial, as a provider's search would.
+ */
+export function lostAnswerConversationId(dialId: string): string {
+  return `conv_lost${digest(dialId).toString('hex').slice(0, 24)}`;
+}
+
+/** How many dials the simulator remembers having placed, for `findDial` after a lost answer or a crash. */
+const rememberedDials = 10_000;
 
 /** Longest ring between placing a simulated call and its answer; a short delay rings for a third of it. */
 const maxRingMs = 2_000;
@@ -80,6 +95,12 @@ export interface SimulatorProvider extends VoiceProvider {
  * `delayMs` is how long every simulated call lasts (CALLGATE_SIMULATOR_DELAY_MS): 3 s by default, 50 ms in
  * the tests, 500 ms in the benchmark's batch.
  */
+const lostAnswer = {
+  kind: 'timeout',
+  message: 'The simulator lost its answer (a magic number for rehearsing lost provider answers): the call may or may not have been placed.',
+  retryable: true,
+} as const;
+
 export function createSimulatorProvider(options: { clock: Clock; delayMs: number }): SimulatorProvider {
   // The end of each call in progress, in ms since the epoch by the clock; a call counts from its placing
   // to its end, the span in which callgate must count it as in progress too. Every call lasts `delayMs`,
@@ -88,6 +109,7 @@ export function createSimulatorProvider(options: { clock: Clock; delayMs: number
   let head = 0;
   let placed = 0;
   let highestConcurrency = 0;
+  const placedDials = new Map<string, string>();
   const inProgressAt = (now: number) => {
     while (head < endsAt.length && endsAt[head]! <= now) head++;
     if (head > 1024 && head * 2 > endsAt.length) {
@@ -100,6 +122,7 @@ export function createSimulatorProvider(options: { clock: Clock; delayMs: number
     name: 'simulator',
     firstCheckDelayMs: options.delayMs,
     async placeCall(request) {
+      if (request.to === simulatorMagicNumbers.lostAnswerNotPlaced) return err(lostAnswer);
       if (request.to === simulatorMagicNumbers.refused) {
         return err({
           kind: 'rejected',
@@ -111,7 +134,18 @@ export function createSimulatorProvider(options: { clock: Clock; delayMs: number
       endsAt.push(now + options.delayMs);
       placed += 1;
       highestConcurrency = Math.max(highestConcurrency, inProgressAt(now));
-      return ok({ conversationId: newId('conversation', now) });
+      if (request.to === simulatorMagicNumbers.lostAnswerPlaced) return err(lostAnswer);
+      const conversationId = newId('conversation', now);
+      placedDials.set(request.dialId, conversationId);
+      if (placedDials.size > rememberedDials) placedDials.delete(placedDials.keys().next().value!);
+      return ok({ conversationId });
+    },
+    async findDial(dial) {
+      if (dial.to === simulatorMagicNumbers.lostAnswerPlaced)
+        return ok({ state: 'found', conversationId: lostAnswerConversationId(dial.dialId) });
+      // A simulated call lives in the process that placed it: one placed by a process that died is gone.
+      const conversationId = placedDials.get(dial.dialId);
+      return ok(conversationId === undefined ? { state: 'not_found' } : { state: 'found', conversationId });
     },
     async checkCall(call) {
       const endsAt = call.createdAt.getTime() + options.delayMs;

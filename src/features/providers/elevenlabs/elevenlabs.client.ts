@@ -12,12 +12,16 @@ export interface ElevenLabsClientOptions {
 export type ElevenLabsResponse =
   | { readonly kind: 'ok'; readonly status: number; readonly body: unknown }
   | { readonly kind: 'http_error'; readonly status: number; readonly body: unknown; readonly retryAfter: string | null }
-  | { readonly kind: 'unreachable'; readonly message: string }
+  /** `sent`: whether the request may have reached the provider (false only when the connection was refused or the host not found). */
+  | { readonly kind: 'unreachable'; readonly message: string; readonly sent: boolean }
   | { readonly kind: 'timeout' };
 
 export interface ElevenLabsClient {
   request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ElevenLabsResponse>;
 }
+
+/** Network errors that mean the request never left this machine. */
+const notSentCodes = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'ERR_INVALID_URL']);
 
 async function readBody(response: Response): Promise<unknown> {
   const text = await response.text();
@@ -51,7 +55,12 @@ export function createElevenLabsClient(options: ElevenLabsClientOptions): Eleven
         const name = (error as { name?: string }).name;
         if (name === 'TimeoutError' || name === 'AbortError') return { kind: 'timeout' };
         const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-        return { kind: 'unreachable', message: cause?.code ?? cause?.message ?? (error as Error).message };
+        const code = cause?.code;
+        return {
+          kind: 'unreachable',
+          message: code ?? cause?.message ?? (error as Error).message,
+          sent: code === undefined || !notSentCodes.has(code),
+        };
       }
     },
   };

@@ -191,7 +191,15 @@ export function placeCallFailure(response: Exclude<ElevenLabsResponse, { kind: '
     };
   }
   if (response.kind === 'unreachable') {
-    return { kind: 'unavailable', message: 'The voice provider could not be reached. Retry with backoff.', retryable: true };
+    // Refused or not resolved: the request never left, so nothing was placed. Any other network failure may
+    // have come after the request was sent.
+    if (!response.sent)
+      return { kind: 'unavailable', message: 'The voice provider could not be reached. Retry with backoff.', retryable: true };
+    return {
+      kind: 'uncertain',
+      message: 'The connection to the voice provider dropped after the request was sent. The call may or may not have been placed.',
+      retryable: true,
+    };
   }
   const { status } = response;
   if (status === 429) {
@@ -204,7 +212,11 @@ export function placeCallFailure(response: Exclude<ElevenLabsResponse, { kind: '
     };
   }
   if (status >= 500) {
-    return { kind: 'unavailable', message: 'The voice provider is having a problem. Retry with backoff.', retryable: true };
+    return {
+      kind: 'uncertain',
+      message: `The voice provider answered HTTP ${status}. The call may or may not have been placed.`,
+      retryable: true,
+    };
   }
   if (status === 401 || status === 403) {
     return {

@@ -18,6 +18,25 @@ const maxRecheckMs = 30 * 60_000;
 /** Phone-number kinds are looked up at most this often (agents added by hand do not know theirs). */
 const phoneNumberCacheMs = 5 * 60_000;
 
+/** The dynamic variable that carries callgate's dial id (besides `user_id`); a metadata key of that name is replaced. */
+export const dialIdVariable = 'callgate_dial_id';
+const conversationIdRule = /^[A-Za-z0-9_-]{1,128}$/;
+/** A search starts this long before the dial was sent (clocks differ), and reads at most this many candidates. */
+const searchMarginSeconds = 60;
+const searchPageSize = 30;
+const maxCandidates = 30;
+
+function record(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
+
+/** Whether a conversation's detail carries the dial id: as its user_id, or as the dynamic variable. */
+function isConversationOfDial(conversation: unknown, dialId: string): boolean {
+  const data = record(conversation);
+  const clientData = record(data.conversation_initiation_client_data);
+  return data.user_id === dialId || clientData.user_id === dialId || record(clientData.dynamic_variables)[dialIdVariable] === dialId;
+}
+
 const outboundPaths: Record<string, string> = {
   twilio: '/v1/convai/twilio/outbound-call',
   sip_trunk: '/v1/convai/sip-trunk/outbound-call',
@@ -89,22 +108,63 @@ export function createElevenLabsProvider(options: { client: ElevenLabsClient; cl
           retryable: false,
         });
       }
+      // The dial id travels as the conversation's user_id (which the conversation list filters by) and as a
+      // dynamic variable (kept in the conversation's detail), so a dial whose answer is lost can be found.
       const body: Record<string, unknown> = {
         agent_id: request.agentId,
         agent_phone_number_id: request.phoneNumberId,
         to_number: request.to,
+        conversation_initiation_client_data: {
+          user_id: request.dialId,
+          dynamic_variables: { ...request.metadata, [dialIdVariable]: request.dialId },
+        },
       };
-      if (request.metadata && Object.keys(request.metadata).length > 0) {
-        body.conversation_initiation_client_data = { dynamic_variables: request.metadata };
-      }
       const response = await client.request('POST', path, body);
       if (response.kind !== 'ok') return err(placeCallFailure(response));
-      const answer = (response.body ?? {}) as Record<string, unknown>;
-      const conversationId = answer.conversation_id;
-      if (answer.success === false || typeof conversationId !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(conversationId)) {
+      const answer = record(response.body);
+      if (answer.success === false) {
         return err({ kind: 'rejected', message: 'The voice provider did not start the call.', retryable: false });
       }
+      const conversationId = answer.conversation_id;
+      if (typeof conversationId !== 'string' || !conversationIdRule.test(conversationId)) {
+        return err({
+          kind: 'uncertain',
+          message: 'The voice provider answered without a conversation id callgate can read. The call may or may not have been placed.',
+          retryable: true,
+        });
+      }
       return ok({ conversationId });
+    },
+
+    async findDial(dial) {
+      // Conversations of the agent that started around the dial, by its user_id. Each candidate's detail
+      // is checked for the dial id too: a server that ignored the filter would list others.
+      const startedAfter = Math.floor(dial.askedAt.getTime() / 1000) - searchMarginSeconds;
+      const query = new URLSearchParams({
+        agent_id: dial.agentId,
+        user_id: dial.dialId,
+        call_start_after_unix: String(startedAfter),
+        page_size: String(searchPageSize),
+      });
+      const listed = await client.request('GET', `/v1/convai/conversations?${query}`);
+      if (listed.kind !== 'ok') return err(placeCallFailure(listed));
+      const conversations = record(listed.body).conversations;
+      if (!Array.isArray(conversations)) {
+        return err({ kind: 'uncertain', message: 'Unexpected conversation list from the voice provider.', retryable: true });
+      }
+      const candidates = conversations
+        .map((item) => record(item).conversation_id)
+        .filter((id): id is string => typeof id === 'string' && conversationIdRule.test(id))
+        .slice(0, maxCandidates);
+      for (const conversationId of candidates) {
+        const detail = await client.request('GET', `/v1/convai/conversations/${encodeURIComponent(conversationId)}`);
+        if (detail.kind !== 'ok') {
+          if (detail.kind === 'http_error' && detail.status === 404) continue;
+          return err(placeCallFailure(detail));
+        }
+        if (isConversationOfDial(detail.body, dial.dialId)) return ok({ state: 'found', conversationId });
+      }
+      return ok({ state: 'not_found' });
     },
 
     async checkCall(call) {
