@@ -10,6 +10,8 @@ import { cli, createAccount, createDatabase, freePort, percentile, startScript, 
 export interface BatchSettings {
   readonly recipients: number;
   readonly maxConcurrency: number;
+  /** The share of creates whose answer the fake loses (half of them placed the call): 0 by default. */
+  readonly loseAnswerRate?: number;
 }
 
 export interface BatchResult {
@@ -27,6 +29,11 @@ export interface BatchResult {
   readonly freedSlotWaitP99Ms: number;
   readonly providerCalls: number;
   readonly lostAnswers: number;
+  readonly lostNotPlaced: number;
+  /** Numbers the fake saw called more than once (must be 0). */
+  readonly dialedTwice: number;
+  /** Recipients that did not end completed (must be 0: every call completes at the fake). */
+  readonly notCompleted: number;
   readonly webhookFailures: number;
 }
 
@@ -34,6 +41,8 @@ interface FakeStats {
   calls: number;
   maxActive: number;
   lostAnswers: number;
+  lostNotPlaced: number;
+  dialedTwice: number;
   webhookFailures: number;
   slotMs: number[];
   freedSlotWaitMs: number[];
@@ -42,6 +51,7 @@ interface FakeStats {
 interface Batch {
   id: string;
   status: string;
+  counts: { completed: number; total: number };
   created_at: string;
   completed_at: string | null;
 }
@@ -53,12 +63,19 @@ const elevenlabs = { ELEVENLABS_API_KEY: 'xi_bench_key', ELEVENLABS_WEBHOOK_SECR
 export async function batchRun(dialect: Dialect, settings: BatchSettings): Promise<BatchResult> {
   const database = await createDatabase(dialect);
   const [serverPort, fakePort] = [await freePort(), await freePort()];
-  const env = { ...elevenlabs, ELEVENLABS_BASE_URL: `http://127.0.0.1:${fakePort}` };
+  // Answers come within 1.5 s; a lost one is searched for 10 s (the least the setting takes) after the timeout.
+  const env = {
+    ...elevenlabs,
+    ELEVENLABS_BASE_URL: `http://127.0.0.1:${fakePort}`,
+    CALLGATE_PROVIDER_TIMEOUT_MS: '3000',
+    CALLGATE_DIAL_SEARCH_WINDOW: '10s',
+  };
   const fake = await startScript('fake-elevenlabs.ts', fakePort, {
     FAKE_API_KEY: elevenlabs.ELEVENLABS_API_KEY,
     FAKE_WEBHOOK_SECRET: elevenlabs.ELEVENLABS_WEBHOOK_SECRET,
     FAKE_WEBHOOK_URL: `http://127.0.0.1:${serverPort}/providers/elevenlabs/webhook`,
     FAKE_PHONE_NUMBER_ID: phoneNumberId,
+    FAKE_LOSE_ANSWER_RATE: String(settings.loseAnswerRate ?? 0),
   });
   try {
     const { accountId, token } = await createAccount(database, 'live', env);
@@ -116,6 +133,9 @@ function summarise(batch: Batch, stats: FakeStats, settings: BatchSettings): Bat
     freedSlotWaitP99Ms: percentile(waits, 99),
     providerCalls: stats.calls,
     lostAnswers: stats.lostAnswers,
+    lostNotPlaced: stats.lostNotPlaced,
+    dialedTwice: stats.dialedTwice,
+    notCompleted: settings.recipients - (batch.counts?.completed ?? 0),
     webhookFailures: stats.webhookFailures,
   };
 }

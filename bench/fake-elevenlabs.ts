@@ -3,9 +3,11 @@
  * timers never share an event loop with the server or the load. It answers each outbound call (Twilio and
  * SIP trunk, as the adapter calls them) after FAKE_ANSWER_MS, then sends the call's signed
  * post_call_transcription webhook to FAKE_WEBHOOK_URL FAKE_CALL_MS after the answer (ranges "min-max", drawn
- * uniformly). FAKE_LOSE_ANSWER_RATE (0 to 1) is the share of calls placed whose answer is lost (the
- * connection is dropped instead): the call still happens and its webhook still comes. It watches what a
- * provider sees: calls under way at once, and how long a freed slot waits for its next dial.
+ * uniformly). FAKE_LOSE_ANSWER_RATE (0 to 1) is the share of creates whose answer is lost (the connection
+ * is dropped instead): half of them placed the call all the same (it happens and its webhook comes), half
+ * placed nothing. Conversations are listed by the dial id sent as their user_id, as callgate's search asks.
+ * It watches what a provider sees: calls under way at once, how long a freed slot waits for its next dial,
+ * and numbers called more than once.
  * Shapes: /work/shared/reference/elevenlabs-api.md (sections 1, 2, 4, 5, 7).
  */
 import { createHmac } from 'node:crypto';
@@ -34,6 +36,10 @@ const stats = {
   active: 0,
   maxActive: 0,
   lostAnswers: 0,
+  /** Of those, the creates that placed nothing. */
+  lostNotPlaced: 0,
+  /** Numbers with more than one call placed. */
+  dialedTwice: 0,
   webhookFailures: 0,
   /** Per call: from its outbound request to its webhook being sent, the time it held a slot (ms). */
   slotMs: [] as number[],
@@ -42,6 +48,9 @@ const stats = {
 };
 /** Ends not yet followed by a dial, oldest first: each new dial takes the oldest. */
 const freedAt: number[] = [];
+/** Calls placed per number, and each conversation with the dial id it was placed for. */
+const placedTo = new Map<string, number>();
+const conversations = new Map<string, { agentId: string; userId: string | null; startedS: number }>();
 
 function json(res: http.ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });
@@ -74,14 +83,32 @@ async function sendWebhook(conversationId: string, agentId: string, startedAt: n
 
 function outboundCall(req: http.IncomingMessage, res: http.ServerResponse, body: Record<string, unknown>, kind: string): void {
   const requestAt = performance.now();
+  const draw01 = Math.random();
+  const lost = draw01 < loseAnswerRate;
+  if (lost && draw01 < loseAnswerRate / 2) {
+    // The answer is lost and nothing was placed: no call, no webhook.
+    stats.lostAnswers += 1;
+    stats.lostNotPlaced += 1;
+    setTimeout(() => req.socket.destroy(), draw(answerMs));
+    return;
+  }
   const dialedAt = freedAt.shift();
   if (dialedAt !== undefined) stats.freedSlotWaitMs.push(requestAt - dialedAt);
   stats.calls += 1;
   stats.active += 1;
   stats.maxActive = Math.max(stats.maxActive, stats.active);
+  const to = String(body.to_number);
+  placedTo.set(to, (placedTo.get(to) ?? 0) + 1);
+  if (placedTo.get(to) === 2) stats.dialedTwice += 1;
   const conversationId = `conv_bench${String(stats.calls).padStart(8, '0')}`;
+  const clientData = (body.conversation_initiation_client_data ?? {}) as { user_id?: unknown };
+  conversations.set(conversationId, {
+    agentId: String(body.agent_id),
+    userId: typeof clientData.user_id === 'string' ? clientData.user_id : null,
+    startedS: Math.floor(Date.now() / 1000),
+  });
   setTimeout(() => {
-    if (Math.random() < loseAnswerRate) {
+    if (lost) {
       stats.lostAnswers += 1;
       req.socket.destroy();
     } else {
@@ -99,8 +126,35 @@ function outboundCall(req: http.IncomingMessage, res: http.ServerResponse, body:
   }, draw(answerMs));
 }
 
+/** GET /v1/convai/conversations (by agent, user_id and start time) and GET /v1/convai/conversations/{id}. */
+function conversationRoutes(res: http.ServerResponse, url: URL): boolean {
+  if (url.pathname === '/v1/convai/conversations') {
+    const userId = url.searchParams.get('user_id');
+    const after = Number(url.searchParams.get('call_start_after_unix') ?? '0');
+    const listed = [...conversations]
+      .filter(([, c]) => (userId === null || c.userId === userId) && c.startedS >= after)
+      .map(([id, c]) => ({ conversation_id: id, agent_id: c.agentId, status: 'in-progress', start_time_unix_secs: c.startedS }));
+    json(res, 200, { conversations: listed, next_cursor: null, has_more: false });
+    return true;
+  }
+  const match = /^\/v1\/convai\/conversations\/([^/]+)$/.exec(url.pathname);
+  if (!match) return false;
+  const conversation = conversations.get(decodeURIComponent(match[1]!));
+  if (!conversation) json(res, 404, { detail: { status: 'conversation_not_found', message: 'Conversation not found' } });
+  else
+    json(res, 200, {
+      conversation_id: match[1],
+      agent_id: conversation.agentId,
+      status: 'in-progress',
+      user_id: conversation.userId,
+      metadata: { start_time_unix_secs: conversation.startedS, call_duration_secs: 0 },
+    });
+  return true;
+}
+
 function route(req: http.IncomingMessage, res: http.ServerResponse, text: string) {
-  const path = new URL(req.url ?? '/', 'http://fake').pathname;
+  const url = new URL(req.url ?? '/', 'http://fake');
+  const path = url.pathname;
   if (path === '/healthz') return json(res, 200, { status: 'ok' });
   if (path === '/stats') return json(res, 200, stats);
   if (req.headers['xi-api-key'] !== apiKey) return json(res, 401, { detail: { code: 'invalid_api_key', message: 'Invalid API key' } });
@@ -109,6 +163,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, text: string
       { provider: 'twilio', phone_number_id: phoneNumberId, phone_number: '+14155550100', label: 'Bench', assigned_agent: null },
     ]);
   }
+  if (req.method === 'GET' && conversationRoutes(res, url)) return;
   const kind = { '/v1/convai/twilio/outbound-call': 'twilio', '/v1/convai/sip-trunk/outbound-call': 'sip_trunk' }[path];
   if (req.method === 'POST' && kind) return outboundCall(req, res, JSON.parse(text) as Record<string, unknown>, kind);
   json(res, 404, { detail: 'Not Found' });

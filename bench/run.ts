@@ -1,14 +1,15 @@
 /**
  * `npm run bench`: what users feel, on SQLite and PostgreSQL (issue 23, point 6 and "Budget"). Writes every
  * figure to bench/results/latest.json and the one table of BENCHMARKS.md. Knobs (environment):
- *   BENCH_ONLY      calls,batch,dispatcher,growth (the default: all); e.g. BENCH_ONLY=batch
+ *   BENCH_ONLY      calls,batch,lost,dispatcher,growth (the default: all); e.g. BENCH_ONLY=batch
+ *                   (lost: the batch again with 5 % of creates losing their answer, half of them placed)
  *   BENCH_DB        sqlite,postgres (the default: both); BENCH_POSTGRES_URL, the admin URL
  *   BENCH_ROUNDS    3: rounds of the calls and dispatcher scenarios, judged on their median
  *   BENCH_DURATION_S 10 and BENCH_WARMUP_S 2, per measure of the calls scenario; BENCH_RATE 100 requests/s
  *   BENCH_KEYS 1: API keys sending the calls scenario's requests in turn (one integration by default)
  *   BENCH_BATCH_RECIPIENTS 1000 at BENCH_BATCH_CONCURRENCY 100; BENCH_BACKLOG 10000 deliveries
  *   BENCH_GROWTH_SIZES 10000,1000000 calls stored; BENCH_GROWTH_S 5 per measure; BENCH_LOG_LEVEL info
- *   FAKE_ANSWER_MS 300-1500, FAKE_CALL_MS 5000-10000, FAKE_LOSE_ANSWER_RATE 0: the fake ElevenLabs
+ *   FAKE_ANSWER_MS 300-1500, FAKE_CALL_MS 5000-10000: the fake ElevenLabs
  * A run with BENCH_ONLY or BENCH_DB set is a partial one: it writes bench/results/partial.json and prints
  * the table, leaving latest.json and BENCHMARKS.md alone.
  */
@@ -36,7 +37,7 @@ function list<T extends string>(name: string, all: readonly T[]): T[] {
   return chosen as T[];
 }
 
-const scenarios = list('BENCH_ONLY', ['calls', 'batch', 'dispatcher', 'growth'] as const);
+const scenarios = list('BENCH_ONLY', ['calls', 'batch', 'lost', 'dispatcher', 'growth'] as const);
 const requested = list('BENCH_DB', ['sqlite', 'postgres'] as const);
 const partial = Boolean(process.env.BENCH_ONLY?.trim() || process.env.BENCH_DB?.trim());
 const rounds = Math.round(setting('BENCH_ROUNDS', 3));
@@ -75,6 +76,7 @@ async function main(): Promise<void> {
     failures: [],
     calls: {},
     batch: {},
+    lostBatch: {},
     dispatcher: {},
     growth: {},
   };
@@ -98,6 +100,11 @@ async function main(): Promise<void> {
   for (const d of scenarios.includes('batch') ? dialects : []) {
     await attempt(`batch, ${d}: ${batch.recipients} recipients at ${batch.maxConcurrency}`, async () => {
       results.batch[d] = await batchRun(d, batch);
+    });
+  }
+  for (const d of scenarios.includes('lost') ? dialects : []) {
+    await attempt(`batch with 5 % lost answers, ${d}: ${batch.recipients} recipients at ${batch.maxConcurrency}`, async () => {
+      results.lostBatch[d] = await batchRun(d, { ...batch, loseAnswerRate: 0.05 });
     });
   }
   for (let round = 1; round <= rounds && scenarios.includes('dispatcher'); round++) {

@@ -17,7 +17,7 @@ function findTests(dir) {
 }
 
 const filters = process.argv.slice(2);
-const startsProcesses = (file) => /\b(startServerProcess|spawn|launchBrowser)\(/.test(readFileSync(file, 'utf8'));
+const startsProcesses = (file) => /\b(startServerProcess|processesOf|spawn|launchBrowser)\(/.test(readFileSync(file, 'utf8'));
 // The TypeScript client's tests run against the real server too (clients/typescript/test).
 const matched = [...findTests('test'), ...findTests('clients/typescript/test')]
   .filter((file) => filters.length === 0 || filters.some((filter) => file.includes(filter)))

@@ -76,6 +76,9 @@ export interface Config {
    * `interrupted` (never dialed twice). `CALLGATE_BATCH_DIAL_LEASE_MS`, default 60000; longer than
    * CALLGATE_PROVIDER_TIMEOUT_MS. */
   readonly batchDialLeaseMs: number;
+  /** How long after it was sent a dial whose answer was lost is looked for at the provider before it counts
+   * as not placed (its Idempotency-Key is then freed). `CALLGATE_DIAL_SEARCH_WINDOW`, a duration; default 2m. */
+  readonly dialSearchWindowMs: number;
   /** A call still `initiated` this long after creation is looked up at the provider.
    * `CALLGATE_RECONCILE_AFTER`, a duration such as `15m`, `900s` or `900000ms`; default 15m. */
   readonly reconcileAfterMs: number;
@@ -184,6 +187,17 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`CALLGATE_RECONCILE_AFTER: ${(error as Error).message}`);
   }
 
+  let dialSearchWindowMs: number;
+  try {
+    dialSearchWindowMs = parseDuration(env.CALLGATE_DIAL_SEARCH_WINDOW?.trim() || '2m');
+  } catch (error) {
+    throw new ConfigError(`CALLGATE_DIAL_SEARCH_WINDOW: ${(error as Error).message}`);
+  }
+  // A provider lists a new call within seconds; a window shorter than that could end a dial that placed one.
+  if (dialSearchWindowMs < 10_000 || dialSearchWindowMs > 24 * 3_600_000) {
+    throw new ConfigError('CALLGATE_DIAL_SEARCH_WINDOW must be between 10s and 24h');
+  }
+
   const elevenlabsBaseUrl = (env.ELEVENLABS_BASE_URL?.trim() || 'https://api.elevenlabs.io').replace(/\/+$/, '');
   if (!/^https?:\/\//.test(elevenlabsBaseUrl))
     throw new ConfigError('ELEVENLABS_BASE_URL must start with https:// (or http:// for a local fake)');
@@ -254,6 +268,7 @@ export function loadConfig(env: Env = process.env): Config {
     providerTimeoutMs,
     batchDialLeaseMs,
     reconcileAfterMs,
+    dialSearchWindowMs,
     strictTransportSecurity,
     headersTimeoutMs,
     requestTimeoutMs,

@@ -11,6 +11,7 @@ import { isDatabaseUnavailable } from './db/unavailable.js';
 import { BatchDialer } from './features/batches/batch-dialer.job.js';
 import type { BatchesDeps } from './features/batches/batches.service.js';
 import { CallMonitor } from './features/calls/call-monitor.job.js';
+import { DialJob } from './features/calls/dials.job.js';
 import { idempotencyPurgeJob } from './features/idempotency/idempotency-purge.job.js';
 import { requestLogPurgeJob } from './features/request-log/request-log-purge.job.js';
 import { sessionsPurgeJob } from './features/identity/sessions-purge.job.js';
@@ -33,7 +34,7 @@ import { createLocalNotifier, createPostgresNotifier, type DeliveryNotifier } fr
 import { WebhookDispatcher } from './features/webhook-delivery/webhook-dispatcher.job.js';
 import { createHttpSender, type WebhookSender } from './features/webhook-delivery/webhook-sender.js';
 import { createRateLimiter, type RateLimitStore } from './features/rate-limit/rate-limit.store.js';
-import { systemClock, type Clock } from './lib/clock.js';
+import { addMs, systemClock, type Clock } from './lib/clock.js';
 import { RequestLogWriter } from './features/request-log/request-log.service.js';
 import type { SuppressionsDeps } from './features/suppressions/suppressions.service.js';
 import type { SignInLimiters } from './features/identity/sessions.service.js';
@@ -53,6 +54,8 @@ export interface Services {
   /** The worker role's job runner: the call monitor, the webhook dispatcher, the batch dialer and the purges are its jobs. */
   readonly jobs: JobRunner;
   readonly callMonitor: CallMonitor;
+  /** Resolves dials whose provider answer was lost. */
+  readonly dialJob: DialJob;
   readonly calls: CallsDeps;
   readonly batchDialer: BatchDialer;
   readonly batches: BatchesDeps;
@@ -82,6 +85,8 @@ export interface ServiceOverrides {
   signInLimiters?: SignInLimiters;
   /** How often the call monitor sweeps for due calls. */
   monitorSweepIntervalMs?: number;
+  /** How often the dial job sweeps for dials due a look. */
+  dialSweepIntervalMs?: number;
   webhookSender?: WebhookSender;
   /** How often the dispatcher sweeps for due retries and expired leases. */
   dispatcherSweepIntervalMs?: number;
@@ -224,11 +229,27 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     jobs.add(sessionsPurgeJob({ db: database.db }, purgeIntervalMs, batchSize));
     jobs.add(formTokensPurgeJob({ db: database.db }, purgeIntervalMs, batchSize));
 
+    const dialJob = new DialJob({
+      db: database.db,
+      clock,
+      providers,
+      logger,
+      runner: jobs,
+      onCallPlaced: (callId, checkAt) => callMonitor.schedule(callId, checkAt),
+      onEvents: () => notifier.notify(),
+      onResolved: (result) => metrics.dialsResolved.inc({ result }),
+      observeEnded: (call) => metrics.callEnded(call),
+      ...(overrides.dialSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.dialSweepIntervalMs }),
+    });
+
     const calls: CallsDeps = {
       db: database.db,
       clock,
       providers,
       idempotency,
+      dials: { searchWindowMs: config.dialSearchWindowMs, providerTimeoutMs: config.providerTimeoutMs },
+      // Its first look is due in a second or so; a sweep finds it then, whatever process recorded it.
+      onDialLost: () => dialJob.wakeAt(addMs(clock.now(), 1_100)),
       onCallPlaced: (callId, checkAt) => callMonitor.schedule(callId, checkAt),
       onStoreRetry: ({ callId, stored, error }) => {
         if (stored) logger.info({ callId }, 'a placed call was stored once the database was back');
@@ -268,6 +289,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       perIpLimiter,
       jobs,
       callMonitor,
+      dialJob,
       calls,
       batchDialer,
       batches,

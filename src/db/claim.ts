@@ -17,7 +17,7 @@ import { dialectOf, type Db } from './database.js';
 import type { Database } from './schema.js';
 
 /** The tables jobs claim rows of; each has a text primary key `id`. */
-export type JobTable = 'calls' | 'webhook_deliveries' | 'batch_recipients';
+export type JobTable = 'calls' | 'webhook_deliveries' | 'batch_recipients' | 'dials';
 
 export interface ClaimSpec<T extends JobTable> {
   readonly table: T;

@@ -7,6 +7,7 @@ import type { AgentsTables } from '../features/agents/agents.tables.js';
 import type { ApiKeysTables } from '../features/api-keys/api-keys.tables.js';
 import type { BatchesTables } from '../features/batches/batches.tables.js';
 import type { CallsTables } from '../features/calls/calls.tables.js';
+import type { DialsTables } from '../features/calls/dials.tables.js';
 import type { ConcurrencyTables } from '../features/concurrency/concurrency.tables.js';
 import type { IdempotencyTables } from '../features/idempotency/idempotency.tables.js';
 import type { IdentityTables } from '../features/identity/identity.tables.js';
@@ -22,6 +23,7 @@ export interface Database
     AgentsTables,
     ApiKeysTables,
     CallsTables,
+    DialsTables,
     IdempotencyTables,
     EndpointsTables,
     EventsTables,

@@ -41,7 +41,10 @@ export const errorCatalogue = {
   },
   internal_error: { status: 500, message: 'Something went wrong on our side. Quote the request_id to support.' },
   provider_error: { status: 502, message: 'The voice provider refused the call.' },
-  provider_unavailable: { status: 503, message: 'The voice provider is unavailable. Retry with backoff.' },
+  provider_unavailable: {
+    status: 503,
+    message: 'The voice provider is unavailable. Retry with backoff and the same Idempotency-Key.',
+  },
   database_unavailable: {
     status: 503,
     message:
@@ -52,10 +55,15 @@ export const errorCatalogue = {
     message:
       'This server is shutting down. Retry the request with backoff (with the same Idempotency-Key); another instance, or this one once restarted, will answer.',
   },
+  idempotency_in_progress: {
+    status: 503,
+    message:
+      'A request with this Idempotency-Key is still in progress. Retry after the number of seconds in Retry-After, with the same key, to get its result.',
+  },
   provider_timeout: {
     status: 504,
     message:
-      'The voice provider did not answer in time, so the call may or may not have been placed; the Idempotency-Key is free again, so a retry places a call.',
+      'The voice provider did not answer in time, so the call may or may not have been placed. callgate is checking with the provider and keeps the Idempotency-Key held meanwhile: retry after the number of seconds in Retry-After with the same key to get the call (never a second one).',
   },
 } as const satisfies Record<string, { status: number; message: string }>;
 

@@ -40,6 +40,8 @@ const withBody: readonly ErrorCode[] = ['invalid_json', 'payload_too_large', 'un
  */
 export function errorResponses(codes: readonly ErrorCode[], options: { body?: boolean } = {}): Record<number, TObject> {
   const all = new Set<ErrorCode>([...everyRoute, ...(options.body ? withBody : []), ...codes]);
+  // A route with Idempotency-Key rules answers a key still held by its first request as well.
+  if (all.has('idempotency_conflict')) all.add('idempotency_in_progress');
   const byStatus = new Map<number, ErrorCode[]>();
   // In the catalogue's order, so each enum reads the same wherever it appears.
   for (const code of errorCodes) {

@@ -8,6 +8,7 @@ import type { Clock } from '../lib/clock.js';
 import { listAgents } from '../features/agents/agents.service.js';
 import { listApiKeys } from '../features/api-keys/api-keys.service.js';
 import { getCallWithMode, listCallsWithMode } from '../features/calls/calls.service.js';
+import { dialHistoryOfCall } from '../features/calls/dials.service.js';
 import { concurrencyOf } from '../features/concurrency/concurrency.service.js';
 import { listEventsOfCall } from '../features/events/event-reads.service.js';
 import { findDelivery, listDeliveriesWithAttempts } from '../features/webhook-delivery/deliveries.service.js';
@@ -44,14 +45,14 @@ export async function loadEndpointPage(db: Db, accountId: string, endpointId: st
 export async function loadCallPage(db: Db, accountId: string, callId: string) {
   const call = await getCallWithMode(db, accountId, callId);
   if (!call) return null;
-  const events = await listEventsOfCall(db, accountId, call.id);
+  const [events, dial] = await Promise.all([listEventsOfCall(db, accountId, call.id), dialHistoryOfCall(db, accountId, call.id)]);
   const eventsWithDeliveries = await Promise.all(
     events.map(async (event) => ({
       event,
       deliveries: await listDeliveriesWithAttempts(db, { accountId, eventId: event.id, limit: 50 }),
     })),
   );
-  return { call, events: eventsWithDeliveries };
+  return { call, dial, events: eventsWithDeliveries };
 }
 
 /**

@@ -95,7 +95,7 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
     );
   });
 
-  it('a 429 or an unavailable provider queues the recipient again with backoff; a refusal or a timeout fails it', async () => {
+  it('a 429 or an unavailable provider queues the recipient again with backoff; a refusal fails it; a lost answer is looked for, then dialed again once', async () => {
     const tos = numbers(4, 2000);
     failures.set(tos[0]!, { kind: 'unavailable', message: 'Too many concurrent requests.', retryable: true, retryAfterSeconds: 3 });
     failures.set(tos[1]!, { kind: 'unavailable', message: 'Unreachable.', retryable: true });
@@ -110,11 +110,13 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
         ['queued', undefined, undefined],
         ['queued', undefined, undefined],
         ['failed', 'provider_error', undefined],
-        ['failed', 'provider_timeout', undefined],
+        // Its call may exist: held by its dial, which is looked for at the provider.
+        ['dialing', undefined, undefined],
       ],
     );
     assert.equal(recipients[2]!.failure_message, 'The number is blocked.');
-    assert.match(recipients[3]!.failure_message, /may have been placed, so it is not dialed again/);
+    const lost = await t.services.db.selectFrom('dials').selectAll().where('to_number', '=', tos[3]!).executeTakeFirstOrThrow();
+    assert.equal(lost.state, 'checking');
     const next = await t.services.db
       .selectFrom('batch_recipients')
       .select(['to_number', 'next_attempt_at', 'deferrals'])
@@ -131,13 +133,32 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
 
     clock.advance(1_000);
     await pass();
-    assert.deepEqual(await statuses(batch.id), ['queued', 'in_progress', 'failed', 'failed']);
+    assert.deepEqual(await statuses(batch.id), ['queued', 'in_progress', 'failed', 'dialing']);
     clock.advance(2_000);
     await pass();
     await endCalls();
+
+    // The provider lists no call for the lost dial by the end of its search window: dialed again, once.
+    clock.advance(Date.parse(lost.search_until) - clock.now().getTime() + 1);
+    await t.services.dialJob.pass();
+    assert.equal(
+      (await t.services.db.selectFrom('dials').select('state').where('id', '=', lost.id).executeTakeFirstOrThrow()).state,
+      'not_placed',
+    );
+    // Queued again (its dialer may take it at once: the dial job wakes the workers).
+    await pass();
+    const redial = (await allRecipients(t, batch.id))[3]!;
+    assert.equal(redial.status, 'in_progress');
+    assert.equal(redial.attempts, 1, 'the lost dial placed nothing: its attempt was given back');
+    await endCalls();
     const done = await readBatch(t, batch.id);
     assert.equal(done.status, 'completed');
-    assert.deepEqual(done.counts, { total: 4, queued: 0, dialing: 0, in_progress: 0, completed: 2, failed: 2, cancelled: 0 });
+    assert.deepEqual(done.counts, { total: 4, queued: 0, dialing: 0, in_progress: 0, completed: 3, failed: 1, cancelled: 0 });
+    const dials = await t.services.db.selectFrom('dials').select('state').where('to_number', '=', tos[3]!).orderBy('created_at').execute();
+    assert.deepEqual(
+      dials.map((dial) => dial.state),
+      ['not_placed', 'placed'],
+    );
   });
 
   it('a batch cancelled while the provider answers 429 does not take the recipient back: it ends cancelled, and so does the batch', async () => {

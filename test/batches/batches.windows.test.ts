@@ -319,27 +319,27 @@ await forEachDialect('Retries of batches', (dialect) => {
     }
   });
 
-  it('an interrupted dial is not retried, even when its late call ends busy', async () => {
+  it('a recipient claimed by a worker that stopped before recording its dial is queued again (the provider was never asked), its attempt given back', async () => {
     clock.set(Date.parse('2026-12-02T12:00:00.000Z'));
-    let answer!: () => void;
-    gates.set(simulatorMagicNumbers.busy, new Promise((resolve) => (answer = resolve)));
-    const batch = await createBatch(t, [simulatorMagicNumbers.busy], { retry: { max_attempts: 5, delay_minutes: 1 } });
-    await t.services.batchDialer.pass();
-    assert.deepEqual(await view(batch.id), [['dialing', 1, null]]);
-    // Past the dialing lease and the dialer's look for ended leases.
-    clock.advance(25 * hour);
-    await t.services.batchDialer.pass();
-    answer();
-    await t.services.batchDialer.idle();
-    gates.clear();
-    await endCalls();
-    const [recipient] = await allRecipients(t, batch.id);
-    assert.deepEqual([recipient!.status, recipient!.failure_reason, recipient!.attempts], ['failed', 'interrupted', 1]);
-    assert.equal(recipient!.call_ids.length, 1, 'the late call is known');
-    clock.advance(hour);
+    const [to] = numbers(1, 8800);
+    const batch = await createBatch(t, [to!], { retry: { max_attempts: 2, delay_minutes: 1 } });
+    // What a claim leaves when its worker dies before the dial is recorded: `dialing`, one attempt counted, a lease.
+    await t.services.db
+      .updateTable('batch_recipients')
+      .set({ status: 'dialing', attempts: 1, locked_until: new Date(clock.now().getTime() + 60_000).toISOString() })
+      .where('batch_id', '=', batch.id)
+      .execute();
+    await t.services.db.updateTable('batches').set({ status: 'running' }).where('id', '=', batch.id).execute();
     const placed = placedTo.length;
+    // Past the lease and the dialer's next look for ended leases (its sweep interval is a day here).
+    clock.advance(25 * hour);
     await pass();
-    assert.equal(placedTo.length, placed, 'never dialed again');
+    assert.deepEqual(
+      (await allRecipients(t, batch.id)).map((r) => [r.status, r.attempts]),
+      [['in_progress', 1]],
+    );
+    assert.deepEqual(placedTo.slice(placed), [to], 'dialed once, after the lease ended');
+    await endCalls();
     assert.equal((await readBatch(t, batch.id)).status, 'completed');
   });
 });

@@ -68,6 +68,8 @@ await forEachDialect('Storing a call with its idempotency key', (dialect) => {
       failed_at: null,
       batch_id: null,
       reference: null,
+      dial_id: null,
+      found_after_lost_answer: 0,
     };
   }
   const insertCallCompletingKey = (db: Db, row: CallRow, key: HeldKey) =>

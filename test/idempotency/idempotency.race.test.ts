@@ -4,7 +4,6 @@
  * failure frees the key; an in-flight record of a crashed request expires.
  */
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, beforeEach, it } from 'node:test';
 import { idempotencyLifetimeMs, purgeExpired } from '../../src/features/idempotency/idempotency.service.js';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
@@ -14,6 +13,7 @@ import { forEachDialect } from '../support/dialects.js';
 import { callBody, countCalls, startTestApp, type TestApp } from '../support/test-app.js';
 import { createFakeProvider, failures, untilAttempts } from '../support/fake-voice-provider.js';
 import { concurrently, listenOnFreePort, postCall, type HttpAnswer } from '../support/http-client.js';
+import { until } from '../support/wait.js';
 
 let keyCounter = 0;
 const newKey = (label: string) => `race-${label}-${process.pid}-${++keyCounter}`;
@@ -104,9 +104,9 @@ await forEachDialect('Idempotency-Key under concurrent requests', (dialect) => {
     assert.equal(fake.attempts, 1);
   });
 
+  // Certain answers only: after a lost one the key stays held (test/calls/calls.lost-answers.test.ts).
   const failureCases = [
     { failure: failures.unavailable, status: 503, error: 'provider_unavailable' },
-    { failure: failures.timeout, status: 504, error: 'provider_timeout' },
     { failure: failures.rejected, status: 502, error: 'provider_error' },
   ] as const;
   for (const { failure, status, error } of failureCases) {
@@ -168,7 +168,7 @@ await forEachDialect('Idempotency-Key waits are bounded and in-flight locks expi
   after(async () => t.close());
   beforeEach(() => fake.reset());
 
-  it('a duplicate waits about CALLGATE_IDEMPOTENCY_WAIT_MS, then gets 409 "still in progress"; a later retry replays', async () => {
+  it('a duplicate waits about CALLGATE_IDEMPOTENCY_WAIT_MS, then gets 503 idempotency_in_progress with Retry-After (a 5xx clients retry); a later retry replays', async () => {
     fake.steps = [{ delayMs: 1_500 }];
     const key = newKey('bounded');
     const body = callBody(t);
@@ -180,9 +180,9 @@ await forEachDialect('Idempotency-Key waits are bounded and in-flight locks expi
     const sentAt = Date.now();
     const duplicate = await postCall(url, t.seed.token, body, key);
     const waitedMs = Date.now() - sentAt;
-    assert.equal(firstAnswered, false, 'the 409 must come while the first request is still in flight');
-    assert.equal(duplicate.status, 409);
-    assert.equal(duplicate.body.error, 'idempotency_conflict');
+    assert.equal(firstAnswered, false, 'the 503 must come while the first request is still in flight');
+    assert.equal(duplicate.status, 503);
+    assert.equal(duplicate.body.error, 'idempotency_in_progress');
     assert.match(duplicate.body.message, /still in progress/);
     assert.equal(duplicate.headers.get('retry-after'), '1');
     assert.ok(waitedMs >= 250, `the duplicate answered after ${waitedMs} ms, without waiting for the first`);
@@ -203,14 +203,15 @@ await forEachDialect('Idempotency-Key waits are bounded and in-flight locks expi
     assert.equal(fake.attempts, 1);
   });
 
-  it('an in-flight record left by a crashed process locks its key until it expires, then a retry takes over', async () => {
+  it('an in-flight record left by a process that died before recording a dial locks its key until it expires (503 meanwhile), then a retry takes over', async () => {
     const key = newKey('crashed');
     const body = callBody(t);
     await insertInFlightRecord(t, key, body, addMs(clock.now(), lockMs), 'a-process-that-died');
     const start = await countCalls(t.services);
 
     const locked = await postCall(url, t.seed.token, body, key);
-    assert.equal(locked.status, 409);
+    assert.equal(locked.status, 503);
+    assert.equal(locked.body.error, 'idempotency_in_progress');
     assert.match(locked.body.message, /still in progress/);
 
     clock.advance(lockMs + 1);
@@ -224,7 +225,7 @@ await forEachDialect('Idempotency-Key waits are bounded and in-flight locks expi
     assert.equal(await countCalls(t.services), start + 1);
   });
 
-  it('a request abandoned on a hung provider does not hold its key past the lock', async () => {
+  it('a request whose client gave up on a hung provider keeps its key past the lock: a retry never dials again until the dial is known', async () => {
     let letGo!: () => void;
     const hung = new Promise<void>((resolve) => (letGo = resolve));
     fake.steps = [{ until: hung, failure: failures.timeout }];
@@ -238,17 +239,35 @@ await forEachDialect('Idempotency-Key waits are bounded and in-flight locks expi
     client.abort();
     assert.equal(await abandoned, 'aborted');
 
+    // Past the request's lock the key is still held by its dial: the provider may be placing the call.
     clock.advance(lockMs + 1);
+    const whileAsking = await postCall(url, t.seed.token, body, key);
+    assert.equal(whileAsking.status, 503, JSON.stringify(whileAsking.body));
+    assert.equal(whileAsking.body.error, 'idempotency_in_progress');
+    assert.equal(fake.attempts, 1);
+
+    // The hung attempt times out: its answer is lost, and a retry hears that it is being checked.
+    letGo();
+    const dial = await until('the dial to be checked', async () => {
+      const row = await t.services.db.selectFrom('dials').selectAll().where('idempotency_key', '=', key).executeTakeFirst();
+      return row?.state === 'checking' ? row : undefined;
+    });
+    const whileChecking = await postCall(url, t.seed.token, body, key);
+    assert.equal(whileChecking.status, 504, JSON.stringify(whileChecking.body));
+    assert.equal(whileChecking.body.error, 'provider_timeout');
+    assert.match(whileChecking.body.message, new RegExp(`checking with the provider.*${dial.id}`));
+    assert.equal(fake.attempts, 1);
+
+    // The provider lists no call for it by the end of the search window: not placed, the key is free.
+    clock.advance(Date.parse(dial.search_until) - clock.now().getTime() + 1);
+    t.services.jobs.start([t.services.dialJob.name]);
+    await t.services.dialJob.pass();
+    const ended = await t.services.db.selectFrom('dials').selectAll().where('id', '=', dial.id).executeTakeFirstOrThrow();
+    assert.equal(ended.state, 'not_placed');
     const retried = await postCall(url, t.seed.token, body, key);
     assert.equal(retried.status, 201, JSON.stringify(retried.body));
     assert.equal(fake.attempts, 2);
-
-    // The hung attempt finally fails: it no longer owns the key, so the stored success stays.
-    letGo();
-    while (fake.inFlight > 0) await sleep(5);
-    await sleep(100); // lets its release (a no-op now) run
     const replay = await postCall(url, t.seed.token, body, key);
-    assert.equal(replay.status, 201);
     assert.equal(replay.body.id, retried.body.id);
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.equal(await countCalls(t.services), start + 1);

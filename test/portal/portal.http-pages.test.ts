@@ -326,6 +326,27 @@ await forEachDialect('Portal pages: calls and the request log', (dialect) => {
     }
   });
 
+  it('shows the dial of a call: its steps, and for a call found after a lost answer, how it was found', async () => {
+    const testToken = (await createApiKey(t.services.db, t.services.clock, { accountId: t.seed.accountId, name: 'test', mode: 'test' }))
+      .token;
+    const plain = (await t.createCall(callBody(t), { token: testToken })).json();
+    const plainPage = (await client.get(`/developers/calls/${plain.id}`)).body;
+    assert.match(plainPage, /<h2 id="dial">Dial<\/h2>/);
+    assert.match(plainPage, /The provider placed the call/);
+
+    // +15005550004: the simulator places the call and loses its answer; the dial job finds it within seconds.
+    const lost = await t.createCall(callBody(t, { to: '+15005550004' }), { token: testToken, idempotencyKey: `portal-lost-${dialect}` });
+    assert.equal(lost.statusCode, 504, lost.body);
+    const foundId = await until('the lost call to be found', async () => {
+      const retry = await t.createCall(callBody(t, { to: '+15005550004' }), { token: testToken, idempotencyKey: `portal-lost-${dialect}` });
+      return retry.statusCode === 201 ? (retry.json().id as string) : undefined;
+    });
+    const page = (await client.get(`/developers/calls/${foundId}`)).body;
+    assert.match(page, /answer to this call&#39;s create request was lost|answer to this call's create request was lost/);
+    assert.match(page, /The answer was lost/);
+    assert.match(page, /Found at the provider/);
+  });
+
   it('finds a request by the request_id of its error', async () => {
     const response = await t.createCall(callBody(t, { agent_id: 'agent_unknown' }));
     const requestId = response.json().request_id as string;

@@ -155,7 +155,7 @@ it('with both set: no warning; a call placed and ended by webhook; no secret in 
   const read = await fetch(`${proc.url}/v1/calls/${id}`, { headers: { authorization: `Bearer ${token}` } });
   assert.equal(((await read.json()) as Record<string, unknown>).status, 'completed');
   // The process writes its log lines after it answers, so wait for the last ones before reading the output.
-  await waitUntil(() => logLines(proc, 'unknown conversation').length === 1, 'the unknown-conversation log line');
+  await waitUntil(() => logLines(proc, 'not stored yet').length === 1, 'the log line of the report held for a call not stored');
   await waitUntil(() => logLines(proc, `"url":"/v1/calls/${id}"`).length === 1, 'the access-log line of the last request');
 
   const output = proc.output();

@@ -44,6 +44,8 @@ interface ErrorCase {
   readonly error: string;
   readonly message?: RegExp;
   readonly retryAfter?: string | RegExp;
+  /** The call may have been placed (no answer, a 5xx, a dropped or unreadable answer): the key stays held. */
+  readonly lost?: boolean;
 }
 
 const errorBody = (_status: number, code: string) => ({
@@ -101,15 +103,17 @@ const errorCases: ErrorCase[] = [
     error: 'provider_unavailable',
     retryAfter: /^[1-9]\d*$/,
   },
-  { name: '500', reply: { status: 500, body: errorBody(500, 'internal_error') }, status: 503, error: 'provider_unavailable' },
+  { lost: true, name: '500', reply: { status: 500, body: errorBody(500, 'internal_error') }, status: 503, error: 'provider_unavailable' },
   {
+    lost: true,
     name: '502 with an HTML page',
     reply: { status: 502, body: `<html>${providerInternals}</html>`, headers: { 'content-type': 'text/html' } },
     status: 503,
     error: 'provider_unavailable',
   },
-  { name: '503', reply: { status: 503, body: errorBody(503, 'system_busy') }, status: 503, error: 'provider_unavailable' },
+  { lost: true, name: '503', reply: { status: 503, body: errorBody(503, 'system_busy') }, status: 503, error: 'provider_unavailable' },
   {
+    lost: true,
     name: 'a dropped connection',
     reply: { status: 200, destroy: true },
     status: 503,
@@ -117,6 +121,7 @@ const errorCases: ErrorCase[] = [
     message: /dropped after the request was sent/,
   },
   {
+    lost: true,
     name: 'an answer slower than the timeout',
     reply: { status: 200, delayMs: providerTimeoutMs + 1_500, body: { success: true, conversation_id: 'conv_late' } },
     status: 504,
@@ -129,6 +134,7 @@ const errorCases: ErrorCase[] = [
     error: 'provider_error',
   },
   {
+    lost: true,
     name: '200 without conversation_id',
     reply: { status: 200, body: { success: true, message: 'ok', callSid: 'CA1' } },
     status: 503,
@@ -136,6 +142,7 @@ const errorCases: ErrorCase[] = [
     message: /may or may not have been placed/,
   },
   {
+    lost: true,
     name: '200 with conversation_id null',
     reply: { status: 200, body: { success: true, conversation_id: null } },
     status: 503,
@@ -143,6 +150,7 @@ const errorCases: ErrorCase[] = [
     message: /may or may not have been placed/,
   },
   {
+    lost: true,
     name: '200 with a body that is not JSON',
     reply: { status: 200, body: 'OK' },
     status: 503,
@@ -311,6 +319,7 @@ await forEachDialect('ElevenLabs provider: placing calls and their errors', (dia
 
   describe('errors of the outbound call', () => {
     for (const [index, errorCase] of errorCases.entries()) {
+      if (errorCase.lost) continue;
       it(`${errorCase.name} → ${errorCase.status} ${errorCase.error}; nothing stored, key released, no retry`, async () => {
         const idempotencyKey = `el-error-${dialect}-${index}`;
         const calls = await countCalls(t.services);
@@ -339,6 +348,36 @@ await forEachDialect('ElevenLabs provider: placing calls and their errors', (dia
         const retry = await t.createCall({ agent_id: 'agent_el_twilio', to: '+14155550123' }, { idempotencyKey });
         assert.equal(retry.statusCode, 201, retry.body);
         assert.equal(fake.requestsTo('outbound').length, before + 2);
+      });
+    }
+
+    for (const [index, errorCase] of errorCases.entries()) {
+      if (!errorCase.lost) continue;
+      it(`${errorCase.name} → ${errorCase.status} ${errorCase.error} with Retry-After; the call may exist, so the key stays held and a retry dials nothing`, async () => {
+        const idempotencyKey = `el-lost-${dialect}-${index}`;
+        const calls = await countCalls(t.services);
+        const before = fake.requestsTo('outbound').length;
+        fake.queue('outbound', errorCase.reply);
+        const res = await t.createCall({ agent_id: 'agent_el_twilio', to: '+14155550123' }, { idempotencyKey });
+        assert.equal(res.statusCode, errorCase.status, res.body);
+        const body = res.json();
+        assert.equal(body.error, errorCase.error);
+        assert.match(body.message, /checking with the provider whether the call was placed/);
+        assert.match(String(res.headers['retry-after']), /^\d+$/);
+        for (const secretText of [providerInternals, 'INTERNAL-TRACE', apiKey, 'req_provider_internal']) {
+          assert.ok(!res.body.includes(secretText), `the answer leaks ${secretText}: ${res.body}`);
+        }
+        const held = await t.services.db.selectFrom('idempotency_keys').selectAll().where('idempotency_key', '=', idempotencyKey).execute();
+        assert.equal(held.length, 1, 'the Idempotency-Key stays held');
+        assert.equal(held[0]!.state, 'in_progress');
+
+        // A retry while the dial is checked gets the same answer at once, and nothing is dialed.
+        const retry = await t.createCall({ agent_id: 'agent_el_twilio', to: '+14155550123' }, { idempotencyKey });
+        assert.equal(retry.statusCode, errorCase.status, retry.body);
+        assert.equal(retry.json().error, errorCase.error);
+        assert.match(String(retry.headers['retry-after']), /^\d+$/);
+        assert.equal(fake.requestsTo('outbound').length, before + 1, 'callgate never dials a lost dial again');
+        assert.equal(await countCalls(t.services), calls, 'no call is stored until one is found');
       });
     }
 
@@ -484,29 +523,39 @@ await forEachDialect('ElevenLabs post-call webhooks: signature, outcomes, duplic
     }
   });
 
-  it('a webhook for a conversation we do not know (or of a simulator call) is acknowledged with 200 and logged with its request id', async () => {
-    for (const payload of [
-      transcriptionEvent('conv_never_placed_here', { startSecs: nowSeconds(t) - 60, durationSecs: 10, summary: 'x' }),
-      initiationFailureEvent('conv_never_placed_here', 'busy', 'sip', nowSeconds(t)),
-      { type: 'post_call_transcription', event_timestamp: nowSeconds(t), data: {} },
-    ]) {
+  it('a webhook for a conversation not stored (or of a simulator call) is acknowledged with 200, held rather than dropped, and logged with its request id', async () => {
+    const cases: [unknown, string][] = [
+      [transcriptionEvent('conv_never_placed_here', { startSecs: nowSeconds(t) - 60, durationSecs: 10, summary: 'x' }), 'held'],
+      [initiationFailureEvent('conv_never_placed_there', 'busy', 'sip', nowSeconds(t)), 'held'],
+      [{ type: 'post_call_transcription', event_timestamp: nowSeconds(t), data: {} }, 'unknown_conversation'],
+    ];
+    for (const [payload, handling] of cases) {
       const res = await sendSignedWebhook(t, payload);
       assert.equal(res.statusCode, 200, res.body);
-      assert.equal(res.json().handling, 'unknown_conversation');
+      assert.equal(res.json().handling, handling);
       // Logged under the request's id, so that an operator can find the request it came with.
       const requestId = res.headers['x-request-id'];
       assert.ok(
-        logs.lines.some(
-          (line) => line.includes(`"reqId":"${requestId}"`) && /unknown conversation|without a usable conversation_id/.test(line),
-        ),
-        `no log line of request ${requestId} about the unknown conversation`,
+        logs.lines.some((line) => line.includes(`"reqId":"${requestId}"`) && /not stored yet|without a usable conversation_id/.test(line)),
+        `no log line of request ${requestId} about the conversation`,
       );
     }
+    const held = await t.services.db.selectFrom('held_outcomes').select('conversation_id').orderBy('conversation_id').execute();
+    assert.deepEqual(
+      held.map((row) => row.conversation_id),
+      ['conv_never_placed_here', 'conv_never_placed_there'],
+    );
     const key = await createApiKey(t.services.db, t.services.clock, { accountId: t.seed.accountId, name: 'test', mode: 'test' });
     const simulated = await t.createCall({ agent_id: t.seed.agentId, to: '+14155550123' }, { token: key.token });
     const conversationId = (simulated.json().id as string).slice('call_'.length);
     const res = await sendSignedWebhook(t, initiationFailureEvent(conversationId, 'busy', 'twilio', nowSeconds(t)));
-    assert.equal(res.json().handling, 'unknown_conversation');
+    assert.equal(res.json().handling, 'held', 'an ElevenLabs report never ends a simulator call');
+    const call = await t.services.db
+      .selectFrom('calls')
+      .select('failure_reason')
+      .where('id', '=', simulated.json().id)
+      .executeTakeFirstOrThrow();
+    assert.notEqual(call.failure_reason, 'busy');
   });
 
   it('post_call_audio and other types are acknowledged and ignored', async () => {
@@ -700,7 +749,7 @@ await forEachDialect('ElevenLabs post-call webhooks: bodies as they come over th
     const text = logs.text();
     assert.ok(logs.lines.length > 50, `only ${logs.lines.length} log lines`);
     assert.match(text, /ElevenLabs webhook refused/);
-    assert.match(text, /unknown conversation/);
+    assert.match(text, /not stored yet/);
     assert.match(text, /provider_timeout|provider_unavailable|provider_error/);
     for (const [name, secretText] of [
       ['ELEVENLABS_API_KEY', apiKey],

@@ -39,9 +39,10 @@ export async function startHandRunDialer(
       dialerSweepIntervalMs: never,
       monitorSweepIntervalMs: never,
       dispatcherSweepIntervalMs: never,
+      dialSweepIntervalMs: never,
     },
   });
-  t.services.jobs.start([t.services.batchDialer.name, t.services.callMonitor.name]);
+  t.services.jobs.start([t.services.batchDialer.name, t.services.callMonitor.name, t.services.dialJob.name]);
   return t;
 }
 

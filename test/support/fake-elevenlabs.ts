@@ -30,6 +30,8 @@ export interface FakeReply {
   delayMs?: number;
   /** Drop the connection instead of answering. */
   destroy?: boolean;
+  /** An outbound call is placed (its conversation made) all the same, whatever this reply says: a lost answer. */
+  place?: boolean;
 }
 
 /** The conversation as `GET /v1/convai/conversations/{id}` answers it (`status` and all). */
@@ -67,6 +69,8 @@ export interface FakeElevenLabs {
   requestsTo(route?: FakeRoute): FakeRequest[];
   /** The conversation id the next successful outbound call will return. */
   nextConversationId(id: string): void;
+  /** The conversations placed for a dial id (sent as the conversation's user_id). */
+  conversationsOfDial(dialId: string): FakeConversation[];
   /** Forgets requests, queued replies and conversations (agents and phone numbers stay). */
   reset(): void;
   /** Stops listening (connections are refused) and starts again on the same port. */
@@ -98,7 +102,12 @@ function parseBody(text: string): unknown {
   }
 }
 
-export async function startFakeElevenLabs(options: { apiKey: string }): Promise<FakeElevenLabs> {
+export async function startFakeElevenLabs(options: {
+  apiKey: string;
+  /** The fake's time in ms (conversation start times, the list's time filter): the app's clock, when it is a manual one. */
+  now?: () => number;
+}): Promise<FakeElevenLabs> {
+  const now = options.now ?? Date.now;
   const requests: FakeRequest[] = [];
   const replies = new Map<FakeRoute, FakeReply[]>();
   const conversations = new Map<string, FakeConversation>();
@@ -134,7 +143,7 @@ export async function startFakeElevenLabs(options: { apiKey: string }): Promise<
           conversation_initiation_client_data: clientData ?? {},
           transcript: [],
           metadata: {
-            start_time_unix_secs: Math.floor(Date.now() / 1000),
+            start_time_unix_secs: Math.floor(now() / 1000),
             call_duration_secs: 0,
             phone_call: { type: outboundPaths[request.path], direction: 'outbound', external_number: body.to_number },
           },
@@ -220,6 +229,7 @@ export async function startFakeElevenLabs(options: { apiKey: string }): Promise<
       requests.push(request);
       const reply =
         fake.respond?.(request) ?? (request.route === 'other' ? undefined : replies.get(request.route)?.shift()) ?? defaultReply(request);
+      if (reply.place && request.route === 'outbound') defaultReply(request);
       const answer = () => {
         if (res.destroyed) return;
         if (reply.destroy) {
@@ -251,6 +261,7 @@ export async function startFakeElevenLabs(options: { apiKey: string }): Promise<
     },
     requestsTo: (route) => (route === undefined ? requests.slice() : requests.filter((request) => request.route === route)),
     nextConversationId: (id) => void pendingConversationIds.push(id),
+    conversationsOfDial: (dialId) => [...conversations.values()].filter((conversation) => conversation.user_id === dialId),
     reset() {
       requests.length = 0;
       replies.clear();

@@ -120,9 +120,10 @@ function postgresTemplateName(): Promise<string> {
         }
         await whileInUse(() => admin.query(`alter database ${building} rename to ${name}`));
         // Templates of other sets of migrations (older checkouts) are no test's any more: one is kept, not one a set.
+        // Only finished ones: one being built (a suffix after its hash) belongs to a run still going.
         const stale = await admin.query<{ datname: string }>(
-          "select datname from pg_database where datname like 'callgate\\_test\\_template\\_%' and datname not like $1",
-          [`${name}%`],
+          "select datname from pg_database where datname ~ '^callgate_test_template_[0-9a-f]{12}$' and datname <> $1",
+          [name],
         );
         // A template another run is copying or building is in use: it stays, and goes with a later run.
         for (const { datname } of stale.rows) await admin.query(`drop database if exists ${datname}`).catch(() => undefined);
@@ -152,8 +153,8 @@ export async function createTestDatabase(dialect: Dialect, options: { migrated?:
   await admin.connect();
   try {
     for (let attempt = 1; ; attempt++) {
-      const template = options.migrated ? await postgresTemplateName() : undefined;
       try {
+        const template = options.migrated ? await postgresTemplateName() : undefined;
         await whileInUse(() => admin.query(template ? `create database ${name} template ${template}` : `create database ${name}`));
         break;
       } catch (error) {

@@ -1,8 +1,9 @@
 /**
- * One request to the API, tried again when trying again is safe (spec 4.1 rule 4): on 429, on 5xx (but
- * provider_timeout) and when no answer came (connection refused or broken, timeout), with exponential backoff
- * and full jitter, or after the server's `Retry-After`; never on another 4xx. A create carries one Idempotency-Key across all its
- * tries, so the server places it once however many tries reach it.
+ * One request to the API, tried again when trying again is safe (spec 4.1 rule 4): on 429, on 5xx and when
+ * no answer came (connection refused or broken, timeout), with exponential backoff and full jitter, or after
+ * the server's `Retry-After`; never on another 4xx. A create carries one Idempotency-Key across all its
+ * tries, so the server places it once however many tries reach it (after a lost provider answer the server
+ * holds the key until it knows whether the call was placed: a retry gets that call, never a second one).
  */
 import { AbortedError, CallgateError, ConnectionError, errorClassFor } from './errors.js';
 
@@ -68,12 +69,6 @@ const defaults = {
   maxRetryDelayMs: 8_000,
   maxRetryAfterMs: 60_000,
 };
-
-/**
- * 5xx codes a retry could turn into a second call: on provider_timeout the provider may have placed the call
- * and callgate freed the Idempotency-Key (docs/api.md, Errors), so trying again is the caller's decision.
- */
-const notRetried = new Set(['provider_timeout']);
 
 /** Error codes of Node's sockets and undici (fetch) that mean the connection failed or broke. */
 const networkCodes = new Set([
@@ -198,7 +193,7 @@ export class Transport {
       }
       const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
       const error = apiErrorOf(response, text, requestId, retryAfterMs, idempotencyKey);
-      const retryable = (response.status === 429 || response.status >= 500) && !notRetried.has(error.code);
+      const retryable = response.status === 429 || response.status >= 500;
       if (!retryable || !retriesLeft) throw error;
       if (retryAfterMs !== undefined && retryAfterMs > this.options.maxRetryAfterMs) throw error;
       await this.wait(retryAfterMs ?? this.backoffMs(attempt), options.signal, idempotencyKey);

@@ -14,6 +14,7 @@ import { createFakeProvider, failures } from '../../../test/support/fake-voice-p
 import { listenOnFreePort } from '../../../test/support/http-client.js';
 import { startLocalServer } from '../../../test/support/local-server.js';
 import { startTestApp, type SeededAccount, type TestApp } from '../../../test/support/test-app.js';
+import { until } from '../../../test/support/wait.js';
 import {
   Callgate,
   CallgateError,
@@ -383,7 +384,7 @@ await forEachDialect('TypeScript client: a 429 waited out, provider faults', (di
     assert.equal((await thrown(noRetries.calls.listPage())).code, 'rate_limit_exceeded');
   });
 
-  it('503 provider_unavailable (nothing placed) is retried into one call; 504 provider_timeout is not retried', async () => {
+  it('503 provider_unavailable (nothing placed) is retried into one call; 504 provider_timeout is retried with its key and gets the call found', async () => {
     const account = await t.newAccount({ agentId: 'agent_provider' });
     const { fetch, attempts } = recordingFetch();
     const callgate = new Callgate({ apiKey: account.token, baseUrl, ...quick, fetch });
@@ -399,22 +400,39 @@ await forEachDialect('TypeScript client: a 429 waited out, provider faults', (di
     assert.equal(await callsOf(t, account), 1);
     assert.equal(call.lastResponse.attempts, 2);
 
-    // The provider may have placed this one and the key is free again: a retry could call twice.
+    // The provider placed this one but its answer was lost: the key stays held, the client retries it, and
+    // once the server found the call the retry gets it. The provider is asked once.
     const other = await t.newAccount({ agentId: 'agent_provider_timeout' });
     const recorder = recordingFetch();
     provider.reset();
-    provider.steps = [{ failure: failures.timeout }];
+    provider.steps = [{ failure: failures.timeout, placed: true }];
     const error = await thrown(
-      new Callgate({ apiKey: other.token, baseUrl, ...quick, fetch: recorder.fetch }).calls.create({
-        agent_id: other.agentId,
-        to: '+14155550503',
-      }),
+      new Callgate({ apiKey: other.token, baseUrl, ...quick, fetch: recorder.fetch, maxRetries: 1 }).calls.create(
+        { agent_id: other.agentId, to: '+14155550503' },
+        { idempotencyKey: 'client-lost-answer' },
+      ),
     );
     assert.ok(error instanceof ServerError);
     assert.equal(error.status, 504);
     assert.equal(error.code, 'provider_timeout');
-    assert.match(String(error.request_id), /^req_/);
-    assert.equal(recorder.attempts.length, 1);
+    assert.equal(recorder.attempts.length, 2, 'retried: the key is held, so a retry cannot call twice');
     assert.equal(provider.attempts, 1);
+    t.services.jobs.start([t.services.dialJob.name]);
+    await until('the dial to be found', async () => {
+      await t.services.dialJob.pass();
+      const dial = await t.services.db
+        .selectFrom('dials')
+        .select('state')
+        .where('idempotency_key', '=', 'client-lost-answer')
+        .executeTakeFirst();
+      return dial?.state === 'found' ? true : undefined;
+    });
+    const found = await new Callgate({ apiKey: other.token, baseUrl, ...quick }).calls.create(
+      { agent_id: other.agentId, to: '+14155550503' },
+      { idempotencyKey: 'client-lost-answer' },
+    );
+    assert.equal(found.lastResponse.replayed, true);
+    assert.equal(provider.attempts, 1);
+    assert.equal(await callsOf(t, other), 1);
   });
 });

@@ -6,9 +6,10 @@
  *   (SKIP LOCKED on PostgreSQL, so two workers never count the same free slots) and counts those
  *   `dialing` or `in_progress` before it takes the rest; a slot frees only when a call's outcome is
  *   recorded (calls.service), or a dial fails.
- * - At most once: a recipient is committed `dialing`, under a lease, before the provider is asked. A
- *   worker that dies mid-dial leaves it `dialing`; once its lease ends a pass fails it `interrupted` (the
- *   provider may have placed the call), and it is never dialed again.
+ * - Exactly once: a recipient is committed `dialing`, under a lease, and its dial is recorded (holding
+ *   it) before the provider is asked. A dial whose answer is lost, or whose worker dies, is resolved by the
+ *   dial job (calls/dials.job.ts): the call found is the recipient's, or the recipient is dialed again. A
+ *   recipient whose lease ends without a dial was never asked for: it is queued again.
  * - Each placed recipient is an ordinary call (calls.service placeCall), stored with its recipient's
  *   change in one transaction, then watched by the call monitor like any call.
  * A pass runs on its interval, on the delivery notifier's wake-ups (a new or resumed batch, NOTIFY on
@@ -21,12 +22,15 @@ import type { JobContext, PassResult } from '../../jobs/job-runner.js';
 import { WorkerJob, type WorkerJobOptions } from '../../jobs/worker-job.js';
 import { addMs, isoTimestamp } from '../../lib/clock.js';
 import { findAgent } from '../agents/agents.service.js';
-import { getCall, placeCall, storeCall, type CallsDeps } from '../calls/calls.service.js';
-import type { ProviderFailure } from '../providers/provider.interface.js';
+import { findCallById, getCall, placeCall, storeCall, type CallsDeps } from '../calls/calls.service.js';
+import { beginDial, dialLost, dialPlaced, dialRefused, lostAnswer } from '../calls/dials.service.js';
+import type { DialRow } from '../calls/dials.tables.js';
+import { mayHavePlaced, type ProviderFailure } from '../providers/provider.interface.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
 import { accountsAtLimit, lockFreeSlots, releaseSlots, takeSlots } from '../concurrency/concurrency.service.js';
 import * as dialerRepo from './batch-dialer.repository.js';
-import { failDialing, holdOutsideWindow, requeueDialing, type FinishedBatches } from './batch-progress.service.js';
+import * as batchesRepo from './batches.repository.js';
+import { failDialing, holdOutsideWindow, requeueDialing, requeueUnasked, type FinishedBatches } from './batch-progress.service.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
 
 export interface BatchDialerOptions extends WorkerJobOptions {
@@ -171,30 +175,48 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
     this.dials.add(tracked);
   }
 
-  /** Places one recipient's call and stores it with the recipient's change. */
+  /**
+   * Places one recipient's call and stores it with the recipient's change. The dial is recorded first (and
+   * holds the recipient): an answer that is lost leaves it to the dial job, which finds the call or dials
+   * the recipient again, never both.
+   */
   private async dial(batch: BatchRow, agent: AgentRow | undefined, recipient: RecipientRow): Promise<void> {
     const { calls, logger } = this.options;
     // Checked now, not when the batch was made: a number suppressed since then is not called either.
     if (await isSuppressed(this.options.db, batch.account_id, recipient.to_number)) return this.notDialable(batch, recipient, 'suppressed');
-    const placed = agent
-      ? await placeCall(
-          calls,
-          {
-            apiKey: { id: batch.api_key_id, account_id: batch.account_id, mode: batch.mode },
-            batch: { id: batch.id, reference: recipient.reference },
-          },
-          agent,
-          {
-            to: recipient.to_number,
-            metadata: recipient.metadata === null ? null : (JSON.parse(recipient.metadata) as Record<string, string>),
-          },
-        )
-      : ({
-          ok: false,
-          failure: { kind: 'rejected', message: `The agent ${batch.agent_id} is no longer in this account.`, retryable: false },
-        } as const);
-    if (!placed.ok) return this.notPlaced(batch, recipient, placed.failure);
-    const stored = await this.store(recipient, placed.row);
+    if (!agent) {
+      const failure = { kind: 'rejected', message: `The agent ${batch.agent_id} is no longer in this account.`, retryable: false } as const;
+      return this.notPlaced(batch, recipient, failure);
+    }
+    const apiKey = { id: batch.api_key_id, account_id: batch.account_id, mode: batch.mode };
+    const provider = calls.providers.forCall(agent, batch.mode);
+    const dial = await beginDial(
+      calls,
+      { apiKey, batch: { id: batch.id, reference: recipient.reference, recipientId: recipient.id } },
+      agent,
+      provider.name,
+      { to: recipient.to_number, metadata: recipient.metadata },
+    );
+    const placed = await placeCall(calls, { apiKey, batch: { id: batch.id, reference: recipient.reference } }, agent, {
+      to: recipient.to_number,
+      metadata: recipient.metadata === null ? null : (JSON.parse(recipient.metadata) as Record<string, string>),
+      dialId: dial.id,
+    });
+    if (!placed.ok) {
+      if (mayHavePlaced(placed.failure)) {
+        // The recipient stays `dialing`, held by its dial, until the dial job knows whether it was called.
+        await dialLost(calls.db, calls.clock, dial, placed.failure, lostAnswer(dial, placed.failure, false));
+        calls.onDialLost?.();
+        logger.warn(
+          { batchId: batch.id, recipientId: recipient.id, dialId: dial.id },
+          'a batch dial lost its answer; looking for the call',
+        );
+        return;
+      }
+      await dialRefused(calls.db, calls.clock, dial, placed.failure);
+      return this.notPlaced(batch, recipient, placed.failure);
+    }
+    const stored = await this.store(recipient, placed.row, dial);
     if (stored === undefined) return;
     if (!stored)
       logger.warn(
@@ -208,21 +230,23 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
    * Stores the placed call and marks its recipient `in_progress`, in one transaction. While the database is
    * away it tries again until it answers (the call exists at the provider: its outcome must not be lost).
    * Returns whether the recipient took the call (false: it had been failed as interrupted meanwhile), or
-   * undefined when it could not be stored at all.
+   * undefined when it could not be stored at all (or the dial job stored it first).
    */
-  private async store(recipient: RecipientRow, row: CallRow): Promise<boolean | undefined> {
+  private async store(recipient: RecipientRow, row: CallRow, dial: DialRow): Promise<boolean | undefined> {
     const { db, clock, logger } = this.options;
     const store = () =>
       db.transaction().execute(async (trx) => {
+        // The dial job found this call first (its answer came after the dial was taken for lost): it is stored.
+        if (!(await dialPlaced(trx, clock, dial, row.id)) && (await findCallById(trx, row.id))) return undefined;
         await storeCall(trx, row);
         const callIds = JSON.stringify([...(JSON.parse(recipient.call_ids) as string[]), row.id]);
-        return dialerRepo.markPlaced(trx, recipient.id, row.id, callIds, isoTimestamp(clock.now()));
+        return batchesRepo.recipientPlaced(trx, recipient.id, row.id, callIds, isoTimestamp(clock.now()));
       });
     try {
       return await store();
     } catch (error) {
       if (!isDatabaseUnavailable(error)) throw error;
-      let placed = false;
+      let placed: boolean | undefined = false;
       await retryWhileUnavailable(
         async () => {
           // A first attempt may have committed just before its connection dropped.
@@ -250,11 +274,8 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
       this.handle.wakeAt(next);
       return;
     }
-    const reason = failure.kind === 'rejected' ? 'provider_error' : 'provider_timeout';
-    const message =
-      failure.kind === 'rejected' ? failure.message : `${failure.message} The call may have been placed, so it is not dialed again.`;
-    const { finished } = await failDialing(db, clock, batch.id, [recipient.id], { reason, message });
-    logger.warn({ batchId: batch.id, recipientId: recipient.id, reason }, 'a batch recipient failed at the provider');
+    const { finished } = await failDialing(db, clock, batch.id, [recipient.id], { reason: 'provider_error', message: failure.message });
+    logger.warn({ batchId: batch.id, recipientId: recipient.id, reason: 'provider_error' }, 'a batch recipient failed at the provider');
     this.afterFinishing(finished);
     this.wake();
   }
@@ -272,22 +293,22 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
     this.wake();
   }
 
-  /** Fails the recipients whose dialing lease ran out: their worker stopped mid-dial. */
+  /**
+   * Queues again the recipients whose claim's lease ran out: their worker stopped before it recorded a dial
+   * (a recorded dial holds its recipient until it is known), so the provider was never asked for them.
+   */
   private async failInterrupted(now: Date): Promise<void> {
     const at = isoTimestamp(now);
     const expired = await dialerRepo.expiredDialing(this.options.db, at, expiredPerPass);
     const byBatch = new Map<string, string[]>();
     for (const { id, batch_id } of expired) byBatch.set(batch_id, [...(byBatch.get(batch_id) ?? []), id]);
     for (const [batchId, ids] of byBatch) {
-      const { failed, finished } = await failDialing(this.options.db, this.options.clock, batchId, ids, {
-        reason: 'interrupted',
-        message:
-          'The worker dialing this recipient stopped before the provider answered; the call may have been placed, so it is not dialed again.',
-        leaseEndedBy: at,
-      });
-      if (failed.length > 0) this.options.logger.warn({ batchId, recipients: failed }, 'batch recipients were interrupted while dialing');
+      const { requeued, finished } = await requeueUnasked(this.options.db, this.options.clock, batchId, ids, at);
+      if (requeued.length > 0)
+        this.options.logger.warn({ batchId, recipients: requeued }, 'batch recipients claimed by a worker that stopped are queued again');
       this.afterFinishing(finished);
     }
+    if (expired.length > 0) this.wake();
   }
 
   private afterFinishing(finished: FinishedBatches): void {

@@ -101,23 +101,6 @@ export async function claimRecipients(
   return (rows as RecipientRow[]).sort((a, b) => a.position - b.position);
 }
 
-/**
- * The call placed for a dialing recipient (`callIds`: its calls with this one, as JSON): it is `in_progress`
- * now. When the recipient was already failed as interrupted (its lease ran out first), it keeps that final
- * state but learns its call. False then.
- */
-export async function markPlaced(db: Db, recipientId: string, callId: string, callIds: string, now: string): Promise<boolean> {
-  const placed = await db
-    .updateTable('batch_recipients')
-    .set({ status: 'in_progress', call_id: callId, call_ids: callIds, locked_until: null, updated_at: now })
-    .where('id', '=', recipientId)
-    .where('status', '=', 'dialing')
-    .executeTakeFirst();
-  if (Number(placed.numUpdatedRows) > 0) return true;
-  await db.updateTable('batch_recipients').set({ call_id: callId, call_ids: callIds }).where('id', '=', recipientId).execute();
-  return false;
-}
-
 /** Recipients whose dialing lease ended: their worker died (or hung) while dialing. */
 export async function expiredDialing(db: Db, now: string, limit: number): Promise<Pick<RecipientRow, 'id' | 'batch_id'>[]> {
   return db

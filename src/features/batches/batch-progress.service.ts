@@ -152,17 +152,70 @@ export async function requeueDialing(
   recipientId: string,
   nextAttemptAt: string,
 ): Promise<{ readonly cancelled: boolean; readonly finished: FinishedBatches }> {
-  return db.transaction().execute(async (trx) => {
-    await repo.lockBatches(trx, [batchId]);
-    const now = isoTimestamp(clock.now());
-    const batch = await repo.findBatch(trx, batchId);
-    if (batch?.status === 'cancelled') {
-      await repo.cancelDialingRecipient(trx, recipientId, now);
-      return { cancelled: true, finished: await finishBatchesIfDone(trx, clock, [batchId]) };
-    }
-    await repo.requeueDialingRecipient(trx, recipientId, nextAttemptAt, now);
-    return { cancelled: false, finished: new Map<string, number>() };
-  });
+  return db.transaction().execute((trx) => requeueDialingIn(trx, clock, batchId, recipientId, nextAttemptAt, true));
+}
+
+async function requeueDialingIn(
+  trx: Db,
+  clock: Clock,
+  batchId: string,
+  recipientId: string,
+  nextAttemptAt: string,
+  deferral: boolean,
+): Promise<{ readonly cancelled: boolean; readonly finished: FinishedBatches }> {
+  await repo.lockBatches(trx, [batchId]);
+  const now = isoTimestamp(clock.now());
+  const batch = await repo.findBatch(trx, batchId);
+  if (batch?.status === 'cancelled') {
+    await repo.cancelDialingRecipient(trx, recipientId, now);
+    return { cancelled: true, finished: await finishBatchesIfDone(trx, clock, [batchId]) };
+  }
+  await repo.requeueDialingRecipient(trx, recipientId, nextAttemptAt, now, deferral);
+  return { cancelled: false, finished: new Map<string, number>() };
+}
+
+/**
+ * Holds a dialing recipient for its dial, in `trx` (the dial's record): until the dial is known (placed,
+ * found, not placed), nothing else may fail it or dial it again.
+ */
+export async function holdRecipientForDial(trx: Db, recipientId: string, until: Date): Promise<void> {
+  await repo.holdDialingRecipient(trx, recipientId, isoTimestamp(until));
+}
+
+/**
+ * A recipient's dial whose answer was lost placed no call (the provider lists none): it is dialed again
+ * at once, that one dial, without using an attempt. In `trx`, the transaction that ends the dial.
+ */
+export async function redialAfterLostDial(trx: Db, clock: Clock, batchId: string, recipientId: string): Promise<FinishedBatches> {
+  const { finished } = await requeueDialingIn(trx, clock, batchId, recipientId, isoTimestamp(clock.now()), false);
+  return finished;
+}
+
+/**
+ * A recipient's dial whose answer was lost placed this call (found at the provider): the recipient holds it
+ * as if the answer had come. In `trx`, the transaction that stores the call.
+ */
+export async function recipientFoundCall(trx: Db, clock: Clock, batchId: string, recipientId: string, callId: string): Promise<void> {
+  const recipient = await repo.findRecipient(trx, batchId, recipientId);
+  if (!recipient) return;
+  const callIds = JSON.stringify([...(JSON.parse(recipient.call_ids) as string[]), callId]);
+  await repo.recipientPlaced(trx, recipientId, callId, callIds, isoTimestamp(clock.now()));
+}
+
+/**
+ * A recipient's dial could not be checked within the Idempotency-Key lifetime (the provider could not be
+ * asked): it ends `interrupted`, as it may or may not have been called. In `trx`.
+ */
+export async function interruptDialing(
+  trx: Db,
+  clock: Clock,
+  batchId: string,
+  recipientId: string,
+  message: string,
+): Promise<FinishedBatches> {
+  await repo.lockBatches(trx, [batchId]);
+  const failed = await repo.failDialingRecipients(trx, [recipientId], { reason: 'interrupted', message, now: isoTimestamp(clock.now()) });
+  return failed.length === 0 ? new Map() : finishBatchesIfDone(trx, clock, [batchId]);
 }
 
 /**
@@ -187,4 +240,31 @@ export async function finishBatchesIfDone(trx: Db, clock: Clock, batchIds: reado
     })),
   );
   return new Map(finished.map((batch, index) => [batch.id, written[index]!.deliveryIds.length]));
+}
+
+/**
+ * Queues again recipients whose claim's lease ended by `leaseEndedBy` with no dial recorded (their worker
+ * stopped before asking the provider): the claim's counted attempt is given back. A cancelled batch's are
+ * cancelled instead, which may finish it.
+ */
+export async function requeueUnasked(
+  db: Db,
+  clock: Clock,
+  batchId: string,
+  recipientIds: readonly string[],
+  leaseEndedBy: string,
+): Promise<{ readonly requeued: readonly string[]; readonly finished: FinishedBatches }> {
+  return db.transaction().execute(async (trx) => {
+    await repo.lockBatches(trx, [batchId]);
+    const now = isoTimestamp(clock.now());
+    const batch = await repo.findBatch(trx, batchId);
+    const ids = await repo.expiredDialingOf(trx, recipientIds, leaseEndedBy);
+    for (const id of ids) {
+      if (batch?.status === 'cancelled') await repo.cancelDialingRecipient(trx, id, now);
+      else await repo.requeueDialingRecipient(trx, id, now, now, false);
+    }
+    const finished =
+      batch?.status === 'cancelled' && ids.length > 0 ? await finishBatchesIfDone(trx, clock, [batchId]) : new Map<string, number>();
+    return { requeued: ids, finished };
+  });
 }

@@ -142,13 +142,20 @@ export async function cancelQueuedRecipients(db: Db, batchId: string, now: strin
 }
 
 /** Back to the queue after the provider could not take the call now (429, unavailable): not a failure. */
-export async function requeueDialingRecipient(db: Db, recipientId: string, nextAttemptAt: string, now: string): Promise<void> {
+export async function requeueDialingRecipient(
+  db: Db,
+  recipientId: string,
+  nextAttemptAt: string,
+  now: string,
+  /** Counted as a deferral (the provider could not take the call now), for the backoff of the next one. */
+  deferral = true,
+): Promise<void> {
   await db
     .updateTable('batch_recipients')
     .set((eb) => ({
       status: 'queued',
       next_attempt_at: nextAttemptAt,
-      deferrals: eb('deferrals', '+', 1),
+      deferrals: deferral ? eb('deferrals', '+', 1) : eb.ref('deferrals'),
       // The claim counted a dial that did not happen.
       attempts: eb('attempts', '-', 1),
       locked_until: null,
@@ -326,4 +333,44 @@ export async function markBatchesFinished(db: Db, batchIds: readonly string[], n
     .where('completed_at', 'is', null)
     .returningAll()
     .execute();
+}
+
+/** Holds a dialing recipient until `until`: its dial is recorded, and only the dial's outcome frees it. */
+export async function holdDialingRecipient(db: Db, recipientId: string, until: string): Promise<void> {
+  await db
+    .updateTable('batch_recipients')
+    .set({ locked_until: until })
+    .where('id', '=', recipientId)
+    .where('status', '=', 'dialing')
+    .execute();
+}
+
+/**
+ * The call placed for a dialing recipient (`callIds`: its calls with this one, as JSON): it is `in_progress`
+ * now. When the recipient was already failed as interrupted (its lease ran out first), it keeps that final
+ * state but learns its call. False then.
+ */
+export async function recipientPlaced(db: Db, recipientId: string, callId: string, callIds: string, now: string): Promise<boolean> {
+  const placed = await db
+    .updateTable('batch_recipients')
+    .set({ status: 'in_progress', call_id: callId, call_ids: callIds, locked_until: null, updated_at: now })
+    .where('id', '=', recipientId)
+    .where('status', '=', 'dialing')
+    .executeTakeFirst();
+  if (Number(placed.numUpdatedRows) > 0) return true;
+  await db.updateTable('batch_recipients').set({ call_id: callId, call_ids: callIds }).where('id', '=', recipientId).execute();
+  return false;
+}
+
+/** Of these recipients, those still `dialing` whose lease ended by `leaseEndedBy`. */
+export async function expiredDialingOf(db: Db, ids: readonly string[], leaseEndedBy: string): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('batch_recipients')
+    .select('id')
+    .where('id', 'in', ids)
+    .where('status', '=', 'dialing')
+    .where('locked_until', '<=', leaseEndedBy)
+    .execute();
+  return rows.map((row) => row.id);
 }

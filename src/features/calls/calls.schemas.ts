@@ -66,6 +66,9 @@ export const Call = Type.Object({
   // Only on a call placed by a batch (src/features/batches), so a single call keeps exactly its shape.
   batch_id: Type.Optional(Type.String()),
   reference: Type.Optional(Nullable(Type.String())),
+  // Only on a call whose create answer was lost and which callgate then found at the provider (its dial's
+  // history is on the portal's call page); every other call keeps its shape.
+  found_after_lost_answer: Type.Optional(Type.Literal(true)),
 });
 export type Call = Static<typeof Call>;
 

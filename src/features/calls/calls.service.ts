@@ -5,7 +5,7 @@
 import type { Db } from '../../db/database.js';
 import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
-import { callIdOf, newId } from '../../lib/ids.js';
+import { callIdOf } from '../../lib/ids.js';
 import { slotLength, type SlotUnit } from '../../lib/time-slots.js';
 import type { AgentRow } from '../agents/agents.tables.js';
 import { ApiError } from '../../errors/api-error.js';
@@ -14,13 +14,24 @@ import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
 import { completeKey, keepKey, type HeldKey, type IdempotencySettings, type StoredResponse } from '../idempotency/idempotency.service.js';
 import { providerFailureError } from '../providers/provider-failure.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
-import type { CallOutcome, ProviderFailure } from '../providers/provider.interface.js';
+import { mayHavePlaced, type CallOutcome, type ProviderFailure } from '../providers/provider.interface.js';
 import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
 import { concurrencyLimitOf, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
 import { callOutcomeEvent, enqueueEvents } from '../events/events.service.js';
 import * as repo from './calls.repository.js';
-import { metadataMaxBytes, type Call, type CallCreated, type CreateCallBody } from './calls.schemas.js';
+import * as dialsRepo from './dials.repository.js';
+import {
+  beginDial,
+  createdResponse,
+  dialLost,
+  dialPlaced,
+  dialRefused,
+  lostAnswer,
+  outcomeToJson,
+  type DialSettings,
+} from './dials.service.js';
+import { metadataMaxBytes, type Call, type CreateCallBody } from './calls.schemas.js';
 import type { CallRow } from './calls.tables.js';
 
 export interface CallsDeps {
@@ -28,6 +39,9 @@ export interface CallsDeps {
   readonly clock: Clock;
   readonly providers: ProviderRegistry;
   readonly idempotency: IdempotencySettings;
+  readonly dials: DialSettings;
+  /** Told about each dial whose answer was lost (the dial job's wake-up). */
+  readonly onDialLost?: () => void;
   /** Told about each new call and when to first look at it (the call monitor's prompt timer). */
   readonly onCallPlaced?: (callId: string, checkAt: Date) => void;
   /** Told how storing a placed call goes when the database was away at first (see `keepStoring`). */
@@ -39,10 +53,6 @@ export function metadataSizeProblem(metadata: CreateCallBody['metadata']): strin
   if (metadata === undefined) return null;
   const bytes = Buffer.byteLength(JSON.stringify(metadata), 'utf8');
   return bytes > metadataMaxBytes ? `metadata is ${bytes} bytes of JSON; at most ${metadataMaxBytes} are allowed.` : null;
-}
-
-export function toCallCreated(row: CallRow): CallCreated {
-  return { id: row.id, agent_id: row.agent_id, to: row.to_number, status: 'initiated', created_at: row.created_at };
 }
 
 /** A call as the API shows it, with its outcome once it has one. */
@@ -69,6 +79,7 @@ export function toCall(row: CallRow): Call {
     call.batch_id = row.batch_id;
     call.reference = row.reference;
   }
+  if (row.found_after_lost_answer) call.found_after_lost_answer = true;
   return call;
 }
 
@@ -122,16 +133,43 @@ async function placeAndStore(
   key: HeldKey | null,
   agent: AgentRow,
 ): Promise<StoredResponse> {
-  const placed = await placeCall(deps, { apiKey }, agent, { to: body.to, metadata: body.metadata ?? null });
-  if (!placed.ok) throw providerFailureError(placed.failure);
+  const metadata = body.metadata ?? null;
+  const provider = deps.providers.forCall(agent, apiKey.mode);
+  // Recorded before the provider is asked: whatever happens to its answer (or to this process), the dial
+  // is resolved, and the key stays held until it is.
+  const dial = await beginDial(deps, { apiKey, key }, agent, provider.name, {
+    to: body.to,
+    metadata: metadata === null ? null : JSON.stringify(metadata),
+  });
+  const placed = await placeCall(deps, { apiKey }, agent, { to: body.to, metadata, dialId: dial.id });
+  if (!placed.ok) {
+    if (!mayHavePlaced(placed.failure)) {
+      await dialRefused(deps.db, deps.clock, dial, placed.failure);
+      throw providerFailureError(placed.failure);
+    }
+    // The call may exist: never dialed again, never forgotten. The dial job finds out; the key waits for it.
+    if (key) keepKey(key);
+    const answer = lostAnswer(dial, placed.failure, key !== null);
+    try {
+      await dialLost(deps.db, deps.clock, dial, placed.failure, answer);
+      deps.onDialLost?.();
+    } catch (error) {
+      // Left `asking`, the dial is taken up by the job once its asker counts as dead: the answer stands.
+      if (!isDatabaseUnavailable(error)) throw error;
+    }
+    throw new ApiError(answer.code, answer.message, { retryAfterSeconds: answer.retryAfterSeconds });
+  }
   const { row, firstCheckAt } = placed;
-  const response: StoredResponse = {
-    status: 201,
-    body: toCallCreated(row),
-    headers: { location: `/v1/calls/${row.id}` },
-  };
+  const response = createdResponse(row);
+  let stored = true;
   const store = () =>
     deps.db.transaction().execute(async (trx) => {
+      // Resolved meanwhile by the dial job (this answer came after its asker was taken for dead): it stored
+      // the call and completed the key already.
+      if (!(await dialPlaced(trx, deps.clock, dial, row.id)) && (await repo.findCallById(trx, row.id))) {
+        stored = false;
+        return;
+      }
       await repo.insertCall(trx, row);
       if (key) await completeKey(trx, key, response);
     });
@@ -152,7 +190,8 @@ async function placeAndStore(
       { cause: error, retryAfterSeconds: 2 },
     );
   }
-  deps.onCallPlaced?.(row.id, firstCheckAt);
+  if (stored) deps.onCallPlaced?.(row.id, firstCheckAt);
+  else if (key) keepKey(key);
   return response;
 }
 
@@ -176,11 +215,11 @@ export async function placeCall(
   deps: Pick<CallsDeps, 'clock' | 'providers'>,
   origin: CallOrigin,
   agent: AgentRow,
-  request: { readonly to: string; readonly metadata: NonNullable<CreateCallBody['metadata']> | null; readonly dialId?: string },
+  request: { readonly to: string; readonly metadata: NonNullable<CreateCallBody['metadata']> | null; readonly dialId: string },
 ): Promise<PlacedCallResult> {
   const provider = deps.providers.forCall(agent, origin.apiKey.mode);
   const placed = await provider.placeCall({
-    dialId: request.dialId ?? newId('dial'),
+    dialId: request.dialId,
     agentId: agent.agent_id,
     phoneNumberId: agent.phone_number_id,
     phoneNumberProvider: agent.phone_number_provider,
@@ -210,6 +249,8 @@ export async function placeCall(
     ...noOutcome,
     batch_id: origin.batch?.id ?? null,
     reference: origin.batch?.reference ?? null,
+    dial_id: request.dialId,
+    found_after_lost_answer: 0,
   };
   return { ok: true, row, firstCheckAt };
 }
@@ -316,6 +357,43 @@ export async function getCallWithMode(db: Db, accountId: string, id: string): Pr
 /** A call of any account: for a provider's webhook, which names the call but no account. */
 export async function findCallById(db: Db, id: string): Promise<CallRow | undefined> {
   return repo.findCallById(db, id);
+}
+
+/** A provider's report of how one of its calls ended (a post-call webhook), by the provider's id of the call. */
+export interface ReportedOutcome {
+  readonly provider: CallRow['provider'];
+  readonly conversationId: string;
+  /** callgate's dial id, when the report carries it (ElevenLabs: the conversation's user_id). */
+  readonly dialId: string | null;
+  readonly outcome: CallOutcome;
+}
+
+/**
+ * Records a provider's report of a call's end. A report of a call not stored yet (its create answer was
+ * lost, or its store is still under way) is held, never dropped: the dial job records it once the call is
+ * stored, and a report that names its dial makes that dial's search look at once. `held` then.
+ */
+export async function recordReportedOutcome(
+  db: Db,
+  clock: Clock,
+  report: ReportedOutcome,
+  onEnded?: (call: CallRow) => void,
+): Promise<{ readonly handling: 'recorded' | 'duplicate' | 'held'; readonly call?: CallRow; readonly deliveries: number }> {
+  const call = await repo.findCallById(db, callIdOf(report.conversationId));
+  if (call && call.provider === report.provider) {
+    const recorded = await recordOutcome(db, clock, call.id, report.outcome, onEnded);
+    return { handling: recorded.ended ? 'recorded' : 'duplicate', call, deliveries: recorded.deliveries };
+  }
+  const now = isoTimestamp(clock.now());
+  await dialsRepo.holdOutcome(db, {
+    provider: report.provider,
+    conversation_id: report.conversationId,
+    dial_id: report.dialId,
+    outcome: outcomeToJson(report.outcome),
+    received_at: now,
+  });
+  if (report.dialId !== null) await dialsRepo.lookNow(db, report.dialId, now);
+  return { handling: 'held', deliveries: 0 };
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 import type { AgentProvider } from '../agents/agents.tables.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 
@@ -30,6 +30,10 @@ export interface CallsTable {
   /** The batch that placed the call (`batch_…`), and its recipient's `reference`; null for single calls. */
   batch_id: string | null;
   reference: string | null;
+  /** The dial that placed the call (null for calls placed before dials were recorded). */
+  dial_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 1 when the create's answer was lost and the call was found at the provider afterwards. */
+  found_after_lost_answer: Generated<number>;
 }
 
 export interface CallsTables {

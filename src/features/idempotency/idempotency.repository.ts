@@ -37,7 +37,8 @@ export async function takeOver(
 ): Promise<boolean> {
   const result = await db
     .updateTable('idempotency_keys')
-    .set(next)
+    // A held answer of the previous holder (setHeldAnswer) goes with it.
+    .set({ ...next, response_status: null, response_body: null, response_headers: null })
     .where('api_key_id', '=', scope.apiKeyId)
     .where('route', '=', scope.route)
     .where('idempotency_key', '=', scope.key)
@@ -66,6 +67,35 @@ export async function markCompleted(
       response_headers: response.headers,
       expires_at: response.expiresAt,
     })
+    .where('api_key_id', '=', scope.apiKeyId)
+    .where('route', '=', scope.route)
+    .where('idempotency_key', '=', scope.key)
+    .where('owner', '=', owner)
+    .where('state', '=', 'in_progress')
+    .execute();
+}
+
+/** Moves the lock of the in-flight record `owner` holds to `lockedUntil`. */
+export async function extendLock(db: Db, scope: IdempotencyScope, owner: string, lockedUntil: string): Promise<void> {
+  await db
+    .updateTable('idempotency_keys')
+    .set({ locked_until: lockedUntil })
+    .where('api_key_id', '=', scope.apiKeyId)
+    .where('route', '=', scope.route)
+    .where('idempotency_key', '=', scope.key)
+    .where('owner', '=', owner)
+    .where('state', '=', 'in_progress')
+    .execute();
+}
+
+/**
+ * Gives the in-flight record `owner` holds the answer that its duplicates get meanwhile (kept in the
+ * response columns, which a completed record uses for its response), and its lock.
+ */
+export async function setHeldAnswer(db: Db, scope: IdempotencyScope, owner: string, answer: string, lockedUntil: string): Promise<void> {
+  await db
+    .updateTable('idempotency_keys')
+    .set({ response_status: 503, response_body: answer, locked_until: lockedUntil })
     .where('api_key_id', '=', scope.apiKeyId)
     .where('route', '=', scope.route)
     .where('idempotency_key', '=', scope.key)

@@ -44,7 +44,16 @@ export type Claim =
   /** The key is held for a different body (a success within its 24 hours, or a request in progress). */
   | { readonly kind: 'conflict' }
   /** The key's first request, with this body, was still in progress when the wait ended. */
-  | { readonly kind: 'in_progress' };
+  | { readonly kind: 'in_progress' }
+  /** The key is held by a dial whose outcome is being checked: this answer stands until it is known. */
+  | { readonly kind: 'held'; readonly answer: HeldAnswer };
+
+/** What a request with a key held by an unresolved dial is answered (a 504 or 503 that says to retry). */
+export interface HeldAnswer {
+  readonly code: 'provider_timeout' | 'provider_unavailable' | 'idempotency_in_progress';
+  readonly message: string;
+  readonly retryAfterSeconds: number;
+}
 
 const idempotencyKeyRule = new RegExp(idempotencyKeyPattern);
 
@@ -68,6 +77,10 @@ function replayOf(row: { response_status: number | null; response_body: string |
     body: row.response_body === null ? null : (JSON.parse(row.response_body) as unknown),
     headers: row.response_headers === null ? {} : (JSON.parse(row.response_headers) as Record<string, string>),
   };
+}
+
+function heldAnswerOf(row: { response_body: string | null }): HeldAnswer {
+  return JSON.parse(row.response_body ?? '{}') as HeldAnswer;
 }
 
 const pollStartMs = 20;
@@ -142,6 +155,8 @@ async function claimAs(
     }
 
     if (row.request_hash !== requestHash) return { kind: 'conflict' };
+    // A dial's outcome being checked holds the key far longer than a request's wait: answered at once.
+    if (row.response_status !== null && row.locked_until > isoTimestamp(now)) return { kind: 'held', answer: heldAnswerOf(row) };
     if (row.locked_until <= isoTimestamp(now)) {
       // The holder crashed or hung past its lock: this request takes the key over.
       if (await repo.takeOver(db, scope, row.owner, { owner, locked_until: lockedUntil, request_hash: requestHash })) {
@@ -236,6 +251,40 @@ export async function completeKey(trx: Db, key: HeldKey, response: StoredRespons
   key.markCompleted();
 }
 
+/** A key as a dial records it, to complete or free it later from any process (the dial's job). */
+export interface KeyHold {
+  readonly scope: IdempotencyScope;
+  readonly owner: string;
+}
+
+/**
+ * Holds the key until `until`, in `trx`, the transaction that records a dial: a request that dies mid-dial
+ * must not let its key be taken over (and the number dialed again) before the dial is known.
+ */
+export async function holdKeyUntil(trx: Db, hold: KeyHold, until: Date): Promise<void> {
+  await repo.extendLock(trx, hold.scope, hold.owner, isoTimestamp(until));
+}
+
+/** Sets the answer that requests with the key get while its dial is checked (and holds it until `until`). */
+export async function answerWhileHeld(db: Db, hold: KeyHold, answer: HeldAnswer, until: Date): Promise<void> {
+  await repo.setHeldAnswer(db, hold.scope, hold.owner, JSON.stringify(answer), isoTimestamp(until));
+}
+
+/** `completeKey` for a key a dial holds: its call was found, so replays answer `response`. */
+export async function completeHeldKey(trx: Db, clock: Clock, hold: KeyHold, response: StoredResponse): Promise<void> {
+  await repo.markCompleted(trx, hold.scope, hold.owner, {
+    status: response.status,
+    body: JSON.stringify(response.body),
+    headers: JSON.stringify(response.headers),
+    expiresAt: isoTimestamp(addMs(clock.now(), idempotencyLifetimeMs)),
+  });
+}
+
+/** Frees a key a dial held: it placed no call, so a retry places it. */
+export async function releaseHeldKey(db: Db, hold: KeyHold): Promise<void> {
+  await release(db, hold.scope, hold.owner);
+}
+
 /**
  * Keeps the key held when the request ends without a success, for a resource that exists but is stored
  * later (with `completeKey`): a retry must get that resource, never a second one. The key's lock
@@ -279,11 +328,10 @@ export async function claimFor(
     case 'conflict':
       throw new ApiError('idempotency_conflict');
     case 'in_progress':
-      throw new ApiError(
-        'idempotency_conflict',
-        'A request with this Idempotency-Key is still in progress. Retry later with the same key to get its result.',
-        { retryAfterSeconds: 1 },
-      );
+      // A 5xx: spec 4.1 rule 4's clients retry it with the same key (a 409 they would not).
+      throw new ApiError('idempotency_in_progress', undefined, { retryAfterSeconds: 1 });
+    case 'held':
+      throw new ApiError(claimed.answer.code, claimed.answer.message, { retryAfterSeconds: claimed.answer.retryAfterSeconds });
   }
 }
 

@@ -33,6 +33,11 @@ export class Metrics {
     'Calls the voice provider was asked to place, by provider and outcome (placed, or the failure kind).',
     ['provider', 'outcome'],
   );
+  readonly dialsResolved = this.counter(
+    'callgate_dials_total',
+    'Dials (requests to a provider to place a call), by result: placed, refused, lost (its answer was lost), found (a lost one found at the provider), not_placed (a lost one the provider does not list), abandoned (the provider could not be asked within 24 hours).',
+    ['result'],
+  );
   readonly callsEnded = this.counter(
     'callgate_calls_ended_total',
     'Calls that ended, by provider and outcome (completed, or the failure reason).',

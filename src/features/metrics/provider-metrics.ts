@@ -4,7 +4,7 @@
  * kind, without a line in the adapters. A call placed is counted here too, by provider and outcome.
  */
 import type { ProviderRegistry } from '../providers/provider-registry.js';
-import type { VoiceProvider } from '../providers/provider.interface.js';
+import { mayHavePlaced, type VoiceProvider } from '../providers/provider.interface.js';
 import type { Metrics } from './metrics.js';
 
 type Operation = 'place_call' | 'check_call' | 'find_dial';
@@ -57,6 +57,7 @@ function instrumentProvider(provider: VoiceProvider, metrics: Metrics): VoicePro
     placeCall: async (request) => {
       const result = await timed('place_call', () => provider.placeCall(request));
       metrics.callsPlaced.inc({ provider: provider.name, outcome: result.ok ? 'placed' : result.error.kind });
+      metrics.dialsResolved.inc({ result: result.ok ? 'placed' : mayHavePlaced(result.error) ? 'lost' : 'refused' });
       return result;
     },
     checkCall: (call) => timed('check_call', () => provider.checkCall(call)),

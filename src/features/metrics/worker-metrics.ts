@@ -5,6 +5,7 @@
 import type { Db } from '../../db/database.js';
 import type { JobBeat, JobObserver } from '../../jobs/job-runner.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
+import { openDials } from '../calls/dials.service.js';
 import { deliveryBacklog } from '../webhook-delivery/deliveries.service.js';
 import type { Metrics } from './metrics.js';
 
@@ -70,4 +71,28 @@ export function watchWorker(metrics: Metrics, deps: { db: Db; clock: Clock; jobs
     'How long the oldest due webhook delivery has waited past its attempt time (0 when none is due).',
     (read) => read.oldestDueAgeSeconds,
   );
+  metrics.gauge({
+    name: 'callgate_dials_unresolved',
+    help: 'Dials whose answer was lost (or whose asker stopped) and whose outcome is not known yet.',
+    async read(gauge) {
+      gauge.set(
+        await openDials(deps.db, deps.clock).then(
+          (read) => read.open,
+          () => Number.NaN,
+        ),
+      );
+    },
+  });
+  metrics.gauge({
+    name: 'callgate_dial_oldest_unresolved_age_seconds',
+    help: 'How long ago the oldest unresolved dial was sent to its provider (0 when none is open).',
+    async read(gauge) {
+      gauge.set(
+        await openDials(deps.db, deps.clock).then(
+          (read) => read.oldestAgeSeconds,
+          () => Number.NaN,
+        ),
+      );
+    },
+  });
 }

@@ -1,6 +1,7 @@
 import type { AgentView } from '../../features/agents/agents.service.js';
 import type { Call } from '../../features/calls/calls.schemas.js';
 import type { CallWithMode } from '../../features/calls/calls.service.js';
+import type { DialHistory } from '../../features/calls/dials.service.js';
 import type { CallRow } from '../../features/calls/calls.tables.js';
 import type { DeliveryWithAttempts } from '../../features/webhook-delivery/deliveries.service.js';
 import type { WebhookEventRow } from '../../features/events/events.tables.js';
@@ -79,7 +80,24 @@ export function callsPage(input: CallsPageInput): string {
 export interface CallPageInput {
   readonly user: NonNullable<PageFrame['user']>;
   readonly call: CallWithMode;
+  /** The dial that placed the call, when it was recorded (calls made before dials were kept have none). */
+  readonly dial: DialHistory | undefined;
   readonly events: readonly { event: WebhookEventRow; deliveries: DeliveryWithAttempts[] }[];
+}
+
+/** The dial's steps: what callgate asked the provider, what came back, and how a lost answer was resolved. */
+function dialSection(call: CallWithMode, dial: DialHistory | undefined): SafeHtml {
+  if (!dial) return html``;
+  const lost = call.found_after_lost_answer === true;
+  return html`<section class="card" aria-labelledby="dial">
+  <h2 id="dial">Dial</h2>
+  <p>${
+    lost
+      ? html`The provider's answer to this call's create request was lost; callgate found the call at the provider afterwards (dial <code>${dial.id}</code>).`
+      : html`Placed by dial <code>${dial.id}</code>.`
+  }</p>
+  <ol class="timeline">${dial.steps.map((step) => html`<li><span class="muted small">${time(step.at)}</span> ${step.step}</li>`)}</ol>
+</section>`;
 }
 
 function outcome(call: Call): SafeHtml {
@@ -131,6 +149,7 @@ export function callPage(input: CallPageInput): string {
   ${outcome(call)}
 </section>
 </div>
+${dialSection(call, input.dial)}
 <section class="card" aria-labelledby="ev">
   <h2 id="ev">Events and deliveries</h2>
   ${events.length === 0 ? html`<p class="empty">No event yet: one is written when the call ends.</p>` : events}

@@ -348,7 +348,7 @@ export interface components {
          * @description The error catalogue: every code an error body's `error` can have, with its status. Codes never change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "provider_timeout";
+        ErrorCode: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "idempotency_in_progress" | "provider_timeout";
         Call: {
             id: string;
             agent_id: string;
@@ -367,6 +367,8 @@ export interface components {
             failed_at?: string;
             batch_id?: string;
             reference?: string | null;
+            /** @enum {boolean} */
+            found_after_lost_answer?: true;
         };
         CallCreated: {
             id: string;
@@ -457,7 +459,7 @@ export interface components {
              * @description A stable code of the error catalogue
              * @enum {string}
              */
-            error: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "provider_timeout";
+            error: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "idempotency_in_progress" | "provider_timeout";
             /** @description What went wrong and what to do, for people (its wording may change) */
             message: string;
             /** @description req_…, also the X-Request-Id header: quote it to support */
@@ -970,7 +972,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: provider_unavailable, database_unavailable, service_unavailable */
+            /** @description Error: provider_unavailable, database_unavailable, service_unavailable, idempotency_in_progress */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -985,7 +987,7 @@ export interface operations {
                          * @description A stable code of the error catalogue
                          * @enum {string}
                          */
-                        error: "provider_unavailable" | "database_unavailable" | "service_unavailable";
+                        error: "provider_unavailable" | "database_unavailable" | "service_unavailable" | "idempotency_in_progress";
                         /** @description What went wrong and what to do, for people (its wording may change) */
                         message: string;
                         /** @description req_…, also the X-Request-Id header: quote it to support */
@@ -1602,7 +1604,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: database_unavailable, service_unavailable */
+            /** @description Error: database_unavailable, service_unavailable, idempotency_in_progress */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1617,7 +1619,7 @@ export interface operations {
                          * @description A stable code of the error catalogue
                          * @enum {string}
                          */
-                        error: "database_unavailable" | "service_unavailable";
+                        error: "database_unavailable" | "service_unavailable" | "idempotency_in_progress";
                         /** @description What went wrong and what to do, for people (its wording may change) */
                         message: string;
                         /** @description req_…, also the X-Request-Id header: quote it to support */
@@ -3071,7 +3073,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: database_unavailable, service_unavailable */
+            /** @description Error: database_unavailable, service_unavailable, idempotency_in_progress */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3086,7 +3088,7 @@ export interface operations {
                          * @description A stable code of the error catalogue
                          * @enum {string}
                          */
-                        error: "database_unavailable" | "service_unavailable";
+                        error: "database_unavailable" | "service_unavailable" | "idempotency_in_progress";
                         /** @description What went wrong and what to do, for people (its wording may change) */
                         message: string;
                         /** @description req_…, also the X-Request-Id header: quote it to support */

@@ -1,13 +1,14 @@
 /**
  * Turns ElevenLabs post-call webhooks into call outcomes: `post_call_transcription` → completed,
  * `call_initiation_failure` → failed. A webhook delivered twice records one outcome (and so one event);
- * one for a conversation we do not know is acknowledged and logged; other types are acknowledged and ignored.
+ * one for a conversation not stored yet is held until its call is (a create whose answer was lost); other
+ * types are acknowledged and ignored.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../../db/database.js';
 import type { Clock } from '../../../lib/clock.js';
-import { callIdOf } from '../../../lib/ids.js';
-import { findCallById, recordOutcome } from '../../calls/calls.service.js';
+import { recordReportedOutcome } from '../../calls/calls.service.js';
+import { dialIdVariable } from './elevenlabs.provider.js';
 import type { CallRow } from '../../calls/calls.tables.js';
 import { completedOutcome, initiationFailureOutcome, saneUnixSeconds, type OnAdjusted } from './elevenlabs.mapping.js';
 
@@ -21,7 +22,7 @@ export interface ElevenLabsWebhookDeps {
   readonly observeEnded?: (call: CallRow) => void;
 }
 
-export type WebhookHandling = 'recorded' | 'duplicate' | 'unknown_conversation' | 'ignored';
+export type WebhookHandling = 'recorded' | 'duplicate' | 'held' | 'unknown_conversation' | 'ignored';
 
 export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, payload: unknown): Promise<WebhookHandling> {
   const event = (payload ?? {}) as { type?: unknown; data?: unknown; event_timestamp?: unknown };
@@ -29,15 +30,6 @@ export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, paylo
   const data = (event.data ?? {}) as { conversation_id?: unknown };
   if (typeof data.conversation_id !== 'string' || data.conversation_id.length > 200 || data.conversation_id.includes('\u0000')) {
     deps.logger.warn({ type: event.type }, 'ElevenLabs webhook without a usable conversation_id');
-    return 'unknown_conversation';
-  }
-  const callId = callIdOf(data.conversation_id);
-  const call = await findCallById(deps.db, callId);
-  if (call?.provider !== 'elevenlabs') {
-    deps.logger.info(
-      { type: event.type, conversationId: data.conversation_id },
-      'ElevenLabs webhook for an unknown conversation; acknowledged',
-    );
     return 'unknown_conversation';
   }
   // Signed, so the outcome is kept; a value out of range is replaced, with a warning that names it.
@@ -51,8 +43,33 @@ export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, paylo
   if (typeof event.event_timestamp === 'number' && at === now) onAdjusted('event_timestamp', event.event_timestamp, now.toISOString());
   const outcome =
     event.type === 'post_call_transcription' ? completedOutcome(event.data, at, onAdjusted) : initiationFailureOutcome(event.data, at);
-  const recorded = await recordOutcome(deps.db, deps.clock, callId, outcome, deps.observeEnded);
+  const reported = await recordReportedOutcome(
+    deps.db,
+    deps.clock,
+    { provider: 'elevenlabs', conversationId: data.conversation_id, dialId: dialIdOf(event.data), outcome },
+    deps.observeEnded,
+  );
+  if (reported.handling === 'held') {
+    // A call not stored yet: its create answer was lost (or is being stored). Kept until it is.
+    deps.logger.info(
+      { type: event.type, conversationId: data.conversation_id },
+      'ElevenLabs webhook for a conversation not stored yet; held until its call is',
+    );
+    return 'held';
+  }
   // Deliveries to make, or a batch's slot freed: the workers (of every process) look now.
-  if (recorded.deliveries > 0 || (recorded.ended && call.batch_id !== null)) deps.onOutcome();
-  return recorded.ended ? 'recorded' : 'duplicate';
+  if (reported.deliveries > 0 || (reported.handling === 'recorded' && reported.call?.batch_id !== null)) deps.onOutcome();
+  return reported.handling;
+}
+
+/** callgate's dial id in a conversation's data: its user_id, or the dynamic variable (dial ids only). */
+function dialIdOf(data: unknown): string | null {
+  const record = (value: unknown): Record<string, unknown> =>
+    value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  const conversation = record(data);
+  const clientData = record(conversation.conversation_initiation_client_data);
+  for (const candidate of [conversation.user_id, clientData.user_id, record(clientData.dynamic_variables)[dialIdVariable]]) {
+    if (typeof candidate === 'string' && /^dial_[0-9a-z]{26}$/.test(candidate)) return candidate;
+  }
+  return null;
 }
