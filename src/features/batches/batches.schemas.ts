@@ -154,9 +154,9 @@ export const Recipient = Type.Object({
   last_failure_message: Type.Union([Type.String(), Type.Null()], {
     description: 'The words that came with last_failure_reason, for logs and people; null when there were none',
   }),
-  /** While queued: not dialed before this time (its batch's start, its calling window, a retry's delay). */
   next_attempt_at: Type.Union([Type.String(), Type.Null()], {
-    description: "While queued: not dialed before this time (its batch's start, the opening of its calling window, a retry's delay); null otherwise",
+    description:
+      "While queued: not dialed before this time (its batch's start, the opening of its calling window, a retry's delay); null otherwise",
   }),
   failure_reason: Type.Optional(Type.String({ description: 'Once failed for good: why (the same as last_failure_reason)' })),
   failure_message: Type.Optional(Type.Union([Type.String(), Type.Null()])),
