@@ -29,6 +29,7 @@ import securityHeaders from './http/security-headers.plugin.js';
 import idempotency from './http/idempotency.plugin.js';
 import rateLimit from './http/rate-limit.plugin.js';
 import { serverOptions } from './http/server-options.js';
+import { portalFaviconRoutes } from './portal/portal-favicon.routes.js';
 import { portalRoutes } from './portal/portal.routes.js';
 
 /** The JSON API under /v1: every request authenticated, counted and logged, unknown paths included. */
@@ -73,6 +74,7 @@ export function buildApp(services: Services): FastifyInstance {
   // With a metrics port of its own, the metrics stay off the API port (see metrics.server.ts).
   if (config.metricsPort === undefined) app.register(metricsRoutes, { metrics: services.metrics, token: config.metricsToken });
   app.register(portalRoutes, { prefix: '/developers', deps: services });
+  app.register(portalFaviconRoutes);
   app.register(elevenLabsWebhookRoutes, {
     secret: config.elevenlabs.webhookSecret,
     deps: {

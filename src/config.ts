@@ -19,6 +19,11 @@ export interface Config {
   readonly host: string;
   /** Base URL printed in quick starts. `CALLGATE_PUBLIC_URL`, default `http://HOST:PORT`. */
   readonly publicUrl: string;
+  /**
+   * Whether `publicUrl` was given (CALLGATE_PUBLIC_URL, or at least PORT): the CLI reads its own environment,
+   * and without either it would name port 3000 wherever the server runs.
+   */
+  readonly publicUrlGiven: boolean;
   /** Folder of the SQLite file. `CALLGATE_DATA_DIR`, default `./data`. */
   readonly dataDir: string;
   /** SQLite in `dataDir` unless `DATABASE_URL=postgres://…` is set. */
@@ -243,6 +248,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host,
     publicUrl,
+    publicUrlGiven: Boolean(env.CALLGATE_PUBLIC_URL?.trim() || env.PORT?.trim()),
     dataDir,
     database: Object.freeze(database),
     redisUrl,

@@ -5,7 +5,7 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createServices } from './container.js';
-import { cliSettingsFor, demoBanner, seedDemoIfEmpty } from './features/bootstrap/demo-seed.js';
+import { cliSettingsFor, demoBanner, findDemoAccount, seedDemoIfEmpty, startLine } from './features/bootstrap/demo-seed.js';
 import { buildMetricsApp } from './features/metrics/metrics.server.js';
 import { missingSetting } from './features/providers/provider-settings.js';
 
@@ -28,11 +28,6 @@ async function main(): Promise<void> {
 
   const services = await createServices(config);
   const { logger } = services;
-  if (config.demoSeed) {
-    const seed = await seedDemoIfEmpty(services.db, services.clock);
-    // Printed, not logged: the demo token is shown once, like any new key, and kept out of log files.
-    if (seed) process.stdout.write(`${demoBanner(seed, config.publicUrl, cliSettingsFor(config))}\n`);
-  }
 
   const elevenLabsSetting = missingSetting('elevenlabs', config);
   if (elevenLabsSetting) {
@@ -56,6 +51,11 @@ async function main(): Promise<void> {
   // Its own port, in any role: a worker-only process is scraped and probed there.
   const metricsApp = config.metricsPort === undefined ? undefined : buildMetricsApp(services);
   if (metricsApp) await metricsApp.listen({ port: config.metricsPort, host: config.host });
+  // Seeded only once the ports are ours: the demo key is printed once, and a start that failed to listen
+  // (a port in use) would take it along, leaving the next start an account without a key.
+  const seed = config.demoSeed ? await seedDemoIfEmpty(services.db, services.clock) : null;
+  // Printed, not logged: the demo token is shown once, like any new key, and kept out of log files.
+  if (seed) process.stdout.write(`${demoBanner(seed, config.publicUrl, cliSettingsFor(config))}\n`);
   // A worker alone listens on nothing, so it names no URL.
   logger.info(
     {
@@ -66,6 +66,11 @@ async function main(): Promise<void> {
     },
     'callgate is running',
   );
+  if (app) {
+    const demoAccountId = seed?.accountId ?? (await findDemoAccount(services.db));
+    const demo = demoAccountId === undefined ? undefined : { accountId: demoAccountId, keyPrinted: seed !== null };
+    process.stdout.write(`${startLine(config.publicUrl, demo, cliSettingsFor(config))}\n`);
+  }
 
   let closing = false;
   const shutdown = (signal: string) => {

@@ -36,6 +36,7 @@ import * as requestLogBodies from './migrations/0015-request-log-bodies.js';
 import * as growthIndexes from './migrations/0016-growth-indexes.js';
 import * as overviewCharts from './migrations/0017-overview-charts.js';
 import * as dials from './migrations/0018-dials.js';
+import * as requestLogReplays from './migrations/0019-request-log-replays.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -221,6 +222,7 @@ const migrations: Record<string, Migration> = {
   '0016-growth-indexes': growthIndexes,
   '0017-overview-charts': overviewCharts,
   '0018-dials': dials,
+  '0019-request-log-replays': requestLogReplays,
 };
 
 /** Kysely's record of the migrations applied to a database. */

@@ -64,6 +64,8 @@ await forEachDialect('POST /v1/batches', (dialect) => {
       'attempts',
       'call_ids',
       'id',
+      'last_failure_message',
+      'last_failure_reason',
       'metadata',
       'next_attempt_at',
       'reference',
@@ -71,7 +73,10 @@ await forEachDialect('POST /v1/batches', (dialect) => {
       'to',
       'updated_at',
     ]);
-    assert.deepEqual([recipients[0].attempts, recipients[0].call_ids, recipients[0].next_attempt_at], [0, [], batch.scheduled_at]);
+    assert.deepEqual(
+      [recipients[0].attempts, recipients[0].call_ids, recipients[0].next_attempt_at, recipients[0].last_failure_reason],
+      [0, [], batch.scheduled_at, null],
+    );
   });
 
   it('takes the defaults: no name, max_concurrency 5, start now; a scheduled_at ahead makes it scheduled, in UTC', async () => {

@@ -185,11 +185,20 @@ await forEachDialect('Calling windows of batches', (dialect) => {
     assert.equal(waiting!.call_ids.length, 1);
     assert.equal(waiting!.call_id, waiting!.call_ids[0]);
     assert.equal(waiting!.failure_reason, undefined);
+    // It says why it waits: its call's outcome, as the call itself tells it.
+    const firstCall = (await apiGet(t, `/v1/calls/${waiting!.call_id}`)).json();
+    assert.deepEqual(
+      [waiting!.last_failure_reason, waiting!.last_failure_message],
+      ['busy', firstCall.failure_message],
+      'a queued retry names the failure it waits after',
+    );
+    assert.ok(firstCall.failure_message, 'the simulator says something with a busy line');
     clock.set(Date.parse('2026-03-10T13:00:00.000Z'));
     await pass();
     await endCalls();
     const [final] = await allRecipients(t, batch.id);
     assert.deepEqual([final!.status, final!.failure_reason, final!.attempts, final!.next_attempt_at], ['failed', 'busy', 2, null]);
+    assert.equal(final!.last_failure_reason, 'busy');
     assert.equal(final!.call_ids.length, 2);
     assert.equal(final!.call_id, final!.call_ids[1]);
     assert.equal((await readBatch(t, batch.id)).status, 'completed');
@@ -285,7 +294,8 @@ await forEachDialect('Retries of batches', (dialect) => {
         [refused!.status, refused!.failure_reason, refused!.attempts, refused!.call_ids],
         ['failed', 'provider_error', 1, []],
       );
-      assert.deepEqual([done!.status, done!.attempts], ['completed', 1]);
+      assert.deepEqual([done!.status, done!.attempts, done!.last_failure_reason, done!.last_failure_message], ['completed', 1, null, null]);
+      assert.equal(busy!.last_failure_reason, 'busy', 'queued for a retry or failed for good, it names its failure');
       assert.equal(busy!.attempts, attempt);
       assert.equal(busy!.call_ids.length, attempt);
       assert.equal(new Set(busy!.call_ids).size, attempt, 'a new call each attempt');

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import net from 'node:net';
 import { after, before, it } from 'node:test';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
@@ -18,6 +19,7 @@ import { startServerProcess, type ServerProcess } from '../support/server-proces
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { listenOnFreePort } from '../support/http-client.js';
+import { until } from '../support/wait.js';
 
 const run = promisify(execFile);
 
@@ -125,6 +127,8 @@ await forEachDialect('Demo seed: once, whatever the number of processes starting
     const servers = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
     try {
       for (const result of started) if (result.status === 'rejected') throw result.reason;
+      // /healthz answers once a process listens; it seeds (or not) and prints its start line after that.
+      await until('every start line', () => (servers.every((server) => /^callgate: portal /m.test(server.output())) ? true : undefined));
       const banners = servers.filter((server: ServerProcess) => server.output().includes('created a demo account'));
       assert.equal(banners.length, 1, servers.map((server) => server.output()).join('\n----\n'));
     } finally {
@@ -153,5 +157,69 @@ await forEachDialect('Demo seed: once, whatever the number of processes starting
       await handle.destroy();
       await fresh.drop();
     }
+  });
+});
+
+await forEachDialect('Demo seed: a first start that cannot listen', (dialect) => {
+  let database: TestDatabase;
+  after(async () => database?.drop());
+
+  it('seeds nothing; the next start prints the key, and every later one the account with how to get a key', async () => {
+    database = await createTestDatabase(dialect);
+    // Whoever holds the port: it hangs up on every connection, /healthz included.
+    const blocker = net.createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const busyPort = (blocker.address() as net.AddressInfo).port;
+    const env = { ...database.env, CALLGATE_DEMO_SEED: 'true' };
+    try {
+      await assert.rejects(startServerProcess({ env, port: busyPort }), /EADDRINUSE/);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+    const handle = openDatabase(database.config);
+    try {
+      assert.deepEqual(await seededRows(handle.db), { accounts: 0, agents: 0, keys: 0 }, 'the key was not lost with the failed start');
+    } finally {
+      await handle.destroy();
+    }
+
+    // Wait for the line printed once the start is done: /healthz answers before it.
+    const started = async () => {
+      const server = await startServerProcess({ env });
+      await until('the start line', () => (/^ {2}demo account: .*$/m.test(server.output()) ? true : undefined));
+      return server;
+    };
+    const first = await started();
+    const firstOutput = first.output();
+    await first.stop();
+    assert.match(firstOutput, /created a demo account/);
+    const token = /test key: (cg_test_[0-9a-f]{64})/.exec(firstOutput)?.[1];
+    assert.ok(token, firstOutput);
+    const accountId = /account: +(acct_[0-9a-z]+)/.exec(firstOutput)![1]!;
+    assert.match(
+      firstOutput,
+      new RegExp(`^callgate: portal ${first.url}/developers · API reference ${first.url}/docs · guides in docs/`, 'm'),
+    );
+    assert.match(firstOutput, new RegExp(`^ {2}demo account: ${accountId} \\(its test key is printed above\\)$`, 'm'));
+    assert.match(firstOutput, new RegExp(`npx callgate webhooks create --account ${accountId} --url `), 'the webhook step');
+    assert.match(firstOutput, /CALLGATE_WEBHOOK_ALLOW_PRIVATE=true/);
+
+    const second = await started();
+    const secondOutput = second.output();
+    await second.stop();
+    assert.doesNotMatch(secondOutput, /created a demo account|cg_test_/);
+    assert.match(secondOutput, new RegExp(`^callgate: portal ${second.url}/developers`, 'm'));
+    const hint = new RegExp(
+      `^ {2}demo account: ${accountId}; a test key for it: (.*npx callgate keys create --account ${accountId} .*)$`,
+      'm',
+    ).exec(secondOutput)?.[1];
+    assert.ok(hint, secondOutput);
+    // The hint, pasted into a shell, makes a test key on the server's database (npx runs the CLI from source here).
+    const script = `npx() { shift; node --import tsx src/cli/bin.ts "$@"; }\n${hint}`;
+    const shellEnv = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !/^(CALLGATE_|DATABASE_URL$|PORT$|HOST$)/.test(name)),
+    );
+    const { stdout } = await run('bash', ['-c', script], { cwd: repoRoot, env: shellEnv });
+    assert.match(stdout, new RegExp(`Created test key key_[0-9a-z]+ for account ${accountId}\\.`));
   });
 });

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { until } from '../support/wait.js';
+import { simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { apiGet, batchFields, createBatch, numbers, readBatch } from '../support/batch-client.js';
 import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
 
@@ -157,7 +158,7 @@ await forEachDialect('callgate batches CLI', (dialect) => {
     assert.match(text.stdout, /recipients: +25 in all: 25 queued, 0 dialing, 0 in progress, 0 completed, 0 failed, 0 cancelled\n/);
     assert.match(
       text.stdout,
-      /\nThe first 20 of 25 recipients, in the order sent:\n# +ID +TO +REFERENCE +STATUS +ATTEMPTS +NEXT ATTEMPT +CALL +FAILURE +UPDATED\n/,
+      /\nThe first 20 of 25 recipients, in the order sent:\n# +ID +TO +REFERENCE +STATUS +ATTEMPTS +NEXT ATTEMPT +CALL +LAST FAILURE +UPDATED\n/,
     );
     assert.match(text.stdout, /calling window: +none: recipients are dialed at any hour\n/);
     assert.match(text.stdout, /retries: +none: one dial per recipient\n/);
@@ -296,5 +297,39 @@ await forEachDialect('callgate batches CLI', (dialect) => {
     const text = await runCli(env, ['batches', 'show', done.id]);
     assert.match(text.stdout, /\nIts recipient, in the order sent:\n/);
     assert.match(text.stdout, new RegExp(`\n1 +rcp_[0-9a-z]{26} +\\+14155555000 +ref-0 +completed +1 +- +${recipient.call_id} +- +`));
+  });
+
+  it('batches show says why a queued recipient waits (its last failure) and when it is dialed again, fields in the API order', async () => {
+    const retried = await createBatch(
+      t,
+      [simulatorMagicNumbers.busy],
+      { retry: { on: ['busy'], max_attempts: 2, delay_minutes: 1440 } },
+      { token: testToken },
+    );
+    const waiting = await until('the busy recipient to wait for its retry', async () => {
+      const [recipient] = (await apiGet(t, `/v1/batches/${retried.id}/recipients`, testToken)).json().data;
+      return recipient.status === 'queued' && recipient.attempts === 1 ? recipient : undefined;
+    });
+    const raw = await apiGet(t, `/v1/batches/${retried.id}/recipients`, testToken);
+    const apiKeys = Object.keys(JSON.parse(raw.body).data[0]);
+    const schema = (await apiGet(t, '/v1/openapi.json', testToken)).json().components.schemas.Recipient;
+    assert.deepEqual(
+      apiKeys,
+      Object.keys(schema.properties).filter((key) => key in waiting),
+      'the API answers in the order of the schema',
+    );
+    const shown = await runJson(env, ['batches', 'show', retried.id]);
+    assert.deepEqual(Object.keys(shown.recipients.data[0]), apiKeys, 'the CLI shows the fields in the same order');
+    assert.equal(waiting.last_failure_reason, 'busy');
+    assert.ok(waiting.last_failure_message);
+    const text = (await runCli(env, ['batches', 'show', retried.id])).stdout;
+    const escaped = (value: string) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    assert.match(
+      text,
+      new RegExp(
+        `\n1 +${waiting.id} +\\+15005550001 +ref-0 +queued +1 +${waiting.next_attempt_at} +${waiting.call_id} +busy: ${escaped(waiting.last_failure_message)} +`,
+      ),
+    );
+    await runJson(env, ['batches', 'cancel', retried.id]);
   });
 });

@@ -172,7 +172,7 @@ await forEachDialect('callgate backup, doctor and reads', (dialect) => {
     assert.match(bad.stdout, /^OK {4}webhook endpoint we_good: https:\/\/8\.8\.8\.8\/hook/m);
     assert.match(
       bad.stdout,
-      /^FAIL {2}webhook endpoint we_private: https:\/\/10\.1\.2\.3\/hook .*\n {6}what to do: change its URL in the portal.*callgate webhooks delete we_private/m,
+      /^FAIL {2}webhook endpoint we_private: https:\/\/10\.1\.2\.3\/hook .*\n {6}what to do: .*change its URL in the portal.*callgate webhooks delete we_private/m,
     );
     assert.match(bad.stdout, /^FAIL {2}webhook endpoint we_nowhere: .*does not resolve/m);
     assert.doesNotMatch(bad.stdout, /we_disabled/);
@@ -194,6 +194,23 @@ await forEachDialect('callgate backup, doctor and reads', (dialect) => {
       detail: 'ELEVENLABS_API_KEY is not set: only simulated calls can be placed',
     });
     await handle.db.deleteFrom('webhook_endpoints').where('id', 'in', ['we_private', 'we_nowhere']).execute();
+  });
+
+  it('doctor names the setting that makes a local endpoint valid, and judges it as a server with that setting would', async () => {
+    await insertEndpoint('we_local', 'http://127.0.0.1:8080/webhooks', true);
+    try {
+      const without = await runCli(env, ['doctor']);
+      assert.equal(without.code, 1);
+      assert.match(
+        without.stdout,
+        /^FAIL {2}webhook endpoint we_local: http:\/\/127\.0\.0\.1:8080\/webhooks must use https, unless the server runs with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true .*\n {6}what to do: if your server has CALLGATE_WEBHOOK_ALLOW_PRIVATE=true, give doctor the same setting: CALLGATE_WEBHOOK_ALLOW_PRIVATE=true npx callgate doctor; otherwise/m,
+      );
+      const withSetting = JSON.parse((await runCli({ ...env, CALLGATE_WEBHOOK_ALLOW_PRIVATE: 'true' }, ['doctor', '--json'])).stdout);
+      const local = withSetting.checks.find((check: { name: string }) => check.name === 'webhook endpoint we_local');
+      assert.equal(local?.status, 'ok', JSON.stringify(withSetting));
+    } finally {
+      await handle.db.deleteFrom('webhook_endpoints').where('id', '=', 'we_local').execute();
+    }
   });
 
   it('doctor reports a bad setting, and a database it cannot reach, as FAIL with exit 1', async () => {

@@ -65,11 +65,33 @@ await forEachDialect('callgate CLI users', (dialect) => {
     }
   });
 
-  it('prints a sign-in pointer for people', async () => {
-    const run = await runCli(env, ['users', 'add', '--account', accountId, '--email', 'grace@acme.test', '--password', 'long enough!']);
+  it("prints a sign-in pointer for people: the server's address when given it, else how to give it (no guessed port)", async () => {
+    const bare = { ...env };
+    delete bare.PORT;
+    delete bare.CALLGATE_PUBLIC_URL;
+    const run = await runCli(bare, ['users', 'add', '--account', accountId, '--email', 'grace@acme.test', '--password', 'long enough!']);
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stdout, /^Added user grace@acme\.test to account acct_/);
-    assert.match(run.stdout, /Sign in at https?:\/\/\S+\/developers$/m);
+    assert.doesNotMatch(run.stdout, /Sign in at http/, 'no address guessed');
+    assert.match(
+      run.stdout,
+      /^Sign in at the server's \/developers page \(.*give this command CALLGATE_PUBLIC_URL, or PORT, as the server has them/m,
+    );
+    const given = await runCli({ ...bare, CALLGATE_PUBLIC_URL: 'https://calls.example.com' }, [
+      ...['users', 'add', '--account', accountId, '--email', 'hedy@acme.test', '--password', 'long enough!'],
+    ]);
+    assert.match(given.stdout, /^Sign in at https:\/\/calls\.example\.com\/developers$/m);
+    const port = await runCli({ ...bare, PORT: '3999' }, [
+      'users',
+      'add',
+      '--account',
+      accountId,
+      '--email',
+      'joan@acme.test',
+      '--password',
+      'long enough!',
+    ]);
+    assert.match(port.stdout, /^Sign in at http:\/\/127\.0\.0\.1:3999\/developers$/m);
   });
 
   it('refuses what it cannot do, naming why', async () => {

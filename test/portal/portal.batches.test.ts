@@ -376,7 +376,7 @@ await forEachDialect('Portal batches: lists, recipients, windows and retries', (
     // Each recipient shows when its own window lets it be dialed.
     for (const recipient of await allRecipients(t, id)) {
       assert.ok(recipient.next_attempt_at >= batch.scheduled_at);
-      assert.ok(page.includes(`<time datetime="${recipient.next_attempt_at}">`));
+      assert.ok(page.includes(`<time class="wrap" datetime="${recipient.next_attempt_at}">`));
     }
 
     // Without window or retries, the page says so; an empty window and 1 dial send neither.
@@ -402,12 +402,18 @@ await forEachDialect('Portal batches: lists, recipients, windows and retries', (
     const cell = (page: string, label: string) =>
       new RegExp(`<td data-label="${label}"[^>]*><div class="cell">(.*?)</div></td>`, 's').exec(page)?.[1];
     const first = (await client.get(here)).body;
+    const shown = (iso: string) => iso.replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
     assert.equal(cell(first, 'Attempts'), '1');
-    assert.equal(cell(first, 'Calls'), `<a href="/developers/calls/${waiting.call_ids[0]}"><code>${waiting.call_ids[0]}</code></a>`);
+    assert.equal(
+      cell(first, 'Calls'),
+      `<a href="/developers/calls/${waiting.call_ids[0]}"><code class="id">${waiting.call_ids[0]}</code></a>`,
+    );
     assert.equal(
       cell(first, 'Next attempt'),
-      `<time datetime="${waiting.next_attempt_at}">${waiting.next_attempt_at.replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC')}</time>`,
+      `<time class="wrap" datetime="${waiting.next_attempt_at}"><span>${shown(waiting.next_attempt_at).slice(0, 10)}</span> <span>${shown(waiting.next_attempt_at).slice(11)}</span></time>`,
     );
+    // Why it waits: its call's failure, as the API's last_failure_reason and last_failure_message say.
+    assert.equal(cell(first, 'Last failure'), `<code>busy</code><div class="muted small">${waiting.last_failure_message}</div>`);
 
     // The delay is a minute: it is made to have passed, and the dialer takes the recipient again.
     await t.services.db
@@ -425,7 +431,7 @@ await forEachDialect('Portal batches: lists, recipients, windows and retries', (
     assert.equal(cell(last, 'Attempts'), '2');
     assert.equal(
       cell(last, 'Calls'),
-      final.call_ids.map((callId: string) => `<a href="/developers/calls/${callId}"><code>${callId}</code></a>`).join('<br>'),
+      final.call_ids.map((callId: string) => `<a href="/developers/calls/${callId}"><code class="id">${callId}</code></a>`).join('<br>'),
     );
     assert.match(cell(last, 'Next attempt')!, /muted">—/);
   });

@@ -406,6 +406,7 @@ await forEachDialect('Portal pages: escaping, other accounts and unknown paths',
       error_code: 'invalid_request',
       idempotency_key: hostile,
       duration_ms: 1,
+      replayed: 0,
       created_at: new Date().toISOString(),
     });
     await t.services.requestLog.flush();

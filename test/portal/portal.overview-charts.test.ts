@@ -133,6 +133,7 @@ await forEachDialect('Portal overview charts', (dialect) => {
         error_code: null,
         idempotency_key: null,
         duration_ms: durationMs,
+        replayed: 0,
         created_at: createdAt,
       },
       mode,

@@ -80,12 +80,13 @@ await forEachDialect('Portal request log', (dialect) => {
     for (const { id, line, status, error } of seen) {
       await t.services.requestLog.flush();
       const page = (await own.get(`/developers/requests?request_id=${id}`)).body;
-      assert.match(page, /<time datetime="\d{4}-\d\d-\d\dT/, `${id}: the time`);
-      assert.ok(page.includes(`<code>${keyPrefix}…</code>`), `${id}: the key prefix`);
-      assert.ok(page.includes(`<code class="break">${line}</code>`), `${id}: method and path ${line}`);
+      assert.match(page, /<time class="wrap" datetime="\d{4}-\d\d-\d\dT/, `${id}: the time`);
+      assert.ok(page.includes(`<code class="id">${keyPrefix}…</code>`), `${id}: the key prefix`);
+      const path = /<code class="path">(.*?)<\/code>/.exec(page)?.[1];
+      assert.equal(path?.replace(/<[^>]+>/g, ''), line, `${id}: method and path ${line}`);
       assert.ok(page.includes(`">${status}</span>`), `${id}: status ${status}`);
       if (error) assert.ok(page.includes(`<code>${error}</code>`), `${id}: error code ${error}`);
-      assert.ok(page.includes(`<code>${id}</code>`), `${id}: the request id`);
+      assert.ok(page.includes(`<code class="id">${id}</code>`), `${id}: the request id`);
     }
     // The seed account's user sees none of them.
     await t.services.requestLog.flush();
@@ -151,7 +152,7 @@ await forEachDialect('Portal request log', (dialect) => {
     while (url) {
       const body: string = (await own.get(url)).body;
       pages.push(body);
-      shown.push(...[...body.matchAll(/<code>(req_page_\d+)<\/code>/g)].map((match) => match[1]!));
+      shown.push(...[...body.matchAll(/<code class="id">(req_page_\d+)<\/code>/g)].map((match) => match[1]!));
       url = /<a href="([^"]+)">Older requests →<\/a>/.exec(body)?.[1]?.replaceAll('&amp;', '&');
       assert.ok(pages.length <= 3, 'at most three pages');
     }
@@ -164,6 +165,23 @@ await forEachDialect('Portal request log', (dialect) => {
     // Another account's request id as the cursor shows nothing of either account.
     const foreign = (await client.get(`/developers/requests?before=${ids[150]}`)).body;
     assert.ok(!foreign.includes('req_page_'), 'no request of the other account');
+  });
+
+  it('marks a replayed answer (the stored one of its Idempotency-Key) in the list and on its page; keeps ids whole in a path', async () => {
+    const first = await t.createCall(callBody(t), { idempotencyKey: 'log-replay-1' });
+    const again = await t.createCall(callBody(t), { idempotencyKey: 'log-replay-1' });
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    const batchPath = '/v1/batches/batch_01m87nzs5g4bvs6f92extmzq1n/recipients?limit=5';
+    await t.inject({ method: 'GET', url: batchPath, headers: { authorization: `Bearer ${t.seed.token}` } });
+    await t.services.requestLog.flush();
+    const row = async (response: { headers: Record<string, unknown> }) =>
+      (await client.get(`/developers/requests?request_id=${String(response.headers['x-request-id'])}`)).body;
+    assert.doesNotMatch(await row(first), />replayed</, 'the first answer is no replay');
+    assert.match(await row(again), /<span class="badge badge-info">replayed<\/span>/);
+    const page = (await client.get(`/developers/requests/${String(again.headers['x-request-id'])}`)).body;
+    assert.match(page, /<dt>Replayed<\/dt><dd>.*The stored answer of an earlier request with the same Idempotency-Key/);
+    const list = (await client.get('/developers/requests')).body;
+    assert.ok(list.includes('<span class="id">batch_01m87nzs5g4bvs6f92extmzq1n</span>'), 'the batch id in the path is kept whole');
   });
 
   it('finds a request by its request_id, with spaces around it, and links each row to its page', async () => {

@@ -34,6 +34,7 @@ await forEachDialect('Request log', (dialect) => {
     error_code: 'not_found',
     idempotency_key: null,
     duration_ms: 2,
+    replayed: 0,
     created_at: new Date(clock.now().getTime() - ageMs).toISOString(),
   });
   const stored = async (ids: string[]) =>

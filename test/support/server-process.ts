@@ -47,6 +47,8 @@ export interface ServerProcessOptions {
    * `env` leaves out api, else `healthz`.
    */
   readonly readyWhen?: 'healthz' | 'log';
+  /** Listen on this port (a test of a port in use); default a free one, tried again if taken meanwhile. */
+  readonly port?: number;
 }
 
 /** Variables that configure the server; inherited values are dropped so only `env` decides. */
@@ -266,6 +268,7 @@ async function startOnce(options: ServerProcessOptions, port: number): Promise<S
 
 /** Starts a server process and resolves once it is ready (GET /healthz answers 200, or it logged so). */
 export async function startServerProcess(options: ServerProcessOptions): Promise<ServerProcess> {
+  if (options.port !== undefined) return startOnce(options, options.port);
   for (let attempt = 1; ; attempt++) {
     try {
       return await startOnce(options, await freePort());

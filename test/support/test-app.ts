@@ -140,6 +140,7 @@ export function requestLogRow(account: SeededAccount, id: string, createdAt: str
     error_code: null,
     idempotency_key: null,
     duration_ms: 3,
+    replayed: 0,
     created_at: createdAt,
   };
 }

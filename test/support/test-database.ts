@@ -99,6 +99,10 @@ async function whileInUse(query: () => Promise<unknown>): Promise<void> {
   }
 }
 
+/** A template's comment: when it was made, so that another checkout's run drops it only once it is old. */
+const templateCommentPrefix = 'callgate test template made at ';
+const staleTemplateMs = 24 * 60 * 60 * 1000;
+
 /** The name of a migrated template database on the server, made by the first process that needs it. */
 function postgresTemplateName(): Promise<string> {
   postgresTemplate ??= (async () => {
@@ -119,11 +123,15 @@ function postgresTemplateName(): Promise<string> {
           await handle.destroy();
         }
         await whileInUse(() => admin.query(`alter database ${building} rename to ${name}`));
-        // Templates of other sets of migrations (older checkouts) are no test's any more: one is kept, not one a set.
-        // Only finished ones: one being built (a suffix after its hash) belongs to a run still going.
+        await admin.query(`comment on database ${name} is '${templateCommentPrefix}${Date.now()}'`);
+        // Templates of other sets of migrations (older checkouts) are no test's any more: one is kept, not one a
+        // set. One made within the day may be another checkout's run under way (its migrations differ): it stays,
+        // and so does one being built (a suffix after its hash).
         const stale = await admin.query<{ datname: string }>(
-          "select datname from pg_database where datname ~ '^callgate_test_template_[0-9a-f]{12}$' and datname <> $1",
-          [name],
+          `select datname from pg_database
+            where datname ~ '^callgate_test_template_[0-9a-f]{12}$' and datname <> $1
+              and coalesce(substring(shobj_description(oid, 'pg_database') from $2)::bigint, 0) < $3`,
+          [name, `^${templateCommentPrefix}([0-9]+)$`, Date.now() - staleTemplateMs],
         );
         // A template another run is copying or building is in use: it stays, and goes with a later run.
         for (const { datname } of stale.rows) await admin.query(`drop database if exists ${datname}`).catch(() => undefined);
@@ -158,8 +166,8 @@ export async function createTestDatabase(dialect: Dialect, options: { migrated?:
         await whileInUse(() => admin.query(template ? `create database ${name} template ${template}` : `create database ${name}`));
         break;
       } catch (error) {
-        // A run of another checkout (other migrations) dropped this run's template: it is made again.
-        if ((error as { code?: string }).code !== '3D000' || attempt >= 3) throw error;
+        // Another checkout's run (other migrations) dropped this run's template as stale: it is made again.
+        if ((error as { code?: string }).code !== '3D000' || attempt >= 5) throw error;
         postgresTemplate = undefined;
       }
     }

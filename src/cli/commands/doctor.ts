@@ -40,12 +40,23 @@ async function providerCheck(config: Config): Promise<Check> {
   );
 }
 
-/** The endpoint's address by the rules of the SSRF guard; with private targets allowed, the name must still resolve. */
+/**
+ * The endpoint's address by the rules of the SSRF guard; with private targets allowed, the name must still
+ * resolve. Doctor reads its own environment, not the server's: an endpoint that only
+ * CALLGATE_WEBHOOK_ALLOW_PRIVATE makes valid (a local receiver) is named as such, not given up for deletion.
+ */
 async function endpointCheck(endpoint: { id: string; account_id: string; url: string }, allowPrivate: boolean): Promise<Check> {
   const { checkWebhookTarget } = await import('../../features/webhook-delivery/ssrf-guard.js');
   const name = `webhook endpoint ${endpoint.id}`;
   const fix = `change its URL in the portal's Webhooks page of account ${endpoint.account_id}, or delete it: callgate webhooks delete ${endpoint.id}`;
   const target = await checkWebhookTarget(endpoint.url, allowPrivate);
+  if (!target.ok && !allowPrivate && (await checkWebhookTarget(endpoint.url, true)).ok) {
+    return fail(
+      name,
+      `${endpoint.url} ${target.reason}, unless the server runs with CALLGATE_WEBHOOK_ALLOW_PRIVATE=true (local development), as this check did not`,
+      `if your server has CALLGATE_WEBHOOK_ALLOW_PRIVATE=true, give doctor the same setting: CALLGATE_WEBHOOK_ALLOW_PRIVATE=true npx callgate doctor; otherwise (in production) ${fix}`,
+    );
+  }
   if (!target.ok) return fail(name, `${endpoint.url} ${target.reason}`, fix);
   const host = target.url.hostname.replace(/^\[|\]$/g, '');
   if (allowPrivate && !net.isIP(host)) {

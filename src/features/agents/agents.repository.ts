@@ -21,3 +21,15 @@ export async function updateAgent(
 ): Promise<void> {
   await db.updateTable('agents').set(changes).where('id', '=', id).execute();
 }
+
+/** The accounts that have an agent of this provider id, oldest agent first. */
+export async function accountsWithAgent(db: Db, agentId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('agents')
+    .select('account_id')
+    .where('agent_id', '=', agentId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => row.account_id);
+}

@@ -105,3 +105,8 @@ export async function listAgents(db: Db, accountId: string): Promise<AgentView[]
 export async function findAgent(db: Db, accountId: string, agentId: string): Promise<AgentRow | undefined> {
   return repo.findAgentInAccount(db, accountId, agentId);
 }
+
+/** The accounts that have an agent of this provider id (`agent_…`), oldest agent first. */
+export async function accountsWithAgent(db: Db, agentId: string): Promise<string[]> {
+  return repo.accountsWithAgent(db, agentId);
+}

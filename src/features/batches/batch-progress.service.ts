@@ -57,14 +57,20 @@ export async function endRecipientsOfCalls(trx: Db, clock: Clock, calls: readonl
   const recipients = await repo.recipientsOfCalls(trx, [...byCall.keys()]);
   const batches = await repo.findBatches(trx, batchIds);
   const endings: repo.RecipientEnding[] = [];
-  const retries: { id: string; next_attempt_at: string; updated_at: string }[] = [];
+  const retries: repo.RecipientRetry[] = [];
   for (const recipient of recipients) {
     const call = byCall.get(recipient.call_id!)!;
     const failed = call.status === 'failed';
     const batch = batches.get(recipient.batch_id);
     const again = failed && batch ? retryAt(batch, recipient, call.failure_reason, now) : null;
     if (again) {
-      retries.push({ id: recipient.id, next_attempt_at: isoTimestamp(again), updated_at: updatedAt });
+      retries.push({
+        id: recipient.id,
+        next_attempt_at: isoTimestamp(again),
+        failure_reason: call.failure_reason,
+        failure_message: call.failure_message,
+        updated_at: updatedAt,
+      });
       continue;
     }
     endings.push({

@@ -49,22 +49,25 @@ export async function batchesWithCounts(db: Db, rows: readonly BatchRow[]): Prom
   return rows.map((row) => toBatch(row, countsFrom(row.total, counts.get(row.id))));
 }
 
+/**
+ * A recipient as every representation shows it (API, CLI's --json, portal), its fields in the order of the
+ * schema: the row's failure columns hold the latest failed call's, kept while a retry waits.
+ */
 export function toRecipient(row: RecipientRow): Recipient {
-  const recipient: Recipient = {
+  const failed = row.status === 'failed';
+  return {
     id: row.id,
     to: row.to_number,
     reference: row.reference,
     metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Recipient['metadata']),
     status: row.status,
+    ...(row.call_id === null ? {} : { call_id: row.call_id }),
     call_ids: JSON.parse(row.call_ids) as string[],
     attempts: row.attempts,
+    last_failure_reason: failed ? (row.failure_reason ?? 'unknown') : row.failure_reason,
+    last_failure_message: row.failure_message,
     next_attempt_at: row.status === 'queued' ? row.next_attempt_at : null,
+    ...(failed ? { failure_reason: row.failure_reason ?? 'unknown', failure_message: row.failure_message } : {}),
     updated_at: row.updated_at,
   };
-  if (row.call_id !== null) recipient.call_id = row.call_id;
-  if (row.status === 'failed') {
-    recipient.failure_reason = row.failure_reason ?? 'unknown';
-    recipient.failure_message = row.failure_message;
-  }
-  return recipient;
 }

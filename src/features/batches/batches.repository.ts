@@ -195,25 +195,35 @@ export async function recipientsOfCalls(db: Db, callIds: readonly string[]): Pro
     .execute();
 }
 
+export type RecipientRetry = Readonly<{
+  id: string;
+  next_attempt_at: string;
+  /** The failed call's: kept on the queued row, so that it says why it waits (its last_failure_reason). */
+  failure_reason: string | null;
+  failure_message: string | null;
+  updated_at: string;
+}>;
+
 /** Recipients whose call failed for a reason their batch retries: queued again for `next_attempt_at`. */
-export async function requeueForRetry(
-  db: Db,
-  retries: readonly Readonly<{ id: string; next_attempt_at: string; updated_at: string }>[],
-): Promise<void> {
+export async function requeueForRetry(db: Db, retries: readonly RecipientRetry[]): Promise<void> {
   await requeueUpdate(
     db,
     retries.map((retry) => ({ ...retry, status: 'queued' })),
   );
 }
 
+const requeueFields = [
+  ['next_attempt_at', 'text'],
+  ['failure_reason', 'text'],
+  ['failure_message', 'text'],
+  ['updated_at', 'text'],
+  ['status', 'text'],
+] as const;
+
 const requeueUpdate = jsonUpdate({
   table: 'batch_recipients',
-  fields: [
-    ['next_attempt_at', 'text'],
-    ['updated_at', 'text'],
-    ['status', 'text'],
-  ],
-  columns: ['status', 'next_attempt_at', 'updated_at'],
+  fields: requeueFields,
+  columns: requeueFields.map(([column]) => column),
   where: (unindexed) => sql`${unindexed('status')} = 'in_progress'`,
   returning: 'id',
 });

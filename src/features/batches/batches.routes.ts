@@ -123,16 +123,19 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
         response: { 200: RecipientList, ...errorResponses(['not_found']) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const apiKey = requireApiKey(request);
       const limit = parseListLimit(request.query.limit);
       const { starting_after: startingAfter, status } = request.query;
-      return listBatchRecipients(
+      const page = await listBatchRecipients(
         deps.db,
         request.params.id,
         { accountId: apiKey.account_id, mode: apiKey.mode },
         { limit, ...(startingAfter === undefined ? {} : { startingAfter }), ...(status === undefined ? {} : { status }) },
       );
+      // The schema's serializer writes required fields before optional ones (call_id after updated_at); a
+      // recipient is built in the schema's order by toRecipient, so that every representation shares it.
+      return reply.serializer(JSON.stringify).send(page);
     },
   );
   registerMethodNotAllowed(app, '/batches/:id/recipients', ['GET']);

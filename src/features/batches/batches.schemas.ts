@@ -146,9 +146,19 @@ export const Recipient = Type.Object({
   call_ids: Type.Array(Type.String()),
   /** Dials made (or under way). */
   attempts: Type.Integer({ minimum: 0 }),
-  /** While queued: not dialed before this time (its batch's start, its calling window, a retry's delay). */
-  next_attempt_at: Type.Union([Type.String(), Type.Null()]),
-  failure_reason: Type.Optional(Type.String()),
+  // Why a recipient waits with attempts behind it: without these a queued retry looked like a new recipient.
+  last_failure_reason: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "Why its latest call failed (a call's failure_reason, such as busy): set while it waits for a retry, and once it failed for good; null when no call of it failed, or its latest completed",
+  }),
+  last_failure_message: Type.Union([Type.String(), Type.Null()], {
+    description: 'The words that came with last_failure_reason, for logs and people; null when there were none',
+  }),
+  next_attempt_at: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "While queued: not dialed before this time (its batch's start, the opening of its calling window, a retry's delay); null otherwise",
+  }),
+  failure_reason: Type.Optional(Type.String({ description: 'Once failed for good: why (the same as last_failure_reason)' })),
   failure_message: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   updated_at: Type.String(),
 });

@@ -8,6 +8,7 @@ import type { Db } from '../../db/database.js';
 import { lockTransaction } from '../../db/locks.js';
 import type { Clock } from '../../lib/clock.js';
 import { createApiKey } from '../api-keys/api-keys.service.js';
+import { accountsWithAgent } from '../agents/agents.service.js';
 import { createCallCurl } from '../calls/curl-example.js';
 import { createAccount, hasAccounts } from '../identity/accounts.service.js';
 
@@ -45,6 +46,11 @@ export async function seedDemoIfEmpty(db: Db, clock: Clock): Promise<DemoSeed | 
     const key = await createApiKey(trx, clock, { accountId: account.id, name: 'Demo test key', mode: 'test' });
     return { accountId: account.id, agentId: demoAgentId, keyId: key.id, token: key.token };
   });
+}
+
+/** The demo account of this database (the first with the demo agent), if the first start made one. */
+export async function findDemoAccount(db: Db): Promise<string | undefined> {
+  return (await accountsWithAgent(db, demoAgentId))[0];
 }
 
 /** Quotes a value for a POSIX shell, unless it is plain enough to need none. */
@@ -88,5 +94,31 @@ export function demoBanner(seed: DemoSeed, baseUrl: string, cliSettings = ''): s
     `Developer portal: ${baseUrl}/developers`,
     `  sign-in user: ${cliSettings}npx callgate users add --account ${seed.accountId} --email you@example.com --password '…'`,
     '',
+    "Receive each call's outcome as a signed webhook (the command prints the signing secret, whsec_…):",
+    `  ${cliSettings}npx callgate webhooks create --account ${seed.accountId} --url https://your-receiver.example/webhooks`,
+    `  a receiver on this machine (http://127.0.0.1:8080/webhooks): set CALLGATE_WEBHOOK_ALLOW_PRIVATE=true for this`,
+    '  server and for that command; without it only public https URLs are accepted (docs/webhooks.md).',
+    '',
   ].join('\n');
+}
+
+/**
+ * The line every start prints for people, below the JSON logs: where the portal and the docs are, the demo
+ * account's id (which `webhooks create --account` needs), and, when this start printed no key for it, how
+ * to make one: the demo key is shown once, and a first start that failed may have taken it along.
+ */
+export function startLine(
+  baseUrl: string,
+  demo: { readonly accountId: string; readonly keyPrinted: boolean } | undefined,
+  cliSettings = '',
+): string {
+  const lines = [`callgate: portal ${baseUrl}/developers · API reference ${baseUrl}/docs · guides in docs/ (README.md)`];
+  if (demo) {
+    lines.push(
+      demo.keyPrinted
+        ? `  demo account: ${demo.accountId} (its test key is printed above)`
+        : `  demo account: ${demo.accountId}; a test key for it: ${cliSettings}npx callgate keys create --account ${demo.accountId} --name demo --mode test`,
+    );
+  }
+  return lines.join('\n');
 }

@@ -182,6 +182,11 @@ ${responsesList(operation.responses, document)}
 </section>`;
 }
 
+/** A path that may wrap after a `/` only, never inside a word (`/v1/batches/{id}/recipi-ents` read badly). */
+function pathBreakingAtSlashes(path: string): unknown[] {
+  return path.split(/(?<=\/)/).map((segment, index) => (index === 0 ? segment : html`<wbr>${segment}`));
+}
+
 export function renderDocsPage(document: OpenApiDocument): string {
   const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
     Object.entries(methods).map(([method, operation]) => ({ path, method, operation })),
@@ -209,7 +214,7 @@ export function renderDocsPage(document: OpenApiDocument): string {
         .filter(({ operation }) => operation.tags?.includes(tag.name))
         .map(
           ({ path, method, operation }) =>
-            html`<li><a href="#${operation.operationId ?? ''}"><span class="method method-${method}">${method.toUpperCase()}</span> ${path}</a></li>`,
+            html`<li><a href="#${operation.operationId ?? ''}"><span class="method method-${method}">${method.toUpperCase()}</span> <span class="path">${pathBreakingAtSlashes(path)}</span></a></li>`,
         )}</ul></li>`,
   )}
 <li><a href="#webhooks">Webhooks</a></li>

@@ -38,6 +38,7 @@ export function requestLogHook(writer: RequestLogWriter): onResponseHookHandler 
         error_code: reply.errorCode,
         idempotency_key: typeof idempotencyKey === 'string' ? idempotencyKey.slice(0, 255) : null,
         duration_ms: Math.round(reply.elapsedTime),
+        replayed: reply.getHeader('idempotent-replayed') === 'true' ? 1 : 0,
         created_at: isoTimestamp(new Date(Date.now() - reply.elapsedTime)),
         request_body: loggedBody(request.jsonBodyText),
         response_body: loggedBody(request.responseBodyText),

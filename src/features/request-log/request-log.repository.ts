@@ -97,6 +97,7 @@ const summaryColumns = [
   'error_code',
   'idempotency_key',
   'duration_ms',
+  'replayed',
   'created_at',
 ] as const;
 

@@ -13,6 +13,8 @@ export interface RequestLogsTable {
   error_code: string | null;
   idempotency_key: string | null;
   duration_ms: number;
+  /** 1 when the answer was the stored one of its Idempotency-Key (`Idempotent-Replayed: true`), else 0. */
+  replayed: number;
   created_at: string;
   /** The JSON body sent and the body answered, as text: at most 16 KB each, secrets removed (request-log-bodies.ts). */
   request_body: string | null;

@@ -173,27 +173,33 @@ export function batchActions(status: BatchStatus): readonly ('pause' | 'resume' 
 
 const actionLabels = { pause: 'Pause', resume: 'Resume', cancel: 'Cancel batch' } as const;
 
+/** Why its latest call failed (a queued one: why it waits for a retry), with the words that came with it. */
+function lastFailure(recipient: Recipient): SafeHtml {
+  if (recipient.last_failure_reason === null) return html`<span class="muted">—</span>`;
+  return html`<code>${recipient.last_failure_reason}</code>${recipient.last_failure_message ? html`<div class="muted small">${recipient.last_failure_message}</div>` : ''}`;
+}
+
 function recipientsTable(recipients: readonly Recipient[], empty: string): SafeHtml {
   const rows = recipients.map((recipient) => [
-    recipient.to,
-    recipient.reference ?? html`<span class="muted">—</span>`,
+    // The number with your reference for it below, the times on two lines: every column fits the card at 1280 px.
+    html`<span class="id">${recipient.to}</span>${recipient.reference === null ? '' : html`<div class="muted small break">${recipient.reference}</div>`}`,
     statusBadge(recipient.status),
-    recipient.failure_reason ? html`<code>${recipient.failure_reason}</code>` : html`<span class="muted">—</span>`,
+    lastFailure(recipient),
     String(recipient.attempts),
     // Every attempt's call, the latest last.
     recipient.call_ids.length > 0
       ? recipient.call_ids.map(
-          (callId, index) => html`${index > 0 ? html`<br>` : ''}<a href="${portalPath('calls', callId)}"><code>${callId}</code></a>`,
+          (callId, index) =>
+            html`${index > 0 ? html`<br>` : ''}<a href="${portalPath('calls', callId)}"><code class="id">${callId}</code></a>`,
         )
       : html`<span class="muted">—</span>`,
-    time(recipient.next_attempt_at),
-    time(recipient.updated_at),
+    time(recipient.next_attempt_at, { wrap: true }),
+    time(recipient.updated_at, { wrap: true }),
   ]);
   const columns = [
-    { label: 'To' },
-    { label: 'Reference' },
+    { label: 'Recipient' },
     { label: 'Status' },
-    { label: 'Failure reason' },
+    { label: 'Last failure' },
     { label: 'Attempts', numeric: true },
     { label: 'Calls' },
     { label: 'Next attempt' },
@@ -316,53 +322,59 @@ export const emptyBatchForm: BatchFormValues = {
 const retryLabels = { busy: 'Busy', no_answer: 'No answer' } as const;
 
 function windowFields(values: BatchFormValues): SafeHtml {
-  return html`<fieldset class="field">
+  return html`<fieldset class="form-section">
       <legend>Calling window <span class="muted">(optional)</span></legend>
       <p class="hint" id="window-hint">Recipients are dialed only between these times, on these days, in the time zone given: a named one, or <code>${recipientZone}</code> for each number's own zones (then the fallback zone serves numbers of no known zone). Leave empty to dial at any hour.</p>
-      <div class="field">
-        <label for="window_start">From <span class="muted">(HH:MM)</span></label>
-        <input id="window_start" name="window_start" type="time" value="${values.windowStart}" aria-describedby="window-hint">
-      </div>
-      <div class="field">
-        <label for="window_end">Until <span class="muted">(HH:MM, after the start)</span></label>
-        <input id="window_end" name="window_end" type="time" value="${values.windowEnd}">
+      <div class="field-row">
+        <div class="field">
+          <label for="window_start">From <span class="muted">(HH:MM)</span></label>
+          <input id="window_start" name="window_start" type="time" value="${values.windowStart}" aria-describedby="window-hint">
+        </div>
+        <div class="field">
+          <label for="window_end">Until <span class="muted">(HH:MM, after the start)</span></label>
+          <input id="window_end" name="window_end" type="time" value="${values.windowEnd}">
+        </div>
       </div>
       <fieldset class="field">
         <legend>Days <span class="muted">(none ticked: every day)</span></legend>
-        ${weekdays.map(
+        <div class="choices-inline">${weekdays.map(
           (day) =>
             html`<label class="choice"><input type="checkbox" name="window_days" value="${day}"${values.windowDays.includes(day) ? html` checked` : ''}> ${day}</label>`,
-        )}
+        )}</div>
       </fieldset>
-      <div class="field">
-        <label for="window_time_zone">Time zone</label>
-        <input id="window_time_zone" name="window_time_zone" type="text" maxlength="100" spellcheck="false" value="${values.windowTimeZone}" placeholder="America/New_York or ${recipientZone}">
-      </div>
-      <div class="field">
-        <label for="window_fallback_time_zone">Fallback time zone <span class="muted">(with ${recipientZone})</span></label>
-        <input id="window_fallback_time_zone" name="window_fallback_time_zone" type="text" maxlength="100" spellcheck="false" value="${values.windowFallbackTimeZone}" placeholder="America/New_York">
+      <div class="field-row">
+        <div class="field">
+          <label for="window_time_zone">Time zone</label>
+          <input id="window_time_zone" name="window_time_zone" type="text" maxlength="100" spellcheck="false" value="${values.windowTimeZone}" placeholder="America/New_York or ${recipientZone}">
+        </div>
+        <div class="field">
+          <label for="window_fallback_time_zone">Fallback time zone <span class="muted">(with ${recipientZone})</span></label>
+          <input id="window_fallback_time_zone" name="window_fallback_time_zone" type="text" maxlength="100" spellcheck="false" value="${values.windowFallbackTimeZone}" placeholder="America/New_York">
+        </div>
       </div>
     </fieldset>`;
 }
 
 function retryFields(values: BatchFormValues): SafeHtml {
-  return html`<fieldset class="field">
+  return html`<fieldset class="form-section">
       <legend>Retries <span class="muted">(optional)</span></legend>
       <p class="hint" id="retry-hint">A recipient whose call ended for a reason ticked here is dialed again after the delay (inside its calling window), until it has had the dials given. 1 dial: no retry.</p>
       <fieldset class="field">
         <legend>Retry when</legend>
-        ${retryReasons.map(
+        <div class="choices-inline">${retryReasons.map(
           (reason) =>
             html`<label class="choice"><input type="checkbox" name="retry_on" value="${reason}"${values.retryOn.includes(reason) ? html` checked` : ''}> ${retryLabels[reason]}</label>`,
-        )}
+        )}</div>
       </fieldset>
-      <div class="field">
-        <label for="retry_max_attempts">Dials per recipient</label>
-        <input id="retry_max_attempts" name="retry_max_attempts" type="number" min="1" max="${String(maxAttemptsLimit)}" step="1" required value="${values.retryMaxAttempts}" aria-describedby="retry-hint">
-      </div>
-      <div class="field">
-        <label for="retry_delay_minutes">Minutes between dials</label>
-        <input id="retry_delay_minutes" name="retry_delay_minutes" type="number" min="1" max="${String(retryDelayMinutesLimit)}" step="1" required value="${values.retryDelayMinutes}">
+      <div class="field-row">
+        <div class="field">
+          <label for="retry_max_attempts">Dials per recipient</label>
+          <input id="retry_max_attempts" name="retry_max_attempts" type="number" min="1" max="${String(maxAttemptsLimit)}" step="1" required value="${values.retryMaxAttempts}" aria-describedby="retry-hint">
+        </div>
+        <div class="field">
+          <label for="retry_delay_minutes">Minutes between dials</label>
+          <input id="retry_delay_minutes" name="retry_delay_minutes" type="number" min="1" max="${String(retryDelayMinutesLimit)}" step="1" required value="${values.retryDelayMinutes}">
+        </div>
       </div>
     </fieldset>`;
 }
@@ -389,9 +401,12 @@ export function batchFormPage(input: BatchFormPageInput): string {
       : input.agents.length === 0
         ? html`<p>A batch needs an agent to place its calls. <a href="/developers/agents">Add an agent</a> first.</p>`
         : undefined;
-  const form = html`<form method="post" action="/developers/batches" enctype="multipart/form-data" class="stack">
+  // In sections, two side by side on a wide screen: one narrow column was 2,100 px tall.
+  const form = html`<form method="post" action="/developers/batches" enctype="multipart/form-data" class="batch-form">
     ${csrfField(user.csrfToken)}
     <input type="hidden" name="form_token" value="${input.formToken}">
+    <fieldset class="form-section">
+    <legend>Who calls</legend>
     <div class="field">
       <label for="api_key_id">API key</label>
       <select id="api_key_id" name="api_key_id" aria-describedby="api-key-hint">
@@ -411,6 +426,9 @@ export function batchFormPage(input: BatchFormPageInput): string {
         )}
       </select>
     </div>
+    </fieldset>
+    <fieldset class="form-section">
+    <legend>What and when</legend>
     <div class="field">
       <label for="name">Name <span class="muted">(optional)</span></label>
       <input id="name" name="name" type="text" maxlength="${String(nameMaxLength)}" value="${values.name}" placeholder="Reminders 24 Nov">
@@ -425,8 +443,12 @@ export function batchFormPage(input: BatchFormPageInput): string {
       <input id="max_concurrency" name="max_concurrency" type="number" min="1" max="${String(maxConcurrencyLimit)}" step="1" required value="${values.maxConcurrency}" aria-describedby="concurrency-hint">
       <p class="hint" id="concurrency-hint">At most this many calls of the batch are dialing or under way at any moment (1 to ${String(maxConcurrencyLimit)}).</p>
     </div>
+    </fieldset>
     ${windowFields(values)}
     ${retryFields(values)}
+    <fieldset class="form-section form-section-wide">
+    <legend>Recipients</legend>
+    <div class="field-row">
     <div class="field">
       <label for="csv_file">Recipients: a CSV file</label>
       <input id="csv_file" name="csv_file" type="file" accept=".csv,text/csv,text/plain" aria-describedby="csv-hint">
@@ -436,7 +458,9 @@ export function batchFormPage(input: BatchFormPageInput): string {
       <label for="csv_text">…or paste the CSV <span class="muted">(used when no file is chosen)</span></label>
       <textarea id="csv_text" name="csv_text" rows="6" spellcheck="false" placeholder="to,reference,customer_name&#10;+14155550123,appt-881,Ada">${values.csvText}</textarea>
     </div>
-    <div class="actions">
+    </div>
+    </fieldset>
+    <div class="actions form-section-wide">
       <button type="submit" class="button button-primary">Create batch</button>
       <a class="button button-quiet" href="/developers/batches">Cancel</a>
     </div>
@@ -445,7 +469,7 @@ export function batchFormPage(input: BatchFormPageInput): string {
     { title: 'New batch', user, active: 'batches', error: input.error },
     html`<p class="crumbs"><a href="/developers/batches">Batches</a> /</p>
 ${input.problems && input.problems.length > 0 ? problemsSection(input.problems, input.fromFile ?? false) : ''}
-<section class="card narrow">
+<section class="card">
   <h1>New batch from a CSV file</h1>
   ${missing ?? form}
 </section>`,

@@ -1,11 +1,37 @@
 /** Small pieces every portal page uses: times, badges, copy buttons, the CSRF field, tables. */
 import { html, type SafeHtml } from './html.js';
 
-/** A timestamp as `2026-11-22 07:32:01 UTC`, machine-readable in `datetime`. */
-export function time(iso: string | null | undefined): SafeHtml {
+/**
+ * A timestamp as `2026-11-22 07:32:01 UTC`, machine-readable in `datetime`. `wrap`: the date and the time
+ * may go on two lines (a table of many columns), never broken inside either.
+ */
+export function time(iso: string | null | undefined, options: { readonly wrap?: boolean } = {}): SafeHtml {
   if (!iso) return html`<span class="muted">—</span>`;
   const text = iso.replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
-  return html`<time datetime="${iso}">${text}</time>`;
+  if (!options.wrap) return html`<time datetime="${iso}">${text}</time>`;
+  return html`<time class="wrap" datetime="${iso}"><span>${text.slice(0, 10)}</span> <span>${text.slice(11)}</span></time>`;
+}
+
+/** Ids such as `batch_01m8…`, `call_conv_01m8…`, `rcp_01m8…`, as they stand in a path or a text. */
+const idPattern = /[a-z]+(?:_[a-z]+)*_[0-9a-z]{16,}/g;
+
+/**
+ * Text that may wrap anywhere (a long path with every filter) but never inside an id: each id is kept
+ * whole in a span of class `id`, and a line may also break after a `/`, `?` or `&`.
+ */
+export function wrapKeepingIds(text: string): SafeHtml[] {
+  const parts: SafeHtml[] = [];
+  let at = 0;
+  const plain = (from: number, to: number) => {
+    for (const piece of text.slice(from, to).split(/(?<=[/?&])/)) if (piece) parts.push(html`${piece}<wbr>`);
+  };
+  for (const match of text.matchAll(idPattern)) {
+    plain(at, match.index);
+    parts.push(html`<span class="id">${match[0]}</span>`);
+    at = match.index + match[0].length;
+  }
+  plain(at, text.length);
+  return parts;
 }
 
 const badgeTones: Record<string, string> = {

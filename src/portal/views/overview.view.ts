@@ -42,16 +42,9 @@ export function overviewPage(input: OverviewInput): string {
   const agent = input.agents[0];
   const agentId = agent?.agent_id ?? 'agent_…';
   const enabledEndpoints = input.endpoints.filter((endpoint) => endpoint.enabled).length;
-  return layout(
-    { title: 'Overview', user: input.user, active: 'overview' },
-    html`<div class="page-head">
-  <h1>Get your first call working</h1>
-  <p class="lead">Three steps: a key, one request, and a webhook for the outcome.</p>
-</div>
-<div class="grid-2">
-<section class="card" aria-labelledby="qs">
-  <h2 id="qs">Quick start</h2>
-  <ol class="steps">
+  // Once every step is done the page is the account's overview; the steps stay, folded, for the curl command.
+  const allDone = input.activeKeys > 0 && input.recentCalls.length > 0 && enabledEndpoints > 0;
+  const steps = html`<ol class="steps">
     ${step(
       1,
       'Create an API key',
@@ -80,8 +73,30 @@ export function overviewPage(input: OverviewInput): string {
           : html`<a href="/developers/webhooks/new">Add a webhook endpoint</a>`
       }</p>`,
     )}
-  </ol>
-</section>
+  </ol>`;
+  return layout(
+    { title: 'Overview', user: input.user, active: 'overview' },
+    html`<div class="page-head">
+  ${
+    allDone
+      ? html`<h1>Overview</h1>
+  <p class="lead">Your account's calls, webhooks and API at a glance.</p>`
+      : html`<h1>Get your first call working</h1>
+  <p class="lead">Three steps: a key, one request, and a webhook for the outcome.</p>`
+  }
+</div>
+<div class="grid-2">
+${
+  allDone
+    ? html`<details class="card quick-start">
+  <summary><h2 id="qs">Quick start</h2> <span class="muted small">all three steps done: a key, a call, a webhook endpoint</span></summary>
+  ${steps}
+</details>`
+    : html`<section class="card" aria-labelledby="qs">
+  <h2 id="qs">Quick start</h2>
+  ${steps}
+</section>`
+}
 <section class="card" aria-labelledby="details">
   <h2 id="details">Your integration</h2>
   <dl class="facts">

@@ -1,8 +1,11 @@
 import { wasCut } from '../../features/request-log/request-log-bodies.js';
 import type { RequestLogRow, RequestLogSummary } from '../../features/request-log/request-log.tables.js';
-import { copyable, portalPath, pretty, statusCode, table, time } from './components.js';
+import { badge, copyable, portalPath, pretty, statusCode, table, time, wrapKeepingIds } from './components.js';
 import { html, type SafeHtml } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';
+
+/** A replay: the stored answer of an earlier request with the same Idempotency-Key (nothing done again). */
+const replayedBadge = html`<span title="The stored answer of an earlier request with the same Idempotency-Key: nothing was done again">${badge('replayed', 'info')}</span>`;
 
 export function requestsPage(
   user: NonNullable<PageFrame['user']>,
@@ -11,13 +14,14 @@ export function requestsPage(
   pages: { readonly paged: boolean; readonly olderUrl: string | undefined } = { paged: false, olderUrl: undefined },
 ): string {
   const lines = rows.map((row) => [
-    time(row.created_at),
-    html`<code>${row.key_prefix}…</code>`,
-    // The path may break anywhere: a long one (a query with every filter) would push the id and duration off the page.
-    html`<code class="break">${row.method} ${row.path}</code>`,
-    statusCode(row.status),
+    time(row.created_at, { wrap: true }),
+    html`<code class="id">${row.key_prefix}…</code>`,
+    // A long path (a query with every filter) wraps, or it would push the id and duration off the page; the
+    // ids in it stay whole.
+    html`<code class="path">${row.method} ${wrapKeepingIds(row.path)}</code>`,
+    html`${statusCode(row.status)}${row.replayed ? html` ${replayedBadge}` : ''}`,
     row.error_code ? html`<code>${row.error_code}</code>` : html`<span class="muted">—</span>`,
-    html`<a href="${portalPath('requests', row.id)}"><code>${row.id}</code></a>`,
+    html`<a href="${portalPath('requests', row.id)}"><code class="id">${row.id}</code></a>`,
     `${row.duration_ms} ms`,
   ]);
   const columns = [
@@ -89,6 +93,7 @@ export function requestPage(user: NonNullable<PageFrame['user']>, row: RequestLo
     <dt>Key</dt><dd><code>${row.key_prefix}…</code></dd>
     <dt>Status</dt><dd>${statusCode(row.status)}${row.error_code ? html` <code>${row.error_code}</code>` : ''}</dd>
     <dt>Idempotency key</dt><dd>${row.idempotency_key ? html`<code class="break">${row.idempotency_key}</code>` : html`<span class="muted">none</span>`}</dd>
+    ${row.replayed ? html`<dt>Replayed</dt><dd>${replayedBadge} The stored answer of an earlier request with the same Idempotency-Key, sent again with <code>Idempotent-Replayed: true</code>: nothing was done again.</dd>` : ''}
     <dt>Duration</dt><dd>${row.duration_ms} ms</dd>
   </dl>
 </section>

@@ -26,7 +26,7 @@ export function webhooksPage(user: User, endpoints: readonly EndpointView[], not
   return layout(
     { title: 'Webhooks', user, active: 'webhooks', notice },
     html`<div class="page-head page-head-actions">
-  <div><h1>Webhooks</h1><p class="lead">Endpoints that receive signed <code>call.completed</code> and <code>call.failed</code> events.</p></div>
+  <div><h1>Webhooks</h1><p class="lead">Endpoints that receive signed events: ${webhookEventTypes.map((type, index) => html`${index === 0 ? '' : index === webhookEventTypes.length - 1 ? ' and ' : ', '}<code>${type}</code>`)}, as each endpoint chooses.</p></div>
   <a class="button button-primary" href="/developers/webhooks/new">Add endpoint</a>
 </div>
 <section class="card">

@@ -431,7 +431,13 @@ export interface components {
             call_id?: string;
             call_ids: string[];
             attempts: number;
+            /** @description Why its latest call failed (a call's failure_reason, such as busy): set while it waits for a retry, and once it failed for good; null when no call of it failed, or its latest completed */
+            last_failure_reason: string | null;
+            /** @description The words that came with last_failure_reason, for logs and people; null when there were none */
+            last_failure_message: string | null;
+            /** @description While queued: not dialed before this time (its batch's start, the opening of its calling window, a retry's delay); null otherwise */
             next_attempt_at: string | null;
+            /** @description Once failed for good: why (the same as last_failure_reason) */
             failure_reason?: string;
             failure_message?: string | null;
             updated_at: string;

@@ -9,10 +9,15 @@ import { countsLine, requireBatch } from './batch.js';
 const defaultLimit = 20;
 const maxLimit = 100;
 
-/** Why a recipient failed: its reason, and the provider's or callgate's words when there are some. */
+/**
+ * Why its latest call failed: the reason, and the provider's or callgate's words when there are some. A
+ * queued recipient shows it too: that is why it waits for a retry.
+ */
 function failureOf(recipient: Recipient): string | null {
-  if (recipient.failure_reason === undefined) return null;
-  return recipient.failure_message ? `${recipient.failure_reason}: ${recipient.failure_message}` : recipient.failure_reason;
+  if (recipient.last_failure_reason === null) return null;
+  return recipient.last_failure_message
+    ? `${recipient.last_failure_reason}: ${recipient.last_failure_message}`
+    : recipient.last_failure_reason;
 }
 
 export const showBatchCommand: Command = {
@@ -51,7 +56,7 @@ export const showBatchCommand: Command = {
         '',
         heading,
         formatTable(
-          ['#', 'id', 'to', 'reference', 'status', 'attempts', 'next attempt', 'call', 'failure', 'updated'],
+          ['#', 'id', 'to', 'reference', 'status', 'attempts', 'next attempt', 'call', 'last failure', 'updated'],
           recipients.data.map((recipient, index) => [
             String(index + 1),
             recipient.id,

@@ -27,7 +27,9 @@ export const addUserCommand: Command = {
           ['created', user.created_at],
         ]),
         '',
-        `Sign in at ${config.publicUrl}/developers`,
+        config.publicUrlGiven
+          ? `Sign in at ${config.publicUrl}/developers`
+          : `Sign in at the server's /developers page (${config.publicUrl}/developers if it runs on the default PORT; give this command CALLGATE_PUBLIC_URL, or PORT, as the server has them and it names the address)`,
       ].join('\n');
       return { json: user, text };
     };

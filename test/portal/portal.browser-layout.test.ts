@@ -1,0 +1,236 @@
+/**
+ * The portal and /docs at 1280 px, in a real browser, with an account that has done everything once: keys,
+ * an endpoint with deliveries, calls that completed and failed, a request replayed with its Idempotency-Key,
+ * a batch with a recipient waiting for its retry. No table or code block of any page runs past its card,
+ * no page logs an error in the console (a missing /favicon.ico did), and the pages a newcomer stumbled on
+ * read whole: the batch's recipients with their last failure, the request log's ids unbroken and its replays
+ * marked, the CSV batch form in sections, the overview past its first steps, the contents list of /docs.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
+import { addUser } from '../../src/features/identity/users.service.js';
+import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
+import { allRecipients, createBatch, numbers } from '../support/batch-client.js';
+import { browserSkipReason, launchBrowser, screenshot } from '../support/browser.js';
+import { freePort } from '../support/server-process.js';
+import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
+import { until } from '../support/wait.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+const email = 'layout@example.test';
+const password = 'correct horse battery';
+
+/**
+ * What runs past its card on the page: each table's scrolling frame wider inside than out, each code block
+ * scrolling sideways, and each of them reaching past the right edge of the card around it.
+ */
+const overflowing = `(() => {
+  const found = [];
+  const describe = (element) => element.tagName.toLowerCase() + (element.id ? '#' + element.id : '') + (element.className ? '.' + String(element.className).split(' ').join('.') : '');
+  for (const element of document.querySelectorAll('.table-wrap, pre, table')) {
+    if (element.getClientRects().length === 0 || element.closest('.visually-hidden')) continue;
+    if (element.scrollWidth > element.clientWidth + 1) found.push(describe(element) + ' needs ' + element.scrollWidth + ' px in ' + element.clientWidth);
+    const card = element.closest('.card, main, .operation');
+    if (card && element.getBoundingClientRect().right > card.getBoundingClientRect().right + 0.5) found.push(describe(element) + ' runs past its card');
+  }
+  if (document.documentElement.scrollWidth > document.documentElement.clientWidth + 1) found.push('the page scrolls sideways');
+  return found;
+})()`;
+
+const skipReason = browserSkipReason();
+if (skipReason) it('Portal at 1280 px [sqlite]', { skip: skipReason }, () => undefined);
+else {
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+  let browser: Browser;
+  let page: Page;
+  let baseUrl: string;
+  let batchId: string;
+  let waitingTo: string;
+  let replayedRequestIds: string[];
+  const consoleErrors: string[] = [];
+
+  async function post(path: string, body: unknown, idempotencyKey?: string) {
+    const response = await fetch(`${baseUrl}${path}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${t.seed.token}`,
+        'content-type': 'application/json',
+        ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+      },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, requestId: response.headers.get('x-request-id') ?? '', body: (await response.json()) as any };
+  }
+
+  before(async () => {
+    const port = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    t = await startTestApp('sqlite', {
+      startWorker: true,
+      env: { CALLGATE_SIMULATOR_DELAY_MS: '50', PORT: String(port), CALLGATE_PUBLIC_URL: baseUrl },
+      overrides: { dispatcherSweepIntervalMs: 100, monitorSweepIntervalMs: 20 },
+    });
+    await t.app.listen({ port, host: '127.0.0.1' });
+    await addUser(t.services.db, t.services.clock, { accountId: t.seed.accountId, email, password });
+    receiver = await startWebhookReceiver();
+    await createEndpoint(t.services.db, t.services.clock, true, {
+      accountId: t.seed.accountId,
+      url: receiver.url,
+      description: 'Local receiver',
+    });
+
+    // Calls that complete and fail, one sent twice with its Idempotency-Key (the second a replay).
+    const first = await post('/v1/calls', callBody(t), 'layout-replay-1');
+    const again = await post('/v1/calls', callBody(t), 'layout-replay-1');
+    assert.equal(again.body.id, first.body.id);
+    replayedRequestIds = [first.requestId, again.requestId];
+    await post('/v1/calls', callBody(t, { to: simulatorMagicNumbers.busy }));
+    // A batch whose busy recipient waits a day for its retry, the others done.
+    waitingTo = simulatorMagicNumbers.busy;
+    const batch = await createBatch(t, [...numbers(3, 7000), waitingTo], {
+      name: 'Layout reminders',
+      retry: { on: ['busy'], max_attempts: 2, delay_minutes: 1440 },
+    });
+    batchId = batch.id;
+    await until('the batch to wait for its retry', async () => {
+      const recipients = await allRecipients(t, batchId);
+      return recipients.every((recipient) =>
+        recipient.to === waitingTo ? recipient.attempts === 1 && recipient.status === 'queued' : recipient.status === 'completed',
+      )
+        ? true
+        : undefined;
+    });
+    await receiver.waitFor(3);
+    // A request with a long path, for the request log.
+    await fetch(`${baseUrl}/v1/batches/${batchId}/recipients?status=failed&limit=100&starting_after=rcp_01m87nzs5g4bvs6f92extmzq1n`, {
+      headers: { authorization: `Bearer ${t.seed.token}` },
+    });
+    await t.services.requestLog.flush();
+
+    browser = await launchBrowser();
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    page = await context.newPage();
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(`${page.url()}: ${message.text()}`);
+    });
+    await page.goto(`${baseUrl}/developers/sign-in`);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${baseUrl}/developers`);
+  });
+  after(async () => {
+    await browser?.close();
+    await receiver?.close();
+    await t?.close();
+  });
+
+  describe('Portal at 1280 px [sqlite]', () => {
+    it('no table or code block of any page runs past its card, and no page logs an error', async () => {
+      const callId = (await t.services.db.selectFrom('calls').select('id').orderBy('id').executeTakeFirstOrThrow()).id;
+      const endpointId = (await t.services.db.selectFrom('webhook_endpoints').select('id').executeTakeFirstOrThrow()).id;
+      const pages: [string, string][] = [
+        ['overview', '/developers'],
+        ['keys', '/developers/api-keys'],
+        ['webhooks', '/developers/webhooks'],
+        ['endpoint', `/developers/webhooks/${endpointId}`],
+        ['endpoint-new', '/developers/webhooks/new'],
+        ['calls', '/developers/calls'],
+        ['call', `/developers/calls/${callId}`],
+        ['agents', '/developers/agents'],
+        ['requests', '/developers/requests'],
+        ['request', `/developers/requests/${replayedRequestIds[1]}`],
+        ['suppressions', '/developers/suppressions'],
+        ['batches', '/developers/batches'],
+        ['batch', `/developers/batches/${batchId}`],
+        ['batch-new', '/developers/batches/new'],
+        ['api-reference', '/docs'],
+      ];
+      const failures: string[] = [];
+      for (const [name, path] of pages) {
+        await page.goto(`${baseUrl}${path}`);
+        await screenshot(page, `1280-${name}`);
+        for (const problem of await page.evaluate<string[]>(overflowing)) failures.push(`${name}: ${problem}`);
+      }
+      assert.deepEqual(failures, []);
+      assert.deepEqual(consoleErrors, [], 'no page logged an error');
+      const favicon = await fetch(`${baseUrl}/favicon.ico`);
+      assert.equal(favicon.status, 200);
+      assert.equal(favicon.headers.get('content-type'), 'image/x-icon');
+      assert.deepEqual([...new Uint8Array(await favicon.arrayBuffer()).slice(0, 4)], [0, 0, 1, 0], 'an icon file');
+    });
+
+    it('the batch page shows every column of its recipients, and why and until when one waits for its retry', async () => {
+      await page.goto(`${baseUrl}/developers/batches/${batchId}`);
+      const table = page.locator('.table-wrap').first();
+      const card = page.locator('section', { has: page.locator('#recipients') });
+      const [tableBox, cardBox] = [await table.boundingBox(), await card.boundingBox()];
+      const updated = page.getByRole('columnheader', { name: 'Updated' });
+      const updatedBox = await updated.boundingBox();
+      assert.ok(updatedBox && cardBox && tableBox, 'the column and its card are shown');
+      assert.ok(
+        updatedBox.x + updatedBox.width <= cardBox.x + cardBox.width,
+        `Updated at ${JSON.stringify(updatedBox)} within ${JSON.stringify(cardBox)}`,
+      );
+      const [waiting] = (await allRecipients(t, batchId)).filter((recipient) => recipient.to === waitingTo);
+      const row = page.locator('tbody tr', { hasText: waitingTo });
+      assert.match((await row.textContent()) ?? '', /busy/, 'its last failure');
+      assert.ok(await row.locator(`time[datetime="${waiting!.next_attempt_at}"]`).isVisible(), 'its next attempt');
+    });
+
+    it('the request log keeps ids whole and marks a replayed answer', async () => {
+      await page.goto(`${baseUrl}/developers/requests`);
+      const broken = await page.evaluate<string[]>(
+        "[...document.querySelectorAll('.table-wrap .id')].filter((id) => id.getClientRects().length > 1).map((id) => id.textContent)",
+      );
+      assert.ok((await page.locator('.table-wrap .id').count()) >= 6, 'ids are marked');
+      assert.deepEqual(broken, [], 'no id broken across lines');
+      const [original, replay] = replayedRequestIds.map((id) => page.locator('tbody tr', { hasText: id! }));
+      assert.equal(await original!.getByText('replayed').count(), 0, 'the first answer is no replay');
+      assert.ok(await replay!.getByText('replayed').isVisible(), 'the replay is marked');
+      await replay!.getByRole('link', { name: replayedRequestIds[1] }).click();
+      await page
+        .getByText(/replayed/i)
+        .first()
+        .waitFor();
+    });
+
+    it('lays the CSV batch form out in sections: the weekdays on one line, the page far shorter than one column', async () => {
+      await page.goto(`${baseUrl}/developers/batches/new`);
+      const days = page.locator('input[name="window_days"]');
+      assert.equal(await days.count(), 7);
+      const tops = new Set<number>();
+      for (const day of await days.all()) tops.add(Math.round((await day.boundingBox())!.y));
+      assert.equal(tops.size, 1, `the weekday boxes side by side, not stacked (${[...tops].join(', ')})`);
+      const height = await page.evaluate<number>('document.documentElement.scrollHeight');
+      assert.ok(height < 1_600, `the form page is ${height} px tall`);
+      const form = await page.locator('form.batch-form').boundingBox();
+      assert.ok(form && form.width > 900, `the form uses the page's width (${JSON.stringify(form)})`);
+    });
+
+    it('the overview, every first step done, leads with the account; its curl command shows whole', async () => {
+      await page.goto(`${baseUrl}/developers`);
+      assert.equal(await page.getByRole('heading', { name: 'Get your first call working' }).count(), 0);
+      await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+      const curl = page.locator('#curl');
+      if (!(await curl.isVisible())) await page.getByText('Quick start').first().click();
+      const [scrollWidth, clientWidth] = await curl.evaluate((element) => [element.scrollWidth, element.clientWidth]);
+      assert.ok(scrollWidth <= clientWidth, `the curl command needs ${scrollWidth} px in ${clientWidth}`);
+      assert.match((await curl.textContent()) ?? '', /"customer_name": "Ada"\}\}'$/);
+    });
+
+    it("/docs' contents list shows each path on one line, and the Webhooks page names every event an endpoint receives", async () => {
+      await page.goto(`${baseUrl}/docs`);
+      const wrapped = await page.evaluate<string[]>(
+        "[...document.querySelectorAll('.toc a')].filter((a) => { const range = document.createRange(); range.selectNodeContents(a.querySelector('.path') ?? a); return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size > 1; }).map((a) => a.textContent)",
+      );
+      assert.deepEqual(wrapped, []);
+      await page.goto(`${baseUrl}/developers/webhooks`);
+      const lead = (await page.locator('.lead').first().textContent()) ?? '';
+      for (const type of ['call.completed', 'call.failed', 'batch.completed']) assert.ok(lead.includes(type), lead);
+    });
+  });
+}
