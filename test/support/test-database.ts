@@ -148,11 +148,20 @@ export async function createTestDatabase(dialect: Dialect, options: { migrated?:
     };
   }
   const name = `callgate_test_${randomBytes(6).toString('hex')}`;
-  const template = options.migrated ? await postgresTemplateName() : undefined;
   const admin = new pg.Client({ connectionString: postgresAdminUrl });
   await admin.connect();
   try {
-    await whileInUse(() => admin.query(template ? `create database ${name} template ${template}` : `create database ${name}`));
+    for (let attempt = 1; ; attempt++) {
+      const template = options.migrated ? await postgresTemplateName() : undefined;
+      try {
+        await whileInUse(() => admin.query(template ? `create database ${name} template ${template}` : `create database ${name}`));
+        break;
+      } catch (error) {
+        // A run of another checkout (another set of migrations) dropped this one's template: it is made again.
+        if ((error as { code?: string }).code !== '3D000' || attempt >= 3) throw error;
+        postgresTemplate = undefined;
+      }
+    }
   } finally {
     await admin.end();
   }
