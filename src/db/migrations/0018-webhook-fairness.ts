@@ -2,9 +2,11 @@ import { sql, type Kysely } from 'kysely';
 
 /*
  * Fair webhook delivery (src/features/webhook-delivery):
- * - An index of the pending deliveries by endpoint in due order: the claim walks the endpoints with pending
- *   deliveries (one seek each) and takes each one's first due deliveries, whatever the backlog of any one
- *   endpoint.
+ * - An index of the pending deliveries (only those: ended ones, the most by far, stay out of it) by endpoint
+ *   in due order: the claim walks the endpoints with pending deliveries (one seek each) and takes each one's
+ *   first due deliveries, whatever the backlog of any one endpoint or the history of all. It replaces the
+ *   index by (status, next_attempt_at), which the claim no longer reads: SQLite's planner took it for the
+ *   walk of endpoints (an equality on its first column) and sorted every pending delivery on each claim.
  * - An index of the claimed deliveries (a lease set) by endpoint: the claim counts each endpoint's attempts in
  *   flight, across every worker, from the few rows under a lease.
  * - `webhook_endpoint_backoffs`, owned by webhook-delivery: an endpoint's run of attempts that got no answer
@@ -15,10 +17,12 @@ import { sql, type Kysely } from 'kysely';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
-    .createIndex('webhook_deliveries_endpoint_due_idx')
+    .createIndex('webhook_deliveries_pending_idx')
     .on('webhook_deliveries')
-    .columns(['status', 'endpoint_id', 'next_attempt_at', 'id'])
+    .columns(['endpoint_id', 'next_attempt_at', 'id'])
+    .where(sql.ref('status'), '=', sql.lit('pending'))
     .execute();
+  await db.schema.dropIndex('webhook_deliveries_due_idx').execute();
   await db.schema
     .createIndex('webhook_deliveries_claimed_idx')
     .on('webhook_deliveries')
@@ -40,5 +44,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('webhook_endpoint_backoffs').ifExists().execute();
   await db.schema.dropIndex('webhook_deliveries_claimed_idx').ifExists().execute();
-  await db.schema.dropIndex('webhook_deliveries_endpoint_due_idx').ifExists().execute();
+  await db.schema.createIndex('webhook_deliveries_due_idx').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
+  await db.schema.dropIndex('webhook_deliveries_pending_idx').ifExists().execute();
 }

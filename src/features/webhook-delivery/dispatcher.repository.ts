@@ -18,7 +18,9 @@ export type ClaimedRow = Pick<WebhookDeliveryRow, 'id' | 'event_id' | 'endpoint_
  * Claims up to `limit` due deliveries for `workerId` until `leaseUntil`, fairly between endpoints, in one
  * UPDATE:
  * - the endpoints with pending deliveries are found one index seek each (a loose scan of
- *   webhook_deliveries_endpoint_due_idx), so a large backlog of one endpoint costs nothing to step over;
+ *   webhook_deliveries_pending_idx, whose order only that index gives: another one by endpoint would step
+ *   over every ended delivery; 'pending' is written out so that both databases see that the partial index
+ *   applies), so a large backlog of one endpoint costs nothing to step over;
  * - each has `perEndpoint` slots less its attempts in flight (deliveries under a lease, any worker's); an
  *   endpoint backing off has none until its next try, then one (the probe);
  * - each endpoint's first due deliveries fill its free slots, and endpoints take turns: every endpoint's
@@ -26,10 +28,20 @@ export type ClaimedRow = Pick<WebhookDeliveryRow, 'id' | 'event_id' | 'endpoint_
  * The caller runs it under the claim lock (`lockTransaction`): the count of attempts in flight must see every
  * other worker's claim, which on PostgreSQL a statement can only do when it starts after that claim committed.
  */
-export async function claimDueDeliveries(
-  db: Db,
-  claim: { readonly workerId: string; readonly now: string; readonly leaseUntil: string; readonly limit: number; readonly perEndpoint: number },
-): Promise<ClaimedRow[]> {
+export async function claimDueDeliveries(db: Db, claim: DeliveryClaim): Promise<ClaimedRow[]> {
+  return (await claimStatement(db, claim).execute(db)).rows;
+}
+
+export interface DeliveryClaim {
+  readonly workerId: string;
+  readonly now: string;
+  readonly leaseUntil: string;
+  readonly limit: number;
+  readonly perEndpoint: number;
+}
+
+/** The statement of `claimDueDeliveries` (apart, to read its plan). */
+export function claimStatement(db: Db, claim: DeliveryClaim) {
   const { now } = claim;
   const perEndpoint = sql.lit(claim.perEndpoint);
   const firstDue = joinFirstRows(db, {
@@ -41,11 +53,13 @@ export async function claimDueDeliveries(
     orderBy: (row) => sql`${sql.ref(`${row}.next_attempt_at`)}, ${sql.ref(`${row}.id`)}`,
     limit: claim.perEndpoint,
   });
-  const { rows } = await sql<ClaimedRow>`with recursive
+  return sql<ClaimedRow>`with recursive
     pending_endpoints(endpoint_id) as (
-      select min(endpoint_id) from webhook_deliveries where status = 'pending'
+      select (select n.endpoint_id from webhook_deliveries n where n.status = 'pending'
+        order by n.endpoint_id, n.next_attempt_at limit 1)
       union all
-      select (select min(n.endpoint_id) from webhook_deliveries n where n.status = 'pending' and n.endpoint_id > p.endpoint_id)
+      select (select n.endpoint_id from webhook_deliveries n where n.status = 'pending' and n.endpoint_id > p.endpoint_id
+        order by n.endpoint_id, n.next_attempt_at limit 1)
       from pending_endpoints p where p.endpoint_id is not null
     ),
     slots as (
@@ -65,8 +79,7 @@ export async function claimDueDeliveries(
     )
     update webhook_deliveries set locked_by = ${claim.workerId}, locked_until = ${claim.leaseUntil}
     where id in (select id from turns where turn <= free order by turn, next_attempt_at, id limit ${claim.limit})
-    returning id, event_id, endpoint_id, attempt_count`.execute(db);
-  return rows;
+    returning id, event_id, endpoint_id, attempt_count`;
 }
 
 /** The backoffs of these endpoints, if any (an endpoint in a run of failures). */
@@ -236,21 +249,20 @@ export async function releaseClaims(db: Db, workerId: string, ids: readonly stri
 
 /**
  * The deliveries waiting to be sent and the next-attempt time of the oldest one due (the metrics, at
- * scrape time). Both read the (status, next_attempt_at) index: a count of the pending range, and its first row.
+ * scrape time). Both read the index of pending deliveries (webhook_deliveries_pending_idx) alone; 'pending'
+ * is written out, so that SQLite sees that partial index apply.
  */
 export async function deliveryBacklog(db: Db, now: string): Promise<{ pending: number; oldestDueAt: string | null }> {
   const pending = await db
     .selectFrom('webhook_deliveries')
     .select((eb) => eb.fn.countAll<string | number>().as('n'))
-    .where('status', '=', 'pending')
+    .where('status', '=', sql.lit('pending'))
     .executeTakeFirst();
   const oldest = await db
     .selectFrom('webhook_deliveries')
-    .select('next_attempt_at')
-    .where('status', '=', 'pending')
+    .select((eb) => eb.fn.min('next_attempt_at').as('next_attempt_at'))
+    .where('status', '=', sql.lit('pending'))
     .where('next_attempt_at', '<=', now)
-    .orderBy('next_attempt_at')
-    .limit(1)
     .executeTakeFirst();
   return { pending: Number(pending?.n ?? 0), oldestDueAt: oldest?.next_attempt_at ?? null };
 }
