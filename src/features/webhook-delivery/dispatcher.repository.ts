@@ -12,7 +12,10 @@ import type {
 } from './deliveries.tables.js';
 
 /** A delivery as claimed: the rest of what its attempt needs (its event's payload, its endpoint) is read by the service. */
-export type ClaimedRow = Pick<WebhookDeliveryRow, 'id' | 'event_id' | 'endpoint_id' | 'attempt_count'>;
+export type ClaimedRow = Pick<WebhookDeliveryRow, 'id' | 'event_id' | 'endpoint_id' | 'attempt_count'> & {
+  /** How many runs of failures its endpoint is in (0 or 1; PostgreSQL's count comes as text). */
+  readonly in_failure_run: unknown;
+};
 
 /**
  * Claims up to `limit` due deliveries for `workerId` until `leaseUntil`, fairly between endpoints, in one
@@ -79,7 +82,8 @@ export function claimStatement(db: Db, claim: DeliveryClaim) {
     )
     update webhook_deliveries set locked_by = ${claim.workerId}, locked_until = ${claim.leaseUntil}
     where id in (select id from turns where turn <= free order by turn, next_attempt_at, id limit ${claim.limit})
-    returning id, event_id, endpoint_id, attempt_count`;
+    returning id, event_id, endpoint_id, attempt_count,
+      (select count(*) from webhook_endpoint_backoffs r where r.endpoint_id = webhook_deliveries.endpoint_id) as in_failure_run`;
 }
 
 /** The backoffs of these endpoints, if any (an endpoint in a run of failures). */

@@ -7,7 +7,7 @@ import type { Insertable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { eventPayloads } from '../events/event-reads.service.js';
 import { applyAttemptChanges, endpointsByIds, type EndpointAttemptChange } from '../webhook-endpoints/endpoints.service.js';
-import { lockTransaction } from '../../db/locks.js';
+import { lockedTransaction } from '../../db/locks.js';
 import { addMs, isoTimestamp } from '../../lib/clock.js';
 import type { WebhookAttemptsTable } from './deliveries.tables.js';
 import * as repo from './dispatcher.repository.js';
@@ -42,12 +42,7 @@ export async function claimDueDeliveries(
   db: Db,
   claim: { readonly workerId: string; readonly now: string; readonly leaseUntil: string; readonly limit: number; readonly perEndpoint: number },
 ): Promise<ClaimedDelivery[]> {
-  const { claimed, runs } = await db.transaction().execute(async (trx) => {
-    await lockTransaction(trx, claimLockKey);
-    const rows = await repo.claimDueDeliveries(trx, claim);
-    const backoffs = rows.length === 0 ? [] : await repo.listBackoffs(trx, [...new Set(rows.map((row) => row.endpoint_id))]);
-    return { claimed: rows, runs: new Set(backoffs.map((row) => row.endpoint_id)) };
-  });
+  const claimed = await lockedTransaction(db, claimLockKey, (trx) => repo.claimDueDeliveries(trx, claim));
   if (claimed.length === 0) return [];
   const [payloads, endpoints] = await Promise.all([
     eventPayloads(
@@ -71,7 +66,7 @@ export async function claimDueDeliveries(
       previous_secret: endpoint.previous_secret,
       previous_secret_expires_at: endpoint.previous_secret_expires_at,
       failing_since: endpoint.failing_since,
-      in_failure_run: runs.has(row.endpoint_id),
+      in_failure_run: Number(row.in_failure_run) > 0,
     };
   });
 }
