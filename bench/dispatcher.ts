@@ -196,7 +196,13 @@ async function withDeadEndpoint(dialect: Dialect, backlog: number, round: number
     const healthy = await seedAccount(database, receiver);
     const deadAccount = await createAccount(database);
     const [deadEndpoint] = await seedEndpoints(database, { accountId: deadAccount.accountId, tag: 'dead' }, [dead.url], Date.now());
-    await seedBacklog(database, { ...healthy, accountId: deadAccount.accountId, endpointId: deadEndpoint!, endpointIds: [deadEndpoint!] }, `d${round}`, deadBacklog, Date.now());
+    await seedBacklog(
+      database,
+      { ...healthy, accountId: deadAccount.accountId, endpointId: deadEndpoint!, endpointIds: [deadEndpoint!] },
+      `d${round}`,
+      deadBacklog,
+      Date.now(),
+    );
     const env = { CALLGATE_SIMULATOR_DELAY_MS: String(live.simulatorDelayMs) };
     const { server, result } = await drainBacklog(database, healthy, receiver, `h${round}`, backlog, env);
     try {

@@ -137,11 +137,15 @@ export function renderTable(results: Results): string {
       const ratio = dispatcher(d, (r) => r.withDeadEndpoint?.ratio);
       return ratio === undefined || perSecond === undefined ? undefined : [`${num(perSecond, 0)}/s (${num(ratio * 100, 0)} %)`, ratio];
     }),
-    row('Dispatcher beside a dead endpoint: healthy outcome to receipt, p50 / p99', { text: 'p99 ≤ 1 s', met: (_d, v) => v <= 1_000 }, (d) => {
-      const p50 = dispatcher(d, (r) => r.withDeadEndpoint?.live.p50Ms);
-      const p99 = dispatcher(d, (r) => r.withDeadEndpoint?.live.p99Ms);
-      return p50 === undefined || p99 === undefined ? undefined : [`${num(p50, 0)} / ${num(p99, 0)} ms`, p99];
-    }),
+    row(
+      'Dispatcher beside a dead endpoint: healthy outcome to receipt, p50 / p99',
+      { text: 'p99 ≤ 1 s', met: (_d, v) => v <= 1_000 },
+      (d) => {
+        const p50 = dispatcher(d, (r) => r.withDeadEndpoint?.live.p50Ms);
+        const p99 = dispatcher(d, (r) => r.withDeadEndpoint?.live.p99Ms);
+        return p50 === undefined || p99 === undefined ? undefined : [`${num(p50, 0)} / ${num(p99, 0)} ms`, p99];
+      },
+    ),
     row(`Growth ${at}: create p99 (ms)`, ratioBudget, (d) => growth(d, (p) => p.create.p99Ms, 2)),
     row(`Growth ${at}: get p99 (ms)`, ratioBudget, (d) => growth(d, (p) => p.get.p99Ms, 2)),
     row(`Growth ${at}: list p99 (ms)`, ratioBudget, (d) => growth(d, (p) => p.list.p99Ms, 2)),

@@ -140,8 +140,7 @@ export async function seedEndpoints(
   const ids = urls.map((_url, i) => `we_bench${seed.tag}${String(i).padStart(4, '0')}`);
   const accountId = seed.accountId;
   const values = urls.map(
-    (url, i) =>
-      `('${ids[i]}', '${accountId}', '${url}', '', 1, '["*"]', 'whsec_${randomBytes(24).toString('base64')}', '${at}', '${at}')`,
+    (url, i) => `('${ids[i]}', '${accountId}', '${url}', '', 1, '["*"]', 'whsec_${randomBytes(24).toString('base64')}', '${at}', '${at}')`,
   );
   await database.exec(
     `insert into webhook_endpoints (id, account_id, url, description, enabled, event_types, secret, created_at, updated_at) values ${values.join(', ')};`,

@@ -113,3 +113,23 @@ export async function startWebhookReceiver(path = '/hooks'): Promise<WebhookRece
   };
   return receiver;
 }
+
+/**
+ * The most requests a receiver had open at once: each from its receipt until it was answered, or, never
+ * answered, until `givenUpAfterMs` later (the sender's timeout, less a margin for the request's way in).
+ */
+export function mostOpenAtOnce(received: readonly ReceivedWebhook[], givenUpAfterMs: number): number {
+  const edges = received.flatMap((hook) => [
+    { at: hook.receivedAt, step: 1 },
+    { at: hook.answeredAt ?? hook.receivedAt + givenUpAfterMs, step: -1 },
+  ]);
+  // An answer and a receipt at the same millisecond: the answer first (the slot it frees is the one taken).
+  edges.sort((a, b) => a.at - b.at || a.step - b.step);
+  let open = 0;
+  let most = 0;
+  for (const edge of edges) {
+    open += edge.step;
+    most = Math.max(most, open);
+  }
+  return most;
+}

@@ -132,7 +132,13 @@ await forEachDialect('Results of a lost claim', (dialect) => {
   after(async () => t.close());
 
   it('an attempt that ends after its claim was released (shutdown) records nothing; the delivery stays pending', async () => {
-    const claimOf = (workerId: string, now: string) => ({ workerId, now, leaseUntil: '2030-01-01T00:01:00.000Z', limit: 10, perEndpoint: 4 });
+    const claimOf = (workerId: string, now: string) => ({
+      workerId,
+      now,
+      leaseUntil: '2030-01-01T00:01:00.000Z',
+      limit: 10,
+      perEndpoint: 4,
+    });
     const backoff = { now: new Date('2030-01-01T00:00:01.000Z'), firstWaitMs: 5_000 };
     const clock = new ManualClock(Date.parse('2030-01-01T00:00:00.000Z'));
     const endpoint = await createEndpoint(t.services.db, clock, true, { accountId: t.seed.accountId, url: 'http://127.0.0.1:9/hook' });

@@ -4,12 +4,7 @@ import { sql, type Insertable } from 'kysely';
 import { jsonUpdate, type JsonUpdate } from '../../db/claim.js';
 import { joinFirstRows } from '../../db/functions.js';
 import { lockRowsForWrite, lockRowsInIdOrder } from '../../db/locks.js';
-import type {
-  WebhookAttemptsTable,
-  WebhookDeliveriesTable,
-  WebhookDeliveryRow,
-  WebhookEndpointBackoffRow,
-} from './deliveries.tables.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookDeliveryRow, WebhookEndpointBackoffRow } from './deliveries.tables.js';
 
 /** A delivery as claimed: the rest of what its attempt needs (its event's payload, its endpoint) is read by the service. */
 export type ClaimedRow = Pick<WebhookDeliveryRow, 'id' | 'event_id' | 'endpoint_id' | 'attempt_count'> & {
@@ -108,7 +103,9 @@ export async function addFailures(
   if (runs.length === 0) return [];
   return db
     .insertInto('webhook_endpoint_backoffs')
-    .values(runs.map((run) => ({ endpoint_id: run.endpointId, failures: run.failures, probes: 0, next_try_at: null, since: at, updated_at: at })))
+    .values(
+      runs.map((run) => ({ endpoint_id: run.endpointId, failures: run.failures, probes: 0, next_try_at: null, since: at, updated_at: at })),
+    )
     .onConflict((oc) =>
       oc.column('endpoint_id').doUpdateSet((eb) => ({
         failures: sql<number>`${sql.ref('webhook_endpoint_backoffs.failures')} + ${eb.ref('excluded.failures')}`,
@@ -119,7 +116,11 @@ export async function addFailures(
     .execute();
 }
 
-export async function setNextTry(db: Db, endpointId: string, changes: { readonly probes: number; readonly next_try_at: string; readonly updated_at: string }): Promise<void> {
+export async function setNextTry(
+  db: Db,
+  endpointId: string,
+  changes: { readonly probes: number; readonly next_try_at: string; readonly updated_at: string },
+): Promise<void> {
   await db.updateTable('webhook_endpoint_backoffs').set(changes).where('endpoint_id', '=', endpointId).execute();
 }
 

@@ -40,7 +40,13 @@ const claimLockKey = 0x63_67_77_64; // "cgwd"
  */
 export async function claimDueDeliveries(
   db: Db,
-  claim: { readonly workerId: string; readonly now: string; readonly leaseUntil: string; readonly limit: number; readonly perEndpoint: number },
+  claim: {
+    readonly workerId: string;
+    readonly now: string;
+    readonly leaseUntil: string;
+    readonly limit: number;
+    readonly perEndpoint: number;
+  },
 ): Promise<ClaimedDelivery[]> {
   const claimed = await lockedTransaction(db, claimLockKey, (trx) => repo.claimDueDeliveries(trx, claim));
   if (claimed.length === 0) return [];
