@@ -10,7 +10,7 @@ import { listApiKeys } from '../features/api-keys/api-keys.service.js';
 import { getCallWithMode, listCallsWithMode } from '../features/calls/calls.service.js';
 import { concurrencyOf } from '../features/concurrency/concurrency.service.js';
 import { listEventsOfCall } from '../features/events/event-reads.service.js';
-import { findDelivery, listDeliveriesWithAttempts } from '../features/webhook-delivery/deliveries.service.js';
+import { endpointBackoffs, findDelivery, listDeliveriesWithAttempts } from '../features/webhook-delivery/deliveries.service.js';
 import { getEndpoint, listEndpoints } from '../features/webhook-endpoints/endpoints.service.js';
 import { resendEvent } from '../features/events/events.service.js';
 
@@ -38,7 +38,8 @@ export async function loadEndpointPage(db: Db, accountId: string, endpointId: st
   const endpoint = await getEndpoint(db, endpointId, accountId);
   if (!endpoint) return null;
   const deliveries = await listDeliveriesWithAttempts(db, { accountId, endpointId, limit: endpointDeliveriesShown });
-  return { endpoint, deliveries };
+  const backoff = (await endpointBackoffs(db, [endpoint.id])).get(endpoint.id) ?? null;
+  return { endpoint, deliveries, backoff };
 }
 
 export async function loadCallPage(db: Db, accountId: string, callId: string) {

@@ -8,8 +8,10 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { enqueueEvents } from '../../src/features/events/events.service.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
+import { cliEnv, runCli, runJson } from '../support/cli-runner.js';
 import { forEachDialect } from '../support/dialects.js';
-import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
+import { signedInClient } from '../support/portal-client.js';
+import { callBody, startTestApp, type SeededAccount, type TestApp } from '../support/test-app.js';
 import { mostOpenAtOnce, startWebhookReceiver, verifyWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { until } from '../support/wait.js';
 
@@ -41,8 +43,8 @@ await forEachDialect('Fair webhook delivery', (dialect) => {
   });
 
   /** An account whose endpoint at `target` has `count` due deliveries (test events, written at once). */
-  async function backlogAt(target: WebhookReceiver, count: number) {
-    const account = await t.newAccount();
+  async function backlogAt(target: WebhookReceiver, count: number, account?: SeededAccount) {
+    account ??= await t.newAccount();
     const endpoint = await createEndpoint(t.services.db, t.services.clock, true, { accountId: account.accountId, url: target.url });
     const inputs = Array.from({ length: count }, () => ({
       accountId: account.accountId,
@@ -99,7 +101,8 @@ await forEachDialect('Fair webhook delivery', (dialect) => {
   it('an endpoint that stops answering backs off as a whole, probes one at a time, and drains at its cap once it answers', async () => {
     const target = await receiver();
     target.fallback = { status: 200, delayMs: 60_000 };
-    const endpoint = await backlogAt(target, 40);
+    const account = await t.newAccount();
+    const endpoint = await backlogAt(target, 40, account);
     await until(
       'the endpoint to back off',
       async () =>
@@ -114,6 +117,18 @@ await forEachDialect('Fair webhook delivery', (dialect) => {
     assert.ok(attempted <= 9, `${attempted} deliveries were attempted`);
     const attempts = rows.reduce((sum, row) => sum + row.attempt_count, 0);
     assert.ok(attempts <= target.received.length, `${attempts} attempts recorded, ${target.received.length} received`);
+    // Its status: in `callgate webhooks list` and on the portal's Webhooks page and its own.
+    const cli = cliEnv(t.database.env);
+    const listed = await runCli(cli, ['webhooks', 'list', '--account', account.accountId]);
+    assert.match(listed.stdout, /yes \(failing since \d{4}-\d\d-\d\dT[\d:.]+Z, next try \d{4}-\d\d-\d\dT[\d:.]+Z\)/);
+    const json = await runJson(cli, ['webhooks', 'list', '--account', account.accountId]);
+    assert.deepEqual(Object.keys(json.data[0].backoff).sort(), ['failing_since', 'next_try_at']);
+    const portal = await signedInClient(t, account);
+    for (const page of ['/developers/webhooks', `/developers/webhooks/${endpoint.id}`]) {
+      const shown = await portal.get(page);
+      assert.equal(shown.statusCode, 200);
+      assert.match(shown.body, /badge-bad">failing<\/span> <span class="muted small">failing since [^,]+, next try /, page);
+    }
     // A probe that fails keeps it waiting; then the receiver answers again and the rest drain.
     await until('a probe', () => (target.received.length > attempted ? true : undefined), 10_000);
     const beforeRecovery = target.received.length;
