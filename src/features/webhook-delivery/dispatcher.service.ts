@@ -137,9 +137,9 @@ async function recordFailureRuns(trx: Db, records: readonly AttemptRecord[], con
 
 /**
  * Writes the results of several attempts in one transaction (one fsync for many deliveries). Rows are
- * locked in one fixed order, endpoints, their runs of failures, then deliveries, each by id: two workers recording batches that
- * touch the same endpoints would otherwise deadlock on PostgreSQL, and the losing batch would stay
- * claimed until its lease ended and then be sent again. Returns how many results came too late: their claim
+ * locked in one fixed order, endpoints, then their runs of failures, then deliveries, each by id: two
+ * workers recording batches that touch the same endpoints would otherwise deadlock on PostgreSQL, and the
+ * losing batch would stay claimed until its lease ended and then be sent again. Returns how many results came too late: their claim
  * was lost (released at shutdown, or its lease ran out and another worker took the delivery).
  */
 export async function recordAttempts(
