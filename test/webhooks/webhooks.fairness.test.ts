@@ -92,7 +92,7 @@ await forEachDialect('Fair webhook delivery', (dialect) => {
       assert.ok(waitedMs < 2_000, `an event of the healthy account waited ${waitedMs} ms from its call's end`);
     }
     // Meanwhile the slow endpoint went on at its cap, and the dead one never had more than its cap in flight.
-    assert.ok(slow.received.length >= 8, `the slow endpoint had ${slow.received.length} attempts`);
+    await until('a second round of attempts to the slow endpoint', () => (slow.received.length >= 8 ? true : undefined));
     assert.ok(mostOpenAtOnce(slow.received, givenUpAfterMs) <= 4, 'at most 4 attempts in flight to the slow endpoint');
     assert.ok(mostOpenAtOnce(dead.received, givenUpAfterMs) <= 4, 'at most 4 attempts in flight to the dead endpoint');
     // No delivery of the dead endpoint was failed without a request: its attempts are those it received.
