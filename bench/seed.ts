@@ -4,6 +4,7 @@
  * and attempt each ended call leaves, for the growth scenario, and a backlog of due deliveries for the
  * dispatcher. Row i is a function of i alone. The columns are those of src/db/migrations.
  */
+import { randomBytes } from 'node:crypto';
 import type { BenchDatabase } from './harness.js';
 
 export interface SeedAccount {
@@ -12,6 +13,8 @@ export interface SeedAccount {
   /** The agents row of the simulator agent (agt_…). */
   readonly agentRef: string;
   readonly endpointId: string;
+  /** Every endpoint of the account (endpointId first): a backlog is spread over them in turn. */
+  readonly endpointIds?: readonly string[];
 }
 
 /** Stored calls are spread over the last 29 days: old enough to list, young enough that no retention job deletes them. */
@@ -112,14 +115,35 @@ export async function seedBacklog(database: BenchDatabase, seed: SeedAccount, ta
       count,
     ),
   );
+  const endpoints = seed.endpointIds ?? [seed.endpointId];
+  const endpoint = `case g % ${endpoints.length} ${endpoints.map((e, i) => `when ${i} then '${e}'`).join(' ')} end`;
   await database.exec(
     insert(
       'webhook_deliveries',
       'id, event_id, endpoint_id, account_id, status, trigger, attempt_count, next_attempt_at, created_at, updated_at, mode',
-      `'dlv_backlog_${tag}_' || ${pad('g')}, ${id}, '${seed.endpointId}', '${seed.accountId}', 'pending', 'event', 0,
+      `'dlv_backlog_${tag}_' || ${pad('g')}, ${id}, ${endpoint}, '${seed.accountId}', 'pending', 'event', 0,
        ${iso(String(nowMs))}, ${iso(String(nowMs))}, ${iso(String(nowMs))}, 'test'`,
       0,
       count,
     ),
   );
+}
+
+/** Webhook endpoints of the account at these URLs, each with a secret of its own; returns their ids. */
+export async function seedEndpoints(
+  database: BenchDatabase,
+  seed: { readonly accountId: string; readonly tag: string },
+  urls: readonly string[],
+  nowMs: number,
+): Promise<string[]> {
+  const at = new Date(nowMs).toISOString();
+  const ids = urls.map((_url, i) => `we_bench${seed.tag}${String(i).padStart(4, '0')}`);
+  const accountId = seed.accountId;
+  const values = urls.map(
+    (url, i) => `('${ids[i]}', '${accountId}', '${url}', '', 1, '["*"]', 'whsec_${randomBytes(24).toString('base64')}', '${at}', '${at}')`,
+  );
+  await database.exec(
+    `insert into webhook_endpoints (id, account_id, url, description, enabled, event_types, secret, created_at, updated_at) values ${values.join(', ')};`,
+  );
+  return ids;
 }

@@ -66,6 +66,9 @@ export interface Config {
   readonly webhookAllowPrivate: boolean;
   /** Webhook attempts one worker process makes at once. `CALLGATE_WEBHOOK_CONCURRENCY`, default 64. */
   readonly webhookConcurrency: number;
+  /** Webhook attempts in flight to one endpoint at once, across every worker process.
+   * `CALLGATE_WEBHOOK_ENDPOINT_CONCURRENCY`, default 4. */
+  readonly webhookEndpointConcurrency: number;
   /** ElevenLabs Agents: real calls. Unset API key = agents whose provider is `elevenlabs` are refused. */
   readonly elevenlabs: {
     /** `ELEVENLABS_API_KEY`; sent as `xi-api-key`, never logged. */
@@ -266,6 +269,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryScheduleMs: Object.freeze(webhookRetryScheduleMs),
     webhookAllowPrivate: boolean(env, 'CALLGATE_WEBHOOK_ALLOW_PRIVATE', false),
     webhookConcurrency: integer(env, 'CALLGATE_WEBHOOK_CONCURRENCY', 64, 1, 1_000),
+    webhookEndpointConcurrency: integer(env, 'CALLGATE_WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 1_000),
     elevenlabs: Object.freeze({
       apiKey: env.ELEVENLABS_API_KEY?.trim() || undefined,
       webhookSecret: env.ELEVENLABS_WEBHOOK_SECRET?.trim() || undefined,

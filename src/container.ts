@@ -198,6 +198,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       retryScheduleMs: config.webhookRetryScheduleMs,
       timeoutMs: config.webhookTimeoutMs,
       concurrency: config.webhookConcurrency,
+      endpointConcurrency: config.webhookEndpointConcurrency,
       metrics,
       ...(overrides.dispatcherSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.dispatcherSweepIntervalMs }),
       ...(overrides.random === undefined ? {} : { random: overrides.random }),

@@ -37,6 +37,7 @@ import * as growthIndexes from './migrations/0016-growth-indexes.js';
 import * as overviewCharts from './migrations/0017-overview-charts.js';
 import * as dials from './migrations/0018-dials.js';
 import * as requestLogReplays from './migrations/0019-request-log-replays.js';
+import * as webhookFairness from './migrations/0020-webhook-fairness.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -223,6 +224,7 @@ const migrations: Record<string, Migration> = {
   '0017-overview-charts': overviewCharts,
   '0018-dials': dials,
   '0019-request-log-replays': requestLogReplays,
+  '0020-webhook-fairness': webhookFairness,
 };
 
 /** Kysely's record of the migrations applied to a database. */

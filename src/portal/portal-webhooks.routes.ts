@@ -13,6 +13,7 @@ import {
 } from '../features/webhook-endpoints/endpoints.service.js';
 import { webhookEventTypes } from '../features/events/event-types.js';
 import { sendTestEvent } from '../features/events/events.service.js';
+import { endpointBackoffs } from '../features/webhook-delivery/deliveries.service.js';
 import type { WebhookEndpointRow } from '../features/webhook-endpoints/endpoints.tables.js';
 import { frameUser, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { DeliveryParams, EmptyForm, EndpointForm, IdParams, NoticeQuery, ResendForm } from './portal.schemas.js';
@@ -62,7 +63,11 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
   app.get('/webhooks', { schema: { querystring: NoticeQuery } }, async (request, reply) => {
     const session = sessionOf(request);
     const endpoints = await listEndpoints(deps.db, session.accountId);
-    return sendPage(reply, 200, webhooksPage(frameUser(session), endpoints, noticeFor(request.query.notice)));
+    const backoffs = await endpointBackoffs(
+      deps.db,
+      endpoints.map((endpoint) => endpoint.id),
+    );
+    return sendPage(reply, 200, webhooksPage(frameUser(session), endpoints, noticeFor(request.query.notice), backoffs));
   });
 
   app.get('/webhooks/new', async (request, reply) => {

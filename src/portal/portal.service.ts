@@ -11,7 +11,7 @@ import { getCallWithMode, listCallsWithMode } from '../features/calls/calls.serv
 import { dialHistoryOfCall } from '../features/calls/dials.service.js';
 import { concurrencyOf } from '../features/concurrency/concurrency.service.js';
 import { listEventsOfCall } from '../features/events/event-reads.service.js';
-import { findDelivery, listDeliveriesWithAttempts } from '../features/webhook-delivery/deliveries.service.js';
+import { endpointBackoffs, findDelivery, listDeliveriesWithAttempts } from '../features/webhook-delivery/deliveries.service.js';
 import { getEndpoint, listEndpoints } from '../features/webhook-endpoints/endpoints.service.js';
 import { resendEvent } from '../features/events/events.service.js';
 
@@ -39,7 +39,8 @@ export async function loadEndpointPage(db: Db, accountId: string, endpointId: st
   const endpoint = await getEndpoint(db, endpointId, accountId);
   if (!endpoint) return null;
   const deliveries = await listDeliveriesWithAttempts(db, { accountId, endpointId, limit: endpointDeliveriesShown });
-  return { endpoint, deliveries };
+  const backoff = (await endpointBackoffs(db, [endpoint.id])).get(endpoint.id) ?? null;
+  return { endpoint, deliveries, backoff };
 }
 
 export async function loadCallPage(db: Db, accountId: string, callId: string) {

@@ -113,6 +113,9 @@ const workerEnv = (metricsPort: number): Record<string, string> => ({
   CALLGATE_LOG_LEVEL: 'info',
   CALLGATE_WEBHOOK_ALLOW_PRIVATE: 'true',
   CALLGATE_WEBHOOK_CONCURRENCY: '8',
+  // One endpoint takes every attempt here: with the default cap of 4 in flight to it, the second worker would
+  // have nothing to send (the cap itself is tested in test/webhooks/webhooks.fairness*.test.ts).
+  CALLGATE_WEBHOOK_ENDPOINT_CONCURRENCY: '100',
   // A claim's lease is this timeout plus 30 s: what a killed worker's deliveries wait before another takes them.
   CALLGATE_WEBHOOK_TIMEOUT_MS: '1500',
   CALLGATE_WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms,100ms,100ms,100ms',

@@ -113,3 +113,25 @@ export async function startWebhookReceiver(path = '/hooks'): Promise<WebhookRece
   };
   return receiver;
 }
+
+/**
+ * The most requests a receiver had open at once: each from its receipt until it was answered, or until the
+ * sender gave up (`givenUpAfterMs` after the receipt at the latest: its timeout, less a margin for the
+ * request's way in), whichever came first. A late answer (a busy receiver) does not keep open a request its
+ * sender had already given up on.
+ */
+export function mostOpenAtOnce(received: readonly ReceivedWebhook[], givenUpAfterMs: number): number {
+  const edges = received.flatMap((hook) => [
+    { at: hook.receivedAt, step: 1 },
+    { at: Math.min(hook.answeredAt ?? Number.POSITIVE_INFINITY, hook.receivedAt + givenUpAfterMs), step: -1 },
+  ]);
+  // An answer and a receipt at the same millisecond: the answer first (the slot it frees is the one taken).
+  edges.sort((a, b) => a.at - b.at || a.step - b.step);
+  let open = 0;
+  let most = 0;
+  for (const edge of edges) {
+    open += edge.step;
+    most = Math.max(most, open);
+  }
+  return most;
+}

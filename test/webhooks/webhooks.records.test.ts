@@ -132,6 +132,14 @@ await forEachDialect('Results of a lost claim', (dialect) => {
   after(async () => t.close());
 
   it('an attempt that ends after its claim was released (shutdown) records nothing; the delivery stays pending', async () => {
+    const claimOf = (workerId: string, now: string) => ({
+      workerId,
+      now,
+      leaseUntil: '2030-01-01T00:01:00.000Z',
+      limit: 10,
+      perEndpoint: 4,
+    });
+    const backoff = { now: new Date('2030-01-01T00:00:01.000Z'), firstWaitMs: 5_000 };
     const clock = new ManualClock(Date.parse('2030-01-01T00:00:00.000Z'));
     const endpoint = await createEndpoint(t.services.db, clock, true, { accountId: t.seed.accountId, url: 'http://127.0.0.1:9/hook' });
     const { deliveryIds } = await enqueueEvent(t.services.db, clock, {
@@ -144,7 +152,7 @@ await forEachDialect('Results of a lost claim', (dialect) => {
     });
     const deliveryId = deliveryIds[0]!;
     const now = '2030-01-01T00:00:01.000Z';
-    const claimed = await claimDueDeliveries(t.services.db, 'wkr_a', now, '2030-01-01T00:01:00.000Z', 10);
+    const claimed = await claimDueDeliveries(t.services.db, claimOf('wkr_a', now));
     assert.deepEqual(
       claimed.map((delivery) => delivery.id),
       [deliveryId],
@@ -168,7 +176,7 @@ await forEachDialect('Results of a lost claim', (dialect) => {
       endpointId: endpoint.id,
       endpoint: null,
     });
-    await recordAttempts(t.services.db, [result('wkr_a', 'att_lost')]);
+    await recordAttempts(t.services.db, [result('wkr_a', 'att_lost')], backoff);
     const attemptsOf = () =>
       t.services.db.selectFrom('webhook_attempts').select(['id', 'status_code']).where('delivery_id', '=', deliveryId).execute();
     assert.deepEqual(await attemptsOf(), []);
@@ -178,8 +186,8 @@ await forEachDialect('Results of a lost claim', (dialect) => {
     assert.equal(row.locked_by, null);
 
     // The worker that holds the claim records its attempt as before.
-    await claimDueDeliveries(t.services.db, 'wkr_b', now, '2030-01-01T00:01:00.000Z', 10);
-    await recordAttempts(t.services.db, [result('wkr_b', 'att_kept')]);
+    await claimDueDeliveries(t.services.db, claimOf('wkr_b', now));
+    await recordAttempts(t.services.db, [result('wkr_b', 'att_kept')], backoff);
     assert.deepEqual(await attemptsOf(), [{ id: 'att_kept', status_code: null }]);
   });
 });

@@ -88,15 +88,24 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
     }
     const full = await accountsAtLimit(this.options.db, now);
     const due = await dialerRepo.dueBatches(this.options.db, isoTimestamp(now), batchesPerPass, full);
+    // The account's free slots are shared between its batches of this pass: each claims its part of what is
+    // left (the fewest under way first, see dueBatches), so a large batch never takes every slot from a small one.
+    const sharing = new Map<string, number>();
+    const sharer = (batch: BatchRow) => `${batch.account_id} ${batch.mode}`;
+    for (const batch of due) sharing.set(sharer(batch), (sharing.get(sharer(batch)) ?? 0) + 1);
     let claimedAny = false;
+    let slotsLeft = false;
     for (const batch of due) {
       if (stopping()) break;
+      const sharers = sharing.get(sharer(batch))!;
+      sharing.set(sharer(batch), sharers - 1);
       // Read before the claim: a claimed recipient must reach the provider, or it ends interrupted.
       const agent = await findAgent(this.options.db, batch.account_id, batch.agent_id);
-      const claim = await this.claim(batch.id, now);
+      const claim = await this.claim(batch.id, now, sharers);
       if (claim) this.afterFinishing(claim.finished);
       if (!claim || claim.recipients.length === 0) continue;
       claimedAny = true;
+      slotsLeft ||= claim.slotsLeft;
       this.options.logger.debug({ batchId: batch.id, recipients: claim.recipients.length }, 'batch recipients claimed');
       for (const recipient of claim.recipients) {
         const dial = this.dial(claim.batch, agent, recipient);
@@ -104,19 +113,25 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
         this.track(claim.slotsTaken ? dial.finally(() => releaseSlots(this.options.db, [recipient.id])) : dial);
       }
     }
-    return { more: claimedAny && due.length === batchesPerPass };
+    // A batch held to its part while its account had more free slots: another pass gives what the others of
+    // the account left unused to whoever can use them.
+    return { more: claimedAny && (slotsLeft || due.length === batchesPerPass) };
   }
 
   /**
-   * Claims as many due recipients as the batch has free slots, under its lock, and no more than its account
-   * has (max_concurrent_calls, under the account's lock): their account slots are taken in the same
+   * Claims as many due recipients as the batch has free slots, under its lock, and no more than its part of
+   * its account's free slots (max_concurrent_calls, under the account's lock; `sharers` batches share them): their account slots are taken in the same
    * transaction, for as long as their dialing lease. Those whose calling window is closed go back to the
    * queue until it opens (holdOutsideWindow), and their slots to the next due ones.
    */
   private async claim(
     batchId: string,
     now: Date,
-  ): Promise<{ batch: BatchRow; recipients: RecipientRow[]; finished: FinishedBatches; slotsTaken: boolean } | undefined> {
+    /** Batches of its account in this pass still to claim, this one included: it takes its part of the free slots. */
+    sharers = 1,
+  ): Promise<
+    { batch: BatchRow; recipients: RecipientRow[]; finished: FinishedBatches; slotsTaken: boolean; slotsLeft: boolean } | undefined
+  > {
     const { db, clock } = this.options;
     const at = isoTimestamp(now);
     return db.transaction().execute(async (trx) => {
@@ -125,14 +140,15 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
       // A batch of an account at its limit waits, and is dialed again once one of the account's calls ended.
       const account = await lockFreeSlots(trx, batch.account_id, batch.mode, now);
       if (account.free <= 0) return undefined;
+      const share = Math.ceil(account.free / sharers);
       // Each claim counts the batch's free slots and takes that many (at most the account's), in one statement
       // under the batch's lock; those held back for their window are queued again in this transaction, so the
       // next round sees their slots free.
       const leaseUntil = addMs(now, this.options.leaseMs);
       const recipients: RecipientRow[] = [];
       let finished: FinishedBatches = new Map();
-      for (let round = 0; round < claimRoundsMax && recipients.length < account.free; round++) {
-        const cap = account.free - recipients.length;
+      for (let round = 0; round < claimRoundsMax && recipients.length < share; round++) {
+        const cap = share - recipients.length;
         const claimed = await dialerRepo.claimRecipients(trx, batch, at, isoTimestamp(leaseUntil), cap);
         if (claimed.length === 0) break;
         const held = await holdOutsideWindow(trx, clock, batch, claimed, now);
@@ -159,7 +175,7 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
           .where('status', '=', 'scheduled')
           .execute();
       }
-      return { batch, recipients, finished, slotsTaken };
+      return { batch, recipients, finished, slotsTaken, slotsLeft: recipients.length === share && share < account.free };
     });
   }
 

@@ -9,20 +9,30 @@ import { activeRecipientStatuses, type BatchRow, type RecipientRow } from './bat
 const dialable = ['scheduled', 'running'] as const;
 
 /**
- * Batches whose time has come with a recipient due now and a free slot, oldest start first. Read without
- * locks: the claim checks again under the batch's lock. Those at their limit, or of an account (and mode)
- * in `fullAccounts` (at its max_concurrent_calls), are left out, so a few full batches never hide the
- * others from a pass.
+ * Batches whose time has come with a recipient due now and a free slot, with their calls under way
+ * (`active`). Read without locks: the claim checks again under the batch's lock. Those at their limit, or of an
+ * account (and mode) in `fullAccounts` (at its max_concurrent_calls), are left out, so a few full batches never
+ * hide the others from a pass. Accounts take turns: each account's (and mode's) batch with the fewest calls under
+ * way comes first, then each one's second, and so on (within a turn, the oldest start first), so that one
+ * account's many batches never fill a pass and keep another account's out of it.
  */
 export async function dueBatches(
   db: Db,
   now: string,
   limit: number,
   fullAccounts: readonly { readonly accountId: string; readonly mode: BatchRow['mode'] }[] = [],
-): Promise<BatchRow[]> {
-  let query = db
+): Promise<(BatchRow & { active: number })[]> {
+  let candidates = db
     .selectFrom('batches as b')
     .selectAll('b')
+    .select((eb) =>
+      eb
+        .selectFrom('batch_recipients as r')
+        .select(eb.fn.countAll<number>().as('n'))
+        .whereRef('r.batch_id', '=', 'b.id')
+        .where('r.status', 'in', activeRecipientStatuses)
+        .as('active'),
+    )
     .where('b.status', 'in', dialable)
     .where('b.scheduled_at', '<=', now)
     .where(({ exists, selectFrom }) =>
@@ -33,26 +43,22 @@ export async function dueBatches(
           .where('r.status', '=', 'queued')
           .where('r.next_attempt_at', '<=', now),
       ),
-    )
-    .where((eb) =>
-      eb(
-        eb
-          .selectFrom('batch_recipients as r')
-          .select(eb.fn.countAll<number>().as('n'))
-          .whereRef('r.batch_id', '=', 'b.id')
-          .where('r.status', 'in', activeRecipientStatuses),
-        '<',
-        eb.ref('b.max_concurrency'),
-      ),
-    )
-    .orderBy('b.scheduled_at')
-    .limit(limit);
+    );
   if (fullAccounts.length > 0) {
-    query = query.where((eb) =>
+    candidates = candidates.where((eb) =>
       eb.not(eb.or(fullAccounts.map((full) => eb.and([eb('b.account_id', '=', full.accountId), eb('b.mode', '=', full.mode)])))),
     );
   }
-  return query.execute();
+  const rows = await db
+    .selectFrom(candidates.as('d'))
+    .selectAll('d')
+    .where((eb) => eb('d.active', '<', eb.ref('d.max_concurrency')))
+    .orderBy(sql`row_number() over (partition by d.account_id, d.mode order by d.active, d.scheduled_at, d.id)`)
+    .orderBy('d.scheduled_at')
+    .orderBy('d.id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ ...row, active: Number(row.active) }));
 }
 
 /**

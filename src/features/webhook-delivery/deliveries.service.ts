@@ -80,3 +80,24 @@ export async function countDeliveryStates(
 ): Promise<DeliveryStateCount[]> {
   return repo.countDeliveryStates(db, { accountId, mode, since: isoTimestamp(since), slotLength: slotLength[unit] });
 }
+
+/** A failing endpoint's deliveries waiting for a probe: since when its attempts got no answer, and the next try. */
+export interface EndpointBackoff {
+  readonly failing_since: string;
+  readonly next_try_at: string;
+}
+
+/** The endpoints among these whose deliveries wait for a probe (see endpoint-backoff.ts), by id. */
+export async function endpointBackoffs(db: Db, endpointIds: readonly string[]): Promise<Map<string, EndpointBackoff>> {
+  const rows = await dispatcherRepo.listBackoffs(db, endpointIds);
+  return new Map(
+    rows.flatMap((row) =>
+      row.next_try_at === null ? [] : [[row.endpoint_id, { failing_since: row.since, next_try_at: row.next_try_at }] as const],
+    ),
+  );
+}
+
+/** How a backoff reads in the CLI and the portal. */
+export function describeBackoff(backoff: EndpointBackoff): string {
+  return `failing since ${backoff.failing_since}, next try ${backoff.next_try_at}`;
+}

@@ -42,10 +42,29 @@ export interface WebhookAttemptsTable {
   error: string | null;
 }
 
+/**
+ * An endpoint's current run of attempts that got no answer (timeouts, connection failures), while it lasts:
+ * from a run of `failureRunToBackOff` its deliveries wait, and one probe at a time is sent from `next_try_at`.
+ */
+export interface WebhookEndpointBackoffsTable {
+  endpoint_id: string;
+  /** Attempts in a row without an answer. */
+  failures: number;
+  /** Probes that failed since the deliveries began to wait: the exponent of the next wait. */
+  probes: number;
+  /** Null while the run is too short to wait; then when the next probe may go. */
+  next_try_at: string | null;
+  /** The first failure of the run. */
+  since: string;
+  updated_at: string;
+}
+
 export interface DeliveriesTables {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  webhook_endpoint_backoffs: WebhookEndpointBackoffsTable;
 }
 
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+export type WebhookEndpointBackoffRow = Selectable<WebhookEndpointBackoffsTable>;

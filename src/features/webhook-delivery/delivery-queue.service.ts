@@ -9,6 +9,7 @@ import { newId } from '../../lib/ids.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { DeliveryTrigger } from './deliveries.tables.js';
 import * as repo from './deliveries.repository.js';
+import * as dispatcherRepo from './dispatcher.repository.js';
 
 /** The deliveries of one event: of its account, in its mode (the overview counts them by it), one per endpoint. */
 export interface EventDeliveries {
@@ -52,6 +53,11 @@ export async function addDeliveries(db: Db, now: Date, events: readonly EventDel
 /** Ends the endpoint's pending deliveries as failed, with `reason` (it was disabled or deleted). */
 export async function failPendingDeliveriesOfEndpoint(db: Db, endpointId: string, reason: string, at: string): Promise<void> {
   await repo.failPendingDeliveriesOfEndpoint(db, endpointId, reason, at);
+}
+
+/** Forgets the endpoint's run of failures (it was enabled again): its deliveries go at its full pace at once. */
+export async function forgetFailureRun(db: Db, endpointId: string): Promise<void> {
+  await dispatcherRepo.deleteBackoffs(db, [endpointId]);
 }
 
 /** The endpoints an event was ever delivered to (a resent test event goes to the endpoint it tested). */

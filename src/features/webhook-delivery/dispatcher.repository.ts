@@ -1,28 +1,140 @@
 /** The dispatcher's statements: claim due deliveries under a lease, write attempt results, release claims. */
 import type { Db } from '../../db/database.js';
 import { sql, type Insertable } from 'kysely';
-import { claimRows, jsonUpdate, type JsonUpdate } from '../../db/claim.js';
-import { lockRowsInIdOrder } from '../../db/locks.js';
-import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookDeliveryRow } from './deliveries.tables.js';
+import { jsonUpdate, type JsonUpdate } from '../../db/claim.js';
+import { joinFirstRows } from '../../db/functions.js';
+import { lockRowsForWrite, lockRowsInIdOrder } from '../../db/locks.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookDeliveryRow, WebhookEndpointBackoffRow } from './deliveries.tables.js';
 
 /** A delivery as claimed: the rest of what its attempt needs (its event's payload, its endpoint) is read by the service. */
-export type ClaimedRow = Pick<WebhookDeliveryRow, 'id' | 'event_id' | 'endpoint_id' | 'attempt_count'>;
+export type ClaimedRow = Pick<WebhookDeliveryRow, 'id' | 'event_id' | 'endpoint_id' | 'attempt_count'> & {
+  /** How many runs of failures its endpoint is in (0 or 1; PostgreSQL's count comes as text). */
+  readonly in_failure_run: unknown;
+};
 
-/** Claims up to `limit` due deliveries for `workerId` until `leaseUntil` (one conditional UPDATE, see `claimRows`). */
-export async function claimDueDeliveries(db: Db, workerId: string, now: string, leaseUntil: string, limit: number): Promise<ClaimedRow[]> {
-  return claimRows(db, {
+/**
+ * Claims up to `limit` due deliveries for `workerId` until `leaseUntil`, fairly between endpoints, in one
+ * UPDATE:
+ * - the endpoints with pending deliveries are found one index seek each (a loose scan of
+ *   webhook_deliveries_pending_idx, whose order only that index gives: another one by endpoint would step
+ *   over every ended delivery; 'pending' is written out so that both databases see that the partial index
+ *   applies), so a large backlog of one endpoint costs nothing to step over;
+ * - each has `perEndpoint` slots less its attempts in flight (deliveries under a lease, any worker's); an
+ *   endpoint backing off has none until its next try, then one (the probe);
+ * - each endpoint's first due deliveries fill its free slots, and endpoints take turns: every endpoint's
+ *   first delivery, oldest first, then every endpoint's second, and so on up to `limit`.
+ * The caller runs it under the claim lock (`lockTransaction`): the count of attempts in flight must see every
+ * other worker's claim, which on PostgreSQL a statement can only do when it starts after that claim committed.
+ */
+export async function claimDueDeliveries(db: Db, claim: DeliveryClaim): Promise<ClaimedRow[]> {
+  return (await claimStatement(db, claim).execute(db)).rows;
+}
+
+export interface DeliveryClaim {
+  readonly workerId: string;
+  readonly now: string;
+  readonly leaseUntil: string;
+  readonly limit: number;
+  readonly perEndpoint: number;
+}
+
+/** The statement of `claimDueDeliveries` (apart, to read its plan). */
+export function claimStatement(db: Db, claim: DeliveryClaim) {
+  const { now } = claim;
+  const perEndpoint = sql.lit(claim.perEndpoint);
+  const firstDue = joinFirstRows(db, {
     table: 'webhook_deliveries',
-    due: (eb) =>
-      eb.and([
-        eb('status', '=', 'pending'),
-        eb('next_attempt_at', '<=', now),
-        eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]),
-      ]),
-    orderBy: 'next_attempt_at',
-    limit,
-    set: { locked_by: workerId, locked_until: leaseUntil },
-  })
-    .returning(['id', 'event_id', 'endpoint_id', 'attempt_count'])
+    alias: 'd',
+    where: (row) => sql`${sql.ref(`${row}.status`)} = 'pending' and ${sql.ref(`${row}.endpoint_id`)} = s.endpoint_id
+      and ${sql.ref(`${row}.next_attempt_at`)} <= ${now}
+      and (${sql.ref(`${row}.locked_until`)} is null or ${sql.ref(`${row}.locked_until`)} <= ${now})`,
+    orderBy: (row) => sql`${sql.ref(`${row}.next_attempt_at`)}, ${sql.ref(`${row}.id`)}`,
+    limit: claim.perEndpoint,
+  });
+  return sql<ClaimedRow>`with recursive
+    pending_endpoints(endpoint_id) as (
+      select (select n.endpoint_id from webhook_deliveries n where n.status = 'pending'
+        order by n.endpoint_id, n.next_attempt_at limit 1)
+      union all
+      select (select n.endpoint_id from webhook_deliveries n where n.status = 'pending' and n.endpoint_id > p.endpoint_id
+        order by n.endpoint_id, n.next_attempt_at limit 1)
+      from pending_endpoints p where p.endpoint_id is not null
+    ),
+    slots as (
+      select p.endpoint_id,
+        (case when b.next_try_at is null then ${perEndpoint} when b.next_try_at <= ${now} then 1 else 0 end)
+        - (select count(*) from webhook_deliveries c
+           where c.endpoint_id = p.endpoint_id and c.locked_until > ${now} and c.status = 'pending') as free
+      from pending_endpoints p left join webhook_endpoint_backoffs b on b.endpoint_id = p.endpoint_id
+      where p.endpoint_id is not null
+    ),
+    candidates as (
+      select d.id, d.endpoint_id, d.next_attempt_at, s.free from slots s ${firstDue} where s.free > 0
+    ),
+    turns as (
+      select id, free, next_attempt_at, row_number() over (partition by endpoint_id order by next_attempt_at, id) as turn
+      from candidates
+    )
+    update webhook_deliveries set locked_by = ${claim.workerId}, locked_until = ${claim.leaseUntil}
+    where id in (select id from turns where turn <= free order by turn, next_attempt_at, id limit ${claim.limit})
+    returning id, event_id, endpoint_id, attempt_count,
+      (select count(*) from webhook_endpoint_backoffs r where r.endpoint_id = webhook_deliveries.endpoint_id) as in_failure_run`;
+}
+
+/** The backoffs of these endpoints, if any (an endpoint in a run of failures). */
+export async function listBackoffs(db: Db, endpointIds: readonly string[]): Promise<WebhookEndpointBackoffRow[]> {
+  if (endpointIds.length === 0) return [];
+  return db
+    .selectFrom('webhook_endpoint_backoffs')
+    .selectAll()
+    .where('endpoint_id', 'in', [...endpointIds])
+    .execute();
+}
+
+/**
+ * Adds failures to the endpoints' runs (a row each, new or not), and returns the rows as they are now, locked
+ * for the rest of the transaction on PostgreSQL (in endpoint order: `runs` must be sorted by endpoint id).
+ */
+export async function addFailures(
+  db: Db,
+  runs: readonly { readonly endpointId: string; readonly failures: number }[],
+  at: string,
+): Promise<WebhookEndpointBackoffRow[]> {
+  if (runs.length === 0) return [];
+  return db
+    .insertInto('webhook_endpoint_backoffs')
+    .values(
+      runs.map((run) => ({ endpoint_id: run.endpointId, failures: run.failures, probes: 0, next_try_at: null, since: at, updated_at: at })),
+    )
+    .onConflict((oc) =>
+      oc.column('endpoint_id').doUpdateSet((eb) => ({
+        failures: sql<number>`${sql.ref('webhook_endpoint_backoffs.failures')} + ${eb.ref('excluded.failures')}`,
+        updated_at: eb.ref('excluded.updated_at'),
+      })),
+    )
+    .returningAll()
+    .execute();
+}
+
+export async function setNextTry(
+  db: Db,
+  endpointId: string,
+  changes: { readonly probes: number; readonly next_try_at: string; readonly updated_at: string },
+): Promise<void> {
+  await db.updateTable('webhook_endpoint_backoffs').set(changes).where('endpoint_id', '=', endpointId).execute();
+}
+
+/** Locks the runs of failures of these endpoints that exist, in endpoint order, for the rest of the transaction. */
+export async function lockBackoffs(db: Db, endpointIds: readonly string[]): Promise<void> {
+  await lockRowsForWrite(db, 'webhook_endpoint_backoffs', 'endpoint_id', endpointIds, 'updated_at');
+}
+
+/** Ends the runs of failures of these endpoints (one answered). */
+export async function deleteBackoffs(db: Db, endpointIds: readonly string[]): Promise<void> {
+  if (endpointIds.length === 0) return;
+  await db
+    .deleteFrom('webhook_endpoint_backoffs')
+    .where('endpoint_id', 'in', [...endpointIds])
     .execute();
 }
 
@@ -142,21 +254,20 @@ export async function releaseClaims(db: Db, workerId: string, ids: readonly stri
 
 /**
  * The deliveries waiting to be sent and the next-attempt time of the oldest one due (the metrics, at
- * scrape time). Both read the (status, next_attempt_at) index: a count of the pending range, and its first row.
+ * scrape time). Both read the index of pending deliveries (webhook_deliveries_pending_idx) alone; 'pending'
+ * is written out, so that SQLite sees that partial index apply.
  */
 export async function deliveryBacklog(db: Db, now: string): Promise<{ pending: number; oldestDueAt: string | null }> {
   const pending = await db
     .selectFrom('webhook_deliveries')
     .select((eb) => eb.fn.countAll<string | number>().as('n'))
-    .where('status', '=', 'pending')
+    .where('status', '=', sql.lit('pending'))
     .executeTakeFirst();
   const oldest = await db
     .selectFrom('webhook_deliveries')
-    .select('next_attempt_at')
-    .where('status', '=', 'pending')
+    .select((eb) => eb.fn.min('next_attempt_at').as('next_attempt_at'))
+    .where('status', '=', sql.lit('pending'))
     .where('next_attempt_at', '<=', now)
-    .orderBy('next_attempt_at')
-    .limit(1)
     .executeTakeFirst();
   return { pending: Number(pending?.n ?? 0), oldestDueAt: oldest?.next_attempt_at ?? null };
 }

@@ -7,8 +7,11 @@ import type { Insertable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { eventPayloads } from '../events/event-reads.service.js';
 import { applyAttemptChanges, endpointsByIds, type EndpointAttemptChange } from '../webhook-endpoints/endpoints.service.js';
+import { lockedTransaction } from '../../db/locks.js';
+import { addMs, isoTimestamp } from '../../lib/clock.js';
 import type { WebhookAttemptsTable } from './deliveries.tables.js';
 import * as repo from './dispatcher.repository.js';
+import { failureRunToBackOff, probeWaitMs } from './endpoint-backoff.js';
 
 export interface ClaimedDelivery {
   id: string;
@@ -23,20 +26,29 @@ export interface ClaimedDelivery {
   previous_secret: string | null;
   previous_secret_expires_at: string | null;
   failing_since: string | null;
+  /** Whether its endpoint was in a run of failures when it was claimed (an answer ends the run). */
+  in_failure_run: boolean;
 }
 
+/** The one claim of deliveries at a time, on every worker of the database (see `claimDueDeliveries`). */
+const claimLockKey = 0x63_67_77_64; // "cgwd"
+
 /**
- * Claims up to `limit` due deliveries for `workerId` until `leaseUntil`, then reads their events' payloads
- * and their endpoints (deleted ones too: such a delivery ends without an attempt).
+ * Claims up to `limit` due deliveries for `workerId` until `leaseUntil`, at most `perEndpoint` in flight to
+ * one endpoint and endpoints in turn (`repo.claimDueDeliveries`), under the claim lock; then reads their
+ * events' payloads and their endpoints (deleted ones too: such a delivery ends without an attempt).
  */
 export async function claimDueDeliveries(
   db: Db,
-  workerId: string,
-  now: string,
-  leaseUntil: string,
-  limit: number,
+  claim: {
+    readonly workerId: string;
+    readonly now: string;
+    readonly leaseUntil: string;
+    readonly limit: number;
+    readonly perEndpoint: number;
+  },
 ): Promise<ClaimedDelivery[]> {
-  const claimed = await repo.claimDueDeliveries(db, workerId, now, leaseUntil, limit);
+  const claimed = await lockedTransaction(db, claimLockKey, (trx) => repo.claimDueDeliveries(trx, claim));
   if (claimed.length === 0) return [];
   const [payloads, endpoints] = await Promise.all([
     eventPayloads(
@@ -60,6 +72,7 @@ export async function claimDueDeliveries(
       previous_secret: endpoint.previous_secret,
       previous_secret_expires_at: endpoint.previous_secret_expires_at,
       failing_since: endpoint.failing_since,
+      in_failure_run: Number(row.in_failure_run) > 0,
     };
   });
 }
@@ -68,16 +81,72 @@ export interface AttemptRecord extends repo.DeliveryUpdate {
   readonly attempt: Insertable<WebhookAttemptsTable> | null;
   readonly endpointId: string;
   readonly endpoint: EndpointAttemptChange | null;
+  /** Whether the receiver answered (any HTTP status); null without an attempt. */
+  readonly answered?: boolean | null;
+  /** Whether the endpoint may be in a run of failures, which an answer ends. */
+  readonly inFailureRun?: boolean;
+}
+
+/** What the failure runs of endpoints need to know: now, and the first wait between probes. */
+export interface BackoffContext {
+  readonly now: Date;
+  readonly firstWaitMs: number;
+}
+
+/** The endpoints whose deliveries began to wait with these results, and when each may be tried again. */
+export type BackoffsBegun = Map<string, string>;
+
+/**
+ * Adds these results to their endpoints' runs of failures: an answer ends a run; attempts without one add to
+ * it, and from `failureRunToBackOff` the endpoint's deliveries wait for a probe, which is due after a wait
+ * that doubles with each probe that fails. Runs under the caller's transaction, after the endpoints' locks.
+ */
+async function recordFailureRuns(trx: Db, records: readonly AttemptRecord[], context: BackoffContext): Promise<BackoffsBegun> {
+  const failures = new Map<string, number>();
+  const answered = new Set<string>();
+  for (const record of records) {
+    if (!record.attempt || record.answered == null) continue;
+    if (record.answered) {
+      if (record.inFailureRun) answered.add(record.endpointId);
+      failures.delete(record.endpointId);
+    } else failures.set(record.endpointId, (failures.get(record.endpointId) ?? 0) + 1);
+  }
+  for (const id of failures.keys()) answered.delete(id);
+  if (answered.size === 0 && failures.size === 0) return new Map();
+  // The runs are locked in endpoint order before any changes, as the endpoints were.
+  await repo.lockBackoffs(trx, [...answered, ...failures.keys()].sort());
+  await repo.deleteBackoffs(trx, [...answered].sort());
+  const at = isoTimestamp(context.now);
+  const runs = await repo.addFailures(
+    trx,
+    [...failures.keys()].sort().map((endpointId) => ({ endpointId, failures: failures.get(endpointId)! })),
+    at,
+  );
+  const begun: BackoffsBegun = new Map();
+  for (const run of runs) {
+    if (run.failures < failureRunToBackOff) continue;
+    // Attempts that were in flight when the wait began do not make it longer; a probe that failed (or the
+    // run that just got long enough) starts the next wait.
+    if (run.next_try_at !== null && run.next_try_at > at) continue;
+    const nextTryAt = isoTimestamp(addMs(context.now, probeWaitMs(context.firstWaitMs, run.probes)));
+    await repo.setNextTry(trx, run.endpoint_id, { probes: run.probes + 1, next_try_at: nextTryAt, updated_at: at });
+    begun.set(run.endpoint_id, nextTryAt);
+  }
+  return begun;
 }
 
 /**
  * Writes the results of several attempts in one transaction (one fsync for many deliveries). Rows are
- * locked in one fixed order, endpoints then deliveries, each by id: two workers recording batches that
- * touch the same endpoints would otherwise deadlock on PostgreSQL, and the losing batch would stay
- * claimed until its lease ended and then be sent again. Returns how many results came too late: their claim
+ * locked in one fixed order, endpoints, then their runs of failures, then deliveries, each by id: two
+ * workers recording batches that touch the same endpoints would otherwise deadlock on PostgreSQL, and the
+ * losing batch would stay claimed until its lease ended and then be sent again. Returns how many results came too late: their claim
  * was lost (released at shutdown, or its lease ran out and another worker took the delivery).
  */
-export async function recordAttempts(db: Db, records: readonly AttemptRecord[]): Promise<number> {
+export async function recordAttempts(
+  db: Db,
+  records: readonly AttemptRecord[],
+  backoff: BackoffContext,
+): Promise<{ lost: number; backoffsBegun: BackoffsBegun }> {
   // Several results for one endpoint become one update, applied in the order the results came.
   const endpointChanges = new Map<string, EndpointAttemptChange>();
   for (const record of records) {
@@ -85,6 +154,7 @@ export async function recordAttempts(db: Db, records: readonly AttemptRecord[]):
   }
   return db.transaction().execute(async (trx) => {
     await applyAttemptChanges(trx, endpointChanges);
+    const backoffsBegun = await recordFailureRuns(trx, records, backoff);
     const sorted = [...records].sort((a, b) => (a.deliveryId < b.deliveryId ? -1 : a.deliveryId > b.deliveryId ? 1 : 0));
     await repo.lockDeliveriesInOrder(
       trx,
@@ -104,6 +174,6 @@ export async function recordAttempts(db: Db, records: readonly AttemptRecord[]):
       trx,
       records.flatMap((record) => (record.attempt && held.has(record.deliveryId) ? [record.attempt] : [])),
     );
-    return records.length - held.size; // claims lost: the results not recorded
+    return { lost: records.length - held.size, backoffsBegun }; // lost: claims lost, the results not recorded
   });
 }

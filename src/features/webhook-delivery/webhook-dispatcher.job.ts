@@ -26,6 +26,8 @@ export interface DispatcherOptions extends WorkerJobOptions {
   readonly timeoutMs: number;
   /** Deliveries attempted at once by this worker. */
   readonly concurrency?: number;
+  /** Attempts in flight to one endpoint at once, across every worker (CALLGATE_WEBHOOK_ENDPOINT_CONCURRENCY). */
+  readonly endpointConcurrency?: number;
   readonly random?: () => number;
   /** Counts attempts by result and endpoints disabled. */
   readonly metrics?: Metrics;
@@ -34,6 +36,7 @@ export interface DispatcherOptions extends WorkerJobOptions {
 /** An endpoint whose deliveries have all failed for this long is disabled (Svix's rule). */
 export const disableAfterFailingMs = 5 * 24 * 60 * 60 * 1000;
 const defaultConcurrency = 64;
+const defaultEndpointConcurrency = 4;
 /** A claim outlives the HTTP timeout by this margin, so a live worker never loses its claim mid-attempt (the default `leaseMs`). */
 const leaseMarginMs = 30_000;
 const claimBatchSize = 100;
@@ -49,6 +52,8 @@ export class WebhookDispatcher extends WorkerJob<DispatcherOptions> {
   private flushing: Promise<void> | undefined;
   private flushScheduled = false;
   private wakeScheduled = false;
+  /** Endpoints this worker saw fail without an answer since their last answer: an answer ends their run. */
+  private readonly failingEndpoints = new Set<string>();
 
   constructor(options: DispatcherOptions) {
     super({ name: 'webhook-dispatcher', label: 'webhook dispatcher pass' }, options);
@@ -69,7 +74,7 @@ export class WebhookDispatcher extends WorkerJob<DispatcherOptions> {
     const now = this.options.clock.now();
     const interrupted = [...this.sending.values()].map(({ delivery, startedAt }) => this.interrupted(delivery, startedAt, now));
     if (interrupted.length > 0) {
-      await recordAttempts(this.options.db, interrupted).catch((error: unknown) => {
+      await recordAttempts(this.options.db, interrupted, this.backoffContext()).catch((error: unknown) => {
         this.options.logger.warn({ err: error, count: interrupted.length }, 'could not record interrupted webhook attempts');
       });
     }
@@ -140,7 +145,13 @@ export class WebhookDispatcher extends WorkerJob<DispatcherOptions> {
     if (stopping() || room <= 0 || (this.inFlight.size > 0 && room < Math.ceil(concurrency / 4))) return {}; // a finishing attempt wakes us again
     const lease = isoTimestamp(addMs(now, this.options.leaseMs ?? this.options.timeoutMs + leaseMarginMs));
     const limit = Math.min(room, claimBatchSize);
-    const batch = await claimDueDeliveries(this.options.db, this.workerId, isoTimestamp(now), lease, limit);
+    const batch = await claimDueDeliveries(this.options.db, {
+      workerId: this.workerId,
+      now: isoTimestamp(now),
+      leaseUntil: lease,
+      limit,
+      perEndpoint: this.options.endpointConcurrency ?? defaultEndpointConcurrency,
+    });
     for (const delivery of batch) {
       const attempt = this.attempt(delivery).finally(() => {
         this.inFlight.delete(delivery.id);
@@ -243,7 +254,11 @@ export class WebhookDispatcher extends WorkerJob<DispatcherOptions> {
       last_error: error,
       updated_at: at,
     };
-    const base = { attempt, deliveryId: delivery.id, workerId: this.workerId, endpointId: delivery.endpoint_id };
+    const answered = response.kind === 'response';
+    if (answered) this.failingEndpoints.delete(delivery.endpoint_id);
+    const inFailureRun = delivery.in_failure_run || this.failingEndpoints.has(delivery.endpoint_id);
+    if (!answered) this.failingEndpoints.add(delivery.endpoint_id);
+    const base = { attempt, deliveryId: delivery.id, workerId: this.workerId, endpointId: delivery.endpoint_id, answered, inFailureRun };
 
     if (status !== null && status >= 200 && status < 300) {
       return {
@@ -289,6 +304,11 @@ export class WebhookDispatcher extends WorkerJob<DispatcherOptions> {
     return null;
   }
 
+  /** A failing endpoint is first probed after the retry schedule's first delay (5 s by default). */
+  private backoffContext() {
+    return { now: this.options.clock.now(), firstWaitMs: this.options.retryScheduleMs[0] ?? 5_000 };
+  }
+
   private record(record: AttemptRecord): Promise<void> {
     const written = new Promise<void>((done) => this.pendingRecords.push({ record, done }));
     if (!this.flushScheduled) {
@@ -308,8 +328,16 @@ export class WebhookDispatcher extends WorkerJob<DispatcherOptions> {
     const batch = this.pendingRecords;
     this.pendingRecords = [];
     const records = batch.map((entry) => entry.record);
-    this.flushing = recordAttempts(this.options.db, records)
-      .then((lost) => this.handle.leaseLost(lost))
+    this.flushing = recordAttempts(this.options.db, records, this.backoffContext())
+      .then(({ lost, backoffsBegun }) => {
+        this.handle.leaseLost(lost);
+        for (const [endpointId, nextTryAt] of backoffsBegun) {
+          this.options.logger.info(
+            { endpoint_id: endpointId, next_try_at: nextTryAt },
+            'webhook endpoint is not answering; its deliveries wait for a probe',
+          );
+        }
+      })
       .catch((error: unknown) => {
         // The claims stay until their lease ends; the sweep then retries these deliveries.
         this.options.logger[failureLogLevel(error)]({ err: error, count: records.length }, 'could not record webhook attempts');

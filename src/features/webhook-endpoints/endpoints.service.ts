@@ -4,7 +4,7 @@ import { ApiError } from '../../errors/api-error.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { webhookEventTypes } from '../events/event-types.js';
-import { failPendingDeliveriesOfEndpoint } from '../webhook-delivery/delivery-queue.service.js';
+import { failPendingDeliveriesOfEndpoint, forgetFailureRun } from '../webhook-delivery/delivery-queue.service.js';
 import { checkWebhookTarget } from '../webhook-delivery/ssrf-guard.js';
 import { generateWebhookSecret } from '../webhook-delivery/webhook-signing.js';
 import * as repo from './endpoints.repository.js';
@@ -169,6 +169,7 @@ export async function updateEndpoint(
   if (changes.enabled === false) {
     await failPendingDeliveriesOfEndpoint(db, endpoint.id, 'The endpoint was disabled.', next.updated_at!);
   }
+  if (changes.enabled === true) await forgetFailureRun(db, endpoint.id);
   return toEndpointView({ ...endpoint, ...next });
 }
 

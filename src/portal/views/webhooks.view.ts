@@ -1,5 +1,5 @@
 /** Webhook endpoints: the list, the add/edit form, and an endpoint's page with its secret and deliveries. */
-import type { DeliveryWithAttempts } from '../../features/webhook-delivery/deliveries.service.js';
+import { describeBackoff, type DeliveryWithAttempts, type EndpointBackoff } from '../../features/webhook-delivery/deliveries.service.js';
 import { toEndpointView, type EndpointView } from '../../features/webhook-endpoints/endpoints.service.js';
 import { webhookEventTypes } from '../../features/events/event-types.js';
 import { webhookUrlRule } from '../../features/webhook-delivery/ssrf-guard.js';
@@ -12,15 +12,23 @@ import { layout, type PageFrame } from './layout.view.js';
 
 type User = NonNullable<PageFrame['user']>;
 
-function endpointStatus(endpoint: EndpointView): SafeHtml {
-  return endpoint.enabled ? badge('enabled') : badge('disabled');
+/** Enabled, disabled, or failing: an enabled endpoint that stopped answering, whose deliveries wait for a probe. */
+function endpointStatus(endpoint: EndpointView, backoff: EndpointBackoff | null | undefined): SafeHtml {
+  if (!endpoint.enabled) return badge('disabled');
+  if (!backoff) return badge('enabled');
+  return html`${badge('failing', 'bad')} <span class="muted small">${describeBackoff(backoff)}</span>`;
 }
 
-export function webhooksPage(user: User, endpoints: readonly EndpointView[], notice: string | undefined): string {
+export function webhooksPage(
+  user: User,
+  endpoints: readonly EndpointView[],
+  notice: string | undefined,
+  backoffs: ReadonlyMap<string, EndpointBackoff> = new Map(),
+): string {
   const rows = endpoints.map((endpoint) => [
     html`<a href="${portalPath('webhooks', endpoint.id)}" class="break">${endpoint.url}</a>${endpoint.description ? html`<div class="muted small">${endpoint.description}</div>` : ''}`,
     endpoint.event_types.map((type) => html`<code class="tag">${type}</code> `),
-    endpointStatus(endpoint),
+    endpointStatus(endpoint, backoffs.get(endpoint.id)),
     time(endpoint.created_at),
   ]);
   return layout(
@@ -100,6 +108,8 @@ export interface EndpointPageInput {
   readonly user: User;
   readonly endpoint: WebhookEndpointRow;
   readonly deliveries: readonly DeliveryWithAttempts[];
+  /** Its deliveries' wait for a probe, when it stopped answering. */
+  readonly backoff?: EndpointBackoff | null;
   /** The signing secret, only when the user asked to reveal it (or has just rotated it). */
   readonly secret?: string;
   readonly notice?: string | undefined;
@@ -145,7 +155,7 @@ export function endpointPage(input: EndpointPageInput): string {
 <section class="card" aria-labelledby="settings">
   <h2 id="settings">Settings</h2>
   <dl class="facts">
-    <dt>Status</dt><dd>${endpointStatus(view)}${view.disabled_reason ? html` <span class="muted small">${view.disabled_reason}</span>` : ''}</dd>
+    <dt>Status</dt><dd>${endpointStatus(view, input.backoff)}${view.disabled_reason ? html` <span class="muted small">${view.disabled_reason}</span>` : ''}</dd>
     <dt>Events</dt><dd>${view.event_types.map((type) => html`<code class="tag">${type}</code> `)}</dd>
     <dt>Endpoint id</dt><dd><code>${endpoint.id}</code></dd>
     <dt>Created</dt><dd>${time(endpoint.created_at)}</dd>

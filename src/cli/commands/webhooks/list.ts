@@ -1,9 +1,13 @@
 import { listEndpoints } from '../../../features/webhook-endpoints/endpoints.service.js';
+import { describeBackoff, endpointBackoffs } from '../../../features/webhook-delivery/deliveries.service.js';
 import { requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatTable } from '../../output.js';
 
-/** `listEndpoints` returns views without the secret: a listing never shows one. */
+/**
+ * `listEndpoints` returns views without the secret: a listing never shows one. An endpoint whose deliveries
+ * wait for a probe (it stopped answering) says since when and when the next try is.
+ */
 export const listWebhooksCommand: Command = {
   name: 'list',
   summary: 'List the webhook endpoints of an account (never their secrets)',
@@ -15,6 +19,15 @@ export const listWebhooksCommand: Command = {
     return async ({ db }) => {
       await requireAccount(db, accountId);
       const endpoints = await listEndpoints(db, accountId);
+      const backoffs = await endpointBackoffs(
+        db,
+        endpoints.map((endpoint) => endpoint.id),
+      );
+      const enabled = (endpoint: (typeof endpoints)[number]) => {
+        if (!endpoint.enabled) return `no (${endpoint.disabled_reason ?? 'disabled'})`;
+        const backoff = backoffs.get(endpoint.id);
+        return backoff ? `yes (${describeBackoff(backoff)})` : 'yes';
+      };
       const text =
         endpoints.length === 0
           ? `Account ${accountId} has no webhook endpoints yet.`
@@ -24,12 +37,17 @@ export const listWebhooksCommand: Command = {
                 endpoint.id,
                 endpoint.url,
                 endpoint.event_types.join(','),
-                endpoint.enabled ? 'yes' : `no (${endpoint.disabled_reason ?? 'disabled'})`,
+                enabled(endpoint),
                 endpoint.description || null,
                 endpoint.created_at,
               ]),
             );
-      return { json: { data: endpoints }, text };
+      // `backoff` only on an endpoint whose deliveries wait for a probe.
+      const data = endpoints.map((endpoint) => {
+        const backoff = backoffs.get(endpoint.id);
+        return backoff ? { ...endpoint, backoff } : endpoint;
+      });
+      return { json: { data }, text };
     };
   },
 };
