@@ -35,6 +35,7 @@ import * as eventsApi from './migrations/0014-events-api.js';
 import * as requestLogBodies from './migrations/0015-request-log-bodies.js';
 import * as growthIndexes from './migrations/0016-growth-indexes.js';
 import * as overviewCharts from './migrations/0017-overview-charts.js';
+import * as providerAgents from './migrations/0019-provider-agents.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -219,6 +220,7 @@ const migrations: Record<string, Migration> = {
   '0015-request-log-bodies': requestLogBodies,
   '0016-growth-indexes': growthIndexes,
   '0017-overview-charts': overviewCharts,
+  '0019-provider-agents': providerAgents,
 };
 
 /** Kysely's record of the migrations applied to a database. */
