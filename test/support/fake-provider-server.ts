@@ -36,6 +36,11 @@ export interface FakeProviderServer<Route extends string> {
   /** When set, decides an answer from the request before the queue; undefined leaves it to the queue. */
   respond: ((request: FakeProviderRequest<Route>) => FakeProviderReply | undefined) | undefined;
   requestsTo(route?: Route): FakeProviderRequest<Route>[];
+  /**
+   * The next request of `route` is carried out as usual (a create places its call), but its answer is lost:
+   * the connection drops instead, as when a network fails after the provider acted.
+   */
+  loseNextAnswer(route: Route): void;
   /** Forgets requests, queued replies and `respond`. */
   resetRequests(): void;
   stop(): Promise<void>;
@@ -57,6 +62,7 @@ export async function startFakeProviderServer<Route extends string>(
 ): Promise<FakeProviderServer<Route>> {
   const requests: FakeProviderRequest<Route>[] = [];
   const replies = new Map<Route, FakeProviderReply[]>();
+  const lost = new Map<Route, number>();
   const handler: http.RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -72,8 +78,12 @@ export async function startFakeProviderServer<Route extends string>(
         route: routeOf(method, url.pathname),
       };
       requests.push(request);
-      const reply =
-        fake.respond?.(request) ?? (request.route === 'other' ? undefined : replies.get(request.route)?.shift()) ?? defaultReply(request);
+      const route = request.route === 'other' ? undefined : request.route;
+      const lose = route !== undefined && (lost.get(route) ?? 0) > 0;
+      if (lose) lost.set(route, lost.get(route)! - 1);
+      const reply = lose
+        ? { ...defaultReply(request), destroy: true }
+        : (fake.respond?.(request) ?? (route === undefined ? undefined : replies.get(route)?.shift()) ?? defaultReply(request));
       const answer = () => {
         if (res.destroyed) return;
         if (reply.destroy) {
@@ -96,10 +106,14 @@ export async function startFakeProviderServer<Route extends string>(
     queue(route, ...next) {
       replies.set(route, [...(replies.get(route) ?? []), ...next]);
     },
+    loseNextAnswer(route) {
+      lost.set(route, (lost.get(route) ?? 0) + 1);
+    },
     requestsTo: (route) => (route === undefined ? requests.slice() : requests.filter((request) => request.route === route)),
     resetRequests() {
       requests.length = 0;
       replies.clear();
+      lost.clear();
       fake.respond = undefined;
     },
     stop: server.stop,
