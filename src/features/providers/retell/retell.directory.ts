@@ -46,14 +46,17 @@ export function createRetellDirectory(client: ProviderHttpClient): AgentDirector
         if (response.kind !== 'ok') return err(failure(response));
         if (!Array.isArray(response.body)) return err(unexpectedAnswer);
         const items = response.body.map(record);
+        const known = agents.size;
         for (const item of items) {
           if (typeof item.agent_id !== 'string' || agents.has(item.agent_id)) continue;
           const name = typeof item.agent_name === 'string' && item.agent_name.trim() !== '' ? item.agent_name : item.agent_id;
           agents.set(item.agent_id, { id: item.agent_id, name });
         }
         onProgress?.({ agentsListed: agents.size, page });
+        // A page may hold fewer than asked for and still not be the last: the list ends with a page that
+        // brings no agent not seen before.
         const last = items.at(-1);
-        if (items.length < pageSize || !last || typeof last.agent_id !== 'string') return ok([...agents.values()]);
+        if (agents.size === known || !last || typeof last.agent_id !== 'string') return ok([...agents.values()]);
         const next = { id: last.agent_id, version: typeof last.version === 'number' ? last.version : null };
         if (after && after.id === next.id && after.version === next.version) return ok([...agents.values()]);
         after = next;

@@ -30,6 +30,7 @@ export function createVapiDirectory(client: ProviderHttpClient): AgentDirectory 
         if (response.kind !== 'ok') return err(failure(response));
         if (!Array.isArray(response.body)) return err(unexpectedAnswer);
         const items = response.body.map(record);
+        const known = agents.size;
         for (const item of items) {
           if (typeof item.id !== 'string' || agents.has(item.id)) continue;
           const name = typeof item.name === 'string' && item.name.trim() !== '' ? item.name : item.id;
@@ -37,7 +38,9 @@ export function createVapiDirectory(client: ProviderHttpClient): AgentDirectory 
         }
         onProgress?.({ agentsListed: agents.size, page });
         const oldest = items.at(-1)?.createdAt;
-        if (items.length < pageSize || typeof oldest !== 'string' || oldest === before) return ok([...agents.values()]);
+        // A page may hold fewer than asked for and still not be the last: the list ends with a page that
+        // brings no assistant not seen before.
+        if (agents.size === known || typeof oldest !== 'string' || oldest === before) return ok([...agents.values()]);
         before = oldest;
       }
       return err({ kind: 'rejected', message: `more than ${maxPages} pages`, retryable: false });
