@@ -14,7 +14,6 @@ import { batchesWithCounts } from './batch-view.js';
 import { nextOpening, windowZones, type CallingWindow } from './calling-window.js';
 import type { Batch } from './batches.schemas.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
-import { concurrencyFailure } from '../providers/provider-http.js';
 import { deferralDelayMs } from './deferral.js';
 import * as repo from './batches.repository.js';
 
@@ -41,6 +40,9 @@ function retryAt(batch: BatchRow, recipient: repo.RecipientOfCall, reason: strin
   const window = callingWindowOf(batch);
   return window ? nextOpening(window, zonesOf(window, recipient), after) : after;
 }
+
+/** A call refused at the provider's concurrency limit: backed off as after a 429 without Retry-After. */
+const refusedAtLimit = { kind: 'unavailable', message: 'concurrency limit', retryable: true } as const;
 
 /**
  * Ends the recipients of batch calls that just ended, in `trx` (the transaction that recorded the calls'
@@ -72,7 +74,7 @@ export async function endRecipientsOfCalls(
     const failed = call.status === 'failed';
     const batch = batches.get(recipient.batch_id);
     if (failed && concurrencyRefused.has(call.id) && batch && batch.status !== 'cancelled') {
-      const delay = deferralDelayMs(recipient.deferrals, concurrencyFailure(), Math.random);
+      const delay = deferralDelayMs(recipient.deferrals, refusedAtLimit, Math.random);
       deferred.push({ id: recipient.id, next_attempt_at: isoTimestamp(addMs(now, delay)), updated_at: updatedAt });
       continue;
     }
