@@ -26,7 +26,8 @@ export function agentsPage(
     time(agent.created_at),
   ]);
   const { syncable } = options;
-  const labels = syncable.map((provider) => providerLabels[provider]);
+  const names = syncable.map((provider) => providerLabels[provider]);
+  const labels = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : (names[0] ?? '');
   const syncForms = syncable.map(
     (provider) =>
       html`<form method="post" action="/developers/agents/sync" class="inline">${csrfField(user.csrfToken)}<input type="hidden" name="provider" value="${provider}"><button type="submit" class="button">Sync from ${providerLabels[provider]}</button></form>`,
@@ -48,13 +49,13 @@ export function agentsPage(
 <section class="card">
   ${
     syncable.length > 0
-      ? html`<div class="card-head"><p class="muted small">Import the agents of this server's ${labels.join(', ')} workspace${syncable.length > 1 ? 's' : ''}, with their phone numbers (agents already here are updated).</p><div class="actions">${syncForms}</div></div>`
+      ? html`<div class="card-head"><p class="muted small">Import the agents of this server's ${labels} workspace${syncable.length > 1 ? 's' : ''}, with their phone numbers (agents already here are updated).</p><div class="actions">${syncForms}</div></div>`
       : ''
   }
   ${table('Agents', [{ label: 'Name' }, { label: 'Agent id' }, { label: 'Provider' }, { label: 'Phone number' }, { label: 'Added' }], rows, 'No agents yet.')}
   <p class="muted small">${
     syncable.length > 0
-      ? html`Agents are defined at the voice provider (${labels.join(', ')}); your callgate operator can also add one by hand (<code>npx callgate agents add</code>).`
+      ? html`Agents are defined at the voice provider (${labels}); your callgate operator can also add one by hand (<code>npx callgate agents add</code>).`
       : html`Agents for real calls are defined at the voice provider and added by your callgate operator (<code>npx callgate agents add</code> or <code>agents sync</code>, once the server has ${settings.map((setting, index) => html`${index === 0 ? '' : index === settings.length - 1 ? ' or ' : ', '}${setting}`)}).`
   }</p>
 </section>`,
