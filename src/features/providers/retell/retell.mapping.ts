@@ -27,8 +27,11 @@ export const retellConcurrencyReason = 'concurrency_limit_reached';
 export type RetellCallState =
   | { readonly kind: 'running' }
   | { readonly kind: 'ended'; readonly outcome: CallOutcome }
-  /** Answered and over, its analysis (summary, voicemail) not there yet; `endedAt` is when it ended. */
-  | { readonly kind: 'awaiting_analysis'; readonly endedAt: Date; readonly outcome: CallOutcome };
+  /**
+   * Answered and over, its analysis (summary, voicemail) not there yet; `endedAt` is when it ended, or null
+   * when Retell did not say (then nobody can tell how long the analysis is overdue).
+   */
+  | { readonly kind: 'awaiting_analysis'; readonly endedAt: Date | null; readonly outcome: CallOutcome };
 
 /** Their disconnection reason as safe text for a failure message (never their free text). */
 function reasonText(value: unknown): string {
@@ -98,5 +101,5 @@ export function retellCallState(value: unknown, reference: Date, onAdjusted?: On
     durationSeconds: duration,
     transcriptSummary: summary,
   };
-  return analysis === null ? { kind: 'awaiting_analysis', endedAt, outcome } : { kind: 'ended', outcome };
+  return analysis === null ? { kind: 'awaiting_analysis', endedAt: end, outcome } : { kind: 'ended', outcome };
 }

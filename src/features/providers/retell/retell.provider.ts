@@ -32,6 +32,8 @@ export function retellCheck(call: unknown, now: Date, createdAt: Date): CallChec
   const state = retellCallState(call, now);
   if (state.kind === 'ended') return { state: 'ended', outcome: state.outcome };
   if (state.kind === 'awaiting_analysis') {
+    // Without its end time, the wait would start again at every look: it completes at once instead.
+    if (state.endedAt === null) return { state: 'ended', outcome: state.outcome };
     const waitUntil = state.endedAt.getTime() + retellAnalysisWaitMs;
     // Over, and its analysis did not come in time: completed without a summary.
     if (now.getTime() >= waitUntil) return { state: 'ended', outcome: state.outcome };

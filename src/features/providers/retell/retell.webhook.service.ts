@@ -40,7 +40,7 @@ export async function handleRetellWebhook(deps: ProviderWebhookDeps, payload: un
   if (state.kind === 'running') return 'ignored';
   if (state.kind === 'awaiting_analysis' && event === 'call_ended') {
     if (call.status !== 'initiated') return 'duplicate';
-    const at = new Date(Math.max(deps.clock.now().getTime(), state.endedAt.getTime()) + retellAnalysisWaitMs);
+    const at = new Date(Math.max(deps.clock.now().getTime(), state.endedAt?.getTime() ?? 0) + retellAnalysisWaitMs);
     await scheduleCheck(deps.db, callId, at);
     deps.onCheckDue?.(callId, at);
     return 'awaiting_outcome';
