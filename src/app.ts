@@ -15,6 +15,8 @@ import httpMetrics from './features/metrics/http-metrics.plugin.js';
 import { metricsRoutes } from './features/metrics/metrics.routes.js';
 import { openApiRoutes } from './features/openapi/openapi.routes.js';
 import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
+import { retellWebhookRoutes } from './features/providers/retell/retell.webhook.routes.js';
+import { vapiWebhookRoutes } from './features/providers/vapi/vapi.webhook.routes.js';
 import requestLog from './features/request-log/request-log.plugin.js';
 import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
 import accessLog from './http/access-log.plugin.js';
@@ -75,16 +77,16 @@ export function buildApp(services: Services): FastifyInstance {
   if (config.metricsPort === undefined) app.register(metricsRoutes, { metrics: services.metrics, token: config.metricsToken });
   app.register(portalRoutes, { prefix: '/developers', deps: services });
   app.register(portalFaviconRoutes);
-  app.register(elevenLabsWebhookRoutes, {
-    secret: config.elevenlabs.webhookSecret,
-    deps: {
-      db: services.db,
-      clock: services.clock,
-      logger,
-      onOutcome: () => services.notifier.notify(),
-      observeEnded: (call) => services.metrics.callEnded(call),
-    },
-  });
+  const webhookDeps = {
+    db: services.db,
+    clock: services.clock,
+    onOutcome: () => services.notifier.notify(),
+    observeEnded: (call: Parameters<typeof services.metrics.callEnded>[0]) => services.metrics.callEnded(call),
+    onCheckDue: (callId: string, at: Date) => services.callMonitor.schedule(callId, at),
+  };
+  app.register(elevenLabsWebhookRoutes, { secret: config.elevenlabs.webhookSecret, deps: { ...webhookDeps, logger } });
+  app.register(retellWebhookRoutes(webhookDeps, config.retell.apiKey));
+  app.register(vapiWebhookRoutes(webhookDeps, config.vapi.webhookSecret));
   app.register(apiRoutes, { prefix: '/v1', services });
   return app;
 }

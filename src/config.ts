@@ -78,6 +78,22 @@ export interface Config {
     /** `ELEVENLABS_BASE_URL`, default https://api.elevenlabs.io (tests point it at a local fake). */
     readonly baseUrl: string;
   };
+  /** Retell AI: real calls. Unset API key = agents whose provider is `retell` are refused. */
+  readonly retell: {
+    /** `RETELL_API_KEY`; sent as a Bearer token, and the key of their webhook signatures; never logged. */
+    readonly apiKey: string | undefined;
+    /** `RETELL_BASE_URL`, default https://api.retellai.com (tests point it at a local fake). */
+    readonly baseUrl: string;
+  };
+  /** Vapi: real calls. Unset API key = agents whose provider is `vapi` are refused. */
+  readonly vapi: {
+    /** `VAPI_API_KEY` (the private key); sent as a Bearer token, never logged. */
+    readonly apiKey: string | undefined;
+    /** `VAPI_WEBHOOK_SECRET`: the HMAC secret of the Vapi server credential that signs its server messages. */
+    readonly webhookSecret: string | undefined;
+    /** `VAPI_BASE_URL`, default https://api.vapi.ai (tests point it at a local fake). */
+    readonly baseUrl: string;
+  };
   /** Timeout of one request to a voice provider. `CALLGATE_PROVIDER_TIMEOUT_MS`, default 10000. */
   readonly providerTimeoutMs: number;
   /** How long a batch's dial may take before its worker is taken for dead and the recipient ends
@@ -144,6 +160,13 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
 }
 
+/** A provider's API base URL, without a trailing slash. */
+function baseUrl(env: Env, name: string, fallback: string): string {
+  const value = (env[name]?.trim() || fallback).replace(/\/+$/, '');
+  if (!/^https?:\/\//.test(value)) throw new ConfigError(`${name} must start with https:// (or http:// for a local fake)`);
+  return value;
+}
+
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** Parses and validates the environment; throws `ConfigError` with a message naming the bad variable. */
@@ -206,9 +229,9 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('CALLGATE_DIAL_SEARCH_WINDOW must be between 10s and 24h');
   }
 
-  const elevenlabsBaseUrl = (env.ELEVENLABS_BASE_URL?.trim() || 'https://api.elevenlabs.io').replace(/\/+$/, '');
-  if (!/^https?:\/\//.test(elevenlabsBaseUrl))
-    throw new ConfigError('ELEVENLABS_BASE_URL must start with https:// (or http:// for a local fake)');
+  const elevenlabsBaseUrl = baseUrl(env, 'ELEVENLABS_BASE_URL', 'https://api.elevenlabs.io');
+  const retellBaseUrl = baseUrl(env, 'RETELL_BASE_URL', 'https://api.retellai.com');
+  const vapiBaseUrl = baseUrl(env, 'VAPI_BASE_URL', 'https://api.vapi.ai');
 
   const providerTimeoutMs = integer(env, 'CALLGATE_PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000);
   const idempotencyLockMs = integer(env, 'CALLGATE_IDEMPOTENCY_LOCK_MS', 60_000, 1_000, 3_600_000);
@@ -274,6 +297,12 @@ export function loadConfig(env: Env = process.env): Config {
       apiKey: env.ELEVENLABS_API_KEY?.trim() || undefined,
       webhookSecret: env.ELEVENLABS_WEBHOOK_SECRET?.trim() || undefined,
       baseUrl: elevenlabsBaseUrl,
+    }),
+    retell: Object.freeze({ apiKey: env.RETELL_API_KEY?.trim() || undefined, baseUrl: retellBaseUrl }),
+    vapi: Object.freeze({
+      apiKey: env.VAPI_API_KEY?.trim() || undefined,
+      webhookSecret: env.VAPI_WEBHOOK_SECRET?.trim() || undefined,
+      baseUrl: vapiBaseUrl,
     }),
     providerTimeoutMs,
     batchDialLeaseMs,

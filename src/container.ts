@@ -25,9 +25,16 @@ import { jobObserver, watchWorker } from './features/metrics/worker-metrics.js';
 import type { CallsDeps } from './features/calls/calls.service.js';
 import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
 import { createSimulatorProvider } from './features/providers/simulator.provider.js';
-import { createElevenLabsDirectory } from './features/providers/elevenlabs/elevenlabs.directory.js';
 import { createElevenLabsProvider } from './features/providers/elevenlabs/elevenlabs.provider.js';
-import { elevenLabsClientFor } from './features/providers/provider-settings.js';
+import { createRetellProvider } from './features/providers/retell/retell.provider.js';
+import { createVapiProvider } from './features/providers/vapi/vapi.provider.js';
+import {
+  agentDirectoriesFor,
+  elevenLabsClientFor,
+  retellClientFor,
+  vapiClientFor,
+  type RealProvider,
+} from './features/providers/provider-settings.js';
 import type { AgentDirectory } from './features/providers/provider.interface.js';
 import type { RateLimiter } from './features/rate-limit/rate-limit.interface.js';
 import { createLocalNotifier, createPostgresNotifier, type DeliveryNotifier } from './features/webhook-delivery/delivery-notifier.js';
@@ -65,8 +72,8 @@ export interface Services {
   readonly requestLog: RequestLogWriter;
   /** Portal sign-in attempts per account and per IP. */
   readonly signInLimiters: SignInLimiters;
-  /** The ElevenLabs workspace's agents and numbers (agent sync), when the server has ElevenLabs' key. */
-  readonly agentDirectory: AgentDirectory | undefined;
+  /** The workspaces' agents and numbers (agent sync), of each provider whose key the server has. */
+  readonly agentDirectories: ReadonlyMap<RealProvider, AgentDirectory>;
   /** Starts the worker role's jobs: the call monitor, the webhook dispatcher, the batch dialer and the purges. */
   startWorker(): void;
   /**
@@ -170,13 +177,16 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     };
 
     const elevenlabsClient = elevenLabsClientFor(config);
+    const retellClient = retellClientFor(config);
+    const vapiClient = vapiClientFor(config);
+    const { reconcileAfterMs } = config;
     const providers = instrumentProviders(
       overrides.providers ??
         createProviderRegistry({
           simulator: createSimulatorProvider({ clock, delayMs: config.simulatorDelayMs }),
-          ...(elevenlabsClient
-            ? { elevenlabs: createElevenLabsProvider({ client: elevenlabsClient, clock, reconcileAfterMs: config.reconcileAfterMs }) }
-            : {}),
+          ...(elevenlabsClient ? { elevenlabs: createElevenLabsProvider({ client: elevenlabsClient, clock, reconcileAfterMs }) } : {}),
+          ...(retellClient ? { retell: createRetellProvider({ client: retellClient, clock, reconcileAfterMs }) } : {}),
+          ...(vapiClient ? { vapi: createVapiProvider({ client: vapiClient, clock, reconcileAfterMs }) } : {}),
         }),
       metrics,
     );
@@ -297,7 +307,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       suppressions,
       notifier,
       dispatcher,
-      agentDirectory: elevenlabsClient ? createElevenLabsDirectory(elevenlabsClient) : undefined,
+      agentDirectories: agentDirectoriesFor(config),
       requestLog,
       signInLimiters,
       startWorker() {

@@ -35,6 +35,14 @@ async function main(): Promise<void> {
   } else if (!config.elevenlabs.webhookSecret) {
     logger.warn('ELEVENLABS_WEBHOOK_SECRET is not set: ElevenLabs post-call webhooks are refused; outcomes come from reconciliation only');
   }
+  // Retell and Vapi are opt-in beside ElevenLabs: a missing key is said once at info level, not warned about.
+  for (const provider of ['retell', 'vapi'] as const) {
+    const setting = missingSetting(provider, config);
+    if (setting) logger.info(`${setting} is not set: agents of provider ${provider} are refused`);
+  }
+  if (config.vapi.apiKey && !config.vapi.webhookSecret) {
+    logger.warn('VAPI_WEBHOOK_SECRET is not set: Vapi server messages are refused; outcomes come from reconciliation only');
+  }
   const runsApi = config.roles.has('api');
   const runsWorker = config.roles.has('worker');
   const app = runsApi ? buildApp(services) : undefined;

@@ -38,6 +38,7 @@ import * as overviewCharts from './migrations/0017-overview-charts.js';
 import * as dials from './migrations/0018-dials.js';
 import * as requestLogReplays from './migrations/0019-request-log-replays.js';
 import * as webhookFairness from './migrations/0020-webhook-fairness.js';
+import * as providerAgents from './migrations/0021-provider-agents.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -225,6 +226,7 @@ const migrations: Record<string, Migration> = {
   '0018-dials': dials,
   '0019-request-log-replays': requestLogReplays,
   '0020-webhook-fairness': webhookFairness,
+  '0021-provider-agents': providerAgents,
 };
 
 /** Kysely's record of the migrations applied to a database. */

@@ -1,12 +1,12 @@
-/** Overview, agents (with the ElevenLabs sync, when the server has a key) and the request log. */
+/** Overview, agents (with a sync per provider whose key the server has) and the request log. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../errors/api-error.js';
 import { syncAgents } from '../features/agents/agents-sync.service.js';
 import { listAgents } from '../features/agents/agents.service.js';
-import { elevenLabsKeySetting, missingSetting } from '../features/providers/provider-settings.js';
+import { missingSetting, providerLabels, realProviders, requiredSettings } from '../features/providers/provider-settings.js';
 import { getRecentRequest, listRecentRequests } from '../features/request-log/request-log.service.js';
 import { frameUser, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
-import { EmptyForm, IdParams, OverviewQuery, RequestsQuery } from './portal.schemas.js';
+import { AgentSyncForm, IdParams, OverviewQuery, RequestsQuery } from './portal.schemas.js';
 import { chartPeriods, loadOverviewCharts } from './portal-charts.service.js';
 import { modeFilters } from './views/batches.view.js';
 import { loadOverview } from './portal.service.js';
@@ -33,35 +33,39 @@ export const portalPagesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> 
     return sendPage(reply, 200, overviewPage({ user: frameUser(session), baseUrl: deps.config.publicUrl, ...overview, agents, charts }));
   });
 
-  const canSync = deps.agentDirectory !== undefined;
+  const syncable = [...deps.agentDirectories.keys()];
 
   app.get('/agents', async (request, reply) => {
     const session = sessionOf(request);
-    return sendPage(reply, 200, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId), { canSync }));
+    return sendPage(reply, 200, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId), { syncable }));
   });
 
   // The same sync as `callgate agents sync`, for the account of the signed-in user (the CSRF check of every
   // portal POST applies). Rendered, not redirected: the counts are in this answer only.
-  app.post('/agents/sync', { schema: { body: EmptyForm } }, async (request, reply) => {
+  app.post('/agents/sync', { schema: { body: AgentSyncForm } }, async (request, reply) => {
     const session = sessionOf(request);
     const page = async (status: number, outcome: { notice?: string; error?: string }) =>
-      sendPage(reply, status, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId), { canSync, ...outcome }));
-    if (!deps.agentDirectory) {
+      sendPage(reply, status, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId), { syncable, ...outcome }));
+    const provider = realProviders.find((candidate) => candidate === request.body.provider.trim());
+    if (!provider) return page(400, { error: `There is no provider "${request.body.provider.slice(0, 40)}" to sync with.` });
+    const label = providerLabels[provider];
+    const directory = deps.agentDirectories.get(provider);
+    if (!directory) {
       return page(409, {
-        error: `This server has no ${elevenLabsKeySetting}, so it cannot sync agents from ElevenLabs. Ask your callgate operator to set it.`,
+        error: `This server has no ${requiredSettings[provider]}, so it cannot sync agents from ${label}. Ask your callgate operator to set it.`,
       });
     }
     try {
-      const result = await syncAgents(deps.db, deps.clock, deps.agentDirectory, session.accountId);
+      const result = await syncAgents(deps.db, deps.clock, directory, session.accountId);
       const skipped =
         result.skipped.length > 0
           ? ` Skipped (ids that do not look like agent_…): ${result.skipped.map((entry) => entry.agent_id).join(', ')}.`
           : '';
-      return page(200, { notice: `Synced with ElevenLabs: ${result.added} added, ${result.updated} updated.${skipped}` });
+      return page(200, { notice: `Synced with ${label}: ${result.added} added, ${result.updated} updated.${skipped}` });
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       return page(502, {
-        error: `The sync with ElevenLabs failed: ${error.message}. Try again in a minute; if it keeps failing, ask your callgate operator to check the ElevenLabs API key.`,
+        error: `The sync with ${label} failed: ${error.message}. Try again in a minute; if it keeps failing, ask your callgate operator to check the ${label} API key.`,
       });
     }
   });

@@ -9,18 +9,19 @@ import type { PortalSession, SignInLimiters } from '../features/identity/session
 import { errorPage } from './views/errors.view.js';
 import type { PageFrame } from './views/layout.view.js';
 import type { AgentDirectory } from '../features/providers/provider.interface.js';
+import type { RealProvider } from '../features/providers/provider-settings.js';
 import { PlainIdPattern } from './portal.schemas.js';
 
 /** The parts of the services the portal uses (the app passes its `Services`). */
 export interface PortalDeps {
   readonly db: Db;
   readonly clock: Clock;
-  readonly config: Pick<Config, 'publicUrl' | 'webhookAllowPrivate' | 'elevenlabs'>;
+  readonly config: Pick<Config, 'publicUrl' | 'webhookAllowPrivate' | 'elevenlabs' | 'retell' | 'vapi'>;
   /** Woken after a test event or a resend, so the worker delivers at once instead of at its next sweep. */
   readonly notifier: { notify(): void };
   readonly signInLimiters: SignInLimiters;
-  /** The provider's workspace when the server has its key: the Agents page can then sync. */
-  readonly agentDirectory: AgentDirectory | undefined;
+  /** The workspace of each provider whose key the server has: the Agents page can sync with those. */
+  readonly agentDirectories: ReadonlyMap<RealProvider, AgentDirectory>;
   /** Batches are created, paused, resumed and cancelled through the service the API uses. */
   readonly batches: BatchesDeps;
 }

@@ -24,6 +24,9 @@ export function PortalForm<T extends TProperties>(fields: T) {
 
 export const EmptyForm = PortalForm({});
 
+/** The Agents page's sync: which provider's workspace (ElevenLabs when left out, as before there were others). */
+export const AgentSyncForm = PortalForm({ provider: Field('elevenlabs') });
+
 export const SignInForm = PortalForm({ email: Field(), password: Field(), next: Field() });
 export const SignInQuery = Type.Object({ next: Type.Optional(Type.String()), notice: Type.Optional(Type.String()) });
 

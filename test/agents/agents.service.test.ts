@@ -79,6 +79,8 @@ await forEachDialect('Agents', (dialect) => {
     );
     const noElevenLabs = agentPolicyFor({
       elevenlabs: { apiKey: undefined, webhookSecret: undefined, baseUrl: 'https://api.elevenlabs.io' },
+      retell: { apiKey: undefined, baseUrl: 'https://api.retellai.com' },
+      vapi: { apiKey: undefined, webhookSecret: undefined, baseUrl: 'https://api.vapi.ai' },
     });
     await assert.rejects(
       upsertAgent(

@@ -124,8 +124,8 @@ it('the metric names in the README and docs/ are the ones src/features/metrics d
     .join('\n');
   const defined = new Set([...source.matchAll(/'(callgate_[a-z_]+)'/g)].map((match) => match[1]!));
   assert.ok(defined.has('callgate_webhook_deliveries_pending') && defined.has('callgate_http_requests_total'), [...defined].join());
-  // A histogram is queried through its _bucket, _sum and _count series.
-  // callgate_dial_id is the dynamic variable that carries a dial's id to the provider, not a metric.
+  // A histogram is queried through its _bucket, _sum and _count series. `callgate_dial_id` is no metric: the
+  // key that carries the dial id to the providers (docs/providers.md).
   const notMetrics = new Set(['callgate_dial_id']);
   const named = (text: string) =>
     new Set(

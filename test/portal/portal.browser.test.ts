@@ -11,11 +11,38 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { addUser } from '../../src/features/identity/users.service.js';
 import { freePort } from '../support/server-process.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { browserSkipReason, launchBrowser, reloadUntil, screenshot } from '../support/browser.js';
+
+/** An agent of each real provider beside the seed's simulator agent (named to sort after it). */
+const providerAgents = [
+  {
+    agentId: 'agent_el_support',
+    name: 'Support line ElevenLabs',
+    provider: 'elevenlabs',
+    phoneNumberId: 'phnum_main',
+    phoneNumberProvider: 'twilio',
+  },
+  {
+    agentId: 'agent_retell_support',
+    name: 'Support line Retell',
+    provider: 'retell',
+    providerAgentId: 'agent_5f3c9e1d2b7a4c6e',
+    phoneNumberId: '+14155550190',
+    phoneNumber: '+14155550190',
+  },
+  {
+    agentId: 'agent_vapi_support',
+    name: 'Support line Vapi',
+    provider: 'vapi',
+    providerAgentId: '3b1f6c2e-9d4a-4e8b-a7c5-1f2e3d4c5b6a',
+    phoneNumberId: '8c7d6e5f-4a3b-4c2d-9e1f-0a1b2c3d4e5f',
+  },
+] as const;
 
 const email = 'ada@example.test';
 const password = 'correct horse battery';
@@ -46,12 +73,25 @@ else {
   before(async () => {
     const port = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
+    // Keys of all three real providers (never called here: the Agents page only shows their agents and syncs).
+    const nowhere = 'http://127.0.0.1:9';
     t = await startTestApp('sqlite', {
       startWorker: true,
-      env: { CALLGATE_SIMULATOR_DELAY_MS: '50', PORT: String(port), CALLGATE_PUBLIC_URL: baseUrl },
+      env: {
+        CALLGATE_SIMULATOR_DELAY_MS: '50',
+        PORT: String(port),
+        CALLGATE_PUBLIC_URL: baseUrl,
+        ...Object.fromEntries(
+          ['ELEVENLABS', 'RETELL', 'VAPI'].flatMap((name) => [
+            [`${name}_API_KEY`, `${name.toLowerCase()}-key`],
+            [`${name}_BASE_URL`, nowhere],
+          ]),
+        ),
+      },
       overrides: { dispatcherSweepIntervalMs: 100, monitorSweepIntervalMs: 20 },
     });
     await t.app.listen({ port, host: '127.0.0.1' });
+    for (const agent of providerAgents) await upsertAgent(t.services.db, t.services.clock, { accountId: t.seed.accountId, ...agent });
     await addUser(t.services.db, t.services.clock, { accountId: t.seed.accountId, email, password });
     receiver = await startWebhookReceiver();
     browser = await launchBrowser();
@@ -210,6 +250,15 @@ else {
     it('shows the agents and finds a request by its request_id', async () => {
       await page.goto(`${baseUrl}/developers/agents`);
       assert.ok(await page.getByText(t.seed.agentId).first().isVisible());
+      // Agents of the three providers, each with its provider (and Retell's and Vapi's own ids), and a sync per provider.
+      for (const agent of providerAgents) {
+        const row = page.locator('tr', { hasText: agent.agentId });
+        assert.ok(await row.getByText(agent.provider, { exact: false }).first().isVisible(), agent.provider);
+        if ('providerAgentId' in agent) assert.ok(await row.getByText(agent.providerAgentId).isVisible(), agent.providerAgentId);
+      }
+      for (const label of ['ElevenLabs', 'Retell', 'Vapi']) {
+        assert.ok(await page.getByRole('button', { name: `Sync from ${label}` }).isVisible(), label);
+      }
       await screenshot(page, '13-agents');
       const refused = await callApi(token);
       await t.services.requestLog.flush();

@@ -49,8 +49,25 @@ describe('ElevenLabs configuration', () => {
     }
   });
 
-  it('without an API key, the elevenlabs provider is unavailable for new agents, naming ELEVENLABS_API_KEY', () => {
-    assert.deepEqual([...agentPolicyFor(loadConfig({})).unavailableProviders], [['elevenlabs', 'ELEVENLABS_API_KEY']]);
-    assert.deepEqual([...agentPolicyFor(loadConfig({ ELEVENLABS_API_KEY: 'sk_abc' })).unavailableProviders], []);
+  it('without an API key, the elevenlabs provider is unavailable for new agents, naming ELEVENLABS_API_KEY (as Retell and Vapi without theirs)', () => {
+    assert.deepEqual(
+      [...agentPolicyFor(loadConfig({})).unavailableProviders],
+      [
+        ['elevenlabs', 'ELEVENLABS_API_KEY'],
+        ['retell', 'RETELL_API_KEY'],
+        ['vapi', 'VAPI_API_KEY'],
+      ],
+    );
+    assert.deepEqual(
+      [...agentPolicyFor(loadConfig({ ELEVENLABS_API_KEY: 'sk_abc' })).unavailableProviders],
+      [
+        ['retell', 'RETELL_API_KEY'],
+        ['vapi', 'VAPI_API_KEY'],
+      ],
+    );
+    assert.deepEqual(
+      [...agentPolicyFor(loadConfig({ ELEVENLABS_API_KEY: 'a', RETELL_API_KEY: 'b', VAPI_API_KEY: 'c' })).unavailableProviders],
+      [],
+    );
   });
 });

@@ -300,7 +300,9 @@ await forEachDialect('Scale: 3 API processes and 2 workers on one PostgreSQL, li
   });
 
   it('a worker killed with kill -9 mid-delivery loses no event, and no delivery has two attempts under way at once', async () => {
-    const receiver = await startCountingReceiver(200);
+    // Each answer takes a second (inside the 1.5 s timeout): the victim's attempts are still open when it is
+    // killed just after both workers were seen sending, however slowly a loaded machine runs the test.
+    const receiver = await startCountingReceiver(1_000);
     try {
       await createEndpoint(db, systemClock, true, { accountId: seed.accountId, url: receiver.url });
       const key = await newKey('webhooks');

@@ -1,8 +1,8 @@
 /**
  * `callgate doctor`: what an operator checks before (or instead of) reading logs. Each check says OK, FAIL
  * with what to do, or SKIP with why; the exit status is 1 when any failed. It changes nothing: no
- * migration, no file made (a SQLite file that does not exist is reported, not created), and the provider
- * check is the smallest read ElevenLabs offers.
+ * migration, no file made (a SQLite file that does not exist is reported, not created), and each provider
+ * check is the smallest read that provider offers.
  */
 import dns from 'node:dns';
 import fs from 'node:fs';
@@ -25,19 +25,38 @@ const ok = (name: string, detail: string): Check => ({ name, status: 'ok', detai
 const fail = (name: string, detail: string, fix: string): Check => ({ name, status: 'fail', detail, fix });
 const skip = (name: string, detail: string): Check => ({ name, status: 'skip', detail });
 
-async function providerCheck(config: Config): Promise<Check> {
-  const name = 'provider elevenlabs';
-  const { elevenLabsClientFor } = await import('../../features/providers/provider-settings.js');
-  const client = elevenLabsClientFor(config);
-  if (!client) return skip(name, 'ELEVENLABS_API_KEY is not set: only simulated calls can be placed');
-  const { createElevenLabsDirectory } = await import('../../features/providers/elevenlabs/elevenlabs.directory.js');
-  const result = await createElevenLabsDirectory(client).checkAccess();
-  if (result.ok) return ok(name, `the API key is accepted by ${config.elevenlabs.baseUrl}`);
-  return fail(
-    name,
-    result.error.message,
-    'set a valid ELEVENLABS_API_KEY (and ELEVENLABS_BASE_URL if not the default), then run doctor again',
+/** Each provider's credentials, by its smallest read; skipped without its key, as ElevenLabs' always was. */
+async function providerChecks(config: Config): Promise<Check[]> {
+  const { agentDirectoryFor, baseUrlSettings, realProviders, requiredSettings } = await import(
+    '../../features/providers/provider-settings.js'
   );
+  const checks: Check[] = [];
+  for (const provider of realProviders) {
+    const name = `provider ${provider}`;
+    const keySetting = requiredSettings[provider];
+    const directory = agentDirectoryFor(provider, config);
+    if (!directory) {
+      checks.push(
+        skip(
+          name,
+          `${keySetting} is not set: ${provider === 'elevenlabs' ? 'only simulated calls can be placed' : `agents of provider ${provider} are refused`}`,
+        ),
+      );
+      continue;
+    }
+    const result = await directory.checkAccess();
+    if (result.ok) checks.push(ok(name, `the API key is accepted by ${config[provider].baseUrl}`));
+    else {
+      checks.push(
+        fail(
+          name,
+          result.error.message,
+          `set a valid ${keySetting} (and ${baseUrlSettings[provider]} if not the default), then run doctor again`,
+        ),
+      );
+    }
+  }
+  return checks;
 }
 
 /**
@@ -161,7 +180,7 @@ export const doctorCommand: ToolCommand = {
       }
       if (config) {
         checks.push(...(await databaseChecks(config)));
-        checks.push(await providerCheck(config));
+        checks.push(...(await providerChecks(config)));
       }
       const passed = checks.every((check) => check.status !== 'fail');
       return { json: { ok: passed, checks }, text: render(checks), exitCode: passed ? 0 : 1 };

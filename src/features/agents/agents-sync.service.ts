@@ -3,6 +3,11 @@
  * agent and the phone numbers through the provider's `AgentDirectory`, then adds or updates each agent
  * with the number assigned to it (or the free number it was given by hand), so that calls know which
  * number and endpoint to use.
+ *
+ * The `agent_…` id each gets: an ElevenLabs agent keeps its own id (theirs look like `agent_…`). A Retell
+ * or Vapi agent already in the account with the same provider id keeps the `agent_id` it has (one added by
+ * hand under a name of your choice); a new one gets `agent_<provider>_<its id>`, a leading `agent_` of its
+ * id dropped (Retell `agent_8f3…` → `agent_retell_8f3…`, Vapi `0b6c…` → `agent_vapi_0b6c…`).
  */
 import type { Db } from '../../db/database.js';
 import { ApiError } from '../../errors/api-error.js';
@@ -10,6 +15,12 @@ import type { Clock } from '../../lib/clock.js';
 import { providerFailureError } from '../providers/provider-failure.js';
 import type { AgentDirectory, AgentListProgress, DirectoryPhoneNumber } from '../providers/provider.interface.js';
 import { listAgents, upsertAgent, type AgentView } from './agents.service.js';
+import type { AgentProvider } from './agents.tables.js';
+
+/** The `agent_id` a new agent synced from a provider other than ElevenLabs gets (see above). */
+export function syncedAgentId(provider: AgentProvider, providerAgentId: string): string {
+  return `agent_${provider}_${providerAgentId.replace(/^agent_/, '')}`;
+}
 
 export type SyncProgress = AgentListProgress;
 
@@ -38,27 +49,43 @@ export async function syncAgents(
     if (number.assignedAgentId && !numberOfAgent.has(number.assignedAgentId)) numberOfAgent.set(number.assignedAgentId, number);
   }
   const unassigned = new Map(numbers.value.filter((number) => number.assignedAgentId === null).map((number) => [number.id, number]));
-  const local = new Map((await listAgents(db, accountId)).map((agent) => [agent.agent_id, agent]));
+  const localAgents = await listAgents(db, accountId);
+  const local = new Map(localAgents.map((agent) => [agent.agent_id, agent]));
+  const ownIds = directory.provider !== 'elevenlabs';
+  const byProviderId = new Map(
+    localAgents
+      .filter((agent) => agent.provider === directory.provider && agent.provider_agent_id !== null)
+      .map((agent) => [agent.provider_agent_id!, agent]),
+  );
+  const callgateIdOf = (remoteId: string): string =>
+    ownIds ? (byProviderId.get(remoteId)?.agent_id ?? syncedAgentId(directory.provider, remoteId)) : remoteId;
   /**
    * The agent's number: the one the workspace assigns to it, else the one it has here if that number is
    * still in the workspace and nobody's. Assignment is for inbound calls; an outbound call may use any
    * number, so a number set by hand (`agents add --phone-number-id`) must survive a sync.
    */
-  const numberFor = (agentId: string): DirectoryPhoneNumber | undefined => {
-    const assigned = numberOfAgent.get(agentId);
+  const numberFor = (remoteId: string, agentId: string): DirectoryPhoneNumber | undefined => {
+    const assigned = numberOfAgent.get(remoteId);
     if (assigned) return assigned;
     const current = local.get(agentId)?.phone_number_id;
     return current ? unassigned.get(current) : undefined;
   };
   const result: SyncResult = { added: 0, updated: 0, agents: [], skipped: [] };
   for (const agent of remote.value) {
-    const number = numberFor(agent.id);
+    const agentId = callgateIdOf(agent.id);
+    const other = local.get(agentId);
+    if (other && other.provider !== directory.provider && ownIds) {
+      result.skipped.push({ agent_id: agent.id.slice(0, 200), reason: `${agentId} is already an agent of provider ${other.provider}` });
+      continue;
+    }
+    const number = numberFor(agent.id, agentId);
     try {
       const { agent: view, created } = await upsertAgent(db, clock, {
         accountId,
-        agentId: agent.id,
+        agentId,
         name: agent.name,
         provider: directory.provider,
+        ...(ownIds ? { providerAgentId: agent.id } : {}),
         phoneNumberId: number?.id ?? null,
         phoneNumberProvider: number?.kind ?? null,
         phoneNumber: number?.number ?? null,

@@ -17,7 +17,7 @@ export async function listAgentsByAccount(db: Db, accountId: string): Promise<Ag
 export async function updateAgent(
   db: Db,
   id: string,
-  changes: Pick<AgentRow, 'name' | 'provider' | 'phone_number_id' | 'phone_number_provider' | 'phone_number'>,
+  changes: Pick<AgentRow, 'name' | 'provider' | 'provider_agent_id' | 'phone_number_id' | 'phone_number_provider' | 'phone_number'>,
 ): Promise<void> {
   await db.updateTable('agents').set(changes).where('id', '=', id).execute();
 }

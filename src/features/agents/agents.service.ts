@@ -3,6 +3,7 @@ import type { Db } from '../../db/database.js';
 import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { providerIdRule } from '../providers/provider-http.js';
 import { missingSetting } from '../providers/provider-settings.js';
 import * as repo from './agents.repository.js';
 import type { AgentProvider, AgentRow } from './agents.tables.js';
@@ -10,7 +11,7 @@ import type { AgentProvider, AgentRow } from './agents.tables.js';
 /** An agent as shown to people: every stored field is public within its account. */
 export type AgentView = AgentRow;
 
-export const agentProviders: readonly AgentProvider[] = ['simulator', 'elevenlabs'];
+export const agentProviders: readonly AgentProvider[] = ['simulator', 'elevenlabs', 'retell', 'vapi'];
 
 /** Which providers this server can place calls with; agents of the others are refused at creation. */
 export interface AgentPolicy {
@@ -18,7 +19,7 @@ export interface AgentPolicy {
   readonly unavailableProviders: ReadonlyMap<AgentProvider, string>;
 }
 
-export function agentPolicyFor(config: Pick<Config, 'elevenlabs'>): AgentPolicy {
+export function agentPolicyFor(config: Pick<Config, 'elevenlabs' | 'retell' | 'vapi'>): AgentPolicy {
   return {
     unavailableProviders: new Map(
       agentProviders.flatMap((provider) => {
@@ -38,6 +39,11 @@ export interface AgentInput {
   agentId: string;
   name: string;
   provider: AgentProvider;
+  /**
+   * The provider's own id of the agent (a Retell agent id, a Vapi assistant id), which those providers
+   * need; left out, an agent being updated keeps the one it had.
+   */
+  providerAgentId?: string | null;
   phoneNumberId?: string | null;
   /** The phone number's kind at the provider (`twilio`, `sip_trunk`), when known. */
   phoneNumberProvider?: string | null;
@@ -75,9 +81,32 @@ export async function upsertAgent(
   const phoneNumberId = input.phoneNumberId?.trim() || null;
   const existing = await repo.findAgentInAccount(db, input.accountId, agentId);
   const keptNumber = existing && existing.phone_number_id === phoneNumberId ? existing.phone_number : null;
+  const providerAgentId =
+    input.providerAgentId === undefined
+      ? existing?.provider === input.provider
+        ? existing.provider_agent_id
+        : null
+      : input.providerAgentId?.trim() || null;
+  const needsProviderId = input.provider === 'retell' || input.provider === 'vapi';
+  if (needsProviderId && providerAgentId === null) {
+    const what = input.provider === 'retell' ? 'Retell agent id' : 'Vapi assistant id';
+    throw new ApiError('invalid_request', `agents of provider ${input.provider} need the ${what} (provider_agent_id)`, {
+      param: 'provider_agent_id',
+    });
+  }
+  if (providerAgentId !== null && !providerIdRule.test(providerAgentId)) {
+    throw new ApiError(
+      'invalid_request',
+      `provider_agent_id must be 1 to 128 letters, digits, _ . : + or -, got "${providerAgentId.slice(0, 140)}"`,
+      {
+        param: 'provider_agent_id',
+      },
+    );
+  }
   const changes = {
     name,
     provider: input.provider,
+    provider_agent_id: needsProviderId ? providerAgentId : null,
     phone_number_id: phoneNumberId,
     phone_number_provider: phoneNumberId ? input.phoneNumberProvider?.trim() || null : null,
     phone_number: phoneNumberId ? (input.phoneNumber === undefined ? keptNumber : input.phoneNumber?.trim() || null) : null,

@@ -1,14 +1,17 @@
 import type { Insertable, Selectable } from 'kysely';
 
-export type AgentProvider = 'simulator' | 'elevenlabs';
+export type AgentProvider = 'simulator' | 'elevenlabs' | 'retell' | 'vapi';
 
 export interface AgentsTable {
   id: string;
   account_id: string;
-  /** The provider's agent id (`agent_…`), the `agent_id` of the public API. */
+  /** callgate's agent id (`agent_…`), the `agent_id` of the public API; ElevenLabs' own agent id for theirs. */
   agent_id: string;
   name: string;
   provider: AgentProvider;
+  /** The provider's own id of the agent when it is not `agent_id`: a Retell agent id, a Vapi assistant id. */
+  provider_agent_id: string | null;
+  /** The provider's id of the number calls come from (Retell: the E.164 number itself). */
   phone_number_id: string | null;
   /** The kind of that number at the provider (ElevenLabs: `twilio` or `sip_trunk`), when known. */
   phone_number_provider: string | null;

@@ -31,6 +31,7 @@ import { accountsAtLimit, lockFreeSlots, releaseSlots, takeSlots } from '../conc
 import * as dialerRepo from './batch-dialer.repository.js';
 import * as batchesRepo from './batches.repository.js';
 import { failDialing, holdOutsideWindow, requeueDialing, requeueUnasked, type FinishedBatches } from './batch-progress.service.js';
+import { deferralDelayMs } from './deferral.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
 
 export interface BatchDialerOptions extends WorkerJobOptions {
@@ -48,20 +49,6 @@ const batchesPerPass = 20;
 /** Claims of one batch in one pass while some of those claimed must wait for their calling window. */
 const claimRoundsMax = 5;
 const expiredPerPass = 100;
-/** Backoff after the provider answered 429 or was unavailable: 1 s, doubling, at most 5 minutes (±20 %). */
-const backoffStartMs = 1_000;
-const backoffMaxMs = 5 * 60_000;
-
-export function deferralDelayMs(
-  deferrals: number,
-  failure: Extract<ProviderFailure, { kind: 'unavailable' }>,
-  random: () => number,
-): number {
-  const exponential = Math.min(backoffMaxMs, backoffStartMs * 2 ** Math.min(deferrals, 20));
-  const jittered = Math.round(exponential * (0.8 + 0.4 * random()));
-  return Math.max(jittered, Math.min(backoffMaxMs, (failure.retryAfterSeconds ?? 0) * 1000));
-}
-
 export class BatchDialer extends WorkerJob<BatchDialerOptions> {
   private readonly dials = new Set<Promise<void>>();
   private nextLeaseSweepAt = 0;

@@ -14,6 +14,7 @@ import { batchesWithCounts } from './batch-view.js';
 import { nextOpening, windowZones, type CallingWindow } from './calling-window.js';
 import type { Batch } from './batches.schemas.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
+import { deferralDelayMs } from './deferral.js';
 import * as repo from './batches.repository.js';
 
 /** Deliveries of `batch.completed` written, by batch; empty when no batch finished. */
@@ -40,13 +41,22 @@ function retryAt(batch: BatchRow, recipient: repo.RecipientOfCall, reason: strin
   return window ? nextOpening(window, zonesOf(window, recipient), after) : after;
 }
 
+/** A call refused at the provider's concurrency limit: backed off as after a 429 without Retry-After. */
+const refusedAtLimit = { kind: 'unavailable', message: 'concurrency limit', retryable: true } as const;
+
 /**
  * Ends the recipients of batch calls that just ended, in `trx` (the transaction that recorded the calls'
  * outcomes), and finishes the batches left with no open recipient. A recipient whose call failed for a
- * reason its batch retries, with attempts left, is queued again instead (and keeps its batch open). Calls
- * without a batch are ignored.
+ * reason its batch retries, with attempts left, is queued again instead (and keeps its batch open); so is
+ * one whose call the provider refused at its concurrency limit (`concurrencyRefused`, ids of calls), with
+ * the backoff of a 429 and its attempt given back: nobody was dialed. Calls without a batch are ignored.
  */
-export async function endRecipientsOfCalls(trx: Db, clock: Clock, calls: readonly CallRow[]): Promise<FinishedBatches> {
+export async function endRecipientsOfCalls(
+  trx: Db,
+  clock: Clock,
+  calls: readonly CallRow[],
+  concurrencyRefused: ReadonlySet<string> = new Set(),
+): Promise<FinishedBatches> {
   const batchCalls = calls.filter((call) => call.batch_id !== null);
   if (batchCalls.length === 0) return new Map();
   const batchIds = [...new Set(batchCalls.map((call) => call.batch_id!))];
@@ -58,10 +68,16 @@ export async function endRecipientsOfCalls(trx: Db, clock: Clock, calls: readonl
   const batches = await repo.findBatches(trx, batchIds);
   const endings: repo.RecipientEnding[] = [];
   const retries: repo.RecipientRetry[] = [];
+  const deferred: { id: string; next_attempt_at: string; updated_at: string }[] = [];
   for (const recipient of recipients) {
     const call = byCall.get(recipient.call_id!)!;
     const failed = call.status === 'failed';
     const batch = batches.get(recipient.batch_id);
+    if (failed && concurrencyRefused.has(call.id) && batch && batch.status !== 'cancelled') {
+      const delay = deferralDelayMs(recipient.deferrals, refusedAtLimit, Math.random);
+      deferred.push({ id: recipient.id, next_attempt_at: isoTimestamp(addMs(now, delay)), updated_at: updatedAt });
+      continue;
+    }
     const again = failed && batch ? retryAt(batch, recipient, call.failure_reason, now) : null;
     if (again) {
       retries.push({
@@ -83,6 +99,7 @@ export async function endRecipientsOfCalls(trx: Db, clock: Clock, calls: readonl
   }
   await repo.endRecipients(trx, endings);
   await repo.requeueForRetry(trx, retries);
+  await repo.requeueRefusedCalls(trx, deferred);
   return finishBatchesIfDone(trx, clock, batchIds);
 }
 

@@ -29,7 +29,7 @@ export function callingWindowInWords(window: Batch['calling_window']): string {
   return `${window.start}–${window.end}, ${daysInWords(window.days)}, ${zone}`;
 }
 
-const reasonWords = { busy: 'busy', no_answer: 'unanswered' } as const;
+const reasonWords = { busy: 'busy', no_answer: 'unanswered', voicemail: 'voicemail' } as const;
 
 function minutesInWords(minutes: number): string {
   if (minutes % 60 !== 0) return minutes === 1 ? '1 minute' : `${minutes} minutes`;

@@ -184,13 +184,13 @@ export type RecipientEnding = Readonly<{
   updated_at: string;
 }>;
 
-export type RecipientOfCall = Pick<RecipientRow, 'id' | 'batch_id' | 'call_id' | 'to_number' | 'attempts' | 'time_zones'>;
+export type RecipientOfCall = Pick<RecipientRow, 'id' | 'batch_id' | 'call_id' | 'to_number' | 'attempts' | 'time_zones' | 'deferrals'>;
 
 export async function recipientsOfCalls(db: Db, callIds: readonly string[]): Promise<RecipientOfCall[]> {
   if (callIds.length === 0) return [];
   return db
     .selectFrom('batch_recipients')
-    .select(['id', 'batch_id', 'call_id', 'to_number', 'attempts', 'time_zones'])
+    .select(['id', 'batch_id', 'call_id', 'to_number', 'attempts', 'time_zones', 'deferrals'])
     .where('call_id', 'in', callIds)
     .execute();
 }
@@ -210,6 +210,30 @@ export async function requeueForRetry(db: Db, retries: readonly RecipientRetry[]
     db,
     retries.map((retry) => ({ ...retry, status: 'queued' })),
   );
+}
+
+/**
+ * Recipients whose call the provider refused at its concurrency limit: queued again for `next_attempt_at`,
+ * their dial given back and the deferral counted, as after a 429. Rare (one a refusal), so a statement each.
+ */
+export async function requeueRefusedCalls(
+  db: Db,
+  rows: readonly Readonly<{ id: string; next_attempt_at: string; updated_at: string }>[],
+): Promise<void> {
+  for (const row of rows) {
+    await db
+      .updateTable('batch_recipients')
+      .set((eb) => ({
+        status: 'queued',
+        next_attempt_at: row.next_attempt_at,
+        deferrals: eb('deferrals', '+', 1),
+        attempts: eb('attempts', '-', 1),
+        updated_at: row.updated_at,
+      }))
+      .where('id', '=', row.id)
+      .where('status', '=', 'in_progress')
+      .execute();
+  }
 }
 
 const requeueFields = [

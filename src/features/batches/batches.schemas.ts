@@ -14,11 +14,15 @@ export const referenceMaxLength = 255;
 export const nameMaxLength = 200;
 export const maxConcurrencyLimit = 100;
 export const maxConcurrencyDefault = 5;
-/** Call failures a batch may retry: the line was busy, or nobody answered (not a refusal, not an unknown end). */
-export const retryReasons = ['busy', 'no_answer'] as const;
+/**
+ * Call failures a batch may retry: the line was busy, nobody answered, or an answering machine took the call
+ * (not a refusal, not an unknown end).
+ */
+export const retryReasons = ['busy', 'no_answer', 'voicemail'] as const;
 export type RetryReason = (typeof retryReasons)[number];
 export const maxAttemptsLimit = 5;
-export const retryDefaults = { on: [...retryReasons], max_attempts: 1, delay_minutes: 30 };
+/** `on` by default: busy and no answer, as before voicemail could be told apart. */
+export const retryDefaults = { on: ['busy', 'no_answer'] as RetryReason[], max_attempts: 1, delay_minutes: 30 };
 export const retryDelayMinutesLimit = 1_440;
 /** Bodies of POST /v1/batches may be this large (10,000 recipients with metadata); 64 KB elsewhere. */
 export const batchBodyLimitBytes = 10 * 1024 * 1024;
@@ -58,7 +62,13 @@ export type CallingWindowInput = Static<typeof CallingWindowInput>;
 
 export const RetryInput = Type.Object(
   {
-    on: Type.Optional(Type.Array(enumOf(retryReasons), { minItems: 1, maxItems: retryReasons.length, description: 'Default: both' })),
+    on: Type.Optional(
+      Type.Array(enumOf(retryReasons), {
+        minItems: 1,
+        maxItems: retryReasons.length,
+        description: 'busy, no_answer and/or voicemail; default busy and no_answer',
+      }),
+    ),
     max_attempts: Type.Optional(
       Type.Integer({ minimum: 1, maximum: maxAttemptsLimit, description: 'Dials per recipient in all; default 1' }),
     ),

@@ -220,7 +220,8 @@ export async function placeCall(
   const provider = deps.providers.forCall(agent, origin.apiKey.mode);
   const placed = await provider.placeCall({
     dialId: request.dialId,
-    agentId: agent.agent_id,
+    // Retell and Vapi know the agent by an id of their own; ElevenLabs' agent id is callgate's.
+    agentId: agent.provider_agent_id ?? agent.agent_id,
     phoneNumberId: agent.phone_number_id,
     phoneNumberProvider: agent.phone_number_provider,
     to: request.to,
@@ -397,6 +398,14 @@ export async function recordReportedOutcome(
 }
 
 /**
+ * Has the call monitor look at a call that has not ended at `at` (a provider said it ended, and the rest of
+ * its outcome should follow by then; if it does not, the monitor asks for it). Nothing for an ended call.
+ */
+export async function scheduleCheck(db: Db, callId: string, at: Date): Promise<void> {
+  await repo.setNextCheck(db, callId, isoTimestamp(at));
+}
+
+/**
  * Records how a call ended, once, and in the same transaction writes its `call.completed` / `call.failed`
  * event with a delivery per subscribed endpoint (the outbox); a batch's call also ends its recipient there,
  * and may finish its batch. A second report for the same call changes nothing (`ended` false). Callers
@@ -453,7 +462,10 @@ export async function recordOutcomes(
     );
     const deliveries = new Map(withEvents.map(({ call }, index) => [call.id, written[index]!.deliveryIds.length]));
     // A batch's `batch.completed` deliveries count with the first of its calls that ended here.
-    const finished = new Map(await endRecipientsOfCalls(trx, clock, [...ended.values()]));
+    const refused = new Set(
+      [...first].filter(([, outcome]) => outcome.status === 'failed' && outcome.concurrencyRefused).map(([id]) => id),
+    );
+    const finished = new Map(await endRecipientsOfCalls(trx, clock, [...ended.values()], refused));
     const reported = new Set<string>();
     return outcomes.map(({ callId }) => {
       const call = ended.get(callId);

@@ -103,7 +103,7 @@ export async function beginDial(
     provider,
     agent_ref: agent.id,
     agent_id: agent.agent_id,
-    provider_agent_id: agent.agent_id,
+    provider_agent_id: agent.provider_agent_id ?? agent.agent_id,
     phone_number_id: agent.phone_number_id,
     to_number: request.to,
     metadata: request.metadata,

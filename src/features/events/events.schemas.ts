@@ -34,7 +34,7 @@ export const CallFailedData = Type.Object({
   agent_id: Type.String(),
   status: Type.Literal('failed'),
   failure_reason: Type.String({
-    description: 'busy, no_answer, rejected, provider_error, timeout or unknown; treat a value you do not know as unknown',
+    description: 'busy, no_answer, voicemail, rejected, provider_error, timeout or unknown; treat a value you do not know as unknown',
   }),
   failure_message: Nullable(Type.String({ description: 'For logs and people, not for code' })),
   failed_at: Type.String({ format: 'date-time' }),

@@ -1,5 +1,5 @@
 import { err } from '../../lib/result.js';
-import { requiredSettings } from './provider-settings.js';
+import { isRealProvider, requiredSettings } from './provider-settings.js';
 import type { AgentProvider, AgentRow } from '../agents/agents.tables.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { VoiceProvider } from './provider.interface.js';
@@ -29,7 +29,8 @@ export function unconfiguredProvider(name: AgentProvider, missingSetting: string
 export function createProviderRegistry(
   providers: Partial<Record<AgentProvider, VoiceProvider>> & { simulator: VoiceProvider },
 ): ProviderRegistry {
-  const byName = (name: AgentProvider): VoiceProvider => providers[name] ?? unconfiguredProvider(name, requiredSettings[name] ?? name);
+  const byName = (name: AgentProvider): VoiceProvider =>
+    providers[name] ?? unconfiguredProvider(name, isRealProvider(name) ? requiredSettings[name] : name);
   return {
     byName,
     forCall: (agent, mode) => (mode === 'test' ? providers.simulator : byName(agent.provider)),

@@ -7,9 +7,9 @@ import type { Result } from '../../lib/result.js';
 import type { AgentProvider } from '../agents/agents.tables.js';
 
 export interface PlaceCallRequest {
-  /** The provider's agent id (`agent_…`). */
+  /** The provider's agent id (ElevenLabs' `agent_…`, Retell's agent id, Vapi's assistant id). */
   readonly agentId: string;
-  /** The provider's id of the number to call from, when the agent has one. */
+  /** The provider's id of the number to call from, when the agent has one (Retell: the E.164 number itself). */
   readonly phoneNumberId: string | null;
   /** That number's kind at the provider (ElevenLabs: `twilio` or `sip_trunk`), when known. */
   readonly phoneNumberProvider: string | null;
@@ -48,7 +48,7 @@ export function mayHavePlaced(failure: ProviderFailure): boolean {
 }
 
 /** Why a call failed (its `failure_reason`), in the order the portal's charts stack them. */
-export const failureReasons = ['busy', 'no_answer', 'rejected', 'provider_error', 'timeout', 'unknown'] as const;
+export const failureReasons = ['busy', 'no_answer', 'voicemail', 'rejected', 'provider_error', 'timeout', 'unknown'] as const;
 export type FailureReason = (typeof failureReasons)[number];
 
 export type CallOutcome =
@@ -59,7 +59,18 @@ export type CallOutcome =
       readonly durationSeconds: number;
       readonly transcriptSummary: string;
     }
-  | { readonly status: 'failed'; readonly reason: FailureReason; readonly message: string | null; readonly failedAt: Date };
+  | {
+      readonly status: 'failed';
+      readonly reason: FailureReason;
+      readonly message: string | null;
+      readonly failedAt: Date;
+      /**
+       * The provider refused the call at its concurrency limit after accepting the request (Retell's
+       * `concurrency_limit_reached`, Vapi's concurrency-blocked start): nobody was dialed, so a batch puts
+       * its recipient back in the queue without using an attempt, as after a 429.
+       */
+      readonly concurrencyRefused?: boolean;
+    };
 
 export type CallCheck =
   | { readonly state: 'ended'; readonly outcome: CallOutcome }
@@ -103,16 +114,16 @@ export interface VoiceProvider {
 
 /** An agent defined at the provider. */
 export interface DirectoryAgent {
-  /** The provider's agent id (`agent_…`). */
+  /** The provider's agent id (ElevenLabs' `agent_…`, Retell's agent id, Vapi's assistant id). */
   readonly id: string;
   readonly name: string;
 }
 
 /** A phone number of the provider's workspace that calls can come from. */
 export interface DirectoryPhoneNumber {
-  /** The provider's id of the number. */
+  /** The provider's id of the number (Retell: the E.164 number itself). */
   readonly id: string;
-  /** How the provider dials out with it (ElevenLabs: `twilio` or `sip_trunk`). */
+  /** How the provider dials out with it (ElevenLabs: `twilio` or `sip_trunk`; Vapi: `twilio`, `vonage`, …). */
   readonly kind: string;
   /** The number itself (E.164), when the provider says. */
   readonly number: string | null;

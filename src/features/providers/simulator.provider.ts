@@ -22,6 +22,8 @@ export const simulatorMagicNumbers = {
   lostAnswerPlaced: '+15005550004',
   /** The answer is lost and no call was placed: the first answer is 504; the dial is then not found. */
   lostAnswerNotPlaced: '+15005550005',
+  /** The call is placed, then an answering machine takes it: it fails with `voicemail`. */
+  voicemail: '+15005550006',
 } as const;
 
 /**
@@ -59,6 +61,9 @@ export function simulatedOutcome(call: CallReference, delayMs: number): CallOutc
   }
   if (call.to === simulatorMagicNumbers.noAnswer) {
     return { status: 'failed', reason: 'no_answer', message: 'Nobody answered before the ringing timeout.', failedAt: endsAt };
+  }
+  if (call.to === simulatorMagicNumbers.voicemail) {
+    return { status: 'failed', reason: 'voicemail', message: 'An answering machine took the call.', failedAt: endsAt };
   }
   const hash = digest(call.conversationId);
   const ringMs = Math.min(maxRingMs, Math.floor(delayMs / 3));

@@ -1,23 +1,38 @@
 import type { AgentView } from '../../features/agents/agents.service.js';
-import { elevenLabsKeySetting } from '../../features/providers/provider-settings.js';
+import { providerLabels, realProviders, requiredSettings, type RealProvider } from '../../features/providers/provider-settings.js';
 import { copyable, csrfField, table, time } from './components.js';
 import { html } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
+/** The provider of an agent, with its own id of the agent when that is not callgate's (Retell, Vapi). */
+function providerCell(agent: AgentView) {
+  return agent.provider_agent_id
+    ? html`${agent.provider}<br><code class="small" title="${providerLabels[agent.provider]}'s id of the agent">${agent.provider_agent_id}</code>`
+    : agent.provider;
+}
+
 export function agentsPage(
   user: NonNullable<PageFrame['user']>,
   agents: readonly AgentView[],
-  options: { canSync: boolean; notice?: string; error?: string },
+  options: { syncable: readonly RealProvider[]; notice?: string; error?: string },
 ): string {
   const rows = agents.map((agent, index) => [
     agent.name,
     copyable(`agent-${index}`, agent.agent_id),
-    agent.provider,
+    providerCell(agent),
     agent.phone_number_id
-      ? html`${agent.phone_number ? html`${agent.phone_number}<br>` : ''}<code class="small">${agent.phone_number_id}</code>${agent.phone_number_provider ? html` <span class="muted small">${agent.phone_number_provider}</span>` : ''}`
+      ? html`${agent.phone_number && agent.phone_number !== agent.phone_number_id ? html`${agent.phone_number}<br>` : ''}<code class="small">${agent.phone_number_id}</code>${agent.phone_number_provider ? html` <span class="muted small">${agent.phone_number_provider}</span>` : ''}`
       : html`<span class="muted">—</span>`,
     time(agent.created_at),
   ]);
+  const { syncable } = options;
+  const names = syncable.map((provider) => providerLabels[provider]);
+  const labels = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : (names[0] ?? '');
+  const syncForms = syncable.map(
+    (provider) =>
+      html`<form method="post" action="/developers/agents/sync" class="inline">${csrfField(user.csrfToken)}<input type="hidden" name="provider" value="${provider}"><button type="submit" class="button">Sync from ${providerLabels[provider]}</button></form>`,
+  );
+  const settings = realProviders.map((provider) => html`<code>${requiredSettings[provider]}</code>`);
   return layout(
     {
       title: 'Agents',
@@ -33,15 +48,15 @@ export function agentsPage(
 </div>
 <section class="card">
   ${
-    options.canSync
-      ? html`<form method="post" action="/developers/agents/sync" class="card-head">${csrfField(user.csrfToken)}<p class="muted small">Import the agents of this server's ElevenLabs workspace, with their phone numbers (agents already here are updated).</p><button type="submit" class="button">Sync from ElevenLabs</button></form>`
+    syncable.length > 0
+      ? html`<div class="card-head"><p class="muted small">Import the agents of this server's ${labels} workspace${syncable.length > 1 ? 's' : ''}, with their phone numbers (agents already here are updated).</p><div class="actions">${syncForms}</div></div>`
       : ''
   }
   ${table('Agents', [{ label: 'Name' }, { label: 'Agent id' }, { label: 'Provider' }, { label: 'Phone number' }, { label: 'Added' }], rows, 'No agents yet.')}
   <p class="muted small">${
-    options.canSync
-      ? html`Agents are defined in ElevenLabs; your callgate operator can also add one by hand (<code>npx callgate agents add</code>).`
-      : html`Agents for real calls are defined at the voice provider and added by your callgate operator (<code>npx callgate agents add</code> or <code>agents sync</code>, once the server has <code>${elevenLabsKeySetting}</code>).`
+    syncable.length > 0
+      ? html`Agents are defined at the voice provider (${labels}); your callgate operator can also add one by hand (<code>npx callgate agents add</code>).`
+      : html`Agents for real calls are defined at the voice provider and added by your callgate operator (<code>npx callgate agents add</code> or <code>agents sync</code>, once the server has ${settings.map((setting, index) => html`${index === 0 ? '' : index === settings.length - 1 ? ' or ' : ', '}${setting}`)}).`
   }</p>
 </section>`,
   );

@@ -319,7 +319,7 @@ export const emptyBatchForm: BatchFormValues = {
   csvText: '',
 };
 
-const retryLabels = { busy: 'Busy', no_answer: 'No answer' } as const;
+const retryLabels = { busy: 'Busy', no_answer: 'No answer', voicemail: 'Voicemail' } as const;
 
 function windowFields(values: BatchFormValues): SafeHtml {
   return html`<fieldset class="form-section">

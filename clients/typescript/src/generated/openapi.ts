@@ -408,7 +408,7 @@ export interface components {
                 fallback_time_zone?: string;
             } | null;
             retry: {
-                on: ("busy" | "no_answer")[];
+                on: ("busy" | "no_answer" | "voicemail")[];
                 max_attempts: number;
                 delay_minutes: number;
             } | null;
@@ -514,7 +514,7 @@ export interface components {
                 agent_id: string;
                 /** @enum {string} */
                 status: "failed";
-                /** @description busy, no_answer, rejected, provider_error, timeout or unknown; treat a value you do not know as unknown */
+                /** @description busy, no_answer, voicemail, rejected, provider_error, timeout or unknown; treat a value you do not know as unknown */
                 failure_reason: string;
                 failure_message: string | null;
                 /** Format: date-time */
@@ -1392,8 +1392,8 @@ export interface operations {
                         fallback_time_zone?: string;
                     };
                     retry?: {
-                        /** @description Default: both */
-                        on?: ("busy" | "no_answer")[];
+                        /** @description busy, no_answer and/or voicemail; default busy and no_answer */
+                        on?: ("busy" | "no_answer" | "voicemail")[];
                         /** @description Dials per recipient in all; default 1 */
                         max_attempts?: number;
                         /** @description Default 30 */

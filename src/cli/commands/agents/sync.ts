@@ -1,46 +1,61 @@
 import { ApiError } from '../../../errors/api-error.js';
 import { syncAgents } from '../../../features/agents/agents-sync.service.js';
-import { createElevenLabsDirectory } from '../../../features/providers/elevenlabs/elevenlabs.directory.js';
-import { elevenLabsClientFor, elevenLabsKeySetting } from '../../../features/providers/provider-settings.js';
-import { requiredOption } from '../../args.js';
+import {
+  agentDirectoryFor,
+  providerLabels,
+  realProviders,
+  requiredSettings,
+  type RealProvider,
+} from '../../../features/providers/provider-settings.js';
+import { choiceOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatTable } from '../../output.js';
 
+const defaultProvider: RealProvider = 'elevenlabs';
+
 export const syncAgentsCommand: Command = {
   name: 'sync',
-  summary: "Add or update an account's agents from the ElevenLabs workspace, with their phone numbers",
+  summary: "Add or update an account's agents from a provider's workspace (ElevenLabs, Retell or Vapi), with their phone numbers",
   options: {
     account: {
       value: 'ACCOUNT_ID',
-      description: `Account that receives the agents (acct_...); needs ${elevenLabsKeySetting}`,
+      description: `Account that receives the agents (acct_...); needs the provider's key (${Object.values(requiredSettings).join(', ')})`,
       required: true,
+    },
+    provider: {
+      value: realProviders.join('|'),
+      description: `The workspace to sync with (default ${defaultProvider}); Retell and Vapi agents get agent_<provider>_<their id> unless already here`,
     },
   },
   prepare(args) {
     const accountId = requiredOption(args, 'account');
+    const provider = choiceOption(args, 'provider', realProviders, defaultProvider);
+    const label = providerLabels[provider];
     return async ({ config, db, clock, progress }) => {
-      const client = elevenLabsClientFor(config);
-      if (!client) {
+      const directory = agentDirectoryFor(provider, config);
+      if (!directory) {
         throw new ApiError(
           'provider_unavailable',
-          `agents sync needs ${elevenLabsKeySetting}: set it to the API key of the ElevenLabs workspace`,
+          `agents sync needs ${requiredSettings[provider]}: set it to the API key of the ${label} workspace`,
         );
       }
       await requireAccount(db, accountId);
-      const result = await syncAgents(db, clock, createElevenLabsDirectory(client), accountId, ({ agentsListed, page }) =>
+      const result = await syncAgents(db, clock, directory, accountId, ({ agentsListed, page }) =>
         progress(`listed ${agentsListed} agents (page ${page})…`),
       );
-      const summary = `Synced account ${accountId} with ElevenLabs: ${result.added} added, ${result.updated} updated, ${result.skipped.length} skipped.`;
+      const summary = `Synced account ${accountId} with ${label}: ${result.added} added, ${result.updated} updated, ${result.skipped.length} skipped.`;
+      const ownIds = provider !== 'elevenlabs';
       const agents =
         result.agents.length === 0
           ? []
           : [
               '',
               formatTable(
-                ['agent id', 'name', 'phone number id', 'number kind', 'phone number'],
+                ['agent id', 'name', ...(ownIds ? [`${label} id`] : []), 'phone number id', 'number kind', 'phone number'],
                 result.agents.map((agent) => [
                   agent.agent_id,
                   agent.name,
+                  ...(ownIds ? [agent.provider_agent_id] : []),
                   agent.phone_number_id,
                   agent.phone_number_provider,
                   agent.phone_number,

@@ -5,6 +5,9 @@
 import type { CallOutcome, FailureReason, ProviderFailure } from '../provider.interface.js';
 import { elevenLabsKeySetting } from '../provider-settings.js';
 import type { ElevenLabsResponse } from './elevenlabs.client.js';
+import { maxCallSeconds, saneUnixSeconds, withoutNul, type OnAdjusted } from '../provider-values.js';
+
+export { maxCallSeconds, saneUnixSeconds, withoutNul, type OnAdjusted };
 
 type Json = Record<string, unknown>;
 
@@ -23,41 +26,28 @@ export function failureReasonOf(value: unknown): FailureReason {
   return 'unknown';
 }
 
-/**
- * The longest call we believe. ElevenLabs ends conversations at the agent's max_duration_seconds (600 by
- * default); a day leaves room for any setting, and keeps the value far inside PostgreSQL's integer column
- * (a duration of 3e9 overflowed it and answered 500).
- */
-export const maxCallSeconds = 24 * 60 * 60;
-/** How far from the reference time (the event's, or now) a provider's timestamp may lie and still be believed. */
-const maxAgeMs = 366 * 24 * 60 * 60 * 1000;
-const maxAheadMs = 24 * 60 * 60 * 1000;
-
-/** Told about each provider value that was out of range and replaced (the webhook route logs a warning). */
-export type OnAdjusted = (field: string, sent: unknown, kept: unknown) => void;
+/** The system tool an ElevenLabs agent calls when it hears a voicemail greeting (it then ends the call). */
+const voicemailTool = 'voicemail_detection';
 
 /**
- * A provider's unix-seconds timestamp as a Date, when it lies within a year before `reference` and a day
- * after; null otherwise (1e300 or -1e20 made an Invalid Date, and `toISOString` threw a 500).
+ * Whether ElevenLabs' own voicemail detection ended the conversation: its agent called the
+ * `voicemail_detection` system tool, or the termination reason says voicemail. (ElevenLabs counts such a
+ * call as a successful initiation, so no call_initiation_failure says it.)
  */
-export function saneUnixSeconds(value: unknown, reference: Date): Date | null {
-  const seconds = finiteNumber(value);
-  if (seconds === null) return null;
-  const ms = seconds * 1000;
-  return ms >= reference.getTime() - maxAgeMs && ms <= reference.getTime() + maxAheadMs ? new Date(ms) : null;
-}
-
-/** Text from the provider without U+0000, which PostgreSQL cannot store (SQLite could: the same on both). */
-export function withoutNul(text: string, field: string, onAdjusted?: OnAdjusted): string {
-  if (!text.includes('\u0000')) return text;
-  const kept = text.replace(/\u0000/g, '');
-  onAdjusted?.(field, 'text with U+0000', 'the same text without it');
-  return kept;
+export function reachedVoicemail(conversation: unknown): boolean {
+  const data = record(conversation);
+  const termination = record(data.metadata).termination_reason;
+  if (typeof termination === 'string' && /voice ?mail/i.test(termination)) return true;
+  const transcript = Array.isArray(data.transcript) ? data.transcript : [];
+  return transcript.some((turn) => {
+    const calls = record(turn).tool_calls;
+    return Array.isArray(calls) && calls.some((call) => record(call).tool_name === voicemailTool);
+  });
 }
 
 /**
- * A finished conversation (post_call_transcription `data`, or GET conversation) as a completed call. The
- * data is signed, so the call's outcome is kept even when a value is out of range: a duration is clamped to
+ * A finished conversation (post_call_transcription `data`, or GET conversation) as a completed call, or as
+ * failed with `voicemail` when their voicemail detection ended it (at its end). The data is signed, so the call's outcome is kept even when a value is out of range: a duration is clamped to
  * 0..maxCallSeconds, a start time beyond belief is replaced by the end less the duration, NULs are dropped,
  * and each such change is reported to `onAdjusted`.
  */
@@ -76,6 +66,10 @@ export function completedOutcome(conversation: unknown, fallbackEnd: Date, onAdj
     typeof analysis.transcript_summary === 'string'
       ? withoutNul(analysis.transcript_summary, 'analysis.transcript_summary', onAdjusted)
       : '';
+  if (reachedVoicemail(conversation)) {
+    const message = 'The call reached voicemail (ElevenLabs voicemail detection).';
+    return { status: 'failed', reason: 'voicemail', message, failedAt: new Date(startedAt.getTime() + duration * 1000) };
+  }
   return {
     status: 'completed',
     startedAt,
@@ -92,6 +86,7 @@ export function initiationFailureOutcome(data: unknown, at: Date): CallOutcome {
   const messages: Record<FailureReason, string> = {
     busy: 'The line was busy.',
     no_answer: 'Nobody answered.',
+    voicemail: 'The call reached voicemail.',
     rejected: 'The call was rejected.',
     provider_error: 'The voice provider could not place the call.',
     timeout: 'The call did not end in time.',

@@ -1,0 +1,175 @@
+/**
+ * A thin JSON client for a voice provider's REST API, shared by the adapters. It never retries: no provider
+ * offers an idempotency key on its create endpoint, so a second try could dial twice (their SDKs retry
+ * POSTs by default, which is why none is used). Every failure comes back as a value that says what happened
+ * (HTTP status, unreachable before or after sending, timed out), and the credentials never leave this file
+ * and the adapter's own.
+ */
+import type { ProviderFailure } from './provider.interface.js';
+
+export interface ProviderHttpOptions {
+  readonly baseUrl: string;
+  /** Sent with every request (the credential header). */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly timeoutMs: number;
+}
+
+export type ProviderResponse =
+  | { readonly kind: 'ok'; readonly status: number; readonly body: unknown }
+  | { readonly kind: 'http_error'; readonly status: number; readonly body: unknown; readonly retryAfter: string | null }
+  /** `sent`: whether the request may have reached the provider (false only when the connection was refused or the host not found). */
+  | { readonly kind: 'unreachable'; readonly message: string; readonly sent: boolean }
+  | { readonly kind: 'timeout' };
+
+export type ProviderErrorResponse = Exclude<ProviderResponse, { kind: 'ok' }>;
+
+export interface ProviderHttpClient {
+  request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ProviderResponse>;
+}
+
+/** Network errors that mean the request never left this machine. */
+const notSentCodes = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'ERR_INVALID_URL']);
+
+async function readBody(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (text === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text.slice(0, 500);
+  }
+}
+
+export function createProviderHttpClient(options: ProviderHttpOptions): ProviderHttpClient {
+  return {
+    async request(method, path, body) {
+      const init: RequestInit = {
+        method,
+        headers: {
+          ...options.headers,
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        signal: AbortSignal.timeout(options.timeoutMs),
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      };
+      try {
+        const response = await fetch(`${options.baseUrl}${path}`, init);
+        const parsed = await readBody(response);
+        if (response.ok) return { kind: 'ok', status: response.status, body: parsed };
+        return { kind: 'http_error', status: response.status, body: parsed, retryAfter: response.headers.get('retry-after') };
+      } catch (error) {
+        const name = (error as { name?: string }).name;
+        if (name === 'TimeoutError' || name === 'AbortError') return { kind: 'timeout' };
+        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+        const code = cause?.code;
+        return {
+          kind: 'unreachable',
+          message: code ?? cause?.message ?? (error as Error).message,
+          sent: code === undefined || !notSentCodes.has(code),
+        };
+      }
+    },
+  };
+}
+
+/**
+ * A failed request about a call (create, look-up, search), in words for the integrator: a 4xx is a refusal,
+ * a 429 or a connection refused means nothing was done (retry with backoff), and no answer, a 5xx or a
+ * connection dropped after sending leave it open whether the call was placed. `refusal` words a 4xx other
+ * than 401/403/429 (the provider's own body never reaches an answer: it may echo the key).
+ */
+export function callRequestFailure(response: ProviderErrorResponse, refusal: (status: number) => string): ProviderFailure {
+  if (response.kind === 'timeout') {
+    return {
+      kind: 'timeout',
+      message: 'The voice provider did not answer in time. The call may or may not have been placed.',
+      retryable: true,
+    };
+  }
+  if (response.kind === 'unreachable') {
+    if (!response.sent)
+      return { kind: 'unavailable', message: 'The voice provider could not be reached. Retry with backoff.', retryable: true };
+    return {
+      kind: 'uncertain',
+      message: 'The connection to the voice provider dropped after the request was sent. The call may or may not have been placed.',
+      retryable: true,
+    };
+  }
+  const { status } = response;
+  if (status === 429) return concurrencyFailure(response.retryAfter);
+  if (status >= 500) {
+    return {
+      kind: 'uncertain',
+      message: `The voice provider answered HTTP ${status}. The call may or may not have been placed.`,
+      retryable: true,
+    };
+  }
+  if (status === 401 || status === 403) {
+    return {
+      kind: 'rejected',
+      message: "The voice provider refused this server's credentials; the operator must check its configuration.",
+      retryable: false,
+    };
+  }
+  return { kind: 'rejected', message: refusal(status), retryable: false };
+}
+
+/** The provider could take no call now (a 429, or its concurrency limit): nothing was dialed. */
+export function concurrencyFailure(retryAfter: string | null = null): Extract<ProviderFailure, { kind: 'unavailable' }> {
+  const seconds = Number(retryAfter);
+  return {
+    kind: 'unavailable',
+    message: 'The voice provider is at its concurrency or rate limit. Retry with backoff.',
+    retryable: true,
+    retryAfterSeconds: Number.isInteger(seconds) && seconds > 0 ? Math.min(seconds, 3_600) : 5,
+  };
+}
+
+/**
+ * A failed request about the workspace itself (agents, phone numbers, doctor's check), in words for the
+ * operator: the setting to check, not an integrator's retry advice about a call.
+ */
+export function workspaceRequestFailure(
+  response: ProviderErrorResponse,
+  provider: { readonly label: string; readonly keySetting: string; readonly baseUrlSetting: string },
+): ProviderFailure {
+  if (response.kind === 'timeout') {
+    return {
+      kind: 'timeout',
+      message: `${provider.label} did not answer in time (CALLGATE_PROVIDER_TIMEOUT_MS); try again, or raise it`,
+      retryable: true,
+    };
+  }
+  if (response.kind === 'unreachable') {
+    const message = `${provider.label} could not be reached (${response.message}); check ${provider.baseUrlSetting} and this machine's network`;
+    return { kind: 'unavailable', message, retryable: true };
+  }
+  const { status } = response;
+  if (status === 401 || status === 403) {
+    return {
+      kind: 'rejected',
+      message: `${provider.label} refused the API key (HTTP ${status}); check ${provider.keySetting}`,
+      retryable: false,
+    };
+  }
+  if (status === 429) {
+    return {
+      kind: 'unavailable',
+      message: `${provider.label} is limiting this workspace's requests (HTTP 429); try again in a minute`,
+      retryable: true,
+    };
+  }
+  const message = `${provider.label} answered HTTP ${status}`;
+  return status >= 500 ? { kind: 'unavailable', message, retryable: true } : { kind: 'rejected', message, retryable: false };
+}
+
+export type Json = Record<string, unknown>;
+
+/** An object of a provider's JSON, or an empty one for anything else (their bodies are never trusted). */
+export function record(value: unknown): Json {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
+}
+
+/** A provider's id that is safe to store, put in a URL path and log: short, printable, no separators of ours. */
+export const providerIdRule = /^[A-Za-z0-9_.:+-]{1,128}$/;

@@ -1,0 +1,93 @@
+/**
+ * The Retell workspace as an `AgentDirectory`: its agents (`GET /list-agents`, one array, one entry per
+ * agent version) and its numbers (`GET /list-phone-numbers`). A Retell number is known by the number
+ * itself, so that is its id here; the agent it is bound to for outbound calls is its assigned agent.
+ */
+import { err, ok } from '../../../lib/result.js';
+import { record, workspaceRequestFailure, type ProviderErrorResponse, type ProviderHttpClient } from '../provider-http.js';
+import { baseUrlSettings, requiredSettings } from '../provider-settings.js';
+import type { AgentDirectory, DirectoryAgent, DirectoryPhoneNumber, ProviderFailure } from '../provider.interface.js';
+
+const pageSize = 1_000;
+/** A workspace with more pages than this is not plausible; stop rather than loop on a bad key. */
+const maxPages = 100;
+
+const unexpectedAnswer: ProviderFailure = { kind: 'unavailable', message: 'unexpected answer from Retell', retryable: true };
+
+function failure(response: ProviderErrorResponse): ProviderFailure {
+  return workspaceRequestFailure(response, {
+    label: 'Retell',
+    keySetting: requiredSettings.retell,
+    baseUrlSetting: baseUrlSettings.retell,
+  });
+}
+
+function assignedAgent(entry: Record<string, unknown>): string | null {
+  if (typeof entry.outbound_agent_id === 'string' && entry.outbound_agent_id !== '') return entry.outbound_agent_id;
+  const weighted = Array.isArray(entry.outbound_agents) ? record(entry.outbound_agents[0]).agent_id : undefined;
+  if (typeof weighted === 'string' && weighted !== '') return weighted;
+  return typeof entry.inbound_agent_id === 'string' && entry.inbound_agent_id !== '' ? entry.inbound_agent_id : null;
+}
+
+export function createRetellDirectory(client: ProviderHttpClient): AgentDirectory {
+  return {
+    provider: 'retell',
+
+    async listAgents(onProgress) {
+      const agents = new Map<string, DirectoryAgent>();
+      let after: { id: string; version: number | null } | null = null;
+      for (let page = 1; page <= maxPages; page++) {
+        const query = new URLSearchParams({ limit: String(pageSize) });
+        if (after) {
+          query.set('pagination_key', after.id);
+          if (after.version !== null) query.set('pagination_key_version', String(after.version));
+        }
+        const response = await client.request('GET', `/list-agents?${query.toString()}`);
+        if (response.kind !== 'ok') return err(failure(response));
+        if (!Array.isArray(response.body)) return err(unexpectedAnswer);
+        const items = response.body.map(record);
+        const known = agents.size;
+        for (const item of items) {
+          if (typeof item.agent_id !== 'string' || agents.has(item.agent_id)) continue;
+          const name = typeof item.agent_name === 'string' && item.agent_name.trim() !== '' ? item.agent_name : item.agent_id;
+          agents.set(item.agent_id, { id: item.agent_id, name });
+        }
+        onProgress?.({ agentsListed: agents.size, page });
+        // A page may hold fewer than asked for and still not be the last: the list ends with a page that
+        // brings no agent not seen before.
+        const last = items.at(-1);
+        if (agents.size === known || !last || typeof last.agent_id !== 'string') return ok([...agents.values()]);
+        const next = { id: last.agent_id, version: typeof last.version === 'number' ? last.version : null };
+        if (after && after.id === next.id && after.version === next.version) return ok([...agents.values()]);
+        after = next;
+      }
+      return err({ kind: 'rejected', message: `more than ${maxPages} pages`, retryable: false });
+    },
+
+    async listPhoneNumbers() {
+      const response = await client.request('GET', '/list-phone-numbers');
+      if (response.kind !== 'ok') return err(failure(response));
+      if (!Array.isArray(response.body)) return err(unexpectedAnswer);
+      return ok(
+        response.body.map(record).flatMap((entry): DirectoryPhoneNumber[] =>
+          typeof entry.phone_number === 'string'
+            ? [
+                {
+                  id: entry.phone_number,
+                  kind: typeof entry.phone_number_type === 'string' ? entry.phone_number_type : 'retell',
+                  number: entry.phone_number,
+                  assignedAgentId: assignedAgent(entry),
+                },
+              ]
+            : [],
+        ),
+      );
+    },
+
+    async checkAccess() {
+      // Their smallest authenticated read (the one their own n8n credential tests with).
+      const response = await client.request('GET', '/get-concurrency');
+      return response.kind === 'ok' ? ok(undefined) : err(failure(response));
+    },
+  };
+}

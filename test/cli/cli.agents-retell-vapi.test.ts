@@ -1,0 +1,163 @@
+/**
+ * The CLI for Retell and Vapi agents on each database, against the fakes: `agents add --provider retell|vapi`
+ * with the provider's own id, `agents sync --provider retell|vapi` (its agent_… id rule, numbers, a second
+ * run updating), the key each needs, and `doctor` checking each provider with its smallest read.
+ */
+import assert from 'node:assert/strict';
+import { after, before, it } from 'node:test';
+import { forEachDialect } from '../support/dialects.js';
+import { startFakeRetell, type FakeRetell } from '../support/fake-retell.js';
+import { startFakeVapi, type FakeVapi } from '../support/fake-vapi.js';
+import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import {
+  fillWorkspaces,
+  retellAgentId,
+  retellKey,
+  retellNumber,
+  vapiAssistantId,
+  vapiKey,
+  vapiNumberId,
+  vapiSecret,
+} from '../support/retell-vapi-fixtures.js';
+
+await forEachDialect('callgate CLI: Retell and Vapi agents, sync and doctor', (dialect) => {
+  let database: TestDatabase;
+  let retell: FakeRetell;
+  let vapi: FakeVapi;
+  let env: NodeJS.ProcessEnv;
+  let accountId: string;
+
+  before(async () => {
+    database = await createTestDatabase(dialect, { migrated: true });
+    retell = await startFakeRetell({ apiKey: retellKey });
+    vapi = await startFakeVapi({ apiKey: vapiKey, secret: vapiSecret });
+    fillWorkspaces(retell, vapi);
+    retell.agents.push({ agent_id: 'agent_0a1b2c3d4e5f', agent_name: 'Retell second', version: 1 });
+    retell.agents.push({ agent_id: 'agent_0a1b2c3d4e5f', agent_name: 'Retell second', version: 2 });
+    retell.agentsPageSize = 2;
+    vapi.assistants.push({ id: '0b6c8f2a-1111-4222-8333-944455566677', name: 'Vapi second', createdAt: '2026-04-01T00:00:00.000Z' });
+    env = cliEnv({
+      ...database.env,
+      RETELL_API_KEY: retellKey,
+      RETELL_BASE_URL: retell.url,
+      VAPI_API_KEY: vapiKey,
+      VAPI_WEBHOOK_SECRET: vapiSecret,
+      VAPI_BASE_URL: vapi.url,
+    });
+    accountId = (await runJson(env, ['accounts', 'create', '--name', 'Providers'])).id;
+  });
+  after(async () => {
+    await retell.close();
+    await vapi.close();
+    await database.drop();
+  });
+
+  it('agents add --provider retell|vapi keeps the provider id beside agent_…; wrong options are refused', async () => {
+    const rt = await runJson(env, [
+      'agents',
+      'add',
+      '--account',
+      accountId,
+      '--agent-id',
+      'agent_support',
+      '--name',
+      'Support',
+      '--provider',
+      'retell',
+      '--provider-agent-id',
+      retellAgentId,
+      '--from-number',
+      retellNumber,
+    ]);
+    assert.deepEqual(
+      [rt.agent_id, rt.provider, rt.provider_agent_id, rt.phone_number_id, rt.phone_number],
+      ['agent_support', 'retell', retellAgentId, retellNumber, retellNumber],
+    );
+    const vp = await runJson(env, [
+      'agents',
+      'add',
+      '--account',
+      accountId,
+      '--agent-id',
+      'agent_sales',
+      '--name',
+      'Sales',
+      '--provider',
+      'vapi',
+      '--provider-agent-id',
+      vapiAssistantId,
+      '--phone-number-id',
+      vapiNumberId,
+    ]);
+    assert.deepEqual([vp.provider, vp.provider_agent_id, vp.phone_number_id], ['vapi', vapiAssistantId, vapiNumberId]);
+    const base = ['agents', 'add', '--account', accountId, '--agent-id', 'agent_x', '--name', 'X'];
+    await runFailing(env, [...base, '--provider', 'retell', '--from-number', retellNumber], 1, /need the Retell agent id/);
+    await runFailing(
+      env,
+      [...base, '--provider', 'vapi', '--provider-agent-id', 'a', '--from-number', retellNumber],
+      2,
+      /--from-number is for --provider retell/,
+    );
+    await runFailing(env, [...base, '--provider', 'retell', '--provider-agent-id', 'a', '--from-number', '4155550100'], 2, /E\.164/);
+    await runFailing(
+      cliEnv({ ...database.env }),
+      [...base, '--provider', 'vapi', '--provider-agent-id', vapiAssistantId],
+      1,
+      /no VAPI_API_KEY set/,
+    );
+  });
+
+  it('agents sync --provider retell: a known agent keeps its id, a new one gets agent_retell_…, with its number; a second run updates', async () => {
+    const first = await runJson(env, ['agents', 'sync', '--account', accountId, '--provider', 'retell']);
+    assert.deepEqual([first.added, first.updated, first.skipped.length], [1, 1, 0]);
+    const byId = new Map<string, Record<string, string>>(first.agents.map((agent: Record<string, string>) => [agent.agent_id, agent]));
+    assert.equal(byId.get('agent_support')?.provider_agent_id, retellAgentId, 'the agent added by hand keeps its agent_id');
+    assert.equal(byId.get('agent_support')?.phone_number_id, retellNumber);
+    const second = byId.get('agent_retell_0a1b2c3d4e5f');
+    assert.deepEqual([second?.provider, second?.provider_agent_id, second?.name], ['retell', 'agent_0a1b2c3d4e5f', 'Retell second']);
+    assert.ok(
+      retell.requestsTo('agents').some((request) => request.query.get('pagination_key') !== null),
+      'it read every page',
+    );
+    const again = await runCli(env, ['agents', 'sync', '--account', accountId, '--provider', 'retell']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, new RegExp(`^Synced account ${accountId} with Retell: 0 added, 2 updated, 0 skipped\\.`));
+  });
+
+  it('agents sync --provider vapi: agent_vapi_<assistant id> with the assistant’s number; without the key it names VAPI_API_KEY', async () => {
+    const result = await runJson(env, ['agents', 'sync', '--account', accountId, '--provider', 'vapi']);
+    assert.deepEqual([result.added, result.updated], [1, 1]);
+    const added = result.agents.find(
+      (agent: Record<string, string>) => agent.agent_id === 'agent_vapi_0b6c8f2a-1111-4222-8333-944455566677',
+    );
+    assert.equal(added?.provider_agent_id, '0b6c8f2a-1111-4222-8333-944455566677');
+    const sales = result.agents.find((agent: Record<string, string>) => agent.agent_id === 'agent_sales');
+    assert.deepEqual([sales?.phone_number_id, sales?.phone_number], [vapiNumberId, '+14155550191']);
+    await runFailing(
+      cliEnv({ ...database.env }),
+      ['agents', 'sync', '--account', accountId, '--provider', 'vapi'],
+      1,
+      /agents sync needs VAPI_API_KEY/,
+    );
+    await runFailing(env, ['agents', 'sync', '--account', accountId, '--provider', 'bland'], 2, /must be one of elevenlabs, retell, vapi/);
+  });
+
+  it('doctor checks each configured provider with its smallest read, and names the key that is refused', async () => {
+    retell.resetRequests();
+    vapi.resetRequests();
+    const good = await runJson({ ...env }, ['doctor']).catch(() => undefined);
+    const report = good ?? JSON.parse((await runCli(env, ['doctor', '--json'])).stdout);
+    const statuses = Object.fromEntries(report.checks.map((check: Record<string, string>) => [check.name, check.status]));
+    assert.deepEqual([statuses['provider elevenlabs'], statuses['provider retell'], statuses['provider vapi']], ['skip', 'ok', 'ok']);
+    assert.deepEqual(
+      [...retell.requests, ...vapi.requests].map((request) => `${request.method} ${request.path}?${request.query}`),
+      ['GET /get-concurrency?', 'GET /assistant?limit=1'],
+    );
+    const bad = await runCli({ ...env, RETELL_API_KEY: 'key_wrong', VAPI_API_KEY: 'vapi_wrong' }, ['doctor']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stdout, /^FAIL {2}provider retell: Retell refused the API key \(HTTP 401\); check RETELL_API_KEY\n {6}what to do: /m);
+    assert.match(bad.stdout, /^FAIL {2}provider vapi: Vapi refused the API key \(HTTP 401\); check VAPI_API_KEY/m);
+    for (const secret of [retellKey, vapiKey, 'key_wrong', 'vapi_wrong']) assert.ok(!bad.stdout.includes(secret));
+  });
+});

@@ -1,0 +1,218 @@
+/**
+ * A local fake of the Vapi API, from the documented shapes (/work/shared/reference/voice-providers.md §1b):
+ * `POST /call` (201 with the call, `status: queued`, and `subscriptionLimits`), `GET /call/{id}` (404 for an
+ * unknown id), `GET /call?assistantId=&createdAtGe=&limit=` (a plain array, no filter by customer),
+ * `GET /assistant` and `GET /phone-number`; errors in the NestJS shape `{message, error, statusCode}`. It
+ * builds their server messages (`{message: {type, call, …}}`) and signs them as an HMAC server credential
+ * does by default: `x-signature` = hex HMAC-SHA256 of `"{x-timestamp}.{body}"`.
+ */
+import { createHmac, randomUUID } from 'node:crypto';
+import {
+  startFakeProviderServer,
+  type FakeProviderReply,
+  type FakeProviderRequest,
+  type FakeProviderServer,
+} from './fake-provider-server.js';
+
+export type VapiRoute = 'create' | 'getCall' | 'listCalls' | 'assistants' | 'phoneNumbers';
+export type VapiRequest = FakeProviderRequest<VapiRoute>;
+
+export interface VapiAssistant {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+export interface VapiNumber {
+  id: string;
+  number: string;
+  provider: string;
+  assistantId: string | null;
+  name: string;
+}
+
+export type VapiCall = Record<string, unknown> & { id: string; status: string };
+
+export interface FakeVapi extends FakeProviderServer<VapiRoute> {
+  readonly apiKey: string;
+  readonly secret: string;
+  readonly calls: Map<string, VapiCall>;
+  assistants: VapiAssistant[];
+  phoneNumbers: VapiNumber[];
+  /** When true, creates answer 201 with `subscriptionLimits.concurrencyBlocked: true` (the call never connects). */
+  concurrencyBlocked: boolean;
+  /** Ends a call as Vapi records it: `endedReason`, and for a conversation its times and summary. */
+  endCall(callId: string, end: VapiEnd): VapiCall;
+  /** An `end-of-call-report` server message for a call, as Vapi sends it (compact JSON). */
+  endOfCallReport(call: VapiCall): string;
+  /** A `status-update` server message. */
+  statusUpdate(call: VapiCall, status: string): string;
+  /** The headers of a signed server message at `timestamp` (ms), with `secret` (the fake's by default). */
+  signedHeaders(body: string, timestamp: number, secret?: string): Record<string, string>;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+export interface VapiEnd {
+  readonly endedReason: string;
+  readonly startedAt?: string;
+  readonly endedAt?: string;
+  readonly summary?: string;
+}
+
+const nestError = (statusCode: number, message: string | string[], error: string): FakeProviderReply => ({
+  status: statusCode,
+  body: { message, error, statusCode },
+});
+
+function routeOf(method: string, path: string): VapiRoute | 'other' {
+  if (method === 'POST' && path === '/call') return 'create';
+  if (method === 'GET' && path === '/call') return 'listCalls';
+  if (method === 'GET' && /^\/call\/[^/]+$/.test(path)) return 'getCall';
+  if (method === 'GET' && path === '/assistant') return 'assistants';
+  if (method === 'GET' && path === '/phone-number') return 'phoneNumbers';
+  return 'other';
+}
+
+export async function startFakeVapi(options: { apiKey: string; secret: string }): Promise<FakeVapi> {
+  const calls = new Map<string, VapiCall>();
+
+  function defaultReply(request: VapiRequest): FakeProviderReply {
+    if (request.headers.authorization !== `Bearer ${fake.apiKey}`) {
+      return nestError(
+        401,
+        'Invalid Key. Hot tip, you may be using the private key instead of the public key, or vice versa.',
+        'Unauthorized',
+      );
+    }
+    switch (request.route) {
+      case 'create': {
+        const body = (request.body ?? {}) as Record<string, any>;
+        const problems = [
+          ...(typeof body.assistantId === 'string' ? [] : ['assistantId must be a string']),
+          ...(typeof body.phoneNumberId === 'string' ? [] : ['phoneNumberId must be a string']),
+          ...(typeof body.customer?.number === 'string' ? [] : ['customer.number must be a valid phone number in the E.164 format.']),
+        ];
+        if (problems.length > 0) return nestError(400, problems, 'Bad Request');
+        if (!fake.assistants.some((assistant) => assistant.id === body.assistantId)) {
+          return nestError(400, [`Couldn't Get Assistant. Assistant ${body.assistantId} Not Found.`], 'Bad Request');
+        }
+        if (!fake.phoneNumbers.some((number) => number.id === body.phoneNumberId)) {
+          return nestError(400, [`Couldn't Get Phone Number. Phone Number ${body.phoneNumberId} Not Found.`], 'Bad Request');
+        }
+        const now = new Date().toISOString();
+        const id = randomUUID();
+        const call: VapiCall = {
+          id,
+          orgId: '5b1d2f49-0000-4000-8000-000000000001',
+          type: 'outboundPhoneCall',
+          status: 'queued',
+          assistantId: body.assistantId,
+          phoneNumberId: body.phoneNumberId,
+          customer: body.customer,
+          assistantOverrides: body.assistantOverrides ?? {},
+          createdAt: now,
+          updatedAt: now,
+          cost: 0,
+          phoneCallProvider: 'twilio',
+          monitor: { listenUrl: `wss://fake.vapi/${id}/listen`, controlUrl: `https://fake.vapi/${id}/control` },
+        };
+        calls.set(id, call);
+        const subscriptionLimits = { concurrencyBlocked: fake.concurrencyBlocked, concurrencyLimit: 10, remainingConcurrentCalls: 8 };
+        return { status: 201, body: { subscriptionLimits, ...call } };
+      }
+      case 'getCall': {
+        const call = calls.get(decodeURIComponent(request.path.slice('/call/'.length)));
+        return call ? { status: 200, body: call } : nestError(404, 'Not Found', 'Not Found');
+      }
+      case 'listCalls': {
+        const assistantId = request.query.get('assistantId');
+        const after = request.query.get('createdAtGe');
+        const limit = Number(request.query.get('limit') ?? '100') || 100;
+        const listed = [...calls.values()]
+          .filter((call) => assistantId === null || call.assistantId === assistantId)
+          .filter((call) => after === null || Date.parse(String(call.createdAt)) >= Date.parse(after))
+          .reverse()
+          .slice(0, limit);
+        return { status: 200, body: listed };
+      }
+      case 'assistants': {
+        const limit = Number(request.query.get('limit') ?? '100') || 100;
+        const before = request.query.get('createdAtLt');
+        const listed = [...fake.assistants]
+          .sort((a, b) => b.createdAt.localeCompare(a.createdAt))
+          .filter((assistant) => before === null || assistant.createdAt < before)
+          .slice(0, limit)
+          .map((assistant) => ({ ...assistant, orgId: 'org', updatedAt: assistant.createdAt, model: { provider: 'openai' } }));
+        return { status: 200, body: listed };
+      }
+      case 'phoneNumbers':
+        return { status: 200, body: fake.phoneNumbers.map((number) => ({ ...number, orgId: 'org', status: 'active' })) };
+      default:
+        return nestError(404, `Cannot ${request.method} ${request.path}`, 'Not Found');
+    }
+  }
+
+  const server = await startFakeProviderServer<VapiRoute>(routeOf, defaultReply);
+  const fake: FakeVapi = Object.assign(server, {
+    apiKey: options.apiKey,
+    secret: options.secret,
+    calls,
+    assistants: [] as VapiAssistant[],
+    phoneNumbers: [] as VapiNumber[],
+    concurrencyBlocked: false,
+    endCall(callId: string, end: VapiEnd): VapiCall {
+      const call = calls.get(callId);
+      if (!call) throw new Error(`the fake Vapi has no call ${callId}`);
+      Object.assign(call, {
+        status: 'ended',
+        endedReason: end.endedReason,
+        ...(end.startedAt ? { startedAt: end.startedAt } : {}),
+        endedAt: end.endedAt ?? new Date().toISOString(),
+        ...(end.summary === undefined ? {} : { analysis: { summary: end.summary, successEvaluation: 'true' } }),
+        artifact: { transcript: 'AI: Hi Ada.\nUser: Hello?', recordingUrl: 'https://example.invalid/recording.wav', messages: [] },
+      });
+      return call;
+    },
+    endOfCallReport(call: VapiCall): string {
+      return JSON.stringify({
+        message: {
+          type: 'end-of-call-report',
+          timestamp: Date.now(),
+          endedReason: call.endedReason,
+          startedAt: call.startedAt,
+          endedAt: call.endedAt,
+          cost: 0.12,
+          analysis: call.analysis ?? {},
+          artifact: call.artifact,
+          call,
+          customer: call.customer,
+          phoneNumber: { id: call.phoneNumberId },
+        },
+      });
+    },
+    statusUpdate(call: VapiCall, status: string): string {
+      return JSON.stringify({
+        message: {
+          type: 'status-update',
+          timestamp: Date.now(),
+          status,
+          ...(status === 'ended' ? { endedReason: call.endedReason ?? 'customer-ended-call' } : {}),
+          call: { ...call, status },
+        },
+      });
+    },
+    signedHeaders(body: string, timestamp: number, secret = options.secret): Record<string, string> {
+      // Their HMAC plan's defaults, written by the fake itself: "{timestamp}.{body}", hex.
+      const signature = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
+      return { 'content-type': 'application/json', 'x-signature': signature, 'x-timestamp': String(timestamp) };
+    },
+    reset() {
+      server.resetRequests();
+      calls.clear();
+      fake.concurrencyBlocked = false;
+    },
+    close: server.stop,
+  });
+  return fake;
+}
