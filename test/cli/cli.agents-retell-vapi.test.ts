@@ -143,6 +143,35 @@ await forEachDialect('callgate CLI: Retell and Vapi agents, sync and doctor', (d
     await runFailing(env, ['agents', 'sync', '--account', accountId, '--provider', 'bland'], 2, /must be one of elevenlabs, retell, vapi/);
   });
 
+  it("agents list shows each agent's provider agent id, '-' for the simulator's; --json has it as provider_agent_id", async () => {
+    const listed = await runJson(env, ['agents', 'list', '--account', accountId]);
+    const ids = Object.fromEntries(
+      listed.data.map((agent: Record<string, string | null>) => [agent.agent_id, [agent.provider, agent.provider_agent_id]]),
+    );
+    assert.deepEqual(ids, {
+      agent_test_simulator: ['simulator', null],
+      agent_support: ['retell', retellAgentId],
+      agent_retell_0a1b2c3d4e5f: ['retell', 'agent_0a1b2c3d4e5f'],
+      agent_sales: ['vapi', vapiAssistantId],
+      'agent_vapi_0b6c8f2a-1111-4222-8333-944455566677': ['vapi', '0b6c8f2a-1111-4222-8333-944455566677'],
+    });
+
+    const text = await runCli(env, ['agents', 'list', '--account', accountId]);
+    assert.equal(text.code, 0, text.stderr);
+    const [header, ...rows] = text.stdout.trimEnd().split('\n');
+    assert.match(header ?? '', /^AGENT ID +NAME +PROVIDER +PROVIDER AGENT +PHONE NUMBER ID +CREATED +PHONE NUMBER$/);
+    const column = (header ?? '').indexOf('PROVIDER AGENT');
+    const cellOf = (agentId: string) =>
+      rows
+        .find((row) => row.startsWith(`${agentId} `))
+        ?.slice(column)
+        .split(/ {2,}/)[0];
+    assert.equal(cellOf('agent_support'), retellAgentId);
+    assert.equal(cellOf('agent_sales'), vapiAssistantId);
+    assert.equal(cellOf('agent_vapi_0b6c8f2a-1111-4222-8333-944455566677'), '0b6c8f2a-1111-4222-8333-944455566677');
+    assert.equal(cellOf('agent_test_simulator'), '-');
+  });
+
   it('doctor checks each configured provider with its smallest read, and names the key that is refused', async () => {
     retell.resetRequests();
     vapi.resetRequests();

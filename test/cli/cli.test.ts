@@ -268,8 +268,10 @@ await forEachDialect('callgate CLI', (dialect) => {
 
     const text = await runCli(env, ['agents', 'list', '--account', accountId]);
     assert.equal(text.code, 0);
-    assert.match(text.stdout, /^AGENT ID +NAME +PROVIDER/);
-    assert.match(text.stdout, /agent_reminders +Reminders v2 +elevenlabs +phnum_123/);
+    assert.match(text.stdout, /^AGENT ID +NAME +PROVIDER +PROVIDER AGENT +PHONE NUMBER ID +CREATED +PHONE NUMBER\n/);
+    // An ElevenLabs agent's id is its own: no provider agent id beside it.
+    assert.match(text.stdout, /agent_reminders +Reminders v2 +elevenlabs +- +phnum_123 /);
+    assert.equal(reminders.provider_agent_id, null);
     assert.doesNotMatch(text.stdout, /agent_elsewhere/);
   });
 

@@ -1,7 +1,8 @@
 /**
  * A local fake of the Retell AI API, from the documented shapes (/work/shared/reference/voice-providers.md
  * §1a): `POST /v2/create-phone-call` (201 with the call, `call_status: registered`), `GET /v2/get-call/{id}`
- * (422 for an id it does not know), `POST /v3/list-calls` with a `metadata` filter, `GET /list-agents`,
+ * (422 for an id it does not know), `POST /v3/list-calls` with a `metadata` filter, `GET /list-agents` (one
+ * entry per version unless `is_latest=true`, paged after a `pagination_key` + `pagination_key_version` pair),
  * `GET /list-phone-numbers` and `GET /get-concurrency`; every error in their one shape
  * `{"status":"error","message":…}`. It also builds their webhooks (`{event, call}`) signed as they sign them:
  * `x-retell-signature: v=<ms>,d=<hex HMAC-SHA256(body + ms)>` keyed with the API key, over the compact JSON sent.
@@ -37,9 +38,12 @@ export type RetellCall = Record<string, unknown> & { call_id: string; call_statu
 export interface FakeRetell extends FakeProviderServer<RetellRoute> {
   readonly apiKey: string;
   readonly calls: Map<string, RetellCall>;
+  /** One entry per agent version, listed in this order. */
   agents: RetellAgent[];
   /** Agents per page of GET /list-agents (at most the limit asked). */
   agentsPageSize: number;
+  /** When true, GET /list-agents lists every version even with is_latest=true (as before that parameter came). */
+  everyVersion: boolean;
   phoneNumbers: RetellNumber[];
   /** The call id the next create will return. */
   nextCallId(id: string): void;
@@ -134,10 +138,19 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
         return { status: 200, body: { items, has_more: false } };
       }
       case 'agents': {
+        // One entry per version unless is_latest=true; the next page starts after the (id, version) pair.
         const limit = Math.min(fake.agentsPageSize, Number(request.query.get('limit') ?? '1000') || 1000);
+        const latest = new Map<string, number>();
+        for (const agent of fake.agents) latest.set(agent.agent_id, Math.max(agent.version, latest.get(agent.agent_id) ?? -1));
+        const latestOnly = request.query.get('is_latest') === 'true' && !fake.everyVersion;
+        const listed = latestOnly ? fake.agents.filter((agent) => latest.get(agent.agent_id) === agent.version) : fake.agents;
         const key = request.query.get('pagination_key');
-        const start = key === null ? 0 : fake.agents.findIndex((agent) => agent.agent_id === key) + 1;
-        const page = fake.agents.slice(start, start + limit).map((agent) => ({
+        const keyVersion = request.query.get('pagination_key_version');
+        const start =
+          key === null
+            ? 0
+            : listed.findIndex((agent) => agent.agent_id === key && (keyVersion === null || String(agent.version) === keyVersion)) + 1;
+        const page = listed.slice(start, start + limit).map((agent) => ({
           ...agent,
           response_engine: { type: 'retell-llm', llm_id: 'llm_fake' },
           voice_id: 'retell-Cimo',
@@ -163,6 +176,7 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
     calls,
     agents: [] as RetellAgent[],
     agentsPageSize: 1000,
+    everyVersion: false,
     phoneNumbers: [] as RetellNumber[],
     nextCallId: (id: string) => void pendingIds.push(id),
     endCall(callId: string, end: RetellEnd): RetellCall {

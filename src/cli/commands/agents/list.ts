@@ -18,11 +18,13 @@ export const listAgentsCommand: Command = {
         agents.length === 0
           ? `Account ${accountId} has no agents yet.`
           : formatTable(
-              ['agent id', 'name', 'provider', 'phone number id', 'created', 'phone number'],
+              ['agent id', 'name', 'provider', 'provider agent', 'phone number id', 'created', 'phone number'],
               agents.map((agent) => [
                 agent.agent_id,
                 agent.name,
                 agent.provider,
+                // Retell's agent id or Vapi's assistant id; the others' agents have none (a '-').
+                agent.provider_agent_id,
                 agent.phone_number_id,
                 agent.created_at,
                 agent.phone_number,

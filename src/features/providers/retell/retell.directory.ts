@@ -1,7 +1,15 @@
 /**
- * The Retell workspace as an `AgentDirectory`: its agents (`GET /list-agents`, one array, one entry per
- * agent version) and its numbers (`GET /list-phone-numbers`). A Retell number is known by the number
- * itself, so that is its id here; the agent it is bound to for outbound calls is its assigned agent.
+ * The Retell workspace as an `AgentDirectory`: its agents (`GET /list-agents`) and its numbers
+ * (`GET /list-phone-numbers`). A Retell number is known by the number itself, so that is its id here; the
+ * agent it is bound to for outbound calls is its assigned agent.
+ *
+ * `GET /list-agents` answers a plain array, one entry per agent *version* unless `is_latest=true`; `limit`
+ * is 1 to 1000 (1000 by default); the next page starts after the pair `pagination_key` (an agent id) and
+ * `pagination_key_version` (its version) of a page's last entry. Source: retell-sdk's `AgentListParams`
+ * until June 2026 (our provider reference does not cover listing agents). Unconfirmed: that a short page is the
+ * last (so the listing ends with an empty page), and how `is_latest` and the version key combine. Retell
+ * has since deprecated both endpoints for `POST /v2/list-agents` and `GET /v2/list-phone-numbers`
+ * (`{items, has_more, pagination_key}`); issue 25 names the old ones, kept here until a move is decided.
  */
 import { err, ok } from '../../../lib/result.js';
 import { record, workspaceRequestFailure, type ProviderErrorResponse, type ProviderHttpClient } from '../provider-http.js';
@@ -35,9 +43,10 @@ export function createRetellDirectory(client: ProviderHttpClient): AgentDirector
 
     async listAgents(onProgress) {
       const agents = new Map<string, DirectoryAgent>();
+      const versions = new Map<string, number>();
       let after: { id: string; version: number | null } | null = null;
       for (let page = 1; page <= maxPages; page++) {
-        const query = new URLSearchParams({ limit: String(pageSize) });
+        const query = new URLSearchParams({ limit: String(pageSize), is_latest: 'true' });
         if (after) {
           query.set('pagination_key', after.id);
           if (after.version !== null) query.set('pagination_key_version', String(after.version));
@@ -46,17 +55,19 @@ export function createRetellDirectory(client: ProviderHttpClient): AgentDirector
         if (response.kind !== 'ok') return err(failure(response));
         if (!Array.isArray(response.body)) return err(unexpectedAnswer);
         const items = response.body.map(record);
-        const known = agents.size;
         for (const item of items) {
-          if (typeof item.agent_id !== 'string' || agents.has(item.agent_id)) continue;
+          if (typeof item.agent_id !== 'string') continue;
+          // Should the versions come anyway (a server that ignores is_latest), the newest one names the agent.
+          const version = typeof item.version === 'number' ? item.version : -1;
+          if ((versions.get(item.agent_id) ?? -Infinity) >= version) continue;
+          versions.set(item.agent_id, version);
           const name = typeof item.agent_name === 'string' && item.agent_name.trim() !== '' ? item.agent_name : item.agent_id;
           agents.set(item.agent_id, { id: item.agent_id, name });
         }
         onProgress?.({ agentsListed: agents.size, page });
-        // A page may hold fewer than asked for and still not be the last: the list ends with a page that
-        // brings no agent not seen before.
+        // Not "a page with no new agent": listed by version, a whole page may be versions of agents already seen.
         const last = items.at(-1);
-        if (agents.size === known || !last || typeof last.agent_id !== 'string') return ok([...agents.values()]);
+        if (!last || typeof last.agent_id !== 'string') return ok([...agents.values()]);
         const next = { id: last.agent_id, version: typeof last.version === 'number' ? last.version : null };
         if (after && after.id === next.id && after.version === next.version) return ok([...agents.values()]);
         after = next;

@@ -1,6 +1,11 @@
 /**
  * The Vapi organisation as an `AgentDirectory`: its assistants (`GET /assistant`, newest first, paged by
  * `createdAtLt`) and its phone numbers (`GET /phone-number`). A number's assistant is its assigned agent.
+ *
+ * Both lists are plain arrays, `limit` at most 1000 (100 by default), filtered by `createdAtGt|Lt|Ge|Le`,
+ * ISO 8601 date-times as `createdAt` is (their OpenAPI document). That the list is newest first is
+ * unconfirmed (nothing documents an order); were it not, paging by the last assistant's `createdAt` would
+ * end early.
  */
 import { err, ok } from '../../../lib/result.js';
 import { record, workspaceRequestFailure, type ProviderErrorResponse, type ProviderHttpClient } from '../provider-http.js';
