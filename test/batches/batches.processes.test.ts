@@ -10,9 +10,8 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { signElevenLabs } from '../../src/features/providers/elevenlabs/elevenlabs.signature.js';
 import { forEachDialect } from '../support/dialects.js';
-import { apiKey, elevenLabsEnv, transcriptionEvent, webhookSecret, workspaceNumbers } from '../support/elevenlabs-fixtures.js';
-import { startFakeElevenLabs, type FakeElevenLabs } from '../support/fake-elevenlabs.js';
-import { processesOf, request, seededDatabase } from '../support/seeded-processes.js';
+import { elevenLabsEnv, transcriptionEvent, webhookSecret } from '../support/elevenlabs-fixtures.js';
+import { processesOf, request, seededDatabase, withFakeElevenLabs } from '../support/seeded-processes.js';
 import { until } from '../support/wait.js';
 import { highestOverlap, numbers, recipientsFor } from '../support/batch-client.js';
 import { letEveryWorkerDial, workerDialed } from '../support/batch-workers.js';
@@ -78,27 +77,16 @@ await forEachDialect('Two worker processes dialing one batch', (dialect) => {
 
 await forEachDialect('A worker killed while dialing', (dialect) => {
   const hangingTo = '+14155559000';
-  let seeded: Awaited<ReturnType<typeof seededDatabase>>;
-  let fake: FakeElevenLabs;
   const processes = processesOf();
-  before(async () => {
-    seeded = await seededDatabase(dialect);
-    fake = await startFakeElevenLabs({ apiKey });
-    fake.phoneNumbers = structuredClone(workspaceNumbers);
-    // The call to this number is placed, but the provider's answer hangs until long after the worker is gone.
-    fake.respond = (req) =>
-      req.route === 'outbound' && (req.body as { to_number?: string } | null)?.to_number === hangingTo
-        ? { status: 500, delayMs: 12_000, place: true }
-        : undefined;
-  });
-  after(async () => {
-    await processes.stopAll();
-    await fake?.close();
-    await seeded?.handle.destroy();
-    await seeded?.database.drop();
-  });
+  // The call to this number is placed, but the provider's answer hangs until long after the worker is gone.
+  const suite = withFakeElevenLabs(dialect, processes, (req) =>
+    req.route === 'outbound' && (req.body as { to_number?: string } | null)?.to_number === hangingTo
+      ? { status: 500, delayMs: 12_000, place: true }
+      : undefined,
+  );
 
   it("finds that recipient's call at the provider after a restart (its dial was recorded), never dials it again, and completes every recipient", async () => {
+    const { seeded, fake } = suite;
     const env = {
       ...seeded.database.env,
       ...elevenLabsEnv(fake, { CALLGATE_PROVIDER_TIMEOUT_MS: '8000', CALLGATE_BATCH_DIAL_LEASE_MS: '9000' }),

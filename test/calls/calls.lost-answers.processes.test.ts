@@ -7,36 +7,25 @@
  *   placed once, and every key ends with its one call.
  */
 import assert from 'node:assert/strict';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import { forEachDialect } from '../support/dialects.js';
-import { apiKey, elevenLabsEnv, workspaceNumbers } from '../support/elevenlabs-fixtures.js';
-import { startFakeElevenLabs, type FakeElevenLabs, type FakeRequest } from '../support/fake-elevenlabs.js';
-import { processesOf, request, seededDatabase } from '../support/seeded-processes.js';
+import { elevenLabsEnv } from '../support/elevenlabs-fixtures.js';
+import type { FakeRequest } from '../support/fake-elevenlabs.js';
+import { processesOf, request, withFakeElevenLabs } from '../support/seeded-processes.js';
 import { until } from '../support/wait.js';
 
 const toOf = (req: FakeRequest) => (req.body as { to_number?: string } | null)?.to_number;
 
 await forEachDialect('Lost answers through a kill -9', (dialect) => {
   const hangingTo = '+14155558100';
-  let seeded: Awaited<ReturnType<typeof seededDatabase>>;
-  let fake: FakeElevenLabs;
   const processes = processesOf();
-  before(async () => {
-    seeded = await seededDatabase(dialect);
-    fake = await startFakeElevenLabs({ apiKey });
-    fake.phoneNumbers = structuredClone(workspaceNumbers);
-    // The call is placed, but the answer hangs until long after the process is gone.
-    fake.respond = (req) =>
-      req.route === 'outbound' && toOf(req) === hangingTo ? { status: 200, delayMs: 30_000, place: true } : undefined;
-  });
-  after(async () => {
-    await processes.stopAll();
-    await fake?.close();
-    await seeded?.handle.destroy();
-    await seeded?.database.drop();
-  });
+  // The call is placed, but the answer hangs until long after the process is gone.
+  const suite = withFakeElevenLabs(dialect, processes, (req) =>
+    req.route === 'outbound' && toOf(req) === hangingTo ? { status: 200, delayMs: 30_000, place: true } : undefined,
+  );
 
   it('a process killed while the provider holds its create leaves a dial that the next process resolves: the retry gets the one call placed', async () => {
+    const { seeded, fake } = suite;
     const env = { ...seeded.database.env, ...elevenLabsEnv(fake, { CALLGATE_PROVIDER_TIMEOUT_MS: '2000' }) };
     const first = await processes.start(env);
     const key = `kill-9-${dialect}`;
@@ -83,35 +72,23 @@ await forEachDialect('Lost answers with two API and two worker processes', (dial
     it('runs on PostgreSQL', { skip: 'several processes share a PostgreSQL database only' });
     return;
   }
-  let seeded: Awaited<ReturnType<typeof seededDatabase>>;
-  let fake: FakeElevenLabs;
-  const processes = processesOf();
   const count = 12;
   const numbers = Array.from({ length: count }, (_, i) => `+141555582${String(i).padStart(2, '0')}`);
-  before(async () => {
-    seeded = await seededDatabase(dialect);
-    fake = await startFakeElevenLabs({ apiKey });
-    fake.phoneNumbers = structuredClone(workspaceNumbers);
-    // Each number's first create loses its answer: even ones after placing the call (a 500), odd ones
-    // placing nothing (no answer in time). A later create answers as the API does.
-    const asked = new Set<string>();
-    fake.respond = (req) => {
-      const to = toOf(req);
-      if (req.route !== 'outbound' || to === undefined || asked.has(to)) return undefined;
-      asked.add(to);
-      return numbers.indexOf(to) % 2 === 0
-        ? { status: 500, body: { detail: { status: 'internal_error' } }, place: true }
-        : { status: 200, delayMs: 3_000, body: { success: true, conversation_id: 'conv_too_late' } };
-    };
-  });
-  after(async () => {
-    await processes.stopAll();
-    await fake?.close();
-    await seeded?.handle.destroy();
-    await seeded?.database.drop();
+  // Each number's first create loses its answer: even ones after placing the call (a 500), odd ones
+  // placing nothing (no answer in time). A later create answers as the API does.
+  const asked = new Set<string>();
+  const processes = processesOf();
+  const suite = withFakeElevenLabs(dialect, processes, (req) => {
+    const to = toOf(req);
+    if (req.route !== 'outbound' || to === undefined || asked.has(to)) return undefined;
+    asked.add(to);
+    return numbers.indexOf(to) % 2 === 0
+      ? { status: 500, body: { detail: { status: 'internal_error' } }, place: true }
+      : { status: 200, delayMs: 3_000, body: { success: true, conversation_id: 'conv_too_late' } };
   });
 
   it('each lost dial is resolved once, each number placed once, each key ends with its one call', async () => {
+    const { seeded, fake } = suite;
     const env = {
       ...seeded.database.env,
       ...elevenLabsEnv(fake, { CALLGATE_PROVIDER_TIMEOUT_MS: '1000', CALLGATE_DIAL_SEARCH_WINDOW: '10s' }),

@@ -5,34 +5,19 @@
  * real API would; a test programs other answers per route (status, body, headers, delay, a dropped
  * connection) or stops the server to make it unreachable.
  */
-import type http from 'node:http';
-import { startLocalServer } from './local-server.js';
+import {
+  startFakeProviderServer,
+  type FakeProviderReply,
+  type FakeProviderRequest,
+  type FakeProviderServer,
+} from './fake-provider-server.js';
 
 export type FakeRoute = 'outbound' | 'conversation' | 'conversations' | 'agents' | 'phoneNumbers';
 
-export interface FakeRequest {
-  readonly method: string;
-  /** Path without the query string. */
-  readonly path: string;
-  readonly query: URLSearchParams;
-  readonly headers: http.IncomingHttpHeaders;
-  /** The JSON body, parsed; null when there was none, the raw text when it was not JSON. */
-  readonly body: unknown;
-  readonly route: FakeRoute | 'other';
-}
+export type FakeRequest = FakeProviderRequest<FakeRoute>;
 
-export interface FakeReply {
-  status: number;
-  /** Sent as JSON; a string is sent as is. */
-  body?: unknown;
-  headers?: Record<string, string>;
-  /** Wait this long before answering (to provoke timeouts). */
-  delayMs?: number;
-  /** Drop the connection instead of answering. */
-  destroy?: boolean;
-  /** An outbound call is placed (its conversation made) all the same, whatever this reply says: a lost answer. */
-  place?: boolean;
-}
+/** `place`: an outbound call is placed (its conversation made) all the same, whatever the reply says. */
+export type FakeReply = FakeProviderReply;
 
 /** The conversation as `GET /v1/convai/conversations/{id}` answers it (`status` and all). */
 export type FakeConversation = Record<string, unknown> & { status: string };
@@ -50,32 +35,22 @@ export interface FakePhoneNumber {
   assigned_agent: { agent_id: string; agent_name: string } | null;
 }
 
-export interface FakeElevenLabs {
+export interface FakeElevenLabs extends FakeProviderServer<FakeRoute> {
   /** Base URL for ELEVENLABS_BASE_URL. */
   readonly url: string;
   readonly apiKey: string;
-  readonly requests: FakeRequest[];
   /** Conversation id → state, answered by GET conversation. Outbound calls add theirs as `initiated`. */
   readonly conversations: Map<string, FakeConversation>;
   /** The workspace's agents, listed in pages of at most `agentsPageSize` (and of the page_size asked). */
   agents: FakeAgent[];
   agentsPageSize: number;
   phoneNumbers: FakePhoneNumber[];
-  /** Answers for the next requests of a route, in order; when used up, the default behaviour answers. */
-  queue(route: FakeRoute, ...replies: FakeReply[]): void;
-  /** When set, decides an answer from the request before the queue; undefined leaves it to the queue. */
-  respond: ((request: FakeRequest) => FakeReply | undefined) | undefined;
-  /** Requests of one route (or every request when omitted). */
-  requestsTo(route?: FakeRoute): FakeRequest[];
   /** The conversation id the next successful outbound call will return. */
   nextConversationId(id: string): void;
   /** The conversations placed for a dial id (sent as the conversation's user_id). */
   conversationsOfDial(dialId: string): FakeConversation[];
   /** Forgets requests, queued replies and conversations (agents and phone numbers stay). */
   reset(): void;
-  /** Stops listening (connections are refused) and starts again on the same port. */
-  stop(): Promise<void>;
-  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -93,23 +68,12 @@ function routeOf(method: string, path: string): FakeRoute | 'other' {
   return 'other';
 }
 
-function parseBody(text: string): unknown {
-  if (text === '') return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
 export async function startFakeElevenLabs(options: {
   apiKey: string;
   /** The fake's time in ms (conversation start times, the list's time filter): the app's clock, when it is a manual one. */
   now?: () => number;
 }): Promise<FakeElevenLabs> {
   const now = options.now ?? Date.now;
-  const requests: FakeRequest[] = [];
-  const replies = new Map<FakeRoute, FakeReply[]>();
   const conversations = new Map<string, FakeConversation>();
   const pendingConversationIds: string[] = [];
   let conversationCounter = 0;
@@ -212,66 +176,21 @@ export async function startFakeElevenLabs(options: {
     }
   }
 
-  const handler: http.RequestListener = (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const url = new URL(req.url ?? '/', 'http://fake.local');
-      const method = req.method ?? 'GET';
-      const request: FakeRequest = {
-        method,
-        path: url.pathname,
-        query: url.searchParams,
-        headers: req.headers,
-        body: parseBody(Buffer.concat(chunks).toString('utf8')),
-        route: routeOf(method, url.pathname),
-      };
-      requests.push(request);
-      const reply =
-        fake.respond?.(request) ?? (request.route === 'other' ? undefined : replies.get(request.route)?.shift()) ?? defaultReply(request);
-      if (reply.place && request.route === 'outbound') defaultReply(request);
-      const answer = () => {
-        if (res.destroyed) return;
-        if (reply.destroy) {
-          req.socket.destroy();
-          return;
-        }
-        const text = reply.body === undefined ? '' : typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
-        res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
-        res.end(text);
-      };
-      if (reply.delayMs) setTimeout(answer, reply.delayMs);
-      else answer();
-    });
-  };
-
-  const server = await startLocalServer(handler);
-
-  const fake: FakeElevenLabs = {
-    url: `http://127.0.0.1:${server.port}`,
+  const server = await startFakeProviderServer<FakeRoute>(routeOf, defaultReply);
+  const fake: FakeElevenLabs = Object.assign(server, {
     apiKey: options.apiKey,
-    requests,
     conversations,
-    agents: [],
+    agents: [] as FakeAgent[],
     agentsPageSize: 100,
-    phoneNumbers: [],
-    respond: undefined,
-    queue(route, ...next) {
-      replies.set(route, [...(replies.get(route) ?? []), ...next]);
-    },
-    requestsTo: (route) => (route === undefined ? requests.slice() : requests.filter((request) => request.route === route)),
-    nextConversationId: (id) => void pendingConversationIds.push(id),
-    conversationsOfDial: (dialId) => [...conversations.values()].filter((conversation) => conversation.user_id === dialId),
+    phoneNumbers: [] as FakePhoneNumber[],
+    nextConversationId: (id: string) => void pendingConversationIds.push(id),
+    conversationsOfDial: (dialId: string) => [...conversations.values()].filter((conversation) => conversation.user_id === dialId),
     reset() {
-      requests.length = 0;
-      replies.clear();
+      server.resetRequests();
       conversations.clear();
-      fake.respond = undefined;
       pendingConversationIds.length = 0;
     },
-    stop: server.stop,
-    restart: server.restart,
     close: server.stop,
-  };
+  });
   return fake;
 }

@@ -1,7 +1,8 @@
 /**
- * The machinery the fakes of Retell and Vapi share: a local HTTP server that records every request, answers
- * by a default behaviour (the fake's model of the vendor), and lets a test program other answers per route
- * (status, body, headers, delay, a dropped connection) or stop the server to make it unreachable.
+ * The machinery the fakes of ElevenLabs, Retell and Vapi share: a local HTTP server that records every
+ * request, answers by a default behaviour (the fake's model of the vendor), and lets a test program other
+ * answers per route (status, body, headers, delay, a dropped connection) or stop the server to make it
+ * unreachable.
  */
 import type http from 'node:http';
 import { startLocalServer } from './local-server.js';
@@ -26,6 +27,8 @@ export interface FakeProviderReply {
   delayMs?: number;
   /** Drop the connection instead of answering. */
   destroy?: boolean;
+  /** The default behaviour runs all the same, whatever this reply says (a create places its call): a lost answer. */
+  place?: boolean;
 }
 
 export interface FakeProviderServer<Route extends string> {
@@ -84,6 +87,7 @@ export async function startFakeProviderServer<Route extends string>(
       const reply = lose
         ? { ...defaultReply(request), destroy: true }
         : (fake.respond?.(request) ?? (route === undefined ? undefined : replies.get(route)?.shift()) ?? defaultReply(request));
+      if (reply.place) defaultReply(request);
       const answer = () => {
         if (res.destroyed) return;
         if (reply.destroy) {

@@ -10,7 +10,7 @@
  */
 import type { Db } from '../../db/database.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
-import { callIdOf, newId } from '../../lib/ids.js';
+import { newId } from '../../lib/ids.js';
 import type { AgentRow } from '../agents/agents.tables.js';
 import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
 import {
@@ -37,6 +37,7 @@ import * as repo from './dials.repository.js';
 import type { DialRow, DialStep } from './dials.tables.js';
 import type { CallRow } from './calls.tables.js';
 import * as callsRepo from './calls.repository.js';
+import { newCallRow } from './calls.service.js';
 
 export interface DialSettings {
   /** How long after it was sent a lost dial is looked for before it counts as not placed (CALLGATE_DIAL_SEARCH_WINDOW). */
@@ -262,37 +263,6 @@ async function ask(deps: DialJobDeps, dial: DialRow): Promise<DialSearch | Provi
   return result.ok ? result.value : result.error;
 }
 
-/** The call a dial placed, as it is stored once found: the same row its answer would have made. */
-function foundCallRow(dial: DialRow, conversationId: string, now: Date, firstCheckAt: Date): CallRow {
-  return {
-    id: callIdOf(conversationId),
-    account_id: dial.account_id,
-    api_key_id: dial.api_key_id,
-    agent_id: dial.agent_id,
-    agent_ref: dial.agent_ref,
-    mode: dial.mode,
-    provider: dial.provider,
-    provider_conversation_id: conversationId,
-    to_number: dial.to_number,
-    metadata: dial.metadata,
-    status: 'initiated',
-    created_at: dial.asked_at,
-    updated_at: isoTimestamp(now),
-    next_check_at: isoTimestamp(firstCheckAt),
-    started_at: null,
-    ended_at: null,
-    duration_seconds: null,
-    transcript_summary: null,
-    failure_reason: null,
-    failure_message: null,
-    failed_at: null,
-    batch_id: dial.batch_id,
-    reference: dial.reference,
-    dial_id: dial.id,
-    found_after_lost_answer: 1,
-  };
-}
-
 /** The 201 of a created call, as POST /v1/calls answers it and replays it. */
 export function createdResponse(row: CallRow): StoredResponse {
   return {
@@ -307,7 +277,16 @@ async function storeFound(deps: DialJobDeps, dial: DialRow, conversationId: stri
   const now = clock.now();
   const provider = deps.providers.byName(dial.provider);
   const firstCheckAt = addMs(now, provider.firstCheckDelayMs);
-  const row = foundCallRow(dial, conversationId, now, firstCheckAt);
+  // The same row its answer would have made, created when its dial asked.
+  const row = newCallRow({
+    conversationId,
+    origin: dial,
+    dialId: dial.id,
+    createdAt: dial.asked_at,
+    now,
+    firstCheckAt,
+    foundAfterLostAnswer: true,
+  });
   const hold = keyHoldOf(dial);
   const stored = await db.transaction().execute(async (trx) => {
     const moved = await repo.moveDial(trx, dial.id, ['checking'], {

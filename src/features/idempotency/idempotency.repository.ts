@@ -1,11 +1,29 @@
 /** The statements of `idempotency_keys`: claim, read, take over, complete, release and purge a key's record. */
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { Db } from '../../db/database.js';
+import type { Database } from '../../db/schema.js';
 import type { IdempotencyKeysTable, IdempotencyRow } from './idempotency.tables.js';
 
 export interface IdempotencyScope {
   readonly apiKeyId: string;
   readonly route: string;
   readonly key: string;
+}
+
+type KeysFilter = (eb: ExpressionBuilder<Database, 'idempotency_keys'>) => Expression<SqlBool>;
+
+function keyColumns(scope: IdempotencyScope) {
+  return { api_key_id: scope.apiKeyId, route: scope.route, idempotency_key: scope.key };
+}
+
+/** The record of one key. */
+function recordOf(scope: IdempotencyScope): KeysFilter {
+  return (eb) => eb.and(keyColumns(scope));
+}
+
+/** The record of one key while `owner` holds it in flight: the only one its holder may change. */
+function heldBy(scope: IdempotencyScope, owner: string): KeysFilter {
+  return (eb) => eb.and({ ...keyColumns(scope), owner, state: 'in_progress' });
 }
 
 /** Inserts an in-flight record unless one exists; true when this request now holds the key. */
@@ -19,13 +37,7 @@ export async function insertInFlight(db: Db, row: IdempotencyKeysTable): Promise
 }
 
 export async function findRecord(db: Db, scope: IdempotencyScope): Promise<IdempotencyRow | undefined> {
-  return db
-    .selectFrom('idempotency_keys')
-    .selectAll()
-    .where('api_key_id', '=', scope.apiKeyId)
-    .where('route', '=', scope.route)
-    .where('idempotency_key', '=', scope.key)
-    .executeTakeFirst();
+  return db.selectFrom('idempotency_keys').selectAll().where(recordOf(scope)).executeTakeFirst();
 }
 
 /** Takes over an in-flight record whose holder stopped answering (its lock expired). */
@@ -39,11 +51,7 @@ export async function takeOver(
     .updateTable('idempotency_keys')
     // A held answer of the previous holder (setHeldAnswer) goes with it.
     .set({ ...next, response_status: null, response_body: null, response_headers: null })
-    .where('api_key_id', '=', scope.apiKeyId)
-    .where('route', '=', scope.route)
-    .where('idempotency_key', '=', scope.key)
-    .where('state', '=', 'in_progress')
-    .where('owner', '=', previousOwner)
+    .where(heldBy(scope, previousOwner))
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
@@ -67,25 +75,13 @@ export async function markCompleted(
       response_headers: response.headers,
       expires_at: response.expiresAt,
     })
-    .where('api_key_id', '=', scope.apiKeyId)
-    .where('route', '=', scope.route)
-    .where('idempotency_key', '=', scope.key)
-    .where('owner', '=', owner)
-    .where('state', '=', 'in_progress')
+    .where(heldBy(scope, owner))
     .execute();
 }
 
 /** Moves the lock of the in-flight record `owner` holds to `lockedUntil`. */
 export async function extendLock(db: Db, scope: IdempotencyScope, owner: string, lockedUntil: string): Promise<void> {
-  await db
-    .updateTable('idempotency_keys')
-    .set({ locked_until: lockedUntil })
-    .where('api_key_id', '=', scope.apiKeyId)
-    .where('route', '=', scope.route)
-    .where('idempotency_key', '=', scope.key)
-    .where('owner', '=', owner)
-    .where('state', '=', 'in_progress')
-    .execute();
+  await db.updateTable('idempotency_keys').set({ locked_until: lockedUntil }).where(heldBy(scope, owner)).execute();
 }
 
 /**
@@ -96,11 +92,7 @@ export async function setHeldAnswer(db: Db, scope: IdempotencyScope, owner: stri
   await db
     .updateTable('idempotency_keys')
     .set({ response_status: 503, response_body: answer, locked_until: lockedUntil })
-    .where('api_key_id', '=', scope.apiKeyId)
-    .where('route', '=', scope.route)
-    .where('idempotency_key', '=', scope.key)
-    .where('owner', '=', owner)
-    .where('state', '=', 'in_progress')
+    .where(heldBy(scope, owner))
     .execute();
 }
 
@@ -110,16 +102,11 @@ export async function deleteRecord(
   scope: IdempotencyScope,
   condition: { owner: string } | { expiredBefore: string },
 ): Promise<void> {
-  let query = db
-    .deleteFrom('idempotency_keys')
-    .where('api_key_id', '=', scope.apiKeyId)
-    .where('route', '=', scope.route)
-    .where('idempotency_key', '=', scope.key);
-  query =
-    'owner' in condition
-      ? query.where('owner', '=', condition.owner).where('state', '=', 'in_progress')
-      : query.where('state', '=', 'completed').where('expires_at', '<=', condition.expiredBefore);
-  await query.execute();
+  const query = db.deleteFrom('idempotency_keys');
+  await ('owner' in condition
+    ? query.where(heldBy(scope, condition.owner))
+    : query.where(recordOf(scope)).where('state', '=', 'completed').where('expires_at', '<=', condition.expiredBefore)
+  ).execute();
 }
 /** Removes at most `limit` completed records past their 24 hours and in-flight ones abandoned long ago. */
 export async function purgeExpired(db: Db, now: string, abandonedBefore: string, limit: number): Promise<number> {

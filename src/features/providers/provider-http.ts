@@ -77,9 +77,10 @@ export function createProviderHttpClient(options: ProviderHttpOptions): Provider
  * A failed request about a call (create, look-up, search), in words for the integrator: a 4xx is a refusal,
  * a 429 or a connection refused means nothing was done (retry with backoff), and no answer, a 5xx or a
  * connection dropped after sending leave it open whether the call was placed. `refusal` words a 4xx other
- * than 401/403/429 (the provider's own body never reaches an answer: it may echo the key).
+ * than 401/403/429, from its status and body (the provider's own body never reaches an answer: it may echo
+ * the key; at most the names of fields it complains of).
  */
-export function callRequestFailure(response: ProviderErrorResponse, refusal: (status: number) => string): ProviderFailure {
+export function callRequestFailure(response: ProviderErrorResponse, refusal: (status: number, body: unknown) => string): ProviderFailure {
   if (response.kind === 'timeout') {
     return {
       kind: 'timeout',
@@ -112,7 +113,7 @@ export function callRequestFailure(response: ProviderErrorResponse, refusal: (st
       retryable: false,
     };
   }
-  return { kind: 'rejected', message: refusal(status), retryable: false };
+  return { kind: 'rejected', message: refusal(status, response.body), retryable: false };
 }
 
 /** The provider could take no call now (a 429, or its concurrency limit): nothing was dialed. */

@@ -6,6 +6,7 @@ import type { CallOutcome, FailureReason, ProviderFailure } from '../provider.in
 import { elevenLabsKeySetting } from '../provider-settings.js';
 import type { ElevenLabsResponse } from './elevenlabs.client.js';
 import { maxCallSeconds, saneUnixSeconds, withoutNul, type OnAdjusted } from '../provider-values.js';
+import { callRequestFailure } from '../provider-http.js';
 
 export { maxCallSeconds, saneUnixSeconds, withoutNul, type OnAdjusted };
 
@@ -176,57 +177,18 @@ export function workspaceFailure(response: Exclude<ElevenLabsResponse, { kind: '
   return status >= 500 ? { kind: 'unavailable', message, retryable: true } : { kind: 'rejected', message, retryable: false };
 }
 
-/** The failure of an outbound-call request (issue: 4xx → rejected, 429 and 5xx → unavailable, …). */
-export function placeCallFailure(response: Exclude<ElevenLabsResponse, { kind: 'ok' }>): ProviderFailure {
-  if (response.kind === 'timeout') {
-    return {
-      kind: 'timeout',
-      message: 'The voice provider did not answer in time. The call may or may not have been placed.',
-      retryable: true,
-    };
-  }
-  if (response.kind === 'unreachable') {
-    // Refused or not resolved: the request never left, so nothing was placed. Any other network failure may
-    // have come after the request was sent.
-    if (!response.sent)
-      return { kind: 'unavailable', message: 'The voice provider could not be reached. Retry with backoff.', retryable: true };
-    return {
-      kind: 'uncertain',
-      message: 'The connection to the voice provider dropped after the request was sent. The call may or may not have been placed.',
-      retryable: true,
-    };
-  }
-  const { status } = response;
-  if (status === 429) {
-    const seconds = Number(response.retryAfter);
-    return {
-      kind: 'unavailable',
-      message: 'The voice provider is at its concurrency or rate limit. Retry with backoff.',
-      retryable: true,
-      retryAfterSeconds: Number.isInteger(seconds) && seconds > 0 ? Math.min(seconds, 3_600) : 5,
-    };
-  }
-  if (status >= 500) {
-    return {
-      kind: 'uncertain',
-      message: `The voice provider answered HTTP ${status}. The call may or may not have been placed.`,
-      retryable: true,
-    };
-  }
-  if (status === 401 || status === 403) {
-    return {
-      kind: 'rejected',
-      message: "The voice provider refused this server's credentials; the operator must check its configuration.",
-      retryable: false,
-    };
-  }
-  if (status === 404) {
-    return { kind: 'rejected', message: "The voice provider does not know this agent or the agent's phone number.", retryable: false };
-  }
+/** Words for a 4xx of theirs about a call: the fields a 422 or 400 named, never their body itself. */
+function refusal(status: number, body: unknown): string {
+  if (status === 404) return "The voice provider does not know this agent or the agent's phone number.";
   if (status === 422 || status === 400) {
-    const fields = [...new Set(invalidFields(response.body).map((name) => fieldNames[name] ?? name))];
+    const fields = [...new Set(invalidFields(body).map((name) => fieldNames[name] ?? name))];
     const which = fields.length > 0 ? ` (${fields.join(', ')})` : '';
-    return { kind: 'rejected', message: `The voice provider rejected the call request as invalid${which}.`, retryable: false };
+    return `The voice provider rejected the call request as invalid${which}.`;
   }
-  return { kind: 'rejected', message: `The voice provider refused the call (HTTP ${status}).`, retryable: false };
+  return `The voice provider refused the call (HTTP ${status}).`;
+}
+
+/** The failure of a request about a call (create, look-up, search), as for every provider but in ElevenLabs' refusals. */
+export function placeCallFailure(response: Exclude<ElevenLabsResponse, { kind: 'ok' }>): ProviderFailure {
+  return callRequestFailure(response, refusal);
 }
