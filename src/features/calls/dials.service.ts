@@ -37,7 +37,7 @@ import * as repo from './dials.repository.js';
 import type { DialRow, DialStep } from './dials.tables.js';
 import type { CallRow } from './calls.tables.js';
 import * as callsRepo from './calls.repository.js';
-import { newCallRow } from './calls.service.js';
+import { newCallRow } from './call-row.js';
 
 export interface DialSettings {
   /** How long after it was sent a lost dial is looked for before it counts as not placed (CALLGATE_DIAL_SEARCH_WINDOW). */
