@@ -6,15 +6,9 @@ import type { CallOutcome, FailureReason, ProviderFailure } from '../provider.in
 import { elevenLabsKeySetting } from '../provider-settings.js';
 import type { ElevenLabsResponse } from './elevenlabs.client.js';
 import { maxCallSeconds, saneUnixSeconds, withoutNul, type OnAdjusted } from '../provider-values.js';
-import { callRequestFailure } from '../provider-http.js';
+import { callRequestFailure, record, workspaceRequestFailure } from '../provider-http.js';
 
 export { maxCallSeconds, saneUnixSeconds, withoutNul, type OnAdjusted };
-
-type Json = Record<string, unknown>;
-
-function record(value: unknown): Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
-}
 
 function finiteNumber(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) ? value : null;
@@ -147,34 +141,11 @@ const fieldNames: Record<string, string> = {
  * `agents sync`: the setting to check, not an integrator's retry advice about a call.
  */
 export function workspaceFailure(response: Exclude<ElevenLabsResponse, { kind: 'ok' }>): ProviderFailure {
-  if (response.kind === 'timeout') {
-    return {
-      kind: 'timeout',
-      message: 'ElevenLabs did not answer in time (CALLGATE_PROVIDER_TIMEOUT_MS); try again, or raise it',
-      retryable: true,
-    };
-  }
-  if (response.kind === 'unreachable') {
-    const message = `ElevenLabs could not be reached (${response.message}); check ELEVENLABS_BASE_URL and this machine's network`;
-    return { kind: 'unavailable', message, retryable: true };
-  }
-  const { status } = response;
-  if (status === 401 || status === 403) {
-    return {
-      kind: 'rejected',
-      message: `ElevenLabs refused the API key (HTTP ${status}); check ${elevenLabsKeySetting}`,
-      retryable: false,
-    };
-  }
-  if (status === 429) {
-    return {
-      kind: 'unavailable',
-      message: "ElevenLabs is limiting this workspace's requests (HTTP 429); try again in a minute",
-      retryable: true,
-    };
-  }
-  const message = `ElevenLabs answered HTTP ${status}`;
-  return status >= 500 ? { kind: 'unavailable', message, retryable: true } : { kind: 'rejected', message, retryable: false };
+  return workspaceRequestFailure(response, {
+    label: 'ElevenLabs',
+    keySetting: elevenLabsKeySetting,
+    baseUrlSetting: 'ELEVENLABS_BASE_URL',
+  });
 }
 
 /** Words for a 4xx of theirs about a call: the fields a 422 or 400 named, never their body itself. */
