@@ -161,6 +161,41 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
     );
   });
 
+  it('a recipient whose redial loses its answer too, with nothing placed again, fails instead of being dialed a third time', async () => {
+    const [to] = numbers(1, 2700);
+    const lostAnswer: ProviderFailure = { kind: 'timeout', message: 'The provider did not answer in time.', retryable: true };
+    failures.set(to!, lostAnswer);
+    const batch = await createBatch(t, [to!]);
+    await pass();
+    /** The provider lists no call for the dial being checked by the end of its search window. */
+    const searchEnds = async () => {
+      const dial = await t.services.db
+        .selectFrom('dials')
+        .selectAll()
+        .where('to_number', '=', to!)
+        .where('state', '=', 'checking')
+        .executeTakeFirstOrThrow();
+      clock.advance(Date.parse(dial.search_until) - clock.now().getTime() + 1);
+      await t.services.dialJob.pass();
+      await pass();
+    };
+    // The redial (the dial job may wake the dialer at once) loses its answer too.
+    failures.set(to!, lostAnswer);
+    await searchEnds();
+    assert.deepEqual(await statuses(batch.id), ['dialing'], 'dialed again once');
+    await searchEnds();
+    const [recipient] = await allRecipients(t, batch.id);
+    assert.equal(recipient!.status, 'failed');
+    assert.equal(recipient!.failure_reason, 'provider_error');
+    assert.match(String(recipient!.failure_message), /lost on 2 dials in a row/);
+    assert.equal((await readBatch(t, batch.id)).status, 'completed');
+    const dials = await t.services.db.selectFrom('dials').select('state').where('to_number', '=', to!).orderBy('created_at').execute();
+    assert.deepEqual(
+      dials.map((dial) => dial.state),
+      ['not_placed', 'not_placed'],
+    );
+  });
+
   it('a batch cancelled while the provider answers 429 does not take the recipient back: it ends cancelled, and so does the batch', async () => {
     const [to] = numbers(1, 2500);
     let answer!: () => void;

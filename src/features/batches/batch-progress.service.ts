@@ -215,6 +215,27 @@ export async function redialAfterLostDial(trx: Db, clock: Clock, batchId: string
 }
 
 /**
+ * A recipient whose `dials` dials all lost their answer and placed no call (the provider lists none): it
+ * fails (`provider_error`) instead of being dialed again. In `trx`, the transaction that ends the last dial.
+ */
+export async function failAfterLostDials(
+  trx: Db,
+  clock: Clock,
+  batchId: string,
+  recipientId: string,
+  dials: number,
+): Promise<FinishedBatches> {
+  await repo.lockBatches(trx, [batchId]);
+  const message = `The voice provider's answer was lost on ${dials} dials in a row and it lists no call for any of them; the recipient was not dialed again.`;
+  const failed = await repo.failDialingRecipients(trx, [recipientId], {
+    reason: 'provider_error',
+    message,
+    now: isoTimestamp(clock.now()),
+  });
+  return failed.length === 0 ? new Map<string, number>() : finishBatchesIfDone(trx, clock, [batchId]);
+}
+
+/**
  * A recipient's dial whose answer was lost placed this call (found at the provider): the recipient holds it
  * as if the answer had come. In `trx`, the transaction that stores the call.
  */

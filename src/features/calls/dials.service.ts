@@ -14,6 +14,7 @@ import { newId } from '../../lib/ids.js';
 import type { AgentRow } from '../agents/agents.tables.js';
 import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
 import {
+  failAfterLostDials,
   holdRecipientForDial,
   interruptDialing,
   recipientFoundCall,
@@ -306,23 +307,32 @@ async function storeFound(deps: DialJobDeps, dial: DialRow, conversationId: stri
   return stored;
 }
 
+/**
+ * A batch recipient whose dial placed nothing is dialed again once: should that dial lose its answer and
+ * place nothing too, the recipient fails rather than being dialed again for as long as the provider keeps
+ * dropping its answers (each try holds a slot for a search window and uses no attempt).
+ */
+const redialsAfterLostDials = 1;
+
 async function endNotPlaced(deps: DialJobDeps, dial: DialRow, looks: number): Promise<boolean> {
   const { db, clock } = deps;
   const hold = keyHoldOf(dial);
   let finished: FinishedBatches = new Map();
+  const recipient = dial.batch_id !== null && dial.recipient_id !== null ? { batchId: dial.batch_id, id: dial.recipient_id } : null;
+  const redial = recipient ? (await repo.countNotPlacedOfRecipient(db, recipient.id)) < redialsAfterLostDials : false;
   const ended = await db.transaction().execute(async (trx) => {
     const moved = await repo.moveDial(trx, dial.id, ['checking'], {
       state: 'not_placed',
       step: `Not placed: the provider lists no call for it after ${looks} looks within its search window.${
         hold ? ' The Idempotency-Key is free: a retry places the call.' : ''
-      }${dial.recipient_id ? ' The recipient is dialed again.' : ''}`,
+      }${recipient ? (redial ? ' The recipient is dialed again.' : ' Its earlier dial was lost too: the recipient fails.') : ''}`,
       at: isoTimestamp(clock.now()),
       looks,
     });
     if (!moved) return false;
     if (hold) await releaseHeldKey(trx, hold);
-    if (dial.batch_id !== null && dial.recipient_id !== null)
-      finished = await redialAfterLostDial(trx, clock, dial.batch_id, dial.recipient_id);
+    if (recipient && redial) finished = await redialAfterLostDial(trx, clock, recipient.batchId, recipient.id);
+    else if (recipient) finished = await failAfterLostDials(trx, clock, recipient.batchId, recipient.id, redialsAfterLostDials + 1);
     return true;
   });
   if (ended && dial.recipient_id !== null) deps.onBatchChanged?.(finished);

@@ -20,7 +20,10 @@ export const simulatorMagicNumbers = {
   refused: '+15005550003',
   /** The call is placed, but its answer is lost: the first answer is 504; the dial is then found. */
   lostAnswerPlaced: '+15005550004',
-  /** The answer is lost and no call was placed: the first answer is 504; the dial is then not found. */
+  /**
+   * The answer is lost and no call was placed: the first answer is 504; the dial is then not found, and the
+   * next dial to the number (the retry with the same key, a batch's redial) places the call.
+   */
   lostAnswerNotPlaced: '+15005550005',
   /** The call is placed, then an answering machine takes it: it fails with `voicemail`. */
   voicemail: '+15005550006',
@@ -115,6 +118,10 @@ export function createSimulatorProvider(options: { clock: Clock; delayMs: number
   let placed = 0;
   let highestConcurrency = 0;
   const placedDials = new Map<string, string>();
+  // Agents whose last dial to +15005550005 lost its answer: their next one is placed (and the one after is lost
+  // again). Kept by the process, as a provider keeps its calls: with several API processes a retry may land on
+  // one that has not lost a dial yet, and loses it once there.
+  const lostOnce = new Set<string>();
   const inProgressAt = (now: number) => {
     while (head < endsAt.length && endsAt[head]! <= now) head++;
     if (head > 1024 && head * 2 > endsAt.length) {
@@ -127,7 +134,11 @@ export function createSimulatorProvider(options: { clock: Clock; delayMs: number
     name: 'simulator',
     firstCheckDelayMs: options.delayMs,
     async placeCall(request) {
-      if (request.to === simulatorMagicNumbers.lostAnswerNotPlaced) return err(lostAnswer);
+      if (request.to === simulatorMagicNumbers.lostAnswerNotPlaced && !lostOnce.delete(request.agentId)) {
+        lostOnce.add(request.agentId);
+        if (lostOnce.size > rememberedDials) lostOnce.delete(lostOnce.values().next().value!);
+        return err(lostAnswer);
+      }
       if (request.to === simulatorMagicNumbers.refused) {
         return err({
           kind: 'rejected',
