@@ -285,6 +285,13 @@ else {
       ]) {
         await fetch(`${baseUrl}${url}`, { headers: { authorization: `Bearer ${t.seed.token}` } });
       }
+      // A long error code too (the longest kind of answer a row shows: an error and its code).
+      const badKey = await fetch(`${baseUrl}/v1/calls`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.seed.token}`, 'content-type': 'application/json', 'idempotency-key': 'k'.repeat(300) },
+        body: JSON.stringify({ agent_id: 'agent_missing', to: '+14155550123' }),
+      });
+      assert.equal(((await badKey.json()) as { error: string }).error, 'invalid_idempotency_key');
       await t.services.requestLog.flush();
       await page.goto(`${baseUrl}/developers/requests`);
       const viewportWidth = page.viewportSize()!.width;

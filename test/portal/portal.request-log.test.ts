@@ -85,7 +85,8 @@ await forEachDialect('Portal request log', (dialect) => {
       const path = /<code class="path">(.*?)<\/code>/.exec(page)?.[1];
       assert.equal(path?.replace(/<[^>]+>/g, ''), line, `${id}: method and path ${line}`);
       assert.ok(page.includes(`">${status}</span>`), `${id}: status ${status}`);
-      if (error) assert.ok(page.includes(`<code>${error}</code>`), `${id}: error code ${error}`);
+      // A code may break after its underscores (<wbr>), so that a long one keeps the table on the page.
+      if (error) assert.ok(page.replaceAll('<wbr>', '').includes(`<code>${error}</code>`), `${id}: error code ${error}`);
       assert.ok(page.includes(`<code class="id">${id}</code>`), `${id}: the request id`);
     }
     // The seed account's user sees none of them.

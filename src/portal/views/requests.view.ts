@@ -20,7 +20,10 @@ export function requestsPage(
     // ids in it stay whole.
     html`<code class="path">${row.method} ${wrapKeepingIds(row.path)}</code>`,
     html`${statusCode(row.status)}${row.replayed ? html` ${replayedBadge}` : ''}`,
-    row.error_code ? html`<code>${row.error_code}</code>` : html`<span class="muted">—</span>`,
+    // A long code (invalid_idempotency_key) may break after its underscores, or it pushes the duration off.
+    row.error_code
+      ? html`<code>${row.error_code.split(/(?<=_)/).map((part) => html`${part}<wbr>`)}</code>`
+      : html`<span class="muted">—</span>`,
     html`<a href="${portalPath('requests', row.id)}"><code class="id">${row.id}</code></a>`,
     `${row.duration_ms} ms`,
   ]);
