@@ -5,12 +5,19 @@
  */
 export const errorCatalogue = {
   invalid_request: { status: 400, message: 'The request body is invalid.' },
-  invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
+  invalid_json: {
+    status: 400,
+    message: 'The request body is not valid JSON. Send one JSON object, with Content-Type: application/json.',
+  },
   invalid_idempotency_key: {
     status: 400,
     message: 'The Idempotency-Key header must be 1 to 255 printable ASCII characters (! to ~).',
   },
-  unauthorized: { status: 401, message: 'Missing, malformed, invalid or revoked API key.' },
+  unauthorized: {
+    status: 401,
+    message:
+      'Missing, malformed, invalid or revoked API key. Send it as "Authorization: Bearer cg_…"; an operator creates one with `npx callgate keys create` or in the portal (API keys).',
+  },
   agent_not_found: { status: 403, message: "The agent does not exist in this API key's account." },
   number_suppressed: {
     status: 403,
@@ -25,7 +32,8 @@ export const errorCatalogue = {
   },
   idempotency_conflict: {
     status: 409,
-    message: 'This Idempotency-Key was already used with a different request body.',
+    message:
+      'This Idempotency-Key was already used with a different request body. Send the same body to get its answer, or use a new key for a new request.',
   },
   batch_not_resumable: { status: 409, message: 'Only a paused batch can be resumed; a completed or cancelled batch cannot.' },
   batch_finished: { status: 409, message: 'The batch has ended (completed or cancelled); it can no longer be paused or cancelled.' },
