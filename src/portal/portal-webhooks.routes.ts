@@ -54,7 +54,7 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
     extra: { secret?: string; notice?: string; error?: string; status?: number },
   ) {
     const session = sessionOf(request);
-    const data = await loadEndpointPage(deps.db, session.accountId, endpointId);
+    const data = await loadEndpointPage(deps.db, session.accountId, endpointId, deps.clock.now());
     if (!data) return sendNotFound(request, reply);
     const { status = 200, ...rest } = extra;
     return sendPage(reply, status, endpointPage({ user: frameUser(session), ...data, ...rest }));
@@ -66,6 +66,7 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
     const backoffs = await endpointBackoffs(
       deps.db,
       endpoints.map((endpoint) => endpoint.id),
+      deps.clock.now(),
     );
     return sendPage(reply, 200, webhooksPage(frameUser(session), endpoints, noticeFor(request.query.notice), backoffs));
   });

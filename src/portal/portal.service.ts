@@ -35,11 +35,11 @@ export async function loadOverview(db: Db, clock: Clock, accountId: string) {
 /** How many recent deliveries an endpoint's page shows. */
 export const endpointDeliveriesShown = 25;
 
-export async function loadEndpointPage(db: Db, accountId: string, endpointId: string) {
+export async function loadEndpointPage(db: Db, accountId: string, endpointId: string, now: Date) {
   const endpoint = await getEndpoint(db, endpointId, accountId);
   if (!endpoint) return null;
   const deliveries = await listDeliveriesWithAttempts(db, { accountId, endpointId, limit: endpointDeliveriesShown });
-  const backoff = (await endpointBackoffs(db, [endpoint.id])).get(endpoint.id) ?? null;
+  const backoff = (await endpointBackoffs(db, [endpoint.id], now)).get(endpoint.id) ?? null;
   return { endpoint, deliveries, backoff };
 }
 

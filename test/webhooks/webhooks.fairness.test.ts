@@ -122,9 +122,12 @@ await forEachDialect('Fair webhook delivery', (dialect) => {
     // Its status: in `callgate webhooks list` and on the portal's Webhooks page and its own.
     const cli = cliEnv(t.database.env);
     const listed = await runCli(cli, ['webhooks', 'list', '--account', account.accountId]);
-    assert.match(listed.stdout, /yes \(failing since \d{4}-\d\d-\d\dT[\d:.]+Z, next try \d{4}-\d\d-\d\dT[\d:.]+Z\)/);
+    assert.match(
+      listed.stdout,
+      /yes \(failing since \d{4}-\d\d-\d\dT[\d:.]+Z, next try \d{4}-\d\d-\d\dT[\d:.]+Z( \(now: a probe is due or under way\))?\)/,
+    );
     const json = await runJson(cli, ['webhooks', 'list', '--account', account.accountId]);
-    assert.deepEqual(Object.keys(json.data[0].backoff).sort(), ['failing_since', 'next_try_at']);
+    assert.deepEqual(Object.keys(json.data[0].backoff).sort(), ['failing_since', 'next_try_at', 'probe_due']);
     const portal = await signedInClient(t, account);
     for (const page of ['/developers/webhooks', `/developers/webhooks/${endpoint.id}`]) {
       const shown = await portal.get(page);

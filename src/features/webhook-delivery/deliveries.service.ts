@@ -85,19 +85,29 @@ export async function countDeliveryStates(
 export interface EndpointBackoff {
   readonly failing_since: string;
   readonly next_try_at: string;
+  /** The next try's time has come: its probe is due or under way (a probe to a silent receiver takes its timeout). */
+  readonly probe_due: boolean;
 }
 
-/** The endpoints among these whose deliveries wait for a probe (see endpoint-backoff.ts), by id. */
-export async function endpointBackoffs(db: Db, endpointIds: readonly string[]): Promise<Map<string, EndpointBackoff>> {
+/** The endpoints among these whose deliveries wait for a probe (see endpoint-backoff.ts), by id, as of `now`. */
+export async function endpointBackoffs(db: Db, endpointIds: readonly string[], now: Date): Promise<Map<string, EndpointBackoff>> {
   const rows = await dispatcherRepo.listBackoffs(db, endpointIds);
   return new Map(
     rows.flatMap((row) =>
-      row.next_try_at === null ? [] : [[row.endpoint_id, { failing_since: row.since, next_try_at: row.next_try_at }] as const],
+      row.next_try_at === null
+        ? []
+        : [
+            [
+              row.endpoint_id,
+              { failing_since: row.since, next_try_at: row.next_try_at, probe_due: Date.parse(row.next_try_at) <= now.getTime() },
+            ] as const,
+          ],
     ),
   );
 }
 
 /** How a backoff reads in the CLI and the portal. */
 export function describeBackoff(backoff: EndpointBackoff): string {
-  return `failing since ${backoff.failing_since}, next try ${backoff.next_try_at}`;
+  const due = backoff.probe_due ? ' (now: a probe is due or under way)' : '';
+  return `failing since ${backoff.failing_since}, next try ${backoff.next_try_at}${due}`;
 }

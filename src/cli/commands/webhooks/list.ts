@@ -16,12 +16,13 @@ export const listWebhooksCommand: Command = {
   },
   prepare(args) {
     const accountId = requiredOption(args, 'account');
-    return async ({ db }) => {
+    return async ({ db, clock }) => {
       await requireAccount(db, accountId);
       const endpoints = await listEndpoints(db, accountId);
       const backoffs = await endpointBackoffs(
         db,
         endpoints.map((endpoint) => endpoint.id),
+        clock.now(),
       );
       const enabled = (endpoint: (typeof endpoints)[number]) => {
         if (!endpoint.enabled) return `no (${endpoint.disabled_reason ?? 'disabled'})`;
