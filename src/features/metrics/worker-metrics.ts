@@ -35,32 +35,11 @@ export function watchWorker(metrics: Metrics, deps: { db: Db; clock: Clock; jobs
       }
     },
   });
-  // Both gauges come from one query pair per scrape: the registry collects them at once, and the second
-  // joins the first's queries. With the database away they read NaN rather than a stale value or a false 0,
-  // and the rest of the scrape is still served.
-  let backlog: Promise<{ pending: number; oldestDueAgeSeconds: number } | undefined> | undefined;
-  const readBacklog = () =>
-    (backlog ??= (async () => {
-      const now = deps.clock.now();
-      try {
-        const { pending, oldestDueAt } = await deliveryBacklog(deps.db, isoTimestamp(now));
-        const oldestDueAgeSeconds = oldestDueAt === null ? 0 : Math.max(0, (now.getTime() - Date.parse(oldestDueAt)) / 1000);
-        return { pending, oldestDueAgeSeconds };
-      } catch {
-        return undefined;
-      }
-    })().finally(() => {
-      backlog = undefined;
-    }));
-  const backlogGauge = (name: string, help: string, value: (read: { pending: number; oldestDueAgeSeconds: number }) => number) =>
-    metrics.gauge({
-      name,
-      help,
-      async read(gauge) {
-        const read = await readBacklog();
-        gauge.set(read ? value(read) : Number.NaN);
-      },
-    });
+  const backlogGauge = gaugesOfOneRead(metrics, async () => {
+    const now = deps.clock.now();
+    const { pending, oldestDueAt } = await deliveryBacklog(deps.db, isoTimestamp(now));
+    return { pending, oldestDueAgeSeconds: oldestDueAt === null ? 0 : Math.max(0, (now.getTime() - Date.parse(oldestDueAt)) / 1000) };
+  });
   backlogGauge(
     'callgate_webhook_deliveries_pending',
     'Webhook deliveries waiting for an attempt (due now or later), in the whole database.',
@@ -71,28 +50,39 @@ export function watchWorker(metrics: Metrics, deps: { db: Db; clock: Clock; jobs
     'How long the oldest due webhook delivery has waited past its attempt time (0 when none is due).',
     (read) => read.oldestDueAgeSeconds,
   );
-  metrics.gauge({
-    name: 'callgate_dials_unresolved',
-    help: 'Dials whose answer was lost (or whose asker stopped) and whose outcome is not known yet.',
-    async read(gauge) {
-      gauge.set(
-        await openDials(deps.db, deps.clock).then(
-          (read) => read.open,
-          () => Number.NaN,
-        ),
-      );
-    },
-  });
-  metrics.gauge({
-    name: 'callgate_dial_oldest_unresolved_age_seconds',
-    help: 'How long ago the oldest unresolved dial was sent to its provider (0 when none is open).',
-    async read(gauge) {
-      gauge.set(
-        await openDials(deps.db, deps.clock).then(
-          (read) => read.oldestAgeSeconds,
-          () => Number.NaN,
-        ),
-      );
-    },
-  });
+  const dialGauge = gaugesOfOneRead(metrics, () => openDials(deps.db, deps.clock));
+  dialGauge(
+    'callgate_dials_unresolved',
+    'Dials whose answer was lost (or whose asker stopped) and whose outcome is not known yet.',
+    (read) => read.open,
+  );
+  dialGauge(
+    'callgate_dial_oldest_unresolved_age_seconds',
+    'How long ago the oldest unresolved dial was sent to its provider (0 when none is open).',
+    (read) => read.oldestAgeSeconds,
+  );
+}
+
+/**
+ * Gauges read from one query per scrape: the registry collects them at once, and each after the first joins
+ * the first's read. With the database away they read NaN rather than a stale value or a false 0, and the
+ * rest of the scrape is still served.
+ */
+function gaugesOfOneRead<T>(metrics: Metrics, read: () => Promise<T>) {
+  let pending: Promise<T | undefined> | undefined;
+  const readOnce = () =>
+    (pending ??= read()
+      .catch(() => undefined)
+      .finally(() => {
+        pending = undefined;
+      }));
+  return (name: string, help: string, value: (read: T) => number) =>
+    metrics.gauge({
+      name,
+      help,
+      async read(gauge) {
+        const result = await readOnce();
+        gauge.set(result === undefined ? Number.NaN : value(result));
+      },
+    });
 }
