@@ -198,6 +198,30 @@ await forEachDialect('callgate backup, doctor and reads', (dialect) => {
     await handle.db.deleteFrom('webhook_endpoints').where('id', 'in', ['we_private', 'we_nowhere']).execute();
   });
 
+  it('doctor: an endpoint that stopped answering is FAIL, with since when, its next try and what to do', async () => {
+    await insertEndpoint('we_silent', 'https://8.8.4.4/hook', true);
+    const since = '2026-01-02T03:04:05.000Z';
+    const nextTry = new Date(Date.now() + 60 * 60_000).toISOString();
+    await handle.db
+      .insertInto('webhook_endpoint_backoffs')
+      .values({ endpoint_id: 'we_silent', failures: 7, probes: 2, next_try_at: nextTry, since, updated_at: since })
+      .execute();
+    try {
+      const run = await runCli(env, ['doctor']);
+      assert.equal(run.code, 1, run.stdout);
+      assert.match(
+        run.stdout,
+        new RegExp(
+          `^FAIL {2}webhook endpoint we_silent: https://8\\.8\\.4\\.4/hook does not answer: failing since ${since.replace(/\./g, '\\.')}, next try ${nextTry.replace(/\./g, '\\.')}; its events wait for it\n {6}what to do: make the receiver answer 2xx within CALLGATE_WEBHOOK_TIMEOUT_MS .*account ${accountId}\\)`,
+          'm',
+        ),
+      );
+    } finally {
+      await handle.db.deleteFrom('webhook_endpoint_backoffs').where('endpoint_id', '=', 'we_silent').execute();
+      await handle.db.deleteFrom('webhook_endpoints').where('id', '=', 'we_silent').execute();
+    }
+  });
+
   it('doctor names the setting that makes a local endpoint valid, and judges it as a server with that setting would', async () => {
     await insertEndpoint('we_local', 'http://127.0.0.1:8080/webhooks', true);
     try {

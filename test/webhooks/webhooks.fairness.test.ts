@@ -134,6 +134,11 @@ await forEachDialect('Fair webhook delivery', (dialect) => {
       assert.equal(shown.statusCode, 200);
       assert.match(shown.body, /badge-bad">failing<\/span> <span class="muted small">failing since [^,]+, next try /, page);
     }
+    // The overview does not call it "enabled" meanwhile.
+    assert.match(
+      (await portal.get('/developers')).body,
+      /id="webhooks-state"><span class="badge badge-bad">failing<\/span> <span class="muted small">The endpoint does not answer: events wait for it\./,
+    );
     // A probe that fails keeps it waiting; then the receiver answers again and the rest drain.
     await until('a probe', () => (target.received.length > attempted ? true : undefined), 10_000);
     const beforeRecovery = target.received.length;
@@ -147,5 +152,6 @@ await forEachDialect('Fair webhook delivery', (dialect) => {
     assert.ok(mostOpenAtOnce(drained, givenUpAfterMs) <= 4, 'the backlog drained at most 4 at once');
     const left = await t.services.db.selectFrom('webhook_endpoint_backoffs').selectAll().where('endpoint_id', '=', endpoint.id).execute();
     assert.deepEqual(left, []);
+    assert.match((await portal.get('/developers')).body, /id="webhooks-state"><span class="badge badge-ok">enabled</);
   });
 });

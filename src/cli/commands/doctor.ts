@@ -8,6 +8,7 @@ import dns from 'node:dns';
 import fs from 'node:fs';
 import net from 'node:net';
 import { ConfigError, loadConfig, type Config } from '../../config.js';
+import type { EndpointBackoff } from '../../features/webhook-delivery/deliveries.service.js';
 import type { ToolCommand } from '../command.js';
 
 type Status = 'ok' | 'fail' | 'skip';
@@ -64,7 +65,11 @@ async function providerChecks(config: Config): Promise<Check[]> {
  * resolve. Doctor reads its own environment, not the server's: an endpoint that only
  * CALLGATE_WEBHOOK_ALLOW_PRIVATE makes valid (a local receiver) is named as such, not given up for deletion.
  */
-async function endpointCheck(endpoint: { id: string; account_id: string; url: string }, allowPrivate: boolean): Promise<Check> {
+async function endpointCheck(
+  endpoint: { id: string; account_id: string; url: string },
+  allowPrivate: boolean,
+  backoff: EndpointBackoff | undefined,
+): Promise<Check> {
   const { checkWebhookTarget } = await import('../../features/webhook-delivery/ssrf-guard.js');
   const name = `webhook endpoint ${endpoint.id}`;
   const fix = `change its URL in the portal's Webhooks page of account ${endpoint.account_id}, or delete it: callgate webhooks delete ${endpoint.id}`;
@@ -84,6 +89,15 @@ async function endpointCheck(endpoint: { id: string; account_id: string; url: st
     } catch {
       return fail(name, `${endpoint.url} has a host name that does not resolve`, fix);
     }
+  }
+  if (backoff) {
+    // A valid address is not a working receiver: its deliveries wait for a probe until it answers again.
+    const { describeBackoff } = await import('../../features/webhook-delivery/deliveries.service.js');
+    return fail(
+      name,
+      `${endpoint.url} does not answer: ${describeBackoff(backoff)}; its events wait for it`,
+      `make the receiver answer 2xx within CALLGATE_WEBHOOK_TIMEOUT_MS (its last attempts are on the portal's Webhooks page of account ${endpoint.account_id}); waiting deliveries go out by themselves once it does`,
+    );
   }
   return ok(name, `${endpoint.url} resolves to an address webhooks may be sent to`);
 }
@@ -140,9 +154,17 @@ async function databaseChecks(config: Config): Promise<Check[]> {
     // The endpoints' table exists once the migrations ran; without it there is nothing to check yet.
     if (state.applied.includes('0002-webhooks')) {
       const { listAllEnabledEndpoints } = await import('../../features/webhook-endpoints/endpoints.service.js');
+      const { endpointBackoffs } = await import('../../features/webhook-delivery/deliveries.service.js');
       const endpoints = await listAllEnabledEndpoints(database.db);
+      const backoffs = await endpointBackoffs(
+        database.db,
+        endpoints.map((endpoint) => endpoint.id),
+        new Date(),
+      );
       if (endpoints.length === 0) checks.push(skip('webhook endpoints', 'no enabled webhook endpoint'));
-      for (const endpoint of endpoints) checks.push(await endpointCheck(endpoint, config.webhookAllowPrivate));
+      for (const endpoint of endpoints) {
+        checks.push(await endpointCheck(endpoint, config.webhookAllowPrivate, backoffs.get(endpoint.id)));
+      }
     }
     return checks;
   } finally {

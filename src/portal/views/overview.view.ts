@@ -19,6 +19,8 @@ export interface OverviewInput {
   readonly agents: readonly AgentView[];
   readonly activeKeys: number;
   readonly endpoints: readonly EndpointView[];
+  /** Enabled endpoints that stopped answering: their deliveries wait for a probe. */
+  readonly failingEndpoints: number;
   readonly recentCalls: readonly CallWithMode[];
   /** The account's max_concurrent_calls (null: none) and its calls in progress now, in each mode. */
   readonly concurrency: { readonly limit: number | null; readonly live: number; readonly test: number };
@@ -36,6 +38,14 @@ function step(number: number, title: string, done: boolean, body: unknown) {
 function concurrentCalls({ limit, live, test }: OverviewInput['concurrency']) {
   if (limit === null) return html`no limit <span class="muted small">(${String(live)} live, ${String(test)} test in progress)</span>`;
   return html`${String(live)} of ${String(limit)} <span class="muted small">live calls in progress; test calls: ${String(test)} of ${String(limit)}</span>`;
+}
+
+/** Enabled, or failing when any enabled endpoint stopped answering (its events wait), or none. */
+function webhooksState(enabled: number, failing: number) {
+  if (enabled === 0) return html`<span class="muted">no endpoint</span>`;
+  if (failing === 0) return badge('enabled');
+  const which = enabled === 1 ? 'The endpoint does' : `${failing} of ${enabled} endpoints do`;
+  return html`${badge('failing', 'bad')} <span class="muted small">${which} not answer: events wait for it. <a href="/developers/webhooks">See why</a></span>`;
 }
 
 export function overviewPage(input: OverviewInput): string {
@@ -106,7 +116,7 @@ ${
     <dt>Endpoint</dt><dd><code>POST /v1/calls</code></dd>
     <dt>Auth</dt><dd><code>Authorization: Bearer &lt;token&gt;</code></dd>
     <dt>Concurrent calls</dt><dd id="concurrent-calls">${concurrentCalls(input.concurrency)}</dd>
-    <dt>Webhooks</dt><dd>${enabledEndpoints > 0 ? badge('enabled') : html`<span class="muted">no endpoint</span>`}</dd>
+    <dt>Webhooks</dt><dd id="webhooks-state">${webhooksState(enabledEndpoints, input.failingEndpoints)}</dd>
   </dl>
 </section>
 </div>
