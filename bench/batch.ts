@@ -32,8 +32,12 @@ export interface BatchResult {
   readonly lostNotPlaced: number;
   /** Numbers the fake saw called more than once (must be 0). */
   readonly dialedTwice: number;
-  /** Recipients that did not end completed (must be 0: every call completes at the fake). */
+  /** Recipients that did not end completed (0 without lost answers: every call completes at the fake). */
   readonly notCompleted: number;
+  /** Recipients that failed: with lost answers, those whose dial and redial both placed nothing (final). */
+  readonly failed: number;
+  /** Recipients not final when the batch ended or the wait gave up (must be 0). */
+  readonly notFinal: number;
   readonly webhookFailures: number;
 }
 
@@ -51,7 +55,7 @@ interface FakeStats {
 interface Batch {
   id: string;
   status: string;
-  counts: { completed: number; total: number };
+  counts: { completed: number; failed: number; cancelled: number; total: number };
   created_at: string;
   completed_at: string | null;
 }
@@ -136,6 +140,8 @@ function summarise(batch: Batch, stats: FakeStats, settings: BatchSettings): Bat
     lostNotPlaced: stats.lostNotPlaced,
     dialedTwice: stats.dialedTwice,
     notCompleted: settings.recipients - (batch.counts?.completed ?? 0),
+    failed: batch.counts?.failed ?? 0,
+    notFinal: settings.recipients - (batch.counts?.completed ?? 0) - (batch.counts?.failed ?? 0) - (batch.counts?.cancelled ?? 0),
     webhookFailures: stats.webhookFailures,
   };
 }

@@ -137,7 +137,9 @@ export function renderTable(results: Results): string {
     }),
     row('Batch with 5 % lost answers, numbers dialed twice / recipients not final', { text: '0 / 0', met: (_d, v) => v === 0 }, (d) => {
       const b = results.lostBatch?.[d];
-      return b && [`${b.dialedTwice} / ${b.notCompleted}`, b.dialedTwice + b.notCompleted];
+      if (!b) return b;
+      const failed = b.failed > 0 ? ` (${b.failed} failed: lost on both their dials)` : '';
+      return [`${b.dialedTwice} / ${b.notFinal}${failed}`, b.dialedTwice + b.notFinal];
     }),
     row(
       'Webhook dispatcher, deliveries/s (20 endpoints)',
