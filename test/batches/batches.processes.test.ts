@@ -89,7 +89,7 @@ await forEachDialect('A worker killed while dialing', (dialect) => {
     const { seeded, fake } = suite;
     const env = {
       ...seeded.database.env,
-      ...elevenLabsEnv(fake, { CALLGATE_PROVIDER_TIMEOUT_MS: '8000', CALLGATE_BATCH_DIAL_LEASE_MS: '9000' }),
+      ...elevenLabsEnv(fake, { CALLGATE_PROVIDER_TIMEOUT_MS: '3000', CALLGATE_BATCH_DIAL_LEASE_MS: '4000' }),
     };
     const api = await processes.start({ ...env, CALLGATE_ROLES: 'api' });
     const first = await processes.start({ ...env, CALLGATE_ROLES: 'worker' });
