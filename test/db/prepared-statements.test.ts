@@ -1,8 +1,8 @@
 /**
- * PostgreSQL runs the main pool's repeated statements as named prepared statements (database.ts,
- * `prepareRepeatedStatements`): parsed and planned once per connection. SQLite prepares each text once
- * already (its statement cache). These tests hold what that must never change: results, and a statement
- * whose result columns changed under it (a newer version's migration) answering with them.
+ * Statements prepared once and run again and again (database.ts): PostgreSQL's main pool names its repeated
+ * statements (`prepareRepeatedStatements`), SQLite keeps each text prepared (its statement cache). Both must
+ * answer as an unprepared statement would, including a statement whose result columns changed under it (a
+ * newer version's migration run by another process).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -69,5 +69,33 @@ describe('Prepared statements on PostgreSQL', { skip: unavailable ?? false }, ()
       assert.deepEqual((await read()).rows, [{ id: 1, name: 'one', note: null, tag: null }]);
       await sql`commit`.execute(connection);
     });
+  });
+});
+
+describe('Prepared statements on SQLite', () => {
+  let database: TestDatabase;
+  let handle: DatabaseHandle;
+
+  before(async () => {
+    database = await createTestDatabase('sqlite');
+    handle = openDatabase(database.config);
+    await sql`create table prepared_probe (id integer primary key, name text not null)`.execute(handle.db);
+    await sql`insert into prepared_probe (id, name) values (1, 'one')`.execute(handle.db);
+  });
+  after(async () => {
+    await handle?.destroy();
+    await database?.drop();
+  });
+
+  it('answers a cached statement whose table gained a column (another process migrated) with the new column', async () => {
+    const read = () => sql<Record<string, unknown>>`select * from prepared_probe where id = ${1}`.execute(handle.db);
+    for (let run = 0; run < 5; run++) assert.deepEqual((await read()).rows, [{ id: 1, name: 'one' }]);
+    const other = openDatabase(database.config);
+    try {
+      await sql`alter table prepared_probe add column note text`.execute(other.db);
+    } finally {
+      await other.destroy();
+    }
+    assert.deepEqual((await read()).rows, [{ id: 1, name: 'one', note: null }]);
   });
 });
