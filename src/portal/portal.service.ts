@@ -25,14 +25,11 @@ export async function loadOverview(db: Db, clock: Clock, accountId: string) {
   ]);
   // An enabled endpoint that stopped answering is not "enabled" to the person reading: its events wait.
   const enabled = endpoints.filter((endpoint) => endpoint.enabled);
-  const backoffs =
-    enabled.length === 0
-      ? new Map()
-      : await endpointBackoffs(
-          db,
-          enabled.map((endpoint) => endpoint.id),
-          clock.now(),
-        );
+  const backoffs = await endpointBackoffs(
+    db,
+    enabled.map((endpoint) => endpoint.id),
+    clock.now(),
+  );
   return {
     agents,
     activeKeys: keys.filter((key) => key.status === 'active').length,

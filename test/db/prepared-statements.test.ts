@@ -8,18 +8,18 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js';
-import { createTestDatabase, postgresUnavailableReason, type TestDatabase } from '../support/test-database.js';
+import { createTestDatabase, postgresUnavailableReason, type Dialect, type TestDatabase } from '../support/test-database.js';
 
 const requirePostgres = process.env.CALLGATE_TEST_REQUIRE_POSTGRES === '1';
 const unavailable = await postgresUnavailableReason();
 if (unavailable && requirePostgres) throw new Error(`CALLGATE_TEST_REQUIRE_POSTGRES=1 but ${unavailable}`);
 
-describe('Prepared statements on PostgreSQL', { skip: unavailable ?? false }, () => {
-  let database: TestDatabase;
-  let handle: DatabaseHandle;
-
+/** A database of `dialect` with a table `prepared_probe` of two rows, made before the suite's tests and dropped after. */
+function probeDatabase(dialect: Dialect): { readonly database: TestDatabase; readonly handle: DatabaseHandle } {
+  let database: TestDatabase | undefined;
+  let handle: DatabaseHandle | undefined;
   before(async () => {
-    database = await createTestDatabase('postgres');
+    database = await createTestDatabase(dialect);
     handle = openDatabase(database.config);
     await sql`create table prepared_probe (id integer primary key, name text not null)`.execute(handle.db);
     await sql`insert into prepared_probe (id, name) values (1, 'one'), (2, 'two')`.execute(handle.db);
@@ -27,6 +27,22 @@ describe('Prepared statements on PostgreSQL', { skip: unavailable ?? false }, ()
   after(async () => {
     await handle?.destroy();
     await database?.drop();
+  });
+  return {
+    get database() {
+      return database!;
+    },
+    get handle() {
+      return handle!;
+    },
+  };
+}
+
+describe('Prepared statements on PostgreSQL', { skip: unavailable ?? false }, () => {
+  const probe = probeDatabase('postgres');
+  let handle: DatabaseHandle;
+  before(() => {
+    handle = probe.handle;
   });
 
   /** One connection's prepared statements whose text is `text`, asked on that same connection. */
@@ -73,24 +89,12 @@ describe('Prepared statements on PostgreSQL', { skip: unavailable ?? false }, ()
 });
 
 describe('Prepared statements on SQLite', () => {
-  let database: TestDatabase;
-  let handle: DatabaseHandle;
-
-  before(async () => {
-    database = await createTestDatabase('sqlite');
-    handle = openDatabase(database.config);
-    await sql`create table prepared_probe (id integer primary key, name text not null)`.execute(handle.db);
-    await sql`insert into prepared_probe (id, name) values (1, 'one')`.execute(handle.db);
-  });
-  after(async () => {
-    await handle?.destroy();
-    await database?.drop();
-  });
+  const probe = probeDatabase('sqlite');
 
   it('answers a cached statement whose table gained a column (another process migrated) with the new column', async () => {
-    const read = () => sql<Record<string, unknown>>`select * from prepared_probe where id = ${1}`.execute(handle.db);
+    const read = () => sql<Record<string, unknown>>`select * from prepared_probe where id = ${1}`.execute(probe.handle.db);
     for (let run = 0; run < 5; run++) assert.deepEqual((await read()).rows, [{ id: 1, name: 'one' }]);
-    const other = openDatabase(database.config);
+    const other = openDatabase(probe.database.config);
     try {
       await sql`alter table prepared_probe add column note text`.execute(other.db);
     } finally {

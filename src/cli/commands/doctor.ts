@@ -8,7 +8,6 @@ import dns from 'node:dns';
 import fs from 'node:fs';
 import net from 'node:net';
 import { ConfigError, loadConfig, type Config } from '../../config.js';
-import type { EndpointBackoff } from '../../features/webhook-delivery/deliveries.service.js';
 import type { ToolCommand } from '../command.js';
 
 type Status = 'ok' | 'fail' | 'skip';
@@ -68,7 +67,8 @@ async function providerChecks(config: Config): Promise<Check[]> {
 async function endpointCheck(
   endpoint: { id: string; account_id: string; url: string },
   allowPrivate: boolean,
-  backoff: EndpointBackoff | undefined,
+  /** How its backoff reads, when its deliveries wait for a probe (it stopped answering). */
+  backoff: string | undefined,
 ): Promise<Check> {
   const { checkWebhookTarget } = await import('../../features/webhook-delivery/ssrf-guard.js');
   const name = `webhook endpoint ${endpoint.id}`;
@@ -92,10 +92,9 @@ async function endpointCheck(
   }
   if (backoff) {
     // A valid address is not a working receiver: its deliveries wait for a probe until it answers again.
-    const { describeBackoff } = await import('../../features/webhook-delivery/deliveries.service.js');
     return fail(
       name,
-      `${endpoint.url} does not answer: ${describeBackoff(backoff)}; its events wait for it`,
+      `${endpoint.url} does not answer: ${backoff}; its events wait for it`,
       `make the receiver answer 2xx within CALLGATE_WEBHOOK_TIMEOUT_MS (its last attempts are on the portal's Webhooks page of account ${endpoint.account_id}); waiting deliveries go out by themselves once it does`,
     );
   }
@@ -154,7 +153,7 @@ async function databaseChecks(config: Config): Promise<Check[]> {
     // The endpoints' table exists once the migrations ran; without it there is nothing to check yet.
     if (state.applied.includes('0002-webhooks')) {
       const { listAllEnabledEndpoints } = await import('../../features/webhook-endpoints/endpoints.service.js');
-      const { endpointBackoffs } = await import('../../features/webhook-delivery/deliveries.service.js');
+      const { describeBackoff, endpointBackoffs } = await import('../../features/webhook-delivery/deliveries.service.js');
       const endpoints = await listAllEnabledEndpoints(database.db);
       const backoffs = await endpointBackoffs(
         database.db,
@@ -163,7 +162,8 @@ async function databaseChecks(config: Config): Promise<Check[]> {
       );
       if (endpoints.length === 0) checks.push(skip('webhook endpoints', 'no enabled webhook endpoint'));
       for (const endpoint of endpoints) {
-        checks.push(await endpointCheck(endpoint, config.webhookAllowPrivate, backoffs.get(endpoint.id)));
+        const backoff = backoffs.get(endpoint.id);
+        checks.push(await endpointCheck(endpoint, config.webhookAllowPrivate, backoff && describeBackoff(backoff)));
       }
     }
     return checks;

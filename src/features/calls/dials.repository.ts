@@ -29,10 +29,6 @@ export interface DialChange {
   readonly looks?: number;
 }
 
-/**
- * Moves the dial on, only from one of `from` (so an asker and the job, or two workers, never both resolve
- * it); the step is appended to its history in the same statement. Returns whether it moved.
- */
 /** How many dials of a batch recipient ended as not placed (lost answers the provider lists no call for). */
 export async function countNotPlacedOfRecipient(db: Db, recipientId: string): Promise<number> {
   const row = await db
@@ -44,6 +40,10 @@ export async function countNotPlacedOfRecipient(db: Db, recipientId: string): Pr
   return Number(row?.n ?? 0);
 }
 
+/**
+ * Moves the dial on, only from one of `from` (so an asker and the job, or two workers, never both resolve
+ * it); the step is appended to its history in the same statement. Returns whether it moved.
+ */
 export async function moveDial(db: Db, id: string, from: readonly DialState[], change: DialChange): Promise<boolean> {
   const step = JSON.stringify({ at: change.at, step: change.step });
   // The history is a JSON array: the step goes in before its closing bracket (the same SQL on both dialects).
