@@ -5,7 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, it } from 'node:test';
-import { idempotencyLifetimeMs, purgeExpired } from '../../src/features/idempotency/idempotency.service.js';
+import { ApiError } from '../../src/errors/api-error.js';
+import { createCall } from '../../src/features/calls/calls.service.js';
+import type { CreateCallBody } from '../../src/features/calls/calls.schemas.js';
+import { claimFor, idempotencyLifetimeMs, purgeExpired } from '../../src/features/idempotency/idempotency.service.js';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import { ManualClock, addMs, isoTimestamp } from '../../src/lib/clock.js';
 import { bodyFingerprint } from '../../src/lib/json.js';
@@ -223,6 +226,32 @@ await forEachDialect('Idempotency-Key waits are bounded and in-flight locks expi
     assert.notEqual(row?.owner, 'a-process-that-died');
     assert.equal((await postCall(url, t.seed.token, body, key)).body.id, retried.body.id);
     assert.equal(await countCalls(t.services), start + 1);
+  });
+
+  it('a request slower than its lock, whose key a retry took over, records no dial and places no call: only the retry dials', async () => {
+    const key = newKey('overtaken');
+    const body = callBody(t);
+    const start = await countCalls(t.services);
+    // The first request claims the key, then stalls (a pause, a slow read) before recording its dial.
+    const deps = { db: t.services.db, clock, idempotency: t.services.calls.idempotency };
+    const slow = await claimFor(deps, { apiKeyId: t.seed.keyId, route: 'POST /v1/calls', key }, body);
+    assert.equal(slow.kind, 'owned');
+
+    clock.advance(lockMs + 1);
+    const retried = await postCall(url, t.seed.token, body, key);
+    assert.equal(retried.status, 201, JSON.stringify(retried.body));
+
+    // The first request goes on: it no longer holds the key, so it neither records a dial nor dials.
+    const apiKey = await t.services.db.selectFrom('api_keys').selectAll().where('id', '=', t.seed.keyId).executeTakeFirstOrThrow();
+    await assert.rejects(
+      createCall(t.services.calls, apiKey, body as CreateCallBody, slow.key),
+      (error: unknown) => error instanceof ApiError && error.code === 'idempotency_in_progress' && /took the key over/.test(error.message),
+    );
+    assert.equal(fake.attempts, 1);
+    assert.equal(await countCalls(t.services), start + 1);
+    const dials = await t.services.db.selectFrom('dials').select('id').where('idempotency_key', '=', key).execute();
+    assert.equal(dials.length, 1);
+    assert.equal((await postCall(url, t.seed.token, body, key)).body.id, retried.body.id);
   });
 
   it('a request whose client gave up on a hung provider keeps its key past the lock: a retry never dials again until the dial is known', async () => {

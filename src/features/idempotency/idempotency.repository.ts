@@ -79,9 +79,10 @@ export async function markCompleted(
     .execute();
 }
 
-/** Moves the lock of the in-flight record `owner` holds to `lockedUntil`. */
-export async function extendLock(db: Db, scope: IdempotencyScope, owner: string, lockedUntil: string): Promise<void> {
-  await db.updateTable('idempotency_keys').set({ locked_until: lockedUntil }).where(heldBy(scope, owner)).execute();
+/** Moves the lock of the in-flight record `owner` holds to `lockedUntil`; false when `owner` holds it no more. */
+export async function extendLock(db: Db, scope: IdempotencyScope, owner: string, lockedUntil: string): Promise<boolean> {
+  const result = await db.updateTable('idempotency_keys').set({ locked_until: lockedUntil }).where(heldBy(scope, owner)).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /**

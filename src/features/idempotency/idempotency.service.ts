@@ -259,10 +259,17 @@ export interface KeyHold {
 
 /**
  * Holds the key until `until`, in `trx`, the transaction that records a dial: a request that dies mid-dial
- * must not let its key be taken over (and the number dialed again) before the dial is known.
+ * must not let its key be taken over (and the number dialed again) before the dial is known. Throws the 503
+ * idempotency_in_progress, and so rolls the dial back, when the request no longer holds the key: it was
+ * slower than its lock, and a retry took the key over and dials for it.
  */
 export async function holdKeyUntil(trx: Db, hold: KeyHold, until: Date): Promise<void> {
-  await repo.extendLock(trx, hold.scope, hold.owner, isoTimestamp(until));
+  if (await repo.extendLock(trx, hold.scope, hold.owner, isoTimestamp(until))) return;
+  throw new ApiError(
+    'idempotency_in_progress',
+    'This request took longer than its Idempotency-Key lock, and a retry with the same key took the key over; that retry places the call (never both). Retry after the number of seconds in Retry-After, with the same key, to get its result.',
+    { retryAfterSeconds: 1 },
+  );
 }
 
 /** Sets the answer that requests with the key get while its dial is checked (and holds it until `until`). */
