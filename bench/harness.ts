@@ -57,21 +57,13 @@ export async function createDatabase(dialect: Dialect): Promise<BenchDatabase> {
   return {
     dialect,
     env: { DATABASE_URL: url.href, CALLGATE_DATA_DIR: runDir },
-    async exec(sql) {
-      const client = new pg.Client({ connectionString: url.href });
-      await client.connect();
-      try {
-        await client.query(sql);
-      } finally {
-        await client.end();
-      }
-    },
+    exec: (sql) => query(url.href, sql),
     drop: () => adminQuery(`drop database if exists ${name} with (force)`),
   };
 }
 
-async function adminQuery(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: postgresAdminUrl, connectionTimeoutMillis: 5_000 });
+async function query(connectionString: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString, connectionTimeoutMillis: 5_000 });
   await client.connect();
   try {
     await client.query(sql);
@@ -79,6 +71,8 @@ async function adminQuery(sql: string): Promise<void> {
     await client.end();
   }
 }
+
+const adminQuery = (sql: string) => query(postgresAdminUrl, sql);
 
 /** Why PostgreSQL cannot be used, or null when it can. */
 export async function postgresUnavailable(): Promise<string | null> {
@@ -217,12 +211,11 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-export function median(values: readonly number[]): number {
-  return percentile(
+export const median = (values: readonly number[]): number =>
+  percentile(
     [...values].sort((a, b) => a - b),
     50,
   );
-}
 
 export function log(message: string): void {
   process.stderr.write(`bench: ${message}\n`);

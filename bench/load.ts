@@ -28,19 +28,12 @@ export interface Throughput {
 export async function throughput(
   url: string,
   make: RequestMaker,
-  connections: number,
-  durationS: number,
-  warmupS: number,
+  load: { connections: number; durationS: number; warmupS: number },
 ): Promise<Throughput> {
+  const { connections, durationS, warmupS } = load;
   let i = 0;
   const run = (duration: number) =>
-    autocannon({
-      url,
-      connections,
-      duration,
-      timeout: 10,
-      requests: [{ setupRequest: () => ({ ...make(i++) }) }],
-    });
+    autocannon({ url, connections, duration, timeout: 10, requests: [{ setupRequest: () => ({ ...make(i++) }) }] });
   if (warmupS > 0) await run(warmupS);
   const result = await run(durationS);
   return { requestsPerSecond: result['2xx'] / durationS, errors: result.non2xx + result.errors + result.timeouts };
@@ -102,12 +95,12 @@ async function send(pool: Pool, request: BenchRequest): Promise<number> {
   }
 }
 
-/** `POST /v1/calls` of the simulator agent, each with a fresh Idempotency-Key, as integrators send it (keys in turn). */
-export function createCall(tokens: readonly string[], agentId: string, tag: string): RequestMaker {
+/** `POST /v1/calls` of the simulator agent, each with a fresh Idempotency-Key, as integrators send it. */
+export function createCall(token: string, agentId: string, tag: string): RequestMaker {
   return (i) => ({
     method: 'POST',
     path: '/v1/calls',
-    headers: { authorization: `Bearer ${tokens[i % tokens.length]}`, 'content-type': 'application/json', 'idempotency-key': `${tag}-${i}` },
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': `${tag}-${i}` },
     body: JSON.stringify({ agent_id: agentId, to: '+14155550123', metadata: { customer_id: `cus_${i}`, campaign: 'renewals' } }),
   });
 }

@@ -50,6 +50,29 @@ const byDialect = (sqlite: number, postgres: number, sense: 'max' | 'min'): ((di
   };
 };
 
+/** The rows of the calls scenario: label, budget, the figure of a round, its unit and decimals. */
+const callsRows: [string, Budget | undefined, (round: CallsRound) => number, string, number][] = [
+  ['POST /v1/calls, p50 at 100 req/s', undefined, (r) => r.callgate.latency.p50Ms, 'ms', 2],
+  [
+    'POST /v1/calls, p99 at 100 req/s',
+    { text: '≤ 10 ms SQLite, ≤ 20 ms PostgreSQL', met: byDialect(10, 20, 'max') },
+    (r) => r.callgate.latency.p99Ms,
+    'ms',
+    2,
+  ],
+  [
+    'POST /v1/calls, throughput at 50 connections',
+    { text: '≥ 800 calls/s SQLite, ≥ 300 PostgreSQL', met: byDialect(800, 300, 'min') },
+    (r) => r.callgate.throughput.requestsPerSecond,
+    'calls/s',
+    0,
+  ],
+  ['bare Fastify (scale, not a target), p50 at 100 req/s', undefined, (r) => r.bare.latency.p50Ms, 'ms', 2],
+  ['bare Fastify (scale, not a target), p99 at 100 req/s', undefined, (r) => r.bare.latency.p99Ms, 'ms', 2],
+  ['bare Fastify (scale, not a target), throughput', undefined, (r) => r.bare.throughput.requestsPerSecond, 'req/s', 0],
+  ['Peak RSS of the server under POST /v1/calls', { text: '≤ 150 MB', met: (_d, v) => v <= 150 }, (r) => r.callgate.peakRssMb, 'MB', 0],
+];
+
 export function renderTable(results: Results): string {
   const calls = (dialect: Dialect, pick: (round: CallsRound) => number) => {
     const rounds = results.calls[dialect];
@@ -59,12 +82,10 @@ export function renderTable(results: Results): string {
     const values = (results.dispatcher[dialect] ?? []).map(pick).filter((value): value is number => value !== undefined);
     return values.length > 0 ? median(values) : undefined;
   };
-  const callsCell =
-    (pick: (round: CallsRound) => number, unit: string, digits = 1) =>
-    (dialect: Dialect) => {
-      const value = calls(dialect, pick);
-      return value === undefined ? undefined : ([`${num(value, digits)} ${unit}`, value] as [string, number]);
-    };
+  const callsCell = (pick: (round: CallsRound) => number, unit: string, digits: number) => (dialect: Dialect) => {
+    const value = calls(dialect, pick);
+    return value === undefined ? undefined : ([`${num(value, digits)} ${unit}`, value] as [string, number]);
+  };
   const batch = (dialect: Dialect) => results.batch[dialect];
   const growth = (dialect: Dialect, pick: (point: GrowthPoint) => number, digits = 1, inverse = false) => {
     const points = results.growth[dialect];
@@ -79,41 +100,7 @@ export function renderTable(results: Results): string {
   return [
     '| Figure | SQLite | PostgreSQL | Budget |',
     '|---|---|---|---|',
-    row(
-      'POST /v1/calls, p50 at 100 req/s',
-      undefined,
-      callsCell((r) => r.callgate.latency.p50Ms, 'ms', 2),
-    ),
-    row(
-      'POST /v1/calls, p99 at 100 req/s',
-      { text: '≤ 10 ms SQLite, ≤ 20 ms PostgreSQL', met: byDialect(10, 20, 'max') },
-      callsCell((r) => r.callgate.latency.p99Ms, 'ms', 2),
-    ),
-    row(
-      'POST /v1/calls, throughput at 50 connections',
-      { text: '≥ 800 calls/s SQLite, ≥ 300 PostgreSQL', met: byDialect(800, 300, 'min') },
-      callsCell((r) => r.callgate.throughput.requestsPerSecond, 'calls/s', 0),
-    ),
-    row(
-      'bare Fastify (scale, not a target), p50 at 100 req/s',
-      undefined,
-      callsCell((r) => r.bare.latency.p50Ms, 'ms', 2),
-    ),
-    row(
-      'bare Fastify (scale, not a target), p99 at 100 req/s',
-      undefined,
-      callsCell((r) => r.bare.latency.p99Ms, 'ms', 2),
-    ),
-    row(
-      'bare Fastify (scale, not a target), throughput',
-      undefined,
-      callsCell((r) => r.bare.throughput.requestsPerSecond, 'req/s', 0),
-    ),
-    row(
-      'Peak RSS of the server under POST /v1/calls',
-      { text: '≤ 150 MB', met: (_d, v) => v <= 150 },
-      callsCell((r) => r.callgate.peakRssMb, 'MB', 0),
-    ),
+    ...callsRows.map(([label, budget, pick, unit, digits]) => row(label, budget, callsCell(pick, unit, digits))),
     row('Batch, time to finish / ideal (ratio)', { text: 'ratio ≥ 0.95', met: (_d, v) => v >= 0.95 }, (d) => {
       const b = batch(d);
       return b && [`${num(b.elapsedS)} s / ${num(b.idealS)} s (${num(b.ratio, 2)}); with no wait ${num(b.noWaitS)} s`, b.ratio];

@@ -6,7 +6,6 @@
  *   BENCH_DB        sqlite,postgres (the default: both); BENCH_POSTGRES_URL, the admin URL
  *   BENCH_ROUNDS    3: rounds of the calls and dispatcher scenarios, judged on their median
  *   BENCH_DURATION_S 10 and BENCH_WARMUP_S 2, per measure of the calls scenario; BENCH_RATE 100 requests/s
- *   BENCH_KEYS 1: API keys sending the calls scenario's requests in turn (one integration by default)
  *   BENCH_BATCH_RECIPIENTS 1000 at BENCH_BATCH_CONCURRENCY 100; BENCH_BACKLOG 10000 deliveries
  *   BENCH_GROWTH_SIZES 10000,1000000 calls stored; BENCH_GROWTH_S 5 per measure; BENCH_LOG_LEVEL info
  *   FAKE_ANSWER_MS 300-1500, FAKE_CALL_MS 5000-10000: the fake ElevenLabs
@@ -42,7 +41,6 @@ const requested = list('BENCH_DB', ['sqlite', 'postgres'] as const);
 const partial = Boolean(process.env.BENCH_ONLY?.trim() || process.env.BENCH_DB?.trim());
 const rounds = Math.round(setting('BENCH_ROUNDS', 3));
 const calls: CallsSettings = {
-  keys: Math.round(setting('BENCH_KEYS', 1)),
   connections: 50,
   rate: setting('BENCH_RATE', 100),
   durationS: setting('BENCH_DURATION_S', 10),
@@ -89,35 +87,18 @@ async function main(): Promise<void> {
       log(`FAILED ${failures[failures.length - 1]}`);
     });
   };
-  for (let round = 1; round <= rounds && scenarios.includes('calls'); round++) {
-    for (const d of dialects) {
-      await attempt(
-        `calls, ${d}, round ${round} of ${rounds}`,
-        async () => void (results.calls[d] ??= []).push(await callsRound(d, round, calls)),
-      );
+  // Each scenario on each database in turn; the calls and dispatcher scenarios `rounds` times (round by round).
+  const plan: [(typeof scenarios)[number], number, (d: (typeof dialects)[number], round: number) => Promise<void>][] = [
+    ['calls', rounds, async (d, round) => void (results.calls[d] ??= []).push(await callsRound(d, round, calls))],
+    ['batch', 1, async (d) => void (results.batch[d] = await batchRun(d, batch))],
+    ['lost', 1, async (d) => void (results.lostBatch[d] = await batchRun(d, { ...batch, loseAnswerRate: 0.05 }))],
+    ['dispatcher', rounds, async (d, round) => void (results.dispatcher[d] ??= []).push(await dispatcherRun(d, backlog, round))],
+    ['growth', 1, async (d) => void (results.growth[d] = await growthRun(d, growth))],
+  ];
+  for (const [scenario, times, run] of plan.filter(([scenario]) => scenarios.includes(scenario))) {
+    for (let round = 1; round <= times; round++) {
+      for (const d of dialects) await attempt(`${scenario}, ${d}, round ${round} of ${times}`, () => run(d, round));
     }
-  }
-  for (const d of scenarios.includes('batch') ? dialects : []) {
-    await attempt(`batch, ${d}: ${batch.recipients} recipients at ${batch.maxConcurrency}`, async () => {
-      results.batch[d] = await batchRun(d, batch);
-    });
-  }
-  for (const d of scenarios.includes('lost') ? dialects : []) {
-    await attempt(`batch with 5 % lost answers, ${d}: ${batch.recipients} recipients at ${batch.maxConcurrency}`, async () => {
-      results.lostBatch[d] = await batchRun(d, { ...batch, loseAnswerRate: 0.05 });
-    });
-  }
-  for (let round = 1; round <= rounds && scenarios.includes('dispatcher'); round++) {
-    for (const d of dialects) {
-      await attempt(`dispatcher, ${d}, round ${round} of ${rounds}`, async () => {
-        (results.dispatcher[d] ??= []).push(await dispatcherRun(d, backlog, round));
-      });
-    }
-  }
-  for (const d of scenarios.includes('growth') ? dialects : []) {
-    await attempt(`growth, ${d}: ${growth.sizes.join(', ')} calls stored`, async () => {
-      results.growth[d] = await growthRun(d, growth);
-    });
   }
   Object.assign(results, { tookS: Math.round((Date.now() - started) / 1000), failures });
   const table = renderTable(results);
