@@ -8,7 +8,7 @@ import type { Services } from '../container.js';
 import { ApiError } from '../errors/api-error.js';
 import { errorBody, sendError, sendFrameworkError } from '../errors/error-handler.js';
 import { toApiError } from '../errors/to-api-error.js';
-import { requestLogHook } from '../features/request-log/request-log.plugin.js';
+import { requestLogHook } from './request-log.plugin.js';
 import { isPortalUrl, sendPortalFrameworkError } from '../portal/portal.routes.js';
 import { identifyApiKey, refuseWithoutApiKey } from './api-auth.plugin.js';
 import { countRequest } from './rate-limit.plugin.js';

@@ -5,9 +5,9 @@
  */
 import type { FastifyInstance, onResponseHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
-import { isoTimestamp } from '../../lib/clock.js';
-import { loggedBody } from './request-log-bodies.js';
-import type { RequestLogWriter } from './request-log.service.js';
+import { isoTimestamp } from '../lib/clock.js';
+import { loggedBody } from '../features/request-log/request-log-bodies.js';
+import type { RequestLogWriter } from '../features/request-log/request-log.service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

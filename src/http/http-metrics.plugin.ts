@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../features/metrics/metrics.js';
 
 /** A path no route matched (a 404, a scanner's guesses) shares this one label. */
 export const unmatchedRoute = 'unmatched';
