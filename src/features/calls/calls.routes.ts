@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ApiError } from '../../errors/api-error.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { errorResponses } from '../../errors/error-schemas.js';
 import { parseListLimit } from '../../http/list-limit.js';
@@ -14,7 +13,7 @@ import {
   ListCallsQuery,
   createCallPatternHints,
 } from './calls.schemas.js';
-import { createCall, getCall, listCalls, type CallsDeps } from './calls.service.js';
+import { createCall, listCallsOfKey, retrieveCall, type CallsDeps } from './calls.service.js';
 
 export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async (app, { deps }) => {
   app.post(
@@ -65,21 +64,13 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     response: { 200: CallList, ...errorResponses([]) },
   };
   app.get('/calls', { schema: listSchema }, async (request) => {
-    const apiKey = requireApiKey(request);
-    const limit = parseListLimit(request.query.limit);
     const { starting_after: startingAfter, status, agent_id: agentId } = request.query;
-    // An empty filter is a mistake, not "no filter" (Stripe refuses empty strings the same way).
-    if (agentId === '')
-      throw new ApiError('invalid_request', "agent_id must not be empty; leave it out to list every agent's calls.", { param: 'agent_id' });
-    const page = await listCalls(deps.db, apiKey.account_id, {
-      mode: apiKey.mode,
-      limit,
+    return listCallsOfKey(deps.db, requireApiKey(request), {
+      limit: parseListLimit(request.query.limit),
       ...(startingAfter === undefined ? {} : { startingAfter }),
       ...(status === undefined ? {} : { status }),
       ...(agentId === undefined ? {} : { agentId }),
     });
-    if (!page) throw new ApiError('invalid_request', 'starting_after is not a call of this account.', { param: 'starting_after' });
-    return page;
   });
   registerMethodNotAllowed(app, '/calls', ['GET', 'POST']);
 
@@ -91,17 +82,6 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     params: CallParams,
     response: { 200: Call, ...errorResponses(['not_found']) },
   };
-  app.get('/calls/:id', { schema: retrieveSchema }, async (request) => {
-    const apiKey = requireApiKey(request);
-    const call = await getCall(deps.db, apiKey.account_id, request.params.id, apiKey.mode);
-    if (!call) {
-      const id = request.params.id;
-      throw new ApiError(
-        'not_found',
-        id === '' ? 'A call id is needed: GET /v1/calls/{id}.' : `No ${apiKey.mode}-mode call ${id} in this account.`,
-      );
-    }
-    return call;
-  });
+  app.get('/calls/:id', { schema: retrieveSchema }, async (request) => retrieveCall(deps.db, requireApiKey(request), request.params.id));
   registerMethodNotAllowed(app, '/calls/:id', ['GET']);
 };

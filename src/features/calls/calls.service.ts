@@ -297,6 +297,24 @@ export async function listCalls(db: Db, accountId: string, query: CallPageQuery)
   return page && { data: page.rows.map(toCall), has_more: page.hasMore };
 }
 
+/**
+ * GET /v1/calls: a page of the key's calls of its mode, newest first. An empty agent_id, or a starting_after
+ * that is no call of the account in this mode, is a 400 naming the parameter.
+ */
+export async function listCallsOfKey(
+  db: Db,
+  apiKey: Pick<ApiKeyRow, 'account_id' | 'mode'>,
+  query: Omit<CallPageQuery, 'mode'>,
+): Promise<{ data: Call[]; has_more: boolean }> {
+  // An empty filter is a mistake, not "no filter" (Stripe refuses empty strings the same way).
+  if (query.agentId === '') {
+    throw new ApiError('invalid_request', "agent_id must not be empty; leave it out to list every agent's calls.", { param: 'agent_id' });
+  }
+  const page = await listCalls(db, apiKey.account_id, { ...query, mode: apiKey.mode });
+  if (!page) throw new ApiError('invalid_request', 'starting_after is not a call of this account.', { param: 'starting_after' });
+  return page;
+}
+
 /** A call with the mode it was made in: the portal shows both modes, and says which each call is. */
 export type CallWithMode = Call & { readonly mode: CallRow['mode'] };
 
@@ -345,6 +363,16 @@ export async function getCall(db: Db, accountId: string, id: string, mode?: Call
   if (hasNul(id)) return null;
   const row = await repo.findCallInAccount(db, accountId, id, mode);
   return row ? toCall(row) : null;
+}
+
+/** GET /v1/calls/{id}: the key's call of its mode, or the 404 that says what was looked for. */
+export async function retrieveCall(db: Db, apiKey: Pick<ApiKeyRow, 'account_id' | 'mode'>, id: string): Promise<Call> {
+  const call = await getCall(db, apiKey.account_id, id, apiKey.mode);
+  if (call) return call;
+  throw new ApiError(
+    'not_found',
+    id === '' ? 'A call id is needed: GET /v1/calls/{id}.' : `No ${apiKey.mode}-mode call ${id} in this account.`,
+  );
 }
 
 /** A call of the account, of either mode, with its mode (the portal's call page). */
