@@ -63,7 +63,9 @@ function startBuilt(command: string, args: string[], env: NodeJS.ProcessEnv) {
   child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));
   child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, exited, output: () => output };
+  // 'close' comes once every process writing to the pipes (npm's server too) is gone and all was read.
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  return { child, exited, closed, output: () => output };
 }
 
 before(
@@ -131,5 +133,7 @@ it('SIGTERM to `npm start` stops the node server gracefully', { timeout: 120_000
       throw new Error(`${error.message}; output:\n${npm.output()}`);
     },
   );
+  // npm may exit before its server: the server's last lines are read only once the pipes close.
+  await npm.closed;
   assert.match(npm.output(), /"signal":"SIGTERM","msg":"shutting down"/, npm.output());
 });
