@@ -224,9 +224,8 @@ export function loadConfig(env: Env = process.env): Config {
   } catch (error) {
     throw new ConfigError(`CALLGATE_DIAL_SEARCH_WINDOW: ${(error as Error).message}`);
   }
-  // A provider lists a new call within seconds; a window shorter than that could end a dial that placed one.
-  if (dialSearchWindowMs < 10_000 || dialSearchWindowMs > 24 * 3_600_000) {
-    throw new ConfigError('CALLGATE_DIAL_SEARCH_WINDOW must be between 10s and 24h');
+  if (dialSearchWindowMs < 1_000 || dialSearchWindowMs > 24 * 3_600_000) {
+    throw new ConfigError('CALLGATE_DIAL_SEARCH_WINDOW must be between 1s and 24h');
   }
 
   const elevenlabsBaseUrl = baseUrl(env, 'ELEVENLABS_BASE_URL', 'https://api.elevenlabs.io');
@@ -234,6 +233,13 @@ export function loadConfig(env: Env = process.env): Config {
   const vapiBaseUrl = baseUrl(env, 'VAPI_BASE_URL', 'https://api.vapi.ai');
 
   const providerTimeoutMs = integer(env, 'CALLGATE_PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000);
+  // A provider may place a call until it answers (and after callgate stops waiting): a window that ends by
+  // the timeout would count a call still being placed as not placed, and its retry would call again.
+  if (dialSearchWindowMs <= providerTimeoutMs) {
+    throw new ConfigError(
+      `CALLGATE_DIAL_SEARCH_WINDOW (${dialSearchWindowMs} ms) must be longer than CALLGATE_PROVIDER_TIMEOUT_MS (${providerTimeoutMs} ms): a call the provider placed must be listed before the window ends`,
+    );
+  }
   const idempotencyLockMs = integer(env, 'CALLGATE_IDEMPOTENCY_LOCK_MS', 60_000, 1_000, 3_600_000);
   // A request holding an idempotency key must finish (provider call included) before its lock can lapse,
   // or a duplicate could take the key over while the first still places its call.

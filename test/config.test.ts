@@ -1,4 +1,4 @@
-/** The configuration module on its own: how CALLGATE_ROLES, the HTTP server timeouts and HSTS are read. */
+/** The configuration module on its own: how CALLGATE_ROLES, the HTTP server timeouts, HSTS and the dial search window are read. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../src/config.js';
@@ -47,5 +47,21 @@ describe('HTTP server timeouts and HSTS', () => {
       undefined,
     );
     assert.throws(() => loadConfig({ CALLGATE_HSTS_MAX_AGE: '1y' }), /CALLGATE_HSTS_MAX_AGE must be a whole number/);
+  });
+});
+
+describe('CALLGATE_DIAL_SEARCH_WINDOW', () => {
+  it('is 2 minutes by default and takes any duration from 1 s that is longer than the provider timeout', () => {
+    assert.equal(loadConfig({}).dialSearchWindowMs, 120_000);
+    assert.equal(loadConfig({ CALLGATE_DIAL_SEARCH_WINDOW: '2500ms', CALLGATE_PROVIDER_TIMEOUT_MS: '2000' }).dialSearchWindowMs, 2_500);
+  });
+
+  it('refuses a window that ends by the provider timeout, naming both', () => {
+    assert.throws(
+      () => loadConfig({ CALLGATE_DIAL_SEARCH_WINDOW: '10s' }),
+      /CALLGATE_DIAL_SEARCH_WINDOW \(10000 ms\) must be longer than CALLGATE_PROVIDER_TIMEOUT_MS \(10000 ms\)/,
+    );
+    assert.throws(() => loadConfig({ CALLGATE_DIAL_SEARCH_WINDOW: '500ms', CALLGATE_PROVIDER_TIMEOUT_MS: '200' }), /between 1s and 24h/);
+    assert.throws(() => loadConfig({ CALLGATE_DIAL_SEARCH_WINDOW: '25h' }), /between 1s and 24h/);
   });
 });

@@ -70,8 +70,9 @@ export interface DialRequest {
 }
 
 function searchWindowOf(settings: DialSettings, mode: DialRow['mode']): number {
-  // A search must outlast the asker's own wait for an answer, or a slow answer could end a dial it placed.
-  return mode === 'test' ? testSearchWindowMs : Math.max(settings.searchWindowMs, settings.providerTimeoutMs + askerMarginMs);
+  // The window is the operator's word on the provider (config keeps it longer than the provider's timeout);
+  // a dial taken over from a dead asker after the window has ended still gets its one look.
+  return mode === 'test' ? testSearchWindowMs : settings.searchWindowMs;
 }
 
 function keyHoldOf(dial: DialRow): KeyHold | null {
@@ -172,11 +173,17 @@ export async function dialLost(db: Db, clock: Clock, dial: DialRow, failure: Pro
     state: 'checking',
     step: `The answer was lost (${failure.message}); looking for the call at the provider.`,
     at: isoTimestamp(now),
-    dueAt: isoTimestamp(addMs(now, firstLookMs[dial.mode])),
+    dueAt: isoTimestamp(firstLookAt(dial, now)),
   });
   const hold = keyHoldOf(dial);
   if (moved && hold) await answerWhileHeld(db, hold, answer, addMs(now, idempotencyLifetimeMs));
   return moved;
+}
+
+/** The first look at a lost dial: after a few seconds, or at the end of a shorter window (never before now). */
+function firstLookAt(dial: DialRow, now: Date): Date {
+  const soon = addMs(now, firstLookMs[dial.mode]).getTime();
+  return new Date(Math.max(now.getTime(), Math.min(soon, Date.parse(dial.search_until))));
 }
 
 /** What the dial job needs: the database, the providers, and who to tell of a call it stored. */
