@@ -1,10 +1,10 @@
 /**
  * A live batch whose dials lose their answers (issue: "never a second call, never a lost one"), through the
  * real app on its own clock and its own worker: the ElevenLabs adapter against the test suite's fake, with
- * the shortest provider timeout and dial search window the configuration allows. One recipient each meets
- * the fake that (a) answers after the timeout having placed the call, (b) drops the connection after
- * placing it, (c) answers 500 after placing it, (d) never answers and places nothing; one more is answered
- * as usual. Each number whose call was placed is placed once at the fake and its recipient holds that call
+ * a provider timeout of 1 s and a dial search window of 3 s (the fake lists a call as soon as it places it).
+ * One recipient each meets the fake that (a) answers after the timeout having placed the call, (b) drops
+ * the connection after placing it, (c) answers 500 after placing it, (d) never answers and places nothing;
+ * one more is answered as usual. Each number whose call was placed is placed once at the fake and its recipient holds that call
  * (found by the dial job); the (d) recipient is dialed again once; every recipient ends final and each call
  * gets one outcome event.
  */
@@ -70,7 +70,7 @@ await forEachDialect('A live batch whose dials lose their answers at ElevenLabs'
       return lostReplies[index]!.reply;
     };
     t = await startTestApp(dialect, {
-      env: elevenLabsEnv(fake, { CALLGATE_DIAL_SEARCH_WINDOW: '10s' }),
+      env: elevenLabsEnv(fake, { CALLGATE_DIAL_SEARCH_WINDOW: '3s' }),
       startWorker: true,
     });
     await addElevenLabsAgents(t);
