@@ -16,7 +16,8 @@ import { enqueueEvent } from '../../src/features/events/events.service.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { postCall } from '../support/http-client.js';
 import { forEachDialect } from '../support/dialects.js';
-import { startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { parsePrometheusText, sampleValue } from '../support/prometheus-text.js';
+import { freePort, startServerProcess, type ServerProcess } from '../support/server-process.js';
 import { seedAccount, testEnvDefaults, type SeededAccount } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -265,10 +266,13 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
       CALLGATE_WEBHOOK_CONCURRENCY: '16',
       CALLGATE_WEBHOOK_TIMEOUT_MS: '5000',
     };
+    // Each worker is scraped on a metrics port of its own: what it attempted, counted by itself.
+    const metricsPorts = [await freePort(), await freePort()];
     processes.push(
       ...(await Promise.all([
-        startServerProcess({ env: { ...env, CALLGATE_ROLES: 'worker' } }),
-        startServerProcess({ env: { ...env, CALLGATE_ROLES: 'worker' } }),
+        ...metricsPorts.map((port) =>
+          startServerProcess({ env: { ...env, CALLGATE_ROLES: 'worker', CALLGATE_METRICS_PORT: String(port) } }),
+        ),
         startServerProcess({ env: { ...env, CALLGATE_ROLES: 'api' } }),
       ])),
     );
@@ -294,20 +298,12 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
     await sql`notify callgate_deliveries`.execute(db);
 
     const total = (eventCount + calls.length) * receivers.length;
-    const holders = new Set<string>();
     let statuses = '';
     await until(
       'every delivery to succeed',
       async () => {
         // Fail at once rather than wait for a lease: two attempts of one delivery at the same time.
         assert.deepEqual(overlapping, [], 'a webhook-id was sent again while its previous request was unanswered');
-        const locked = await db
-          .selectFrom('webhook_deliveries')
-          .select('locked_by')
-          .distinct()
-          .where('locked_by', 'is not', null)
-          .execute();
-        for (const row of locked) holders.add(row.locked_by!);
         const rows = await db
           .selectFrom('webhook_deliveries')
           .select((eb) => ['status', eb.fn.countAll<string>().as('n')])
@@ -321,7 +317,19 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
       const stuck = await db.selectFrom('webhook_deliveries').selectAll().where('status', '!=', 'succeeded').limit(3).execute();
       assert.fail(`${error.message} (deliveries: ${statuses}) ${JSON.stringify(stuck)} ${processes.map((p) => p.output()).join('\n')}`);
     });
-    assert.equal(holders.size, 2, 'both workers should have claimed deliveries');
+    const attemptsOf = async (port: number) => {
+      const samples = parsePrometheusText(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+      return ['succeeded', 'retrying', 'failed'].reduce(
+        (sum, result) => sum + (sampleValue(samples, 'callgate_webhook_attempts_total', { result }) ?? 0),
+        0,
+      );
+    };
+    const attemptsPerWorker = await Promise.all(metricsPorts.map(attemptsOf));
+    assert.ok(
+      attemptsPerWorker.every((count) => count > 0),
+      `both workers should have made attempts: ${attemptsPerWorker.join(' and ')}`,
+    );
+    assert.ok(attemptsPerWorker[0]! + attemptsPerWorker[1]! >= total * 2, 'each delivery: a failed first attempt, then one that succeeded');
     for (const server of processes) assert.doesNotMatch(server.output(), /could not record webhook attempts/);
 
     const events = await db.selectFrom('webhook_events').select(['id', 'call_id']).execute();
