@@ -277,6 +277,13 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
       ])),
     );
     const [, , api] = processes;
+    // A worker subscribes to wake-ups once it runs: wait until both LISTEN, or the NOTIFY below could wake
+    // only one, which would then deliver everything before the other's periodic sweep.
+    await until('both workers to LISTEN for wake-ups', async () => {
+      const { rows } = await sql<{ n: string }>`
+        select count(*) as n from pg_stat_activity where datname = current_database() and query = 'LISTEN callgate_deliveries'`.execute(db);
+      return Number(rows[0]!.n) === 2 ? true : undefined;
+    });
 
     // Calls through the API process, whose outcomes only the workers record (the API process has no monitor).
     const calls = await Promise.all(
