@@ -59,28 +59,11 @@ async function main(): Promise<void> {
   // Its own port, in any role: a worker-only process is scraped and probed there.
   const metricsApp = config.metricsPort === undefined ? undefined : buildMetricsApp(services);
   if (metricsApp) await metricsApp.listen({ port: config.metricsPort, host: config.host });
-  // Seeded only once the ports are ours: the demo key is printed once, and a start that failed to listen
-  // (a port in use) would take it along, leaving the next start an account without a key.
-  const seed = config.demoSeed ? await seedDemoIfEmpty(services.db, services.clock) : null;
-  // Printed, not logged: the demo token is shown once, like any new key, and kept out of log files.
-  if (seed) process.stdout.write(`${demoBanner(seed, config.publicUrl, cliSettingsFor(config))}\n`);
-  // A worker alone listens on nothing, so it names no URL.
-  logger.info(
-    {
-      database: services.database.dialect,
-      roles: [...config.roles],
-      ...(app ? { url: config.publicUrl } : {}),
-      ...(metricsApp ? { metricsPort: config.metricsPort } : {}),
-    },
-    'callgate is running',
-  );
-  if (app) {
-    const demoAccountId = seed?.accountId ?? (await findDemoAccount(services.db));
-    const demo = demoAccountId === undefined ? undefined : { accountId: demoAccountId, keyPrinted: seed !== null };
-    process.stdout.write(`${startLine(config.publicUrl, demo, cliSettingsFor(config))}\n`);
-  }
-
+  // Handled before the server says it runs: a SIGTERM right after that line (a deploy, a test) must still
+  // shut down gracefully, not meet Node's default and end the process mid-start.
   let closing = false;
+  /** The steps after listening (the demo seed, the lines that say the server runs): a shutdown waits for them. */
+  let starting: Promise<void> = Promise.resolve();
   const shutdown = (signal: string) => {
     if (closing) return;
     closing = true;
@@ -92,7 +75,9 @@ async function main(): Promise<void> {
     // outlasts the grace is released before the forced exit, or it would stay claimed until its lease ends.
     // A handler whose client hung up is not waited for by close(): it still runs, and may have a placed call
     // to store, so the database stays open until it ends (within the grace).
-    (app ? app.close().then(() => app.inFlight.idle(Math.max(0, forceAt - releaseMarginMs - Date.now()))) : Promise.resolve())
+    starting
+      .catch(() => undefined)
+      .then(() => app?.close().then(() => app.inFlight.idle(Math.max(0, forceAt - releaseMarginMs - Date.now()))))
       .then(() => services.close(Math.max(0, forceAt - releaseMarginMs - Date.now())))
       .then(() => metricsApp?.close())
       .then(() => process.exit(0))
@@ -103,6 +88,31 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  starting = announce();
+  await starting;
+
+  async function announce(): Promise<void> {
+    // Seeded only once the ports are ours: the demo key is printed once, and a start that failed to listen
+    // (a port in use) would take it along, leaving the next start an account without a key.
+    const seed = config.demoSeed ? await seedDemoIfEmpty(services.db, services.clock) : null;
+    // Printed, not logged: the demo token is shown once, like any new key, and kept out of log files.
+    if (seed) process.stdout.write(`${demoBanner(seed, config.publicUrl, cliSettingsFor(config))}\n`);
+    // A worker alone listens on nothing, so it names no URL.
+    logger.info(
+      {
+        database: services.database.dialect,
+        roles: [...config.roles],
+        ...(app ? { url: config.publicUrl } : {}),
+        ...(metricsApp ? { metricsPort: config.metricsPort } : {}),
+      },
+      'callgate is running',
+    );
+    if (app) {
+      const demoAccountId = seed?.accountId ?? (await findDemoAccount(services.db));
+      const demo = demoAccountId === undefined ? undefined : { accountId: demoAccountId, keyPrinted: seed !== null };
+      process.stdout.write(`${startLine(config.publicUrl, demo, cliSettingsFor(config))}\n`);
+    }
+  }
 }
 
 main().catch((error: unknown) => {
