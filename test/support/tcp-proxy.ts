@@ -66,8 +66,11 @@ export async function startTcpProxy(target: { host: string; port: number } = { h
     },
     dropAll() {
       for (const { client, upstream } of [...pairs]) {
-        // A reset towards the process, as a network fault gives (ECONNRESET or "Connection terminated").
-        client.resetAndDestroy();
+        // A reset towards the process, as a network fault gives (ECONNRESET or "Connection terminated"),
+        // unless the socket already ended its side: libuv refuses a reset after a shutdown (EINVAL), and
+        // Node then leaves the handle "closing" forever, so the test process spins at exit and never ends.
+        if (client.writableEnded) client.destroy();
+        else client.resetAndDestroy();
         upstream.destroy();
       }
       pairs.clear();
