@@ -1,8 +1,8 @@
 /**
  * The search window (CALLGATE_DIAL_SEARCH_WINDOW) is the operator's word on how soon the provider lists a
- * call it placed. A window shorter than the first look's few seconds is kept: a lost dial that placed
- * nothing is known at the window's end (its key freed, its retry placing the call), not at the first look
- * the default window would give. A dial whose asker died and that is taken over after its window has ended
+ * call it placed. A window shorter than the first look's few seconds is kept, with a look halfway and one
+ * at its end: a lost dial that placed nothing is known at the window's end (its key freed, its retry
+ * placing the call), not after the first look the default window would give. A dial whose asker died and that is taken over after its window has ended
  * still gets one look before it counts as not placed. On a manual clock; the dial job is driven by hand.
  */
 import assert from 'node:assert/strict';
@@ -49,14 +49,23 @@ await forEachDialect('A search window shorter than the first look', (dialect) =>
     assert.equal(first.statusCode, 503, first.body);
     const lost = await t.services.db.selectFrom('dials').selectAll().where('idempotency_key', '=', key).executeTakeFirstOrThrow();
     assert.equal(lost.state, 'checking');
-    assert.equal(Date.parse(lost.due_at), Date.parse(lost.search_until), 'the first look is at the end of the window');
     assert.equal(Date.parse(lost.search_until) - Date.parse(lost.asked_at), searchWindowMs);
+    // The manual clock stands still: the answer was lost as the dial was asked.
+    const half = searchWindowMs / 2;
+    assert.equal(Date.parse(lost.due_at) - Date.parse(lost.asked_at), half, 'the first look is halfway through the window');
 
-    clock.advance(searchWindowMs);
+    clock.advance(half);
+    await t.services.dialJob.pass();
+    const looked = await dialRow(lost.id);
+    assert.equal(looked.state, 'checking', looked.history);
+    assert.equal(looked.looks, 1);
+    assert.equal(looked.due_at, looked.search_until, 'the last look is at the end of the window');
+
+    clock.advance(searchWindowMs - half);
     await t.services.dialJob.pass();
     const ended = await dialRow(lost.id);
     assert.equal(ended.state, 'not_placed', ended.history);
-    assert.match(ended.history, /after 1 looks/);
+    assert.match(ended.history, /after 2 looks/);
 
     const retry = await t.createCall({ agent_id: 'agent_el_twilio', to }, { idempotencyKey: key });
     assert.equal(retry.statusCode, 201, retry.body);

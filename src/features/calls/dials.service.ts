@@ -180,10 +180,13 @@ export async function dialLost(db: Db, clock: Clock, dial: DialRow, failure: Pro
   return moved;
 }
 
-/** The first look at a lost dial: after a few seconds, or at the end of a shorter window (never before now). */
+/**
+ * The first look at a lost dial: after a few seconds, or halfway to the end of a shorter window, so that
+ * even a short window has a look within it before the last one at its end.
+ */
 function firstLookAt(dial: DialRow, now: Date): Date {
-  const soon = addMs(now, firstLookMs[dial.mode]).getTime();
-  return new Date(Math.max(now.getTime(), Math.min(soon, Date.parse(dial.search_until))));
+  const left = Math.max(0, Date.parse(dial.search_until) - now.getTime());
+  return addMs(now, Math.min(firstLookMs[dial.mode], Math.round(left / 2)));
 }
 
 /** What the dial job needs: the database, the providers, and who to tell of a call it stored. */
