@@ -85,6 +85,9 @@ function outboundCall(req: http.IncomingMessage, res: http.ServerResponse, body:
   const requestAt = performance.now();
   const draw01 = Math.random();
   const lost = draw01 < loseAnswerRate;
+  // Every dial takes a freed slot, whether or not the call it asks for is placed.
+  const dialedAt = freedAt.shift();
+  if (dialedAt !== undefined) stats.freedSlotWaitMs.push(requestAt - dialedAt);
   if (lost && draw01 < loseAnswerRate / 2) {
     // The answer is lost and nothing was placed: no call, no webhook.
     stats.lostAnswers += 1;
@@ -92,8 +95,6 @@ function outboundCall(req: http.IncomingMessage, res: http.ServerResponse, body:
     setTimeout(() => req.socket.destroy(), draw(answerMs));
     return;
   }
-  const dialedAt = freedAt.shift();
-  if (dialedAt !== undefined) stats.freedSlotWaitMs.push(requestAt - dialedAt);
   stats.calls += 1;
   stats.active += 1;
   stats.maxActive = Math.max(stats.maxActive, stats.active);
