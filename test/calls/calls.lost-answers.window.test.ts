@@ -10,7 +10,7 @@ import { after, before, it } from 'node:test';
 import { beginDial } from '../../src/features/calls/dials.service.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
-import { addElevenLabsAgents, apiKey, elevenLabsEnv, providerTimeoutMs } from '../support/elevenlabs-fixtures.js';
+import { addElevenLabsAgents, apiKey, elevenLabsEnv, providerTimeoutMs, workspaceNumbers } from '../support/elevenlabs-fixtures.js';
 import { startFakeElevenLabs, type FakeElevenLabs } from '../support/fake-elevenlabs.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -22,9 +22,7 @@ await forEachDialect('A search window shorter than the first look', (dialect) =>
   let t: TestApp;
   before(async () => {
     fake = await startFakeElevenLabs({ apiKey, now: () => clock.now().getTime() });
-    fake.phoneNumbers = [
-      { provider: 'twilio', phone_number_id: 'phnum_twilio_1', phone_number: '+14155550100', label: 'Main', assigned_agent: null },
-    ];
+    fake.phoneNumbers = structuredClone(workspaceNumbers);
     t = await startTestApp(dialect, {
       env: elevenLabsEnv(fake, { CALLGATE_DIAL_SEARCH_WINDOW: `${searchWindowMs}ms` }),
       startWorker: true,
