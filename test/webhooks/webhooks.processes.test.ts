@@ -233,7 +233,8 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
     receivers = [await startWebhookReceiver(), await startWebhookReceiver()];
     for (const [index, receiver] of receivers.entries()) {
       const answered = new Set<string>();
-      // The first attempt of each event fails; the next succeeds. Each answer takes 20 ms, so attempts overlap.
+      // The first attempt of each event fails; the next succeeds. Each answer takes 100 ms, so attempts overlap
+      // and one worker alone would need seconds for them all: long enough for the other to take its part.
       receiver.respond = (hook) => {
         const id = String(hook.headers['webhook-id']);
         const unanswered = receiver.received.filter(
@@ -242,7 +243,7 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
         if (unanswered.length > 0) overlapping.push(`${id} at receiver ${index}`);
         const first = !answered.has(id);
         answered.add(id);
-        return { status: first ? 500 : 200, body: first ? 'try again' : 'ok', delayMs: 20 };
+        return { status: first ? 500 : 200, body: first ? 'try again' : 'ok', delayMs: 100 };
       };
     }
     seeded = await seedDatabase(
