@@ -21,7 +21,9 @@ export async function letEveryWorkerDial(db: Db, batchId: string, workers: reado
     await until('a moment without a dial under way', async () => ((await dialing()) === 0 ? true : undefined));
     process.kill(busy.pid, 'SIGSTOP');
     try {
-      await until('the other worker to dial', () => (workerDialed(idle) ? true : undefined), 5_000).catch(() => undefined);
+      // Up to the call monitor's 30 s lease: calls the stopped worker's monitor had claimed free their
+      // slots only once that lease ends, and until then the other worker has no slot to dial.
+      await until('the other worker to dial', () => (workerDialed(idle) ? true : undefined), 35_000).catch(() => undefined);
     } finally {
       process.kill(busy.pid, 'SIGCONT');
     }
