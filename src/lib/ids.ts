@@ -1,8 +1,7 @@
 /**
  * Every identifier the service makes comes from here, so prefixes stay unique and greppable.
  * Ids are time-sortable (48-bit millisecond timestamp, then 80 random bits, Crockford base32, lowercase):
- * sorting by id is sorting by creation time, which cursor pagination relies on; within one millisecond the
- * ids of one process follow each other (the random part counts up), as ULID's monotonic factory does.
+ * sorting by id is sorting by creation time, which cursor pagination relies on.
  */
 import { randomFillSync } from 'node:crypto';
 
@@ -70,23 +69,11 @@ function encodeBase32(value: number, length: number): string {
   return out;
 }
 
-const halfRange = 2 ** 40;
-/** The last id's millisecond and random halves: an id made in the same millisecond follows it (ULID's monotonic rule). */
-const last = { ms: -1, high: 0, low: 0 };
-
 /** A new sortable id body (26 characters) without prefix. */
 export function newIdBody(nowMs: number = Date.now()): string {
-  if (nowMs === last.ms && last.low + 1 < halfRange) {
-    // Two resources made in one millisecond (a client's quick pair of creates) list in the order made.
-    last.low += 1;
-  } else {
-    const at = takeRandom(10);
-    // 80 random bits as two 40-bit halves (exact in a double), 8 digits each.
-    last.ms = nowMs;
-    last.high = pool.readUIntBE(at, 5);
-    last.low = pool.readUIntBE(at + 5, 5);
-  }
-  return encodeBase32(nowMs, 10) + encodeBase32(last.high, 8) + encodeBase32(last.low, 8);
+  const at = takeRandom(10);
+  // 80 random bits as two 40-bit halves (exact in a double), 8 digits each.
+  return encodeBase32(nowMs, 10) + encodeBase32(pool.readUIntBE(at, 5), 8) + encodeBase32(pool.readUIntBE(at + 5, 5), 8);
 }
 
 /** A new id such as `call_01j9…`. */
