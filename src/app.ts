@@ -14,9 +14,7 @@ import { readinessRoutes } from './features/health/readiness.routes.js';
 import httpMetrics from './http/http-metrics.plugin.js';
 import { metricsRoutes } from './features/metrics/metrics.routes.js';
 import { openApiRoutes } from './features/openapi/openapi.routes.js';
-import { elevenLabsWebhookRoutes } from './features/providers/elevenlabs/elevenlabs.webhook.routes.js';
-import { retellWebhookRoutes } from './features/providers/retell/retell.webhook.routes.js';
-import { vapiWebhookRoutes } from './features/providers/vapi/vapi.webhook.routes.js';
+import { providerWebhookRoutes } from './features/providers/provider-webhook.routes.js';
 import requestLog from './http/request-log.plugin.js';
 import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
 import accessLog from './http/access-log.plugin.js';
@@ -84,9 +82,8 @@ export function buildApp(services: Services): FastifyInstance {
     observeEnded: (call: Parameters<typeof services.metrics.callEnded>[0]) => services.metrics.callEnded(call),
     onCheckDue: (callId: string, at: Date) => services.callMonitor.schedule(callId, at),
   };
-  app.register(elevenLabsWebhookRoutes, { secret: config.elevenlabs.webhookSecret, deps: { ...webhookDeps, logger } });
-  app.register(retellWebhookRoutes(webhookDeps, config.retell.apiKey));
-  app.register(vapiWebhookRoutes(webhookDeps, config.vapi.webhookSecret));
+  // Every provider of the catalogue at /providers/<name>/webhook.
+  app.register(providerWebhookRoutes, { providers: config.providers, deps: webhookDeps });
   app.register(apiRoutes, { prefix: '/v1', services });
   return app;
 }

@@ -3,6 +3,7 @@
  * result is frozen: the rest of the code receives a `Config` and never looks at the environment itself.
  */
 import path from 'node:path';
+import { providerCatalogue, type ProviderSettingsByName } from './features/providers/provider-catalogue.js';
 import { parseDuration, parseDurationList } from './lib/duration.js';
 
 export type DatabaseConfig = { readonly dialect: 'sqlite'; readonly file: string } | { readonly dialect: 'postgres'; readonly url: string };
@@ -69,31 +70,12 @@ export interface Config {
   /** Webhook attempts in flight to one endpoint at once, across every worker process.
    * `CALLGATE_WEBHOOK_ENDPOINT_CONCURRENCY`, default 4. */
   readonly webhookEndpointConcurrency: number;
-  /** ElevenLabs Agents: real calls. Unset API key = agents whose provider is `elevenlabs` are refused. */
-  readonly elevenlabs: {
-    /** `ELEVENLABS_API_KEY`; sent as `xi-api-key`, never logged. */
-    readonly apiKey: string | undefined;
-    /** `ELEVENLABS_WEBHOOK_SECRET`: verifies `ElevenLabs-Signature` on their post-call webhooks. */
-    readonly webhookSecret: string | undefined;
-    /** `ELEVENLABS_BASE_URL`, default https://api.elevenlabs.io (tests point it at a local fake). */
-    readonly baseUrl: string;
-  };
-  /** Retell AI: real calls. Unset API key = agents whose provider is `retell` are refused. */
-  readonly retell: {
-    /** `RETELL_API_KEY`; sent as a Bearer token, and the key of their webhook signatures; never logged. */
-    readonly apiKey: string | undefined;
-    /** `RETELL_BASE_URL`, default https://api.retellai.com (tests point it at a local fake). */
-    readonly baseUrl: string;
-  };
-  /** Vapi: real calls. Unset API key = agents whose provider is `vapi` are refused. */
-  readonly vapi: {
-    /** `VAPI_API_KEY` (the private key); sent as a Bearer token, never logged. */
-    readonly apiKey: string | undefined;
-    /** `VAPI_WEBHOOK_SECRET`: the HMAC secret of the Vapi server credential that signs its server messages. */
-    readonly webhookSecret: string | undefined;
-    /** `VAPI_BASE_URL`, default https://api.vapi.ai (tests point it at a local fake). */
-    readonly baseUrl: string;
-  };
+  /**
+   * Each real provider's settings, read by the names its catalogue entry gives (`<NAME>_API_KEY`,
+   * `<NAME>_BASE_URL`, and `<NAME>_WEBHOOK_SECRET` where its webhooks have a secret of their own). An unset
+   * API key = agents of that provider are refused. Keys and secrets are never logged.
+   */
+  readonly providers: ProviderSettingsByName;
   /** Timeout of one request to a voice provider. `CALLGATE_PROVIDER_TIMEOUT_MS`, default 10000. */
   readonly providerTimeoutMs: number;
   /** How long a batch's dial may take before its worker is taken for dead and the recipient ends
@@ -228,9 +210,18 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('CALLGATE_DIAL_SEARCH_WINDOW must be between 1s and 24h');
   }
 
-  const elevenlabsBaseUrl = baseUrl(env, 'ELEVENLABS_BASE_URL', 'https://api.elevenlabs.io');
-  const retellBaseUrl = baseUrl(env, 'RETELL_BASE_URL', 'https://api.retellai.com');
-  const vapiBaseUrl = baseUrl(env, 'VAPI_BASE_URL', 'https://api.vapi.ai');
+  const providers = Object.freeze(
+    Object.fromEntries(
+      providerCatalogue.map(({ name, settings }) => [
+        name,
+        Object.freeze({
+          apiKey: env[settings.apiKey]?.trim() || undefined,
+          baseUrl: baseUrl(env, settings.baseUrl.name, settings.baseUrl.default),
+          webhookSecret: settings.webhookSecret ? env[settings.webhookSecret]?.trim() || undefined : undefined,
+        }),
+      ]),
+    ) as ProviderSettingsByName,
+  );
 
   const providerTimeoutMs = integer(env, 'CALLGATE_PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000);
   // A provider may place a call until it answers (and after callgate stops waiting): a window that ends by
@@ -299,17 +290,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: boolean(env, 'CALLGATE_WEBHOOK_ALLOW_PRIVATE', false),
     webhookConcurrency: integer(env, 'CALLGATE_WEBHOOK_CONCURRENCY', 64, 1, 1_000),
     webhookEndpointConcurrency: integer(env, 'CALLGATE_WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 1_000),
-    elevenlabs: Object.freeze({
-      apiKey: env.ELEVENLABS_API_KEY?.trim() || undefined,
-      webhookSecret: env.ELEVENLABS_WEBHOOK_SECRET?.trim() || undefined,
-      baseUrl: elevenlabsBaseUrl,
-    }),
-    retell: Object.freeze({ apiKey: env.RETELL_API_KEY?.trim() || undefined, baseUrl: retellBaseUrl }),
-    vapi: Object.freeze({
-      apiKey: env.VAPI_API_KEY?.trim() || undefined,
-      webhookSecret: env.VAPI_WEBHOOK_SECRET?.trim() || undefined,
-      baseUrl: vapiBaseUrl,
-    }),
+    providers,
     providerTimeoutMs,
     batchDialLeaseMs,
     reconcileAfterMs,

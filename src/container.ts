@@ -25,16 +25,7 @@ import { jobObserver, watchWorker } from './features/metrics/worker-metrics.js';
 import type { CallsDeps } from './features/calls/calls.service.js';
 import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
 import { createSimulatorProvider } from './features/providers/simulator.provider.js';
-import { createElevenLabsProvider } from './features/providers/elevenlabs/elevenlabs.provider.js';
-import { createRetellProvider } from './features/providers/retell/retell.provider.js';
-import { createVapiProvider } from './features/providers/vapi/vapi.provider.js';
-import {
-  agentDirectoriesFor,
-  elevenLabsClientFor,
-  retellClientFor,
-  vapiClientFor,
-  type RealProvider,
-} from './features/providers/provider-settings.js';
+import { agentDirectoriesFor, voiceProvidersFor, type RealProvider } from './features/providers/provider-catalogue.js';
 import type { AgentDirectory } from './features/providers/provider.interface.js';
 import type { RateLimiter } from './features/rate-limit/rate-limit.interface.js';
 import { createLocalNotifier, createPostgresNotifier, type DeliveryNotifier } from './features/webhook-delivery/delivery-notifier.js';
@@ -176,17 +167,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       }),
     };
 
-    const elevenlabsClient = elevenLabsClientFor(config);
-    const retellClient = retellClientFor(config);
-    const vapiClient = vapiClientFor(config);
-    const { reconcileAfterMs } = config;
     const providers = instrumentProviders(
       overrides.providers ??
         createProviderRegistry({
           simulator: createSimulatorProvider({ clock, delayMs: config.simulatorDelayMs }),
-          ...(elevenlabsClient ? { elevenlabs: createElevenLabsProvider({ client: elevenlabsClient, clock, reconcileAfterMs }) } : {}),
-          ...(retellClient ? { retell: createRetellProvider({ client: retellClient, clock, reconcileAfterMs }) } : {}),
-          ...(vapiClient ? { vapi: createVapiProvider({ client: vapiClient, clock, reconcileAfterMs }) } : {}),
+          ...voiceProvidersFor(config, { clock, reconcileAfterMs: config.reconcileAfterMs }),
         }),
       metrics,
     );

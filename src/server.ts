@@ -7,7 +7,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { createServices } from './container.js';
 import { cliSettingsFor, demoBanner, findDemoAccount, seedDemoIfEmpty, startLine } from './features/bootstrap/demo-seed.js';
 import { buildMetricsApp } from './features/metrics/metrics.server.js';
-import { missingSetting } from './features/providers/provider-settings.js';
+import { providerSettingNotes } from './features/providers/provider-catalogue.js';
 
 /** Shutdown gives in-flight requests this long before the process exits anyway. */
 const shutdownGraceMs = 10_000;
@@ -29,20 +29,8 @@ async function main(): Promise<void> {
   const services = await createServices(config);
   const { logger } = services;
 
-  const elevenLabsSetting = missingSetting('elevenlabs', config);
-  if (elevenLabsSetting) {
-    logger.warn(`${elevenLabsSetting} is not set: only simulated calls can be placed, and agents of provider elevenlabs are refused`);
-  } else if (!config.elevenlabs.webhookSecret) {
-    logger.warn('ELEVENLABS_WEBHOOK_SECRET is not set: ElevenLabs post-call webhooks are refused; outcomes come from reconciliation only');
-  }
-  // Retell and Vapi are opt-in beside ElevenLabs: a missing key is said once at info level, not warned about.
-  for (const provider of ['retell', 'vapi'] as const) {
-    const setting = missingSetting(provider, config);
-    if (setting) logger.info(`${setting} is not set: agents of provider ${provider} are refused`);
-  }
-  if (config.vapi.apiKey && !config.vapi.webhookSecret) {
-    logger.warn('VAPI_WEBHOOK_SECRET is not set: Vapi server messages are refused; outcomes come from reconciliation only');
-  }
+  // A provider without its key, or whose webhooks cannot be verified: said once, as the catalogue words it.
+  for (const note of providerSettingNotes(config)) logger[note.level](note.message);
   const runsApi = config.roles.has('api');
   const runsWorker = config.roles.has('worker');
   const app = runsApi ? buildApp(services) : undefined;

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../errors/api-error.js';
 import { syncAgents } from '../features/agents/agents-sync.service.js';
 import { listAgents } from '../features/agents/agents.service.js';
-import { missingSetting, providerLabels, realProviders, requiredSettings } from '../features/providers/provider-settings.js';
+import { missingSetting, providerEntry, realProviders } from '../features/providers/provider-catalogue.js';
 import { getRecentRequest, listRecentRequests } from '../features/request-log/request-log.service.js';
 import { frameUser, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { AgentSyncForm, IdParams, OverviewQuery, RequestsQuery } from './portal.schemas.js';
@@ -48,11 +48,11 @@ export const portalPagesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> 
       sendPage(reply, status, agentsPage(frameUser(session), await listAgents(deps.db, session.accountId), { syncable, ...outcome }));
     const provider = realProviders.find((candidate) => candidate === request.body.provider.trim());
     if (!provider) return page(400, { error: `There is no provider "${request.body.provider.slice(0, 40)}" to sync with.` });
-    const label = providerLabels[provider];
+    const { label, settings } = providerEntry(provider);
     const directory = deps.agentDirectories.get(provider);
     if (!directory) {
       return page(409, {
-        error: `This server has no ${requiredSettings[provider]}, so it cannot sync agents from ${label}. Ask your callgate operator to set it.`,
+        error: `This server has no ${settings.apiKey}, so it cannot sync agents from ${label}. Ask your callgate operator to set it.`,
       });
     }
     try {

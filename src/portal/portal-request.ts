@@ -9,14 +9,14 @@ import type { PortalSession, SignInLimiters } from '../features/identity/session
 import { errorPage } from './views/errors.view.js';
 import type { PageFrame } from './views/layout.view.js';
 import type { AgentDirectory } from '../features/providers/provider.interface.js';
-import type { RealProvider } from '../features/providers/provider-settings.js';
+import type { RealProvider } from '../features/providers/provider-catalogue.js';
 import { PlainIdPattern } from './portal.schemas.js';
 
 /** The parts of the services the portal uses (the app passes its `Services`). */
 export interface PortalDeps {
   readonly db: Db;
   readonly clock: Clock;
-  readonly config: Pick<Config, 'publicUrl' | 'webhookAllowPrivate' | 'elevenlabs' | 'retell' | 'vapi'>;
+  readonly config: Pick<Config, 'publicUrl' | 'webhookAllowPrivate' | 'providers'>;
   /** Woken after a test event or a resend, so the worker delivers at once instead of at its next sweep. */
   readonly notifier: { notify(): void };
   readonly signInLimiters: SignInLimiters;

@@ -6,6 +6,7 @@
  * answer with a message on the form's own page (a key's name, an endpoint's URL) stay with the routes.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
+import { providerCatalogue } from '../features/providers/provider-catalogue.js';
 
 /** Ids in our URLs are short and plain; anything else (a NUL byte, a slash) names no resource: a 404. */
 export const PlainIdPattern = '^[A-Za-z0-9_-]{1,200}$';
@@ -24,8 +25,8 @@ export function PortalForm<T extends TProperties>(fields: T) {
 
 export const EmptyForm = PortalForm({});
 
-/** The Agents page's sync: which provider's workspace (ElevenLabs when left out, as before there were others). */
-export const AgentSyncForm = PortalForm({ provider: Field('elevenlabs') });
+/** The Agents page's sync: which provider's workspace (the catalogue's first, ElevenLabs, when left out, as before there were others). */
+export const AgentSyncForm = PortalForm({ provider: Field(providerCatalogue[0].name) });
 
 export const SignInForm = PortalForm({ email: Field(), password: Field(), next: Field() });
 export const SignInQuery = Type.Object({ next: Type.Optional(Type.String()), notice: Type.Optional(Type.String()) });

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
 import { agentPolicyFor, findAgent, listAgents, upsertAgent, type AgentInput } from '../../src/features/agents/agents.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type SeededAccount, type TestApp } from '../support/test-app.js';
@@ -77,11 +78,7 @@ await forEachDialect('Agents', (dialect) => {
       upsert({ accountId: ours.accountId, agentId: 'support bot', name: 'x', provider: 'simulator' }),
       /agent ids look like agent_/,
     );
-    const noElevenLabs = agentPolicyFor({
-      elevenlabs: { apiKey: undefined, webhookSecret: undefined, baseUrl: 'https://api.elevenlabs.io' },
-      retell: { apiKey: undefined, baseUrl: 'https://api.retellai.com' },
-      vapi: { apiKey: undefined, webhookSecret: undefined, baseUrl: 'https://api.vapi.ai' },
-    });
+    const noElevenLabs = agentPolicyFor(loadConfig({}));
     await assert.rejects(
       upsertAgent(
         t.services.db,

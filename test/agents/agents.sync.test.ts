@@ -9,8 +9,8 @@ import type { Db } from '../../src/db/database.js';
 import { ApiError } from '../../src/errors/api-error.js';
 import { syncAgents, type SyncProgress } from '../../src/features/agents/agents-sync.service.js';
 import { listAgents, upsertAgent } from '../../src/features/agents/agents.service.js';
-import { createElevenLabsClient, type ElevenLabsClient } from '../../src/features/providers/elevenlabs/elevenlabs.client.js';
-import { createElevenLabsDirectory } from '../../src/features/providers/elevenlabs/elevenlabs.directory.js';
+import { elevenlabsEntry } from '../../src/features/providers/elevenlabs/elevenlabs.entry.js';
+import type { ProviderHttpClient as ElevenLabsClient } from '../../src/features/providers/provider-http.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startFakeElevenLabs, type FakeElevenLabs, type FakePhoneNumber } from '../support/fake-elevenlabs.js';
@@ -24,7 +24,7 @@ const syncElevenLabsAgents = (
   client: ElevenLabsClient,
   accountId: string,
   onProgress?: (progress: SyncProgress) => void,
-) => syncAgents(db, clock, createElevenLabsDirectory(client), accountId, onProgress);
+) => syncAgents(db, clock, elevenlabsEntry.createDirectory(client), accountId, onProgress);
 
 const remoteAgents = workspaceAgents(7);
 const remote = (n: number) => remoteAgents[n - 1]!;
@@ -45,7 +45,7 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
   before(async () => {
     fake = await startFakeElevenLabs({ apiKey });
     t = await startTestApp(dialect);
-    client = createElevenLabsClient({ apiKey, baseUrl: fake.url, timeoutMs: 5_000 });
+    client = elevenlabsEntry.createClient({ apiKey, baseUrl: fake.url }, 5_000);
   });
   after(async () => {
     await t?.close();
@@ -255,7 +255,7 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     it(`${failure.name} gives a clear error and writes nothing`, async () => {
       failure.arrange(fake);
       const using =
-        failure.timeoutMs === undefined ? client : createElevenLabsClient({ apiKey, baseUrl: fake.url, timeoutMs: failure.timeoutMs });
+        failure.timeoutMs === undefined ? client : elevenlabsEntry.createClient({ apiKey, baseUrl: fake.url }, failure.timeoutMs);
       await assert.rejects(syncElevenLabsAgents(t.services.db, t.services.clock, using, accountId), (error: unknown) => {
         assert.ok(error instanceof ApiError, String(error));
         assert.match(error.message, failure.message);

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { it } from 'node:test';
 import { simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
+import { anchorsOf, prose } from '../support/markdown.js';
 import { repoRoot } from '../support/repo-root.js';
 
 const read = (file: string) => fs.readFileSync(path.join(repoRoot, file), 'utf8');
@@ -18,28 +19,6 @@ const docPages = fs
   .filter((file) => file.endsWith('.md'))
   .map((file) => `docs/${file}`);
 const pages = ['README.md', ...docPages, 'BENCHMARKS.md', 'clients/typescript/README.md'];
-
-/** The page without its fenced code blocks, whose lines are neither headings nor links. */
-function prose(text: string): string {
-  return text.replace(/^```[^\n]*\n[\s\S]*?^```$/gm, '');
-}
-
-/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens; repeats get -1, -2, …. */
-function anchorsOf(text: string): Set<string> {
-  const anchors = new Set<string>();
-  for (const match of prose(text).matchAll(/^#{1,6} (.+)$/gm)) {
-    const base = match[1]!
-      .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
-      .trim()
-      .toLowerCase()
-      .replace(/[^\p{L}\p{M}\p{N}\s_-]/gu, '')
-      .replace(/ /g, '-');
-    let anchor = base;
-    for (let n = 1; anchors.has(anchor); n++) anchor = `${base}-${n}`;
-    anchors.add(anchor);
-  }
-  return anchors;
-}
 
 /** The targets of a page's inline links, outside code blocks and code spans. */
 function linksOf(text: string): string[] {

@@ -10,10 +10,13 @@ import { agentPolicyFor } from '../../src/features/agents/agents.service.js';
 describe('ElevenLabs configuration', () => {
   it('defaults: no key or secret, the public API, a 10 s provider timeout, reconciliation after 15 minutes', () => {
     const config = loadConfig({});
-    assert.deepEqual({ ...config.elevenlabs }, { apiKey: undefined, webhookSecret: undefined, baseUrl: 'https://api.elevenlabs.io' });
+    assert.deepEqual(
+      { ...config.providers.elevenlabs },
+      { apiKey: undefined, webhookSecret: undefined, baseUrl: 'https://api.elevenlabs.io' },
+    );
     assert.equal(config.providerTimeoutMs, 10_000);
     assert.equal(config.reconcileAfterMs, 15 * 60_000);
-    assert.ok(Object.isFrozen(config.elevenlabs));
+    assert.ok(Object.isFrozen(config.providers.elevenlabs));
   });
 
   it('reads the settings; blank values count as unset; a trailing slash of the base URL is dropped', () => {
@@ -25,7 +28,7 @@ describe('ElevenLabs configuration', () => {
       CALLGATE_RECONCILE_AFTER: '90s',
     });
     assert.deepEqual(
-      { ...config.elevenlabs },
+      { ...config.providers.elevenlabs },
       { apiKey: 'sk_abc', webhookSecret: undefined, baseUrl: 'https://api.eu.residency.elevenlabs.io' },
     );
     assert.equal(config.providerTimeoutMs, 2_500);

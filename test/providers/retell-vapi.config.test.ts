@@ -6,21 +6,21 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { completedOutcome } from '../../src/features/providers/elevenlabs/elevenlabs.mapping.js';
-import { missingSetting } from '../../src/features/providers/provider-settings.js';
+import { missingSetting } from '../../src/features/providers/provider-catalogue.js';
 import { forEachDialect } from '../support/dialects.js';
 import { transcriptionEvent } from '../support/elevenlabs-fixtures.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 it('RETELL_* and VAPI_* settings: defaults, trailing slashes dropped, a base URL without http(s) refused, a missing key named', () => {
   const defaults = loadConfig({});
-  assert.deepEqual(defaults.retell, { apiKey: undefined, baseUrl: 'https://api.retellai.com' });
-  assert.deepEqual(defaults.vapi, { apiKey: undefined, webhookSecret: undefined, baseUrl: 'https://api.vapi.ai' });
+  assert.deepEqual(defaults.providers.retell, { apiKey: undefined, baseUrl: 'https://api.retellai.com', webhookSecret: undefined });
+  assert.deepEqual(defaults.providers.vapi, { apiKey: undefined, webhookSecret: undefined, baseUrl: 'https://api.vapi.ai' });
   assert.equal(missingSetting('retell', defaults), 'RETELL_API_KEY');
   assert.equal(missingSetting('vapi', defaults), 'VAPI_API_KEY');
   assert.equal(missingSetting('simulator', defaults), undefined);
   const set = loadConfig({ RETELL_API_KEY: ' key ', RETELL_BASE_URL: 'http://127.0.0.1:9/', VAPI_API_KEY: 'v', VAPI_WEBHOOK_SECRET: 's' });
-  assert.deepEqual(set.retell, { apiKey: 'key', baseUrl: 'http://127.0.0.1:9' });
-  assert.equal(set.vapi.webhookSecret, 's');
+  assert.deepEqual(set.providers.retell, { apiKey: 'key', baseUrl: 'http://127.0.0.1:9', webhookSecret: undefined });
+  assert.equal(set.providers.vapi.webhookSecret, 's');
   assert.equal(missingSetting('retell', set), undefined);
   for (const name of ['RETELL_BASE_URL', 'VAPI_BASE_URL']) {
     assert.throws(

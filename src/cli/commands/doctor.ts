@@ -27,31 +27,23 @@ const skip = (name: string, detail: string): Check => ({ name, status: 'skip', d
 
 /** Each provider's credentials, by its smallest read; skipped without its key, as ElevenLabs' always was. */
 async function providerChecks(config: Config): Promise<Check[]> {
-  const { agentDirectoryFor, baseUrlSettings, realProviders, requiredSettings } = await import(
-    '../../features/providers/provider-settings.js'
-  );
+  const { agentDirectoryFor, providerCatalogue, withoutKeyNote } = await import('../../features/providers/provider-catalogue.js');
   const checks: Check[] = [];
-  for (const provider of realProviders) {
+  for (const { name: provider, settings } of providerCatalogue) {
     const name = `provider ${provider}`;
-    const keySetting = requiredSettings[provider];
     const directory = agentDirectoryFor(provider, config);
     if (!directory) {
-      checks.push(
-        skip(
-          name,
-          `${keySetting} is not set: ${provider === 'elevenlabs' ? 'only simulated calls can be placed' : `agents of provider ${provider} are refused`}`,
-        ),
-      );
+      checks.push(skip(name, withoutKeyNote(provider, config)));
       continue;
     }
     const result = await directory.checkAccess();
-    if (result.ok) checks.push(ok(name, `the API key is accepted by ${config[provider].baseUrl}`));
+    if (result.ok) checks.push(ok(name, `the API key is accepted by ${config.providers[provider].baseUrl}`));
     else {
       checks.push(
         fail(
           name,
           result.error.message,
-          `set a valid ${keySetting} (and ${baseUrlSettings[provider]} if not the default), then run doctor again`,
+          `set a valid ${settings.apiKey} (and ${settings.baseUrl.name} if not the default), then run doctor again`,
         ),
       );
     }

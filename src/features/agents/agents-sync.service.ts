@@ -12,6 +12,7 @@
 import type { Db } from '../../db/database.js';
 import { ApiError } from '../../errors/api-error.js';
 import type { Clock } from '../../lib/clock.js';
+import { isRealProvider, providerEntry } from '../providers/provider-catalogue.js';
 import { providerFailureError } from '../providers/provider-failure.js';
 import type { AgentDirectory, AgentListProgress, DirectoryPhoneNumber } from '../providers/provider.interface.js';
 import { listAgents, upsertAgent, type AgentView } from './agents.service.js';
@@ -51,7 +52,7 @@ export async function syncAgents(
   const unassigned = new Map(numbers.value.filter((number) => number.assignedAgentId === null).map((number) => [number.id, number]));
   const localAgents = await listAgents(db, accountId);
   const local = new Map(localAgents.map((agent) => [agent.agent_id, agent]));
-  const ownIds = directory.provider !== 'elevenlabs';
+  const ownIds = isRealProvider(directory.provider) && providerEntry(directory.provider).agents.providerAgentId !== undefined;
   const byProviderId = new Map(
     localAgents
       .filter((agent) => agent.provider === directory.provider && agent.provider_agent_id !== null)

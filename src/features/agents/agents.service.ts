@@ -1,25 +1,22 @@
-import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
 import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { providerIdRule } from '../providers/provider-http.js';
-import { missingSetting } from '../providers/provider-settings.js';
+import { agentProviders, isRealProvider, missingSetting, providerEntry, type ProviderConfig } from '../providers/provider-catalogue.js';
 import * as repo from './agents.repository.js';
 import type { AgentProvider, AgentRow } from './agents.tables.js';
 
 /** An agent as shown to people: every stored field is public within its account. */
 export type AgentView = AgentRow;
 
-export const agentProviders: readonly AgentProvider[] = ['simulator', 'elevenlabs', 'retell', 'vapi'];
-
 /** Which providers this server can place calls with; agents of the others are refused at creation. */
 export interface AgentPolicy {
-  /** Provider → the setting it lacks on this server (provider-settings.ts). */
+  /** Provider → the setting it lacks on this server (provider-catalogue.ts). */
   readonly unavailableProviders: ReadonlyMap<AgentProvider, string>;
 }
 
-export function agentPolicyFor(config: Pick<Config, 'elevenlabs' | 'retell' | 'vapi'>): AgentPolicy {
+export function agentPolicyFor(config: Pick<ProviderConfig, 'providers'>): AgentPolicy {
   return {
     unavailableProviders: new Map(
       agentProviders.flatMap((provider) => {
@@ -87,9 +84,10 @@ export async function upsertAgent(
         ? existing.provider_agent_id
         : null
       : input.providerAgentId?.trim() || null;
-  const needsProviderId = input.provider === 'retell' || input.provider === 'vapi';
+  // What the provider calls its agent id when callgate's agent_id is not it (its catalogue entry says).
+  const what = isRealProvider(input.provider) ? providerEntry(input.provider).agents.providerAgentId : undefined;
+  const needsProviderId = what !== undefined;
   if (needsProviderId && providerAgentId === null) {
-    const what = input.provider === 'retell' ? 'Retell agent id' : 'Vapi assistant id';
     throw new ApiError('invalid_request', `agents of provider ${input.provider} need the ${what} (provider_agent_id)`, {
       param: 'provider_agent_id',
     });

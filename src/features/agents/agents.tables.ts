@@ -1,6 +1,8 @@
 import type { Insertable, Selectable } from 'kysely';
 
-export type AgentProvider = 'simulator' | 'elevenlabs' | 'retell' | 'vapi';
+import type { AgentProvider } from '../providers/provider-catalogue.js';
+
+export type { AgentProvider };
 
 export interface AgentsTable {
   id: string;

@@ -127,14 +127,18 @@ export function concurrencyFailure(retryAfter: string | null = null): Extract<Pr
   };
 }
 
+/** How the operator's messages about a provider's workspace name it and the settings to check (from its catalogue entry). */
+export interface WorkspaceNames {
+  readonly label: string;
+  readonly keySetting: string;
+  readonly baseUrlSetting: string;
+}
+
 /**
  * A failed request about the workspace itself (agents, phone numbers, doctor's check), in words for the
  * operator: the setting to check, not an integrator's retry advice about a call.
  */
-export function workspaceRequestFailure(
-  response: ProviderErrorResponse,
-  provider: { readonly label: string; readonly keySetting: string; readonly baseUrlSetting: string },
-): ProviderFailure {
+export function workspaceRequestFailure(response: ProviderErrorResponse, provider: WorkspaceNames): ProviderFailure {
   if (response.kind === 'timeout') {
     return {
       kind: 'timeout',

@@ -1,6 +1,6 @@
 import { err } from '../../lib/result.js';
-import { isRealProvider, requiredSettings } from './provider-settings.js';
-import type { AgentProvider, AgentRow } from '../agents/agents.tables.js';
+import { isRealProvider, providerEntry, type AgentProvider } from './provider-catalogue.js';
+import type { AgentRow } from '../agents/agents.tables.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { VoiceProvider } from './provider.interface.js';
 
@@ -30,7 +30,7 @@ export function createProviderRegistry(
   providers: Partial<Record<AgentProvider, VoiceProvider>> & { simulator: VoiceProvider },
 ): ProviderRegistry {
   const byName = (name: AgentProvider): VoiceProvider =>
-    providers[name] ?? unconfiguredProvider(name, isRealProvider(name) ? requiredSettings[name] : name);
+    providers[name] ?? unconfiguredProvider(name, isRealProvider(name) ? providerEntry(name).settings.apiKey : name);
   return {
     byName,
     forCall: (agent, mode) => (mode === 'test' ? providers.simulator : byName(agent.provider)),

@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import type { CallRow } from '../calls/calls.tables.js';
 
-/** What a provider's webhook service needs (Retell's, Vapi's; ElevenLabs' has the same first five). */
+/** What every provider's webhook service needs (the shared route hands it over with the request's logger). */
 export interface ProviderWebhookDeps {
   readonly db: Db;
   readonly clock: Clock;

@@ -1,5 +1,5 @@
 import type { AgentView } from '../../features/agents/agents.service.js';
-import { providerLabels, realProviders, requiredSettings, type RealProvider } from '../../features/providers/provider-settings.js';
+import { providerCatalogue, providerLabel, type RealProvider } from '../../features/providers/provider-catalogue.js';
 import { copyable, csrfField, table, time } from './components.js';
 import { html } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';
@@ -7,7 +7,7 @@ import { layout, type PageFrame } from './layout.view.js';
 /** The provider of an agent, with its own id of the agent when that is not callgate's (Retell, Vapi). */
 function providerCell(agent: AgentView) {
   return agent.provider_agent_id
-    ? html`${agent.provider}<br><code class="small" title="${providerLabels[agent.provider]}'s id of the agent">${agent.provider_agent_id}</code>`
+    ? html`${agent.provider}<br><code class="small" title="${providerLabel(agent.provider)}'s id of the agent">${agent.provider_agent_id}</code>`
     : agent.provider;
 }
 
@@ -26,13 +26,13 @@ export function agentsPage(
     time(agent.created_at),
   ]);
   const { syncable } = options;
-  const names = syncable.map((provider) => providerLabels[provider]);
+  const names = syncable.map((provider) => providerLabel(provider));
   const labels = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : (names[0] ?? '');
   const syncForms = syncable.map(
     (provider) =>
-      html`<form method="post" action="/developers/agents/sync" class="inline">${csrfField(user.csrfToken)}<input type="hidden" name="provider" value="${provider}"><button type="submit" class="button">Sync from ${providerLabels[provider]}</button></form>`,
+      html`<form method="post" action="/developers/agents/sync" class="inline">${csrfField(user.csrfToken)}<input type="hidden" name="provider" value="${provider}"><button type="submit" class="button">Sync from ${providerLabel(provider)}</button></form>`,
   );
-  const settings = realProviders.map((provider) => html`<code>${requiredSettings[provider]}</code>`);
+  const settings = providerCatalogue.map((entry) => html`<code>${entry.settings.apiKey}</code>`);
   return layout(
     {
       title: 'Agents',

@@ -5,8 +5,8 @@
  */
 import { err, ok } from '../../../lib/result.js';
 import type { AgentDirectory, DirectoryAgent, DirectoryPhoneNumber, ProviderFailure } from '../provider.interface.js';
-import type { ElevenLabsClient } from './elevenlabs.client.js';
-import { workspaceFailure } from './elevenlabs.mapping.js';
+import type { ProviderHttpClient as ElevenLabsClient } from '../provider-http.js';
+import { workspaceRequestFailure, type ProviderErrorResponse, type WorkspaceNames } from '../provider-http.js';
 
 const pageSize = 100;
 /** A workspace with more pages than this is not plausible; stop rather than loop on a bad cursor. */
@@ -32,7 +32,9 @@ export function phoneNumbersOf(body: unknown): DirectoryPhoneNumber[] | null {
   });
 }
 
-export function createElevenLabsDirectory(client: ElevenLabsClient): AgentDirectory {
+/** `names`: the catalogue entry's words for the operator (the settings to check). */
+export function createElevenLabsDirectory(client: ElevenLabsClient, names: WorkspaceNames): AgentDirectory {
+  const workspaceFailure = (response: ProviderErrorResponse): ProviderFailure => workspaceRequestFailure(response, names);
   return {
     provider: 'elevenlabs',
 

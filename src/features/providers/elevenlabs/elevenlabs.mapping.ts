@@ -3,10 +3,9 @@
  * `CallOutcome` and `ProviderFailure`.
  */
 import type { CallOutcome, FailureReason, ProviderFailure } from '../provider.interface.js';
-import { elevenLabsKeySetting } from '../provider-settings.js';
-import type { ElevenLabsResponse } from './elevenlabs.client.js';
+import type { ProviderResponse as ElevenLabsResponse } from '../provider-http.js';
 import { maxCallSeconds, saneUnixSeconds, withoutNul, type OnAdjusted } from '../provider-values.js';
-import { callRequestFailure, record, workspaceRequestFailure } from '../provider-http.js';
+import { callRequestFailure, record } from '../provider-http.js';
 
 export { maxCallSeconds, saneUnixSeconds, withoutNul, type OnAdjusted };
 
@@ -135,18 +134,6 @@ const fieldNames: Record<string, string> = {
   dynamic_variables: 'metadata',
   conversation_initiation_client_data: 'metadata',
 };
-
-/**
- * A failed request about the workspace itself (agents, phone numbers), in words for the operator who runs
- * `agents sync`: the setting to check, not an integrator's retry advice about a call.
- */
-export function workspaceFailure(response: Exclude<ElevenLabsResponse, { kind: 'ok' }>): ProviderFailure {
-  return workspaceRequestFailure(response, {
-    label: 'ElevenLabs',
-    keySetting: elevenLabsKeySetting,
-    baseUrlSetting: 'ELEVENLABS_BASE_URL',
-  });
-}
 
 /** Words for a 4xx of theirs about a call: the fields a 422 or 400 named, never their body itself. */
 function refusal(status: number, body: unknown): string {

@@ -7,7 +7,7 @@
 import type { Clock } from '../../../lib/clock.js';
 import { err, ok } from '../../../lib/result.js';
 import type { CallCheck, DirectoryPhoneNumber, PlaceCallRequest, ProviderFailure, VoiceProvider } from '../provider.interface.js';
-import type { ElevenLabsClient } from './elevenlabs.client.js';
+import type { ProviderHttpClient as ElevenLabsClient } from '../provider-http.js';
 import { phoneNumbersOf } from './elevenlabs.directory.js';
 import { completedOutcome, failedConversationOutcome, placeCallFailure } from './elevenlabs.mapping.js';
 

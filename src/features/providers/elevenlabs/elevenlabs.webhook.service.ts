@@ -4,27 +4,12 @@
  * one for a conversation not stored yet is held until its call is (a create whose answer was lost); other
  * types are acknowledged and ignored.
  */
-import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../../../db/database.js';
-import type { Clock } from '../../../lib/clock.js';
 import { recordReportedOutcome } from '../../calls/calls.service.js';
 import { dialIdVariable } from './elevenlabs.provider.js';
-import type { CallRow } from '../../calls/calls.tables.js';
+import type { ProviderWebhookDeps, ProviderWebhookHandling } from '../provider-webhook.deps.js';
 import { completedOutcome, initiationFailureOutcome, saneUnixSeconds, type OnAdjusted } from './elevenlabs.mapping.js';
 
-export interface ElevenLabsWebhookDeps {
-  readonly db: Db;
-  readonly clock: Clock;
-  readonly logger: FastifyBaseLogger;
-  /** Called when an outcome was recorded, to wake the webhook dispatcher. */
-  readonly onOutcome: () => void;
-  /** Hears each call ended (the metrics). */
-  readonly observeEnded?: (call: CallRow) => void;
-}
-
-export type WebhookHandling = 'recorded' | 'duplicate' | 'held' | 'unknown_conversation' | 'ignored';
-
-export async function handleElevenLabsWebhook(deps: ElevenLabsWebhookDeps, payload: unknown): Promise<WebhookHandling> {
+export async function handleElevenLabsWebhook(deps: ProviderWebhookDeps, payload: unknown): Promise<ProviderWebhookHandling> {
   const event = (payload ?? {}) as { type?: unknown; data?: unknown; event_timestamp?: unknown };
   if (event.type !== 'post_call_transcription' && event.type !== 'call_initiation_failure') return 'ignored';
   const data = (event.data ?? {}) as { conversation_id?: unknown };

@@ -12,8 +12,13 @@
  * (`{items, has_more, pagination_key}`); issue 25 names the old ones, kept here until a move is decided.
  */
 import { err, ok } from '../../../lib/result.js';
-import { record, workspaceRequestFailure, type ProviderErrorResponse, type ProviderHttpClient } from '../provider-http.js';
-import { baseUrlSettings, requiredSettings } from '../provider-settings.js';
+import {
+  record,
+  workspaceRequestFailure,
+  type ProviderErrorResponse,
+  type ProviderHttpClient,
+  type WorkspaceNames,
+} from '../provider-http.js';
 import type { AgentDirectory, DirectoryAgent, DirectoryPhoneNumber, ProviderFailure } from '../provider.interface.js';
 
 const pageSize = 1_000;
@@ -22,14 +27,6 @@ const maxPages = 100;
 
 const unexpectedAnswer: ProviderFailure = { kind: 'unavailable', message: 'unexpected answer from Retell', retryable: true };
 
-function failure(response: ProviderErrorResponse): ProviderFailure {
-  return workspaceRequestFailure(response, {
-    label: 'Retell',
-    keySetting: requiredSettings.retell,
-    baseUrlSetting: baseUrlSettings.retell,
-  });
-}
-
 function assignedAgent(entry: Record<string, unknown>): string | null {
   if (typeof entry.outbound_agent_id === 'string' && entry.outbound_agent_id !== '') return entry.outbound_agent_id;
   const weighted = Array.isArray(entry.outbound_agents) ? record(entry.outbound_agents[0]).agent_id : undefined;
@@ -37,7 +34,9 @@ function assignedAgent(entry: Record<string, unknown>): string | null {
   return typeof entry.inbound_agent_id === 'string' && entry.inbound_agent_id !== '' ? entry.inbound_agent_id : null;
 }
 
-export function createRetellDirectory(client: ProviderHttpClient): AgentDirectory {
+/** `names`: the catalogue entry's words for the operator (the settings to check). */
+export function createRetellDirectory(client: ProviderHttpClient, names: WorkspaceNames): AgentDirectory {
+  const failure = (response: ProviderErrorResponse): ProviderFailure => workspaceRequestFailure(response, names);
   return {
     provider: 'retell',
 

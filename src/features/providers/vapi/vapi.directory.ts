@@ -8,8 +8,13 @@
  * end early.
  */
 import { err, ok } from '../../../lib/result.js';
-import { record, workspaceRequestFailure, type ProviderErrorResponse, type ProviderHttpClient } from '../provider-http.js';
-import { baseUrlSettings, requiredSettings } from '../provider-settings.js';
+import {
+  record,
+  workspaceRequestFailure,
+  type ProviderErrorResponse,
+  type ProviderHttpClient,
+  type WorkspaceNames,
+} from '../provider-http.js';
 import type { AgentDirectory, DirectoryAgent, DirectoryPhoneNumber, ProviderFailure } from '../provider.interface.js';
 
 const pageSize = 1_000;
@@ -17,11 +22,9 @@ const maxPages = 100;
 
 const unexpectedAnswer: ProviderFailure = { kind: 'unavailable', message: 'unexpected answer from Vapi', retryable: true };
 
-function failure(response: ProviderErrorResponse): ProviderFailure {
-  return workspaceRequestFailure(response, { label: 'Vapi', keySetting: requiredSettings.vapi, baseUrlSetting: baseUrlSettings.vapi });
-}
-
-export function createVapiDirectory(client: ProviderHttpClient): AgentDirectory {
+/** `names`: the catalogue entry's words for the operator (the settings to check). */
+export function createVapiDirectory(client: ProviderHttpClient, names: WorkspaceNames): AgentDirectory {
+  const failure = (response: ProviderErrorResponse): ProviderFailure => workspaceRequestFailure(response, names);
   return {
     provider: 'vapi',
 
