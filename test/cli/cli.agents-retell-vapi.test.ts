@@ -5,16 +5,20 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
+import { syncedAgentId } from '../../src/features/agents/agents-sync.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startFakeRetell, type FakeRetell } from '../support/fake-retell.js';
 import { startFakeVapi, type FakeVapi } from '../support/fake-vapi.js';
 import { cliEnv, runCli, runFailing, runJson } from '../support/cli-runner.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import {
+  fillRetellPages,
   fillWorkspaces,
   retellAgentId,
   retellKey,
   retellNumber,
+  retellPagedExpected,
+  retellPathsServed,
   vapiAssistantId,
   vapiKey,
   vapiNumberId,
@@ -32,10 +36,8 @@ await forEachDialect('callgate CLI: Retell and Vapi agents, sync and doctor', (d
     database = await createTestDatabase(dialect, { migrated: true });
     retell = await startFakeRetell({ apiKey: retellKey });
     vapi = await startFakeVapi({ apiKey: vapiKey, secret: vapiSecret });
-    fillWorkspaces(retell, vapi);
-    retell.agents.push({ agent_id: 'agent_0a1b2c3d4e5f', agent_name: 'Retell second', version: 1 });
-    retell.agents.push({ agent_id: 'agent_0a1b2c3d4e5f', agent_name: 'Retell second', version: 2 });
-    retell.agentsPageSize = 2;
+    fillWorkspaces(undefined, vapi);
+    fillRetellPages(retell);
     vapi.assistants.push({ id: '0b6c8f2a-1111-4222-8333-944455566677', name: 'Vapi second', createdAt: '2026-04-01T00:00:00.000Z' });
     env = cliEnv({
       ...database.env,
@@ -108,21 +110,29 @@ await forEachDialect('callgate CLI: Retell and Vapi agents, sync and doctor', (d
     );
   });
 
-  it('agents sync --provider retell: a known agent keeps its id, a new one gets agent_retell_…, with its number; a second run updates', async () => {
+  it('agents sync --provider retell: every agent of a three-page workspace, a known one keeping its id, new ones agent_retell_…, each with its number; a second run updates', async () => {
+    retell.resetRequests();
     const first = await runJson(env, ['agents', 'sync', '--account', accountId, '--provider', 'retell']);
-    assert.deepEqual([first.added, first.updated, first.skipped.length], [1, 1, 0]);
-    const byId = new Map<string, Record<string, string>>(first.agents.map((agent: Record<string, string>) => [agent.agent_id, agent]));
-    assert.equal(byId.get('agent_support')?.provider_agent_id, retellAgentId, 'the agent added by hand keeps its agent_id');
-    assert.equal(byId.get('agent_support')?.phone_number_id, retellNumber);
-    const second = byId.get('agent_retell_0a1b2c3d4e5f');
-    assert.deepEqual([second?.provider, second?.provider_agent_id, second?.name], ['retell', 'agent_0a1b2c3d4e5f', 'Retell second']);
-    assert.ok(
-      retell.requestsTo('agents').some((request) => request.query.get('pagination_key') !== null),
-      'it read every page',
+    assert.deepEqual([first.added, first.updated, first.skipped.length], [4, 1, 0]);
+    const synced = first.agents.map((agent: Record<string, string>) => [
+      agent.agent_id,
+      agent.provider_agent_id,
+      agent.name,
+      agent.phone_number_id,
+    ]);
+    assert.deepEqual(
+      synced.sort((a: string[], b: string[]) => a[1]!.localeCompare(b[1]!)),
+      [...retellPagedExpected]
+        .sort((a, b) => a[0].localeCompare(b[0]))
+        .map(([id, name, number]) => [id === retellAgentId ? 'agent_support' : syncedAgentId('retell', id), id, name, number]),
+      'the agent added by hand keeps its agent_id; the chat agent is not brought',
     );
+    assert.deepEqual(retellPathsServed(retell), ['POST /v2/list-agents', 'GET /v2/list-phone-numbers']);
+    assert.deepEqual([retell.requestsTo('agents').length, retell.requestsTo('phoneNumbers').length], [3, 3], 'it read every page of both');
+    assert.ok(retell.requestsTo('agents').every((request) => JSON.stringify(request.body).includes('"value":"voice"')));
     const again = await runCli(env, ['agents', 'sync', '--account', accountId, '--provider', 'retell']);
     assert.equal(again.code, 0, again.stderr);
-    assert.match(again.stdout, new RegExp(`^Synced account ${accountId} with Retell: 0 added, 2 updated, 0 skipped\\.`));
+    assert.match(again.stdout, new RegExp(`^Synced account ${accountId} with Retell: 0 added, 5 updated, 0 skipped\\.`));
   });
 
   it('agents sync --provider vapi: agent_vapi_<assistant id> with the assistant’s number; without the key it names VAPI_API_KEY', async () => {
@@ -151,7 +161,9 @@ await forEachDialect('callgate CLI: Retell and Vapi agents, sync and doctor', (d
     assert.deepEqual(ids, {
       agent_test_simulator: ['simulator', null],
       agent_support: ['retell', retellAgentId],
-      agent_retell_0a1b2c3d4e5f: ['retell', 'agent_0a1b2c3d4e5f'],
+      ...Object.fromEntries(
+        retellPagedExpected.filter(([id]) => id !== retellAgentId).map(([id]) => [syncedAgentId('retell', id), ['retell', id]]),
+      ),
       agent_sales: ['vapi', vapiAssistantId],
       'agent_vapi_0b6c8f2a-1111-4222-8333-944455566677': ['vapi', '0b6c8f2a-1111-4222-8333-944455566677'],
     });

@@ -14,10 +14,12 @@ import { startFakeRetell, type FakeRetell } from '../support/fake-retell.js';
 import { startFakeVapi, type FakeVapi } from '../support/fake-vapi.js';
 import { csrfOf, portalClient, signedInClient, type PortalClient } from '../support/portal-client.js';
 import {
+  fillRetellPages,
   fillWorkspaces,
   retellAgentId,
   retellKey,
   retellNumber,
+  retellPagedExpected,
   retellVapiEnv,
   vapiAssistantId,
   vapiKey,
@@ -49,7 +51,8 @@ await forEachDialect('Portal: agent sync from Retell and Vapi', (dialect) => {
   before(async () => {
     retell = await startFakeRetell({ apiKey: retellKey });
     vapi = await startFakeVapi({ apiKey: vapiKey, secret: vapiSecret });
-    fillWorkspaces(retell, vapi);
+    fillWorkspaces(undefined, vapi);
+    fillRetellPages(retell);
     t = await startTestApp(dialect, { env: retellVapiEnv(retell, vapi) });
     client = await signedInClient(t);
     other = await t.newAccount();
@@ -84,22 +87,27 @@ await forEachDialect('Portal: agent sync from Retell and Vapi', (dialect) => {
     assert.deepEqual([retell.requests.length, vapi.requests.length], [0, 0]);
   });
 
-  it('syncing Retell adds its agent with provider retell, its Retell id and its number; again, it updates', async () => {
+  it('syncing Retell adds every agent of its three pages with provider retell, its Retell id and its number; again, it updates', async () => {
     retell.resetRequests();
     const page = await client.get('/developers/agents');
     const synced = await client.post('/developers/agents/sync', { provider: 'retell', _csrf: csrfOf(page.body) });
     assert.equal(synced.statusCode, 200, synced.body);
-    assert.match(synced.body, /Synced with Retell: 1 added, 0 updated\./);
+    assert.match(synced.body, /Synced with Retell: 5 added, 0 updated\./);
     assert.match(synced.body, new RegExp(retellAgent));
     assert.match(synced.body, new RegExp(`retell<br><code class="small" title="Retell's id of the agent">${retellAgentId}</code>`));
     assert.deepEqual(
-      retell.requests.map((request) => [request.route, request.headers.authorization]),
+      retell.requests.map((request) => [`${request.method} ${request.path}`, request.headers.authorization]),
       [
-        ['agents', `Bearer ${retellKey}`],
-        ['agents', `Bearer ${retellKey}`],
-        ['phoneNumbers', `Bearer ${retellKey}`],
+        ...Array(3).fill(['POST /v2/list-agents', `Bearer ${retellKey}`]),
+        ...Array(3).fill(['GET /v2/list-phone-numbers', `Bearer ${retellKey}`]),
       ],
-      'every page of agents, then the numbers, with the key',
+      'every page of agents, then every page of numbers, with the key, and nothing else',
+    );
+    assert.ok(retell.requestsTo('agents').every((request) => JSON.stringify(request.body).includes('"value":"voice"')));
+    const retellAgents = (await agentsOf(t, t.seed.accountId)).filter((candidate) => candidate.provider === 'retell');
+    assert.deepEqual(
+      retellAgents.map((candidate) => [candidate.provider_agent_id, candidate.name, candidate.phone_number]).sort(),
+      retellPagedExpected.map((row) => [...row]).sort(),
     );
 
     const agent = (await agentsOf(t, t.seed.accountId)).find((candidate) => candidate.agent_id === retellAgent);
@@ -110,8 +118,8 @@ await forEachDialect('Portal: agent sync from Retell and Vapi', (dialect) => {
 
     const again = await client.post('/developers/agents/sync', { provider: 'retell' });
     assert.equal(again.statusCode, 200);
-    assert.match(again.body, /Synced with Retell: 0 added, 1 updated\./);
-    assert.equal((await agentsOf(t, t.seed.accountId)).filter((candidate) => candidate.provider === 'retell').length, 1);
+    assert.match(again.body, /Synced with Retell: 0 added, 5 updated\./);
+    assert.equal((await agentsOf(t, t.seed.accountId)).filter((candidate) => candidate.provider === 'retell').length, 5);
   });
 
   it('syncing Vapi adds its assistant with provider vapi, its assistant id and its phone number', async () => {
@@ -173,12 +181,15 @@ await forEachDialect('Portal: agent sync from Retell and Vapi', (dialect) => {
     // A field naming the first account is no way into it: the session's account is the one synced.
     const synced = await otherClient.post('/developers/agents/sync', { provider: 'retell', account_id: t.seed.accountId });
     assert.equal(synced.statusCode, 200, synced.body);
-    assert.match(synced.body, /Synced with Retell: 1 added, 0 updated\./);
+    assert.match(synced.body, /Synced with Retell: 5 added, 0 updated\./);
     assert.deepEqual(await agentsOf(t, t.seed.accountId), mine, "the first account's agents are as they were");
     const theirs = await agentsOf(t, other.accountId);
     assert.deepEqual(
-      theirs.filter((agent) => agent.provider === 'retell').map((agent) => [agent.agent_id, agent.provider_agent_id]),
-      [[retellAgent, retellAgentId]],
+      theirs
+        .filter((agent) => agent.provider === 'retell')
+        .map((agent) => [agent.agent_id, agent.provider_agent_id])
+        .sort(),
+      retellPagedExpected.map(([id]) => [syncedAgentId('retell', id), id]).sort(),
     );
     assert.ok(!theirs.some((agent) => agent.provider === 'vapi'), 'Vapi was not synced for this account');
   });

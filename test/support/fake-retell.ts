@@ -1,13 +1,17 @@
 /**
  * A local fake of the Retell AI API, from the documented shapes (/work/shared/reference/voice-providers.md
  * §1a): `POST /v2/create-phone-call` (201 with the call, `call_status: registered`), `GET /v2/get-call/{id}`
- * (422 for an id it does not know), `POST /v3/list-calls` with a `metadata` filter, `GET /list-agents` (one
- * entry per version unless `is_latest=true`, paged after a `pagination_key` + `pagination_key_version` pair),
- * `GET /list-phone-numbers` and `GET /get-concurrency`; every error in their one shape
- * `{"status":"error","message":…}`. It also builds their webhooks (`{event, call}`) signed as they sign them:
+ * (422 for an id it does not know), `POST /v3/list-calls` with a `metadata` filter, `POST /v2/list-agents`
+ * (one item per agent, filtered by `filter_criteria.channel`), `GET /v2/list-phone-numbers` (numbers bound to
+ * weighted `outbound_agents`) and `GET /get-concurrency`; every error in their one shape
+ * `{"status":"error","message":…}`. Both v2 lists page honestly (integrations-2026.md §2): at most `limit`
+ * (1 to 1000) and `pageSize` items, `{items, has_more, pagination_key}`, the key an opaque token this fake
+ * issued. The lists Retell removed in 2026 (`GET /list-agents`, `GET /list-chat-agents`,
+ * `GET /list-phone-numbers`) answer 404 in that shape (the words of their real answer are unconfirmed), so
+ * nothing can lean on them unnoticed. It also builds their webhooks (`{event, call}`) signed as they sign them:
  * `x-retell-signature: v=<ms>,d=<hex HMAC-SHA256(body + ms)>` keyed with the API key, over the compact JSON sent.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import {
   startFakeProviderServer,
   type FakeProviderReply,
@@ -15,21 +19,32 @@ import {
   type FakeProviderServer,
 } from './fake-provider-server.js';
 
-export type RetellRoute = 'create' | 'getCall' | 'listCalls' | 'agents' | 'phoneNumbers' | 'concurrency';
+export type RetellRoute = 'create' | 'getCall' | 'listCalls' | 'agents' | 'phoneNumbers' | 'concurrency' | 'removed';
 export type RetellRequest = FakeProviderRequest<RetellRoute>;
 
 export interface RetellAgent {
   agent_id: string;
   agent_name: string;
-  version: number;
+  /** `voice` when absent. */
+  channel?: 'voice' | 'chat';
+}
+
+export interface RetellAgentShare {
+  agent_id: string;
+  agent_version: number;
+  weight: number;
 }
 
 export interface RetellNumber {
   phone_number: string;
   phone_number_type: string;
   nickname: string;
-  inbound_agent_id: string | null;
-  outbound_agent_id: string | null;
+  /** The weights of a list add up to 1; one of its agents is picked per call that names none. */
+  outbound_agents?: RetellAgentShare[];
+  inbound_agents?: RetellAgentShare[];
+  /** The single-agent fields of numbers bound before 2026-03-31, where a workspace still answers them. */
+  outbound_agent_id?: string | null;
+  inbound_agent_id?: string | null;
 }
 
 /** A call as `GET /v2/get-call` answers it. */
@@ -38,12 +53,10 @@ export type RetellCall = Record<string, unknown> & { call_id: string; call_statu
 export interface FakeRetell extends FakeProviderServer<RetellRoute> {
   readonly apiKey: string;
   readonly calls: Map<string, RetellCall>;
-  /** One entry per agent version, listed in this order. */
+  /** The workspace's agents, listed in this order. */
   agents: RetellAgent[];
-  /** Agents per page of GET /list-agents (at most the limit asked). */
-  agentsPageSize: number;
-  /** When true, GET /list-agents lists every version even with is_latest=true (as before that parameter came). */
-  everyVersion: boolean;
+  /** Items per page of either v2 list (at most the `limit` asked). */
+  pageSize: number;
   phoneNumbers: RetellNumber[];
   /** The call id the next create will return. */
   nextCallId(id: string): void;
@@ -56,7 +69,7 @@ export interface FakeRetell extends FakeProviderServer<RetellRoute> {
   webhookBody(event: 'call_started' | 'call_ended' | 'call_analyzed', call: RetellCall): string;
   /** The `x-retell-signature` of a body at `timestampMs`, with `key` (the API key by default). */
   sign(body: string, timestampMs: number, key?: string): string;
-  /** Forgets requests, replies and calls (agents and numbers stay). */
+  /** Forgets requests, replies, calls and the pagination keys issued (agents and numbers stay). */
   reset(): void;
   close(): Promise<void>;
 }
@@ -75,16 +88,45 @@ function routeOf(method: string, path: string): RetellRoute | 'other' {
   if (method === 'POST' && path === '/v2/create-phone-call') return 'create';
   if (method === 'GET' && /^\/v2\/get-call\/[^/]+$/.test(path)) return 'getCall';
   if (method === 'POST' && path === '/v3/list-calls') return 'listCalls';
-  if (method === 'GET' && path === '/list-agents') return 'agents';
-  if (method === 'GET' && path === '/list-phone-numbers') return 'phoneNumbers';
+  if (method === 'POST' && path === '/v2/list-agents') return 'agents';
+  if (method === 'GET' && path === '/v2/list-phone-numbers') return 'phoneNumbers';
+  if (['/list-agents', '/list-chat-agents', '/list-phone-numbers'].includes(path)) return 'removed';
   if (method === 'GET' && path === '/get-concurrency') return 'concurrency';
   return 'other';
+}
+
+/** The agent a number gives a call that names none: of its weighted list the heaviest, else the older field. */
+function boundAgent(number: RetellNumber): string | null | undefined {
+  const shares = number.outbound_agents ?? [];
+  if (shares.length === 0) return number.outbound_agent_id;
+  return shares.reduce((best, share) => (share.weight > best.weight ? share : best)).agent_id;
 }
 
 export async function startFakeRetell(options: { apiKey: string }): Promise<FakeRetell> {
   const calls = new Map<string, RetellCall>();
   const pendingIds: string[] = [];
+  /** The pagination keys issued: which list they belong to and where its next page starts. */
+  const pageKeys = new Map<string, { list: 'agents' | 'phoneNumbers'; start: number }>();
   let counter = 0;
+
+  /** A page of a v2 list, from `limit` and `pagination_key` in the query; a key of another list is refused. */
+  function page(request: RetellRequest, list: 'agents' | 'phoneNumbers', items: readonly unknown[]): FakeProviderReply {
+    const query = request.query;
+    const limit = query.has('limit') ? Number(query.get('limit')) : 1_000;
+    // Stricter than documented: the version half of the retired key pair is refused, not ignored.
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1_000 || query.has('pagination_key_version')) {
+      return error(400, 'Invalid request format, please check API reference.');
+    }
+    const key = query.get('pagination_key');
+    const from = key === null ? { list, start: 0 } : pageKeys.get(key);
+    if (!from || from.list !== list) return error(400, 'Invalid pagination_key.');
+    const end = from.start + Math.min(limit, fake.pageSize);
+    const hasMore = end < items.length;
+    if (!hasMore) return { status: 200, body: { items: items.slice(from.start, end), has_more: false } };
+    const next = `pk_${randomBytes(9).toString('base64url')}`;
+    pageKeys.set(next, { list, start: end });
+    return { status: 200, body: { items: items.slice(from.start, end), has_more: true, pagination_key: next } };
+  }
 
   function defaultReply(request: RetellRequest): FakeProviderReply {
     if (request.headers.authorization !== `Bearer ${fake.apiKey}`) return error(401, 'API key is missing or invalid.');
@@ -99,7 +141,7 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
           return error(400, 'Invalid request format, please check API reference.');
         }
         const number = fake.phoneNumbers.find((candidate) => candidate.phone_number === body.from_number);
-        const agentId = typeof body.override_agent_id === 'string' ? body.override_agent_id : number?.outbound_agent_id;
+        const agentId = typeof body.override_agent_id === 'string' ? body.override_agent_id : number && boundAgent(number);
         if (!number || !fake.agents.some((agent) => agent.agent_id === agentId)) {
           return error(422, 'Cannot find requested asset under given api key.');
         }
@@ -138,31 +180,29 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
         return { status: 200, body: { items, has_more: false } };
       }
       case 'agents': {
-        // One entry per version unless is_latest=true; the next page starts after the (id, version) pair.
-        const limit = Math.min(fake.agentsPageSize, Number(request.query.get('limit') ?? '1000') || 1000);
-        const latest = new Map<string, number>();
-        for (const agent of fake.agents) latest.set(agent.agent_id, Math.max(agent.version, latest.get(agent.agent_id) ?? -1));
-        const latestOnly = request.query.get('is_latest') === 'true' && !fake.everyVersion;
-        const listed = latestOnly ? fake.agents.filter((agent) => latest.get(agent.agent_id) === agent.version) : fake.agents;
-        const key = request.query.get('pagination_key');
-        const keyVersion = request.query.get('pagination_key_version');
-        const start =
-          key === null
-            ? 0
-            : listed.findIndex((agent) => agent.agent_id === key && (keyVersion === null || String(agent.version) === keyVersion)) + 1;
-        const page = listed.slice(start, start + limit).map((agent) => ({
-          ...agent,
-          response_engine: { type: 'retell-llm', llm_id: 'llm_fake' },
-          voice_id: 'retell-Cimo',
-          last_modification_timestamp: 1_750_000_000_000,
-        }));
-        return { status: 200, body: page };
+        const filter = (request.body as { filter_criteria?: { channel?: { op?: string; value?: string } } } | null)?.filter_criteria;
+        const channel = filter?.channel;
+        if (channel && channel.op !== 'eq') return error(400, 'Invalid request format, please check API reference.');
+        const listed = fake.agents
+          .filter((agent) => channel === undefined || (agent.channel ?? 'voice') === channel.value)
+          .map((agent) => ({
+            channel: 'voice',
+            ...agent,
+            response_engine: { type: 'retell-llm', llm_id: 'llm_fake' },
+            voice_id: 'retell-Cimo',
+            tags: [],
+            user_modified_timestamp: 1_750_000_000_000,
+          }));
+        return page(request, 'agents', listed);
       }
       case 'phoneNumbers':
-        return {
-          status: 200,
-          body: fake.phoneNumbers.map((number) => ({ ...number, phone_number_pretty: number.phone_number, area_code: 415 })),
-        };
+        return page(
+          request,
+          'phoneNumbers',
+          fake.phoneNumbers.map((number) => ({ ...number, phone_number_pretty: number.phone_number, area_code: 415 })),
+        );
+      case 'removed':
+        return error(404, 'Not Found');
       case 'concurrency':
         return { status: 200, body: { current_concurrency: 0, concurrency_limit: 20, base_concurrency: 20, purchased_concurrency: 0 } };
       default:
@@ -175,8 +215,7 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
     apiKey: options.apiKey,
     calls,
     agents: [] as RetellAgent[],
-    agentsPageSize: 1000,
-    everyVersion: false,
+    pageSize: 1_000,
     phoneNumbers: [] as RetellNumber[],
     nextCallId: (id: string) => void pendingIds.push(id),
     endCall(callId: string, end: RetellEnd): RetellCall {
@@ -212,6 +251,7 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
     reset() {
       server.resetRequests();
       calls.clear();
+      pageKeys.clear();
       pendingIds.length = 0;
     },
     close: server.stop,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
-import type { FakeRetell } from './fake-retell.js';
+import type { FakeRetell, RetellNumber } from './fake-retell.js';
 import type { FakeVapi } from './fake-vapi.js';
 import type { TestApp } from './test-app.js';
 
@@ -33,14 +33,13 @@ export function retellVapiEnv(retell: FakeRetell | undefined, vapi: FakeVapi | u
 /** A Retell workspace with one agent bound to one number, and a Vapi organisation with one assistant and number. */
 export function fillWorkspaces(retell: FakeRetell | undefined, vapi: FakeVapi | undefined): void {
   if (retell) {
-    retell.agents = [{ agent_id: retellAgentId, agent_name: 'Retell reminders', version: 3 }];
+    retell.agents = [{ agent_id: retellAgentId, agent_name: 'Retell reminders', channel: 'voice' }];
     retell.phoneNumbers = [
       {
         phone_number: retellNumber,
         phone_number_type: 'retell-twilio',
         nickname: 'Main',
-        inbound_agent_id: null,
-        outbound_agent_id: retellAgentId,
+        outbound_agents: [{ agent_id: retellAgentId, agent_version: 3, weight: 1 }],
       },
     ];
   }
@@ -48,6 +47,78 @@ export function fillWorkspaces(retell: FakeRetell | undefined, vapi: FakeVapi | 
     vapi.assistants = [{ id: vapiAssistantId, name: 'Vapi reminders', createdAt: '2026-05-01T10:00:00.000Z' }];
     vapi.phoneNumbers = [{ id: vapiNumberId, number: '+14155550191', provider: 'twilio', assistantId: vapiAssistantId, name: 'Main' }];
   }
+}
+
+/** Retell agents of the workspace `fillRetellPages` makes, beside `retellAgentId`. */
+export const retellPaged = {
+  /** Shares a number with `renewals` (weight 0.7 there) and has none of its own. */
+  followUps: 'agent_6a2b3c4d5e6f7a8b9c0d1e2f3a',
+  /** Has 0.3 of the shared number and a number of its own (weight 1): it gets its own. */
+  renewals: 'agent_7b3c4d5e6f7a8b9c0d1e2f3a4b',
+  /** Bound by the single `outbound_agent_id` of a number from before weighted lists. */
+  legacy: 'agent_8c4d5e6f7a8b9c0d1e2f3a4b5c',
+  /** Bound to no number. */
+  unbound: 'agent_9d5e6f7a8b9c0d1e2f3a4b5c6d',
+  /** A chat agent, which a voice sync must not bring. */
+  chat: 'agent_0e6f7a8b9c0d1e2f3a4b5c6d7e',
+} as const;
+
+export const retellPagedNumbers = {
+  shared: '+14155550192',
+  renewals: '+14155550193',
+  legacy: '+14155550194',
+  free: '+14155550195',
+} as const;
+
+/**
+ * A Retell workspace of several pages (two items a page): five voice agents, a chat agent, and five
+ * numbers bound every way Retell binds them, so that a sync that reads one page, or misreads a binding,
+ * shows. Each voice agent's number after a sync is in `retellPagedExpected`.
+ */
+export function fillRetellPages(retell: FakeRetell): void {
+  fillWorkspaces(retell, undefined);
+  retell.pageSize = 2;
+  const { followUps, renewals, legacy, unbound, chat } = retellPaged;
+  retell.agents.push(
+    { agent_id: followUps, agent_name: 'Follow-ups', channel: 'voice' },
+    { agent_id: chat, agent_name: 'Chat support', channel: 'chat' },
+    { agent_id: renewals, agent_name: 'Renewals', channel: 'voice' },
+    { agent_id: legacy, agent_name: 'Legacy line' },
+    { agent_id: unbound, agent_name: 'No number', channel: 'voice' },
+  );
+  const number = (phone_number: string, binding: Partial<RetellNumber>): RetellNumber => ({
+    phone_number,
+    phone_number_type: 'retell-twilio',
+    nickname: phone_number.slice(-4),
+    ...binding,
+  });
+  retell.phoneNumbers.push(
+    number(retellPagedNumbers.shared, {
+      outbound_agents: [
+        { agent_id: renewals, agent_version: 1, weight: 0.3 },
+        { agent_id: followUps, agent_version: 2, weight: 0.7 },
+      ],
+      // Left from before the weighted list, which wins where both are set.
+      outbound_agent_id: legacy,
+    }),
+    number(retellPagedNumbers.renewals, { outbound_agents: [{ agent_id: renewals, agent_version: 1, weight: 1 }] }),
+    number(retellPagedNumbers.legacy, { outbound_agent_id: legacy, inbound_agent_id: null }),
+    number(retellPagedNumbers.free, { outbound_agents: [], inbound_agents: [] }),
+  );
+}
+
+/** Each voice agent of `fillRetellPages` with its name and the number a sync gives it. */
+export const retellPagedExpected: readonly (readonly [string, string, string | null])[] = [
+  [retellAgentId, 'Retell reminders', retellNumber],
+  [retellPaged.followUps, 'Follow-ups', retellPagedNumbers.shared],
+  [retellPaged.renewals, 'Renewals', retellPagedNumbers.renewals],
+  [retellPaged.legacy, 'Legacy line', retellPagedNumbers.legacy],
+  [retellPaged.unbound, 'No number', null],
+];
+
+/** The paths the fake Retell served, as `METHOD /path`, once each in the order first asked. */
+export function retellPathsServed(retell: FakeRetell): string[] {
+  return [...new Set(retell.requests.map((request) => `${request.method} ${request.path}`))];
 }
 
 /** callgate agents `agent_rt` (Retell) and `agent_vp` (Vapi) in the seed account. */

@@ -14,7 +14,7 @@ import { ApiError } from '../../errors/api-error.js';
 import type { Clock } from '../../lib/clock.js';
 import { isRealProvider, providerEntry } from '../providers/provider-catalogue.js';
 import { providerFailureError } from '../providers/provider-failure.js';
-import type { AgentDirectory, AgentListProgress, DirectoryPhoneNumber } from '../providers/provider.interface.js';
+import type { AgentDirectory, AgentListProgress, AgentShare, DirectoryPhoneNumber } from '../providers/provider.interface.js';
 import { listAgents, upsertAgent, type AgentView } from './agents.service.js';
 import type { AgentProvider } from './agents.tables.js';
 
@@ -33,6 +33,28 @@ export interface SyncResult {
   skipped: { agent_id: string; reason: string }[];
 }
 
+function sharesOf(number: DirectoryPhoneNumber): readonly AgentShare[] {
+  return number.sharedBy ?? (number.assignedAgentId ? [{ agentId: number.assignedAgentId, weight: 1 }] : []);
+}
+
+/**
+ * The number each agent gets from the workspace's bindings. A number may be bound to several agents (a
+ * Retell number's weighted outbound agents, one picked at random per call that names none): any of them
+ * may call from it, as each call names its agent. So every agent listed on a number may have it, and an
+ * agent listed on several gets the one where its weight is largest, the first listed of equals: the same
+ * number on every sync of an unchanged workspace, and the one the workspace itself sends it most calls from.
+ */
+function assignedNumbers(numbers: readonly DirectoryPhoneNumber[]): Map<string, DirectoryPhoneNumber> {
+  const best = new Map<string, { number: DirectoryPhoneNumber; weight: number }>();
+  for (const number of numbers) {
+    for (const { agentId, weight } of sharesOf(number)) {
+      const current = best.get(agentId);
+      if (!current || weight > current.weight) best.set(agentId, { number, weight });
+    }
+  }
+  return new Map([...best].map(([agentId, { number }]) => [agentId, number]));
+}
+
 /** Fails with the provider's failure as an ApiError (provider_*) and writes nothing then. */
 export async function syncAgents(
   db: Db,
@@ -45,11 +67,8 @@ export async function syncAgents(
   if (!remote.ok) throw providerFailureError(remote.error, `could not list agents: ${remote.error.message}`);
   const numbers = await directory.listPhoneNumbers();
   if (!numbers.ok) throw providerFailureError(numbers.error, `could not list phone numbers: ${numbers.error.message}`);
-  const numberOfAgent = new Map<string, DirectoryPhoneNumber>();
-  for (const number of numbers.value) {
-    if (number.assignedAgentId && !numberOfAgent.has(number.assignedAgentId)) numberOfAgent.set(number.assignedAgentId, number);
-  }
-  const unassigned = new Map(numbers.value.filter((number) => number.assignedAgentId === null).map((number) => [number.id, number]));
+  const numberOfAgent = assignedNumbers(numbers.value);
+  const unassigned = new Map(numbers.value.filter((number) => sharesOf(number).length === 0).map((number) => [number.id, number]));
   const localAgents = await listAgents(db, accountId);
   const local = new Map(localAgents.map((agent) => [agent.agent_id, agent]));
   const ownIds = isRealProvider(directory.provider) && providerEntry(directory.provider).agents.providerAgentId !== undefined;

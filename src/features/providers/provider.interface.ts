@@ -127,8 +127,19 @@ export interface DirectoryPhoneNumber {
   readonly kind: string;
   /** The number itself (E.164), when the provider says. */
   readonly number: string | null;
-  /** The agent the workspace assigns the number to (for inbound calls), if any. */
+  /** The agent the workspace assigns the number to (for inbound calls), if any; of several, the one with the largest share. */
   readonly assignedAgentId: string | null;
+  /**
+   * Where a provider lets several agents call from one number (Retell's weighted outbound agents): each of
+   * them with its share of the number's calls. Absent where a number has one agent at most.
+   */
+  readonly sharedBy?: readonly AgentShare[];
+}
+
+export interface AgentShare {
+  readonly agentId: string;
+  /** The part of the number's calls that go to this agent (Retell's weights add up to 1). */
+  readonly weight: number;
 }
 
 export interface AgentListProgress {
