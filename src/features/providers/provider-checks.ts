@@ -1,6 +1,6 @@
 /**
  * When the call monitor asks a provider again about a call whose end was not reported, and when it stops
- * asking: the same rules for every real provider (ElevenLabs' adapter keeps its own copy of them).
+ * asking: the same rules for every real provider.
  */
 import type { CallCheck } from './provider.interface.js';
 

@@ -5,8 +5,12 @@
  */
 import { err, ok } from '../../../lib/result.js';
 import type { AgentDirectory, DirectoryAgent, DirectoryPhoneNumber, ProviderFailure } from '../provider.interface.js';
-import type { ProviderHttpClient as ElevenLabsClient } from '../provider-http.js';
-import { workspaceRequestFailure, type ProviderErrorResponse, type WorkspaceNames } from '../provider-http.js';
+import {
+  workspaceRequestFailure,
+  type ProviderErrorResponse,
+  type ProviderHttpClient as ElevenLabsClient,
+  type WorkspaceNames,
+} from '../provider-http.js';
 
 const pageSize = 100;
 /** A workspace with more pages than this is not plausible; stop rather than loop on a bad cursor. */

@@ -6,29 +6,22 @@
  */
 import type { Clock } from '../../../lib/clock.js';
 import { err, ok } from '../../../lib/result.js';
+import { checkLater, dialIdKey, givenUp, isPastGiveUp } from '../provider-checks.js';
+import { record, type ProviderHttpClient as ElevenLabsClient } from '../provider-http.js';
 import type { CallCheck, DirectoryPhoneNumber, PlaceCallRequest, ProviderFailure, VoiceProvider } from '../provider.interface.js';
-import type { ProviderHttpClient as ElevenLabsClient } from '../provider-http.js';
 import { phoneNumbersOf } from './elevenlabs.directory.js';
 import { completedOutcome, failedConversationOutcome, placeCallFailure } from './elevenlabs.mapping.js';
 
-/** A call with no outcome this long after creation ends as failed with reason `timeout`. */
-export const giveUpAfterMs = 24 * 60 * 60 * 1000;
-const minRecheckMs = 60_000;
-const maxRecheckMs = 30 * 60_000;
 /** Phone-number kinds are looked up at most this often (agents added by hand do not know theirs). */
 const phoneNumberCacheMs = 5 * 60_000;
 
 /** The dynamic variable that carries callgate's dial id (besides `user_id`); a metadata key of that name is replaced. */
-export const dialIdVariable = 'callgate_dial_id';
+export const dialIdVariable = dialIdKey;
 const conversationIdRule = /^[A-Za-z0-9_-]{1,128}$/;
 /** A search starts this long before the dial was sent (clocks differ), and reads at most this many candidates. */
 const searchMarginSeconds = 60;
 const searchPageSize = 30;
 const maxCandidates = 30;
-
-function record(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-}
 
 /** Whether a conversation's detail carries the dial id: as its user_id, or as the dynamic variable. */
 function isConversationOfDial(conversation: unknown, dialId: string): boolean {
@@ -169,23 +162,16 @@ export function createElevenLabsProvider(options: { client: ElevenLabsClient; cl
 
     async checkCall(call) {
       const now = clock.now();
-      const ageMs = now.getTime() - call.createdAt.getTime();
-      const giveUp = (): CallCheck => ({
-        state: 'ended',
-        outcome: { status: 'failed', reason: 'timeout', message: 'No outcome was reported within 24 hours.', failedAt: now },
-      });
-      const later = (): CallCheck => ({
-        state: 'running',
-        checkAgainAt: new Date(now.getTime() + Math.min(maxRecheckMs, Math.max(minRecheckMs, Math.round(ageMs / 4)))),
-      });
+      const pastGiveUp = isPastGiveUp(now, call.createdAt);
+      const later = (): CallCheck => checkLater(now, call.createdAt);
       const response = await client.request('GET', `/v1/convai/conversations/${encodeURIComponent(call.conversationId)}`);
       if (response.kind === 'ok') {
         const status = (response.body as Record<string, unknown> | null)?.status;
         if (status === 'done') return ok({ state: 'ended', outcome: completedOutcome(response.body, now) });
         if (status === 'failed') return ok({ state: 'ended', outcome: failedConversationOutcome(response.body, now) });
-        return ok(ageMs >= giveUpAfterMs ? giveUp() : later());
+        return ok(pastGiveUp ? givenUp(now) : later());
       }
-      if (ageMs >= giveUpAfterMs) return ok(giveUp());
+      if (pastGiveUp) return ok(givenUp(now));
       if (response.kind === 'http_error' && response.status === 404) return ok(later());
       return err(placeCallFailure(response));
     },
