@@ -208,7 +208,11 @@ async function databaseChecks(config: Config): Promise<Check[]> {
       // Enabled endpoints, and those their failures disabled (one a person disabled is nobody's surprise).
       const endpoints = (await listAllEndpoints(database.db)).filter((endpoint) => endpoint.enabled === 1 || disabledByFailures(endpoint));
       const now = new Date();
-      const troubles = await endpointTroubles(database.db, endpoints, now);
+      const troubles = await endpointTroubles(
+        database.db,
+        endpoints.map((endpoint) => endpoint.id),
+        now,
+      );
       if (endpoints.length === 0) checks.push(skip('webhook endpoints', 'no enabled webhook endpoint'));
       for (const endpoint of endpoints) {
         const trouble = troubles.get(endpoint.id);

@@ -7,8 +7,7 @@
  */
 import type { Db } from '../../db/database.js';
 import { addMs, isoTimestamp } from '../../lib/clock.js';
-import { disabledByFailures } from '../webhook-endpoints/endpoints.service.js';
-import type { WebhookEndpointRow } from '../webhook-endpoints/endpoints.tables.js';
+import { disabledByFailures, endpointsByIds } from '../webhook-endpoints/endpoints.service.js';
 import type { WebhookAttemptRow } from './deliveries.tables.js';
 import * as repo from './deliveries.repository.js';
 import { endpointBackoffs, type EndpointBackoff } from './deliveries.service.js';
@@ -47,8 +46,8 @@ export type EndpointTrouble = FailingEndpoint | DisabledEndpoint;
  * their failures disabled, by id, as of `now`. Healthy endpoints have no entry. Each disabled one costs a
  * read of its deliveries (`lastAttempt`); a failing one, one index seek.
  */
-export async function endpointTroubles(db: Db, endpoints: readonly WebhookEndpointRow[], now: Date): Promise<Map<string, EndpointTrouble>> {
-  const live = endpoints.filter((endpoint) => endpoint.deleted_at === null);
+export async function endpointTroubles(db: Db, endpointIds: readonly string[], now: Date): Promise<Map<string, EndpointTrouble>> {
+  const live = [...(await endpointsByIds(db, endpointIds)).values()].filter((endpoint) => endpoint.deleted_at === null);
   const enabled = live.filter((endpoint) => endpoint.enabled === 1);
   const backoffs = await endpointBackoffs(
     db,
