@@ -20,3 +20,25 @@ export function parseDurationList(text: string, name = 'list'): number[] {
   if (parts.length === 0) throw new Error(`the ${name} is empty`);
   return parts.map(parseDuration);
 }
+
+const spokenUnits: readonly (readonly [ms: number, name: string])[] = [
+  [units.d!, 'day'],
+  [units.h!, 'hour'],
+  [units.m!, 'minute'],
+  [units.s!, 'second'],
+];
+
+/** A duration as people say it, in its largest whole unit: `5 days`, `1 hour`, `12 minutes`, `0 seconds`. */
+export function spokenDuration(ms: number): string {
+  const length = Math.abs(ms);
+  const [unitMs, name] = spokenUnits.find(([unitMs]) => length >= unitMs) ?? spokenUnits.at(-1)!;
+  const count = Math.floor(length / unitMs);
+  return `${count} ${name}${count === 1 ? '' : 's'}`;
+}
+
+/** How far `iso` is from `now`: `5 days ago`, `in 12 minutes` (`now` within the second). */
+export function relativeTime(iso: string, now: Date): string {
+  const ms = Date.parse(iso) - now.getTime();
+  if (Math.abs(ms) < units.s!) return 'now';
+  return ms < 0 ? `${spokenDuration(ms)} ago` : `in ${spokenDuration(ms)}`;
+}

@@ -12,6 +12,7 @@ import { dialHistoryOfCall } from '../features/calls/dials.service.js';
 import { concurrencyOf } from '../features/concurrency/concurrency.service.js';
 import { listEventsOfCall } from '../features/events/event-reads.service.js';
 import { endpointBackoffs, findDelivery, listDeliveriesWithAttempts } from '../features/webhook-delivery/deliveries.service.js';
+import { endpointTroubles } from '../features/webhook-delivery/endpoint-health.service.js';
 import { getEndpoint, listEndpoints } from '../features/webhook-endpoints/endpoints.service.js';
 import { resendEvent } from '../features/events/events.service.js';
 
@@ -23,18 +24,20 @@ export async function loadOverview(db: Db, clock: Clock, accountId: string) {
     listCallsWithMode(db, accountId, { limit: 5 }),
     concurrencyOf(db, clock, accountId),
   ]);
-  // An enabled endpoint that stopped answering is not "enabled" to the person reading: its events wait.
-  const enabled = endpoints.filter((endpoint) => endpoint.enabled);
-  const backoffs = await endpointBackoffs(
+  // An endpoint that fails is not "enabled" to the person reading, nor is one its failures disabled "no endpoint".
+  const troubles = await endpointTroubles(
     db,
-    enabled.map((endpoint) => endpoint.id),
+    endpoints.map((endpoint) => endpoint.id),
     clock.now(),
   );
   return {
     agents,
     activeKeys: keys.filter((key) => key.status === 'active').length,
     endpoints,
-    failingEndpoints: enabled.filter((endpoint) => backoffs.has(endpoint.id)).length,
+    troubledEndpoints: endpoints.flatMap((endpoint) => {
+      const trouble = troubles.get(endpoint.id);
+      return trouble ? [{ endpoint, trouble }] : [];
+    }),
     recentCalls: recent?.data ?? [],
     concurrency,
   };

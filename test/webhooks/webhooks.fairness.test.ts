@@ -137,7 +137,9 @@ await forEachDialect('Fair webhook delivery', (dialect) => {
     // The overview does not call it "enabled" meanwhile.
     assert.match(
       (await portal.get('/developers')).body,
-      /id="webhooks-state"><span class="badge badge-bad">failing<\/span> <span class="muted small">The endpoint does not answer: events wait for it\./,
+      new RegExp(
+        `id="webhooks-state"><div><span class="badge badge-bad">failing</span> since <time [^>]+>[^<]+</time>: <a href="/developers/webhooks/${endpoint.id}" class="break">[^<]+</a> <span class="muted small">It does not answer: its events wait for it\\.`,
+      ),
     );
     // A probe that fails keeps it waiting; then the receiver answers again and the rest drain.
     await until('a probe', () => (target.received.length > attempted ? true : undefined), 10_000);

@@ -1,27 +1,31 @@
 /**
  * `callgate doctor`: what an operator checks before (or instead of) reading logs. Each check says OK, FAIL
- * with what to do, or SKIP with why; the exit status is 1 when any failed. It changes nothing: no
- * migration, no file made (a SQLite file that does not exist is reported, not created), and each provider
- * check is the smallest read that provider offers.
+ * with what to do, WARN with what to do (something needs someone, but nothing is broken in callgate
+ * itself: a webhook receiver that fails), or SKIP with why; the exit status is 1 when any failed, and
+ * warnings alone leave it 0. It changes nothing: no migration, no file made (a SQLite file that does not
+ * exist is reported, not created), and each provider check is the smallest read that provider offers.
  */
 import dns from 'node:dns';
 import fs from 'node:fs';
 import net from 'node:net';
 import { ConfigError, loadConfig, type Config } from '../../config.js';
+import type { EndpointTrouble, LastAttempt } from '../../features/webhook-delivery/endpoint-health.service.js';
+import { relativeTime } from '../../lib/duration.js';
 import type { ToolCommand } from '../command.js';
 
-type Status = 'ok' | 'fail' | 'skip';
+type Status = 'ok' | 'warn' | 'fail' | 'skip';
 
 interface Check {
   readonly name: string;
   readonly status: Status;
   /** What was found. */
   readonly detail: string;
-  /** What to do about a failure. */
+  /** What to do about a failure or a warning. */
   readonly fix?: string;
 }
 
 const ok = (name: string, detail: string): Check => ({ name, status: 'ok', detail });
+const warn = (name: string, detail: string, fix: string): Check => ({ name, status: 'warn', detail, fix });
 const fail = (name: string, detail: string, fix: string): Check => ({ name, status: 'fail', detail, fix });
 const skip = (name: string, detail: string): Check => ({ name, status: 'skip', detail });
 
@@ -51,16 +55,70 @@ async function providerChecks(config: Config): Promise<Check[]> {
   return checks;
 }
 
+/** A time with how far it is from now: `2026-01-02T03:04:05.000Z (5 days ago)`. */
+const when = (iso: string, now: Date) => `${iso} (${relativeTime(iso, now)})`;
+
+/** A response body or an error message on one line, cut to `maxChars`. */
+function excerpt(text: string, maxChars: number): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > maxChars ? `${line.slice(0, maxChars)}…` : line;
+}
+
+/** The last attempt's status code (with the start of its answer) or network error, and when it was. */
+function lastError(attempt: LastAttempt | null, now: Date): string {
+  if (!attempt) return 'none on record';
+  const body = attempt.response_excerpt ? excerpt(attempt.response_excerpt, 100) : '';
+  const what =
+    attempt.status_code !== null ? `HTTP ${attempt.status_code}${body ? ` "${body}"` : ''}` : excerpt(attempt.error ?? 'no answer', 200);
+  return `${what}, at ${when(attempt.attempted_at, now)}`;
+}
+
+/** When a failing endpoint's deliveries are tried next. */
+function nextTry(trouble: Extract<EndpointTrouble, { state: 'failing' }>, now: Date): string {
+  const { backoff, next_try_at: at } = trouble;
+  if (backoff) {
+    const due = backoff.probe_due ? ', due or under way' : '';
+    return `${when(backoff.next_try_at, now)}${due}: it does not answer, so its deliveries wait for that one probe`;
+  }
+  if (at === null) return 'with its next event (no delivery waits)';
+  return Date.parse(at) <= now.getTime()
+    ? 'now (a delivery is due or under way)'
+    : `${when(at, now)}, the retry of its first waiting delivery`;
+}
+
+/** A failing or disabled endpoint's warning: since when, its last error, its next try, and what to do. */
+function troubleCheck(
+  endpoint: { id: string; account_id: string; url: string },
+  trouble: EndpointTrouble,
+  last: LastAttempt | null,
+  now: Date,
+): Check {
+  const name = `webhook endpoint ${endpoint.id}`;
+  const page = `the portal's page /developers/webhooks/${endpoint.id} of account ${endpoint.account_id}`;
+  if (trouble.state === 'disabled') {
+    return warn(
+      name,
+      `${endpoint.url} was disabled at ${when(trouble.disabled_at, now)} by its failures: ${trouble.disabled_reason} Last error: ${lastError(last, now)}. Next try: none, nothing is sent to it (new events are not queued for it) until it is enabled again`,
+      `fix the receiver, then enable the endpoint: callgate webhooks enable ${endpoint.id} (or Edit, Enabled on ${page}), and check it with callgate webhooks test ${endpoint.id}; send the events it missed again with callgate events resend EVT_ID --endpoint ${endpoint.id}`,
+    );
+  }
+  return warn(
+    name,
+    `${endpoint.url} is failing since ${when(trouble.failing_since, now)}. Last error: ${lastError(last, now)}. Next try: ${nextTry(trouble, now)}`,
+    `fix the receiver so that it answers 2xx within CALLGATE_WEBHOOK_TIMEOUT_MS (each attempt is on ${page}, and in callgate deliveries list --account ${endpoint.account_id} --endpoint ${endpoint.id}); waiting deliveries go out by themselves at their next try, callgate webhooks test ${endpoint.id} sends one more. If none succeeds, its first failed attempt after ${trouble.disabled_after} disables it`,
+  );
+}
+
 /**
  * The endpoint's address by the rules of the SSRF guard; with private targets allowed, the name must still
  * resolve. Doctor reads its own environment, not the server's: an endpoint that only
  * CALLGATE_WEBHOOK_ALLOW_PRIVATE makes valid (a local receiver) is named as such, not given up for deletion.
+ * A valid address whose receiver fails, or whose failures disabled it, gets `warning` instead of OK.
  */
 async function endpointCheck(
   endpoint: { id: string; account_id: string; url: string },
   allowPrivate: boolean,
-  /** How its backoff reads, when its deliveries wait for a probe (it stopped answering). */
-  backoff: string | undefined,
+  warning: Check | undefined,
 ): Promise<Check> {
   const { checkWebhookTarget } = await import('../../features/webhook-delivery/ssrf-guard.js');
   const name = `webhook endpoint ${endpoint.id}`;
@@ -82,15 +140,8 @@ async function endpointCheck(
       return fail(name, `${endpoint.url} has a host name that does not resolve`, fix);
     }
   }
-  if (backoff) {
-    // A valid address is not a working receiver: its deliveries wait for a probe until it answers again.
-    return fail(
-      name,
-      `${endpoint.url} does not answer: ${backoff}; its events wait for it`,
-      `make the receiver answer 2xx within CALLGATE_WEBHOOK_TIMEOUT_MS (its last attempts are on the portal's Webhooks page of account ${endpoint.account_id}); waiting deliveries go out by themselves once it does`,
-    );
-  }
-  return ok(name, `${endpoint.url} resolves to an address webhooks may be sent to`);
+  // A valid address is not a working receiver.
+  return warning ?? ok(name, `${endpoint.url} resolves to an address webhooks may be sent to`);
 }
 
 async function databaseChecks(config: Config): Promise<Check[]> {
@@ -144,18 +195,21 @@ async function databaseChecks(config: Config): Promise<Check[]> {
     }
     // The endpoints' table exists once the migrations ran; without it there is nothing to check yet.
     if (state.applied.includes('0002-webhooks')) {
-      const { listAllEnabledEndpoints } = await import('../../features/webhook-endpoints/endpoints.service.js');
-      const { describeBackoff, endpointBackoffs } = await import('../../features/webhook-delivery/deliveries.service.js');
-      const endpoints = await listAllEnabledEndpoints(database.db);
-      const backoffs = await endpointBackoffs(
+      const { disabledByFailures, listAllEndpoints } = await import('../../features/webhook-endpoints/endpoints.service.js');
+      const { endpointTroubles, lastAttempt } = await import('../../features/webhook-delivery/endpoint-health.service.js');
+      // Enabled endpoints, and those their failures disabled (one a person disabled is nobody's surprise).
+      const endpoints = (await listAllEndpoints(database.db)).filter((endpoint) => endpoint.enabled === 1 || disabledByFailures(endpoint));
+      const now = new Date();
+      const troubles = await endpointTroubles(
         database.db,
         endpoints.map((endpoint) => endpoint.id),
-        new Date(),
+        now,
       );
       if (endpoints.length === 0) checks.push(skip('webhook endpoints', 'no enabled webhook endpoint'));
       for (const endpoint of endpoints) {
-        const backoff = backoffs.get(endpoint.id);
-        checks.push(await endpointCheck(endpoint, config.webhookAllowPrivate, backoff && describeBackoff(backoff)));
+        const trouble = troubles.get(endpoint.id);
+        const warning = trouble && troubleCheck(endpoint, trouble, await lastAttempt(database.db, endpoint.id), now);
+        checks.push(await endpointCheck(endpoint, config.webhookAllowPrivate, warning));
       }
     }
     return checks;
@@ -164,14 +218,18 @@ async function databaseChecks(config: Config): Promise<Check[]> {
   }
 }
 
-const marks: Record<Status, string> = { ok: 'OK  ', fail: 'FAIL', skip: 'SKIP' };
+const marks: Record<Status, string> = { ok: 'OK  ', warn: 'WARN', fail: 'FAIL', skip: 'SKIP' };
+
+const counted = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
 
 function render(checks: readonly Check[]): string {
   const lines = checks.map(
     (check) => `${marks[check.status]}  ${check.name}: ${check.detail}${check.fix ? `\n      what to do: ${check.fix}` : ''}`,
   );
   const failed = checks.filter((check) => check.status === 'fail').length;
-  lines.push('', failed === 0 ? 'All checks passed.' : `${failed} check${failed === 1 ? '' : 's'} failed.`);
+  const warned = checks.filter((check) => check.status === 'warn').length;
+  const warnings = warned === 0 ? '' : ` (${counted(warned, 'warning')})`;
+  lines.push('', failed === 0 ? `All checks passed${warnings}.` : `${counted(failed, 'check')} failed${warnings}.`);
   return lines.join('\n');
 }
 

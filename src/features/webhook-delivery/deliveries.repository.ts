@@ -131,3 +131,47 @@ export async function deleteEndedDeliveriesOfEvents(db: Db, eventIds: readonly s
     .execute();
   await db.deleteFrom('webhook_deliveries').where('event_id', 'in', ids).where('status', '<>', 'pending').execute();
 }
+
+/**
+ * The latest attempt to an endpoint: the last attempt of its delivery attempted last. This reads every
+ * delivery of the endpoint (no index orders them by attempt), so it serves the endpoints that fail, one at a
+ * time, and never a list.
+ */
+export async function lastAttemptOfEndpoint(db: Db, endpointId: string): Promise<WebhookAttemptRow | undefined> {
+  return db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where((eb) =>
+      eb(
+        'delivery_id',
+        '=',
+        eb
+          .selectFrom('webhook_deliveries')
+          .select('id')
+          .where('endpoint_id', '=', endpointId)
+          .where('last_attempt_at', 'is not', null)
+          .orderBy('last_attempt_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(1),
+      ),
+    )
+    .orderBy('attempt_number', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/**
+ * When the endpoint's first pending delivery is due: one seek of webhook_deliveries_pending_idx ('pending' is
+ * written out, so that SQLite sees that partial index apply).
+ */
+export async function firstPendingAttemptAt(db: Db, endpointId: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select('next_attempt_at')
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', sql.lit('pending'))
+    .orderBy('next_attempt_at')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.next_attempt_at ?? null;
+}

@@ -31,16 +31,9 @@ export async function listEndpointsByAccount(db: Db, accountId: string): Promise
     .execute();
 }
 
-/** Every enabled endpoint of the installation, by account then id (`callgate doctor`). */
-export async function listAllEnabledEndpoints(db: Db): Promise<WebhookEndpointRow[]> {
-  return db
-    .selectFrom('webhook_endpoints')
-    .selectAll()
-    .where('deleted_at', 'is', null)
-    .where('enabled', '=', 1)
-    .orderBy('account_id')
-    .orderBy('id')
-    .execute();
+/** Every endpoint of the installation, enabled or not (deleted ones aside), by account then id (`callgate doctor`). */
+export async function listAllEndpoints(db: Db): Promise<WebhookEndpointRow[]> {
+  return db.selectFrom('webhook_endpoints').selectAll().where('deleted_at', 'is', null).orderBy('account_id').orderBy('id').execute();
 }
 
 /** The enabled endpoints of these accounts, in id order. */

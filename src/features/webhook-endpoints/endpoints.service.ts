@@ -13,6 +13,18 @@ import type { WebhookEndpointRow, WebhookEndpointsTable } from './endpoints.tabl
 /** After a rotation the old secret keeps signing, beside the new one, for this long. */
 export const secretOverlapMs = 24 * 60 * 60 * 1000;
 
+/** The reason of an endpoint a person disabled; the dispatcher writes its own when failures disable one. */
+export const disabledByUserReason = 'Disabled by a user.';
+
+/**
+ * Whether the endpoint's failures disabled it (a 410, or 5 days of failed deliveries) rather than a person:
+ * that one needs someone to fix its receiver and enable it again. A disabled row without a reason is taken as
+ * a person's doing.
+ */
+export function disabledByFailures(row: Pick<WebhookEndpointRow, 'enabled' | 'disabled_reason'>): boolean {
+  return row.enabled === 0 && row.disabled_reason !== null && row.disabled_reason !== disabledByUserReason;
+}
+
 export interface EndpointView {
   id: string;
   account_id: string;
@@ -163,7 +175,7 @@ export async function updateEndpoint(
     next.enabled = changes.enabled ? 1 : 0;
     // Re-enabling starts the failure clock afresh.
     if (changes.enabled) Object.assign(next, { disabled_reason: null, failing_since: null });
-    else next.disabled_reason = 'Disabled by a user.';
+    else next.disabled_reason = disabledByUserReason;
   }
   await repo.updateEndpoint(db, endpoint.id, next);
   if (changes.enabled === false) {
@@ -218,9 +230,9 @@ export async function listEnabledEndpointsOfAccounts(db: Db, accountIds: readonl
   return repo.listEnabledEndpointsOfAccounts(db, accountIds);
 }
 
-/** Every enabled endpoint of the installation, by account then id (`callgate doctor`). */
-export async function listAllEnabledEndpoints(db: Db): Promise<WebhookEndpointRow[]> {
-  return repo.listAllEnabledEndpoints(db);
+/** Every endpoint of the installation, enabled or not (deleted ones aside), by account then id (`callgate doctor`). */
+export async function listAllEndpoints(db: Db): Promise<WebhookEndpointRow[]> {
+  return repo.listAllEndpoints(db);
 }
 
 /** Endpoints by id, deleted ones too: what a delivery shows of its endpoint, and where the dispatcher sends it. */

@@ -1,12 +1,14 @@
 /**
  * The overview: a quick start with this installation's base URL, an agent of the account and a curl command,
- * then charts of the account's calls, webhook deliveries and latency.
+ * the state of its webhook endpoints (each one in trouble since when, linked to its page), then charts of
+ * the account's calls, webhook deliveries and latency.
  */
 import type { CallWithMode } from '../../features/calls/calls.service.js';
 import type { AgentView } from '../../features/agents/agents.service.js';
 import { createCallCurl } from '../../features/calls/curl-example.js';
+import type { EndpointTrouble } from '../../features/webhook-delivery/endpoint-health.service.js';
 import type { EndpointView } from '../../features/webhook-endpoints/endpoints.service.js';
-import { badge, copyable, copyButton, time } from './components.js';
+import { badge, copyable, copyButton, portalPath, time } from './components.js';
 import { html } from './html.js';
 import { layout, type PageFrame } from './layout.view.js';
 import { callsTable } from './calls.view.js';
@@ -19,8 +21,8 @@ export interface OverviewInput {
   readonly agents: readonly AgentView[];
   readonly activeKeys: number;
   readonly endpoints: readonly EndpointView[];
-  /** Enabled endpoints that stopped answering: their deliveries wait for a probe. */
-  readonly failingEndpoints: number;
+  /** The account's endpoints that fail, or that their failures disabled, in id order. */
+  readonly troubledEndpoints: readonly { readonly endpoint: EndpointView; readonly trouble: EndpointTrouble }[];
   readonly recentCalls: readonly CallWithMode[];
   /** The account's max_concurrent_calls (null: none) and its calls in progress now, in each mode. */
   readonly concurrency: { readonly limit: number | null; readonly live: number; readonly test: number };
@@ -40,12 +42,29 @@ function concurrentCalls({ limit, live, test }: OverviewInput['concurrency']) {
   return html`${String(live)} of ${String(limit)} <span class="muted small">live calls in progress; test calls: ${String(test)} of ${String(limit)}</span>`;
 }
 
-/** Enabled, or failing when any enabled endpoint stopped answering (its events wait), or none. */
-function webhooksState(enabled: number, failing: number) {
-  if (enabled === 0) return html`<span class="muted">no endpoint</span>`;
-  if (failing === 0) return badge('enabled');
-  const which = enabled === 1 ? 'The endpoint does' : `${failing} of ${enabled} endpoints do`;
-  return html`${badge('failing', 'bad')} <span class="muted small">${which} not answer: events wait for it. <a href="/developers/webhooks">See why</a></span>`;
+/** The endpoints in trouble the overview names; a count and a link to all stand for the others. */
+const troublesShown = 3;
+
+/** An endpoint in trouble: since when it fails, or was disabled, with a link to its own page. */
+function troubleLine({ endpoint, trouble }: OverviewInput['troubledEndpoints'][number]) {
+  const link = html`<a href="${portalPath('webhooks', endpoint.id)}" class="break">${endpoint.description || endpoint.url}</a>`;
+  if (trouble.state === 'disabled') {
+    return html`<div>${badge('disabled')} since ${time(trouble.disabled_at)}: ${link} <span class="muted small">Nothing is sent to it until it is enabled again.</span></div>`;
+  }
+  const waiting = trouble.backoff ? html` <span class="muted small">It does not answer: its events wait for it.</span>` : '';
+  return html`<div>${badge('failing', 'bad')} since ${time(trouble.failing_since)}: ${link}${waiting}</div>`;
+}
+
+/** Enabled; or each endpoint that fails, or that its failures disabled, since when, with a link; or none. */
+function webhooksState(enabled: number, troubled: OverviewInput['troubledEndpoints']) {
+  if (troubled.length === 0) return enabled === 0 ? html`<span class="muted">no endpoint</span>` : badge('enabled');
+  // Disabled ones first: nothing reaches them at all.
+  const ordered = [...troubled].sort((a, b) => Number(b.trouble.state === 'disabled') - Number(a.trouble.state === 'disabled'));
+  const hidden = ordered.length - troublesShown;
+  const healthy = enabled - troubled.filter(({ trouble }) => trouble.state === 'failing').length;
+  return html`${ordered.slice(0, troublesShown).map(troubleLine)}${
+    hidden > 0 ? html`<div class="muted small">and ${String(hidden)} more: <a href="/developers/webhooks">all endpoints</a></div>` : ''
+  }${healthy > 0 ? html`<div class="muted small">${String(healthy)} other endpoint${healthy === 1 ? '' : 's'} enabled</div>` : ''}`;
 }
 
 export function overviewPage(input: OverviewInput): string {
@@ -116,7 +135,7 @@ ${
     <dt>Endpoint</dt><dd><code>POST /v1/calls</code></dd>
     <dt>Auth</dt><dd><code>Authorization: Bearer &lt;token&gt;</code></dd>
     <dt>Concurrent calls</dt><dd id="concurrent-calls">${concurrentCalls(input.concurrency)}</dd>
-    <dt>Webhooks</dt><dd id="webhooks-state">${webhooksState(enabledEndpoints, input.failingEndpoints)}</dd>
+    <dt>Webhooks</dt><dd id="webhooks-state">${webhooksState(enabledEndpoints, input.troubledEndpoints)}</dd>
   </dl>
 </section>
 </div>
