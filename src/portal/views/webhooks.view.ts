@@ -7,7 +7,7 @@ import type { WebhookEndpointRow } from '../../features/webhook-endpoints/endpoi
 import { endpointDeliveriesShown } from '../portal.service.js';
 import { badge, copyButton, csrfField, portalPath, table, time } from './components.js';
 import { deliveryList } from './deliveries.view.js';
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml } from '../../lib/html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
 type User = NonNullable<PageFrame['user']>;
