@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../src/db/database.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { enqueueEvent } from '../../src/features/events/events.service.js';
-import { checkWebhookTarget, checkWebhookUrl, guardedLookup, isPublicAddress } from '../../src/features/webhook-delivery/ssrf-guard.js';
+import { checkWebhookTarget, checkWebhookUrl, guardedLookup, isPublicAddress } from '../../src/features/webhook-endpoints/ssrf-guard.js';
 import { createHttpSender } from '../../src/features/webhook-delivery/webhook-sender.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';

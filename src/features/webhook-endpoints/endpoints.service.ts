@@ -5,8 +5,8 @@ import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { webhookEventTypes } from '../events/event-types.js';
 import { failPendingDeliveriesOfEndpoint, forgetFailureRun } from '../webhook-delivery/delivery-queue.service.js';
-import { checkWebhookTarget } from '../webhook-delivery/ssrf-guard.js';
-import { generateWebhookSecret } from '../webhook-delivery/webhook-signing.js';
+import { checkWebhookTarget } from './ssrf-guard.js';
+import { generateWebhookSecret } from './webhook-signing.js';
 import * as repo from './endpoints.repository.js';
 import type { WebhookEndpointRow, WebhookEndpointsTable } from './endpoints.tables.js';
 
