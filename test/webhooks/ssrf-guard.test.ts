@@ -9,7 +9,7 @@ import { after, afterEach, before, describe, it, mock } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../src/db/database.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
-import { enqueueEvent } from '../../src/features/events/events.service.js';
+import { enqueueEvent } from '../../src/features/webhook-delivery/fan-out.service.js';
 import { checkWebhookTarget, checkWebhookUrl, guardedLookup, isPublicAddress } from '../../src/features/webhook-endpoints/ssrf-guard.js';
 import { createHttpSender } from '../../src/features/webhook-delivery/webhook-sender.js';
 import { forEachDialect } from '../support/dialects.js';
