@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateOpenApiJson, openApiFile } from '../src/features/openapi/openapi.file.js';
+import { generateOpenApiJson, openApiFile } from '../src/openapi-file.js';
 
 const target = path.join(fileURLToPath(new URL('..', import.meta.url)), openApiFile);
 const json = await generateOpenApiJson();

@@ -16,7 +16,7 @@ import { idempotencyPurgeJob } from './features/idempotency/idempotency-purge.jo
 import { requestLogPurgeJob } from './features/request-log/request-log-purge.job.js';
 import { sessionsPurgeJob } from './features/identity/sessions-purge.job.js';
 import { formTokensPurgeJob } from './portal/form-tokens-purge.job.js';
-import { eventRetentionJob } from './features/events/event-retention.job.js';
+import { eventRetentionJob } from './features/webhook-delivery/event-retention.job.js';
 import { JobRunner } from './jobs/job-runner.js';
 import type { ReadinessDeps } from './features/health/readiness.service.js';
 import { Metrics } from './features/metrics/metrics.js';

@@ -3,16 +3,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors/api-error.js';
-import {
-  createEndpoint,
-  deleteEndpoint,
-  getEndpoint,
-  listEndpoints,
-  rotateSecret,
-  updateEndpoint,
-} from '../features/webhook-endpoints/endpoints.service.js';
+import { createEndpoint, getEndpoint, listEndpoints, rotateSecret } from '../features/webhook-endpoints/endpoints.service.js';
+import { deleteEndpoint, updateEndpoint } from '../features/webhook-delivery/endpoint-changes.service.js';
 import { webhookEventTypes } from '../features/events/event-types.js';
-import { sendTestEvent } from '../features/events/events.service.js';
+import { sendTestEvent } from '../features/webhook-delivery/fan-out.service.js';
 import { endpointBackoffs } from '../features/webhook-delivery/deliveries.service.js';
 import type { WebhookEndpointRow } from '../features/webhook-endpoints/endpoints.tables.js';
 import { frameUser, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';

@@ -14,7 +14,7 @@ import { listEventsOfCall } from '../features/events/event-reads.service.js';
 import { endpointBackoffs, findDelivery, listDeliveriesWithAttempts } from '../features/webhook-delivery/deliveries.service.js';
 import { endpointTroubles } from '../features/webhook-delivery/endpoint-health.service.js';
 import { getEndpoint, listEndpoints } from '../features/webhook-endpoints/endpoints.service.js';
-import { resendEvent } from '../features/events/events.service.js';
+import { resendEvent } from '../features/webhook-delivery/fan-out.service.js';
 
 export async function loadOverview(db: Db, clock: Clock, accountId: string) {
   const [agents, keys, endpoints, recent, concurrency] = await Promise.all([

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, it } from 'node:test';
-import { enqueueEvent } from '../../src/features/events/events.service.js';
+import { enqueueEvent } from '../../src/features/webhook-delivery/fan-out.service.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { cliEnv, runCli } from '../support/cli-runner.js';

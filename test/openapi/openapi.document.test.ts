@@ -12,7 +12,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { errorCatalogue } from '../../src/errors/catalogue.js';
-import { openApiFile } from '../../src/features/openapi/openapi.file.js';
+import { openApiFile } from '../../src/openapi-file.js';
 import { forEachDialect } from '../support/dialects.js';
 import { operationsOf } from '../support/openapi-check.js';
 import { repoRoot } from '../support/repo-root.js';

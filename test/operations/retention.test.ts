@@ -9,7 +9,7 @@ import { idempotencyPurgeJob } from '../../src/features/idempotency/idempotency-
 import { sessionsPurgeJob } from '../../src/features/identity/sessions-purge.job.js';
 import { formTokensPurgeJob } from '../../src/portal/form-tokens-purge.job.js';
 import { requestLogPurgeJob } from '../../src/features/request-log/request-log-purge.job.js';
-import { eventRetentionJob } from '../../src/features/events/event-retention.job.js';
+import { eventRetentionJob } from '../../src/features/webhook-delivery/event-retention.job.js';
 import type { Job } from '../../src/jobs/job-runner.js';
 import { addMs, isoTimestamp, ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';

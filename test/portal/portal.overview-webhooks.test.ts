@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, it } from 'node:test';
-import { enqueueEvent } from '../../src/features/events/events.service.js';
+import { enqueueEvent } from '../../src/features/webhook-delivery/fan-out.service.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { signedInClient } from '../support/portal-client.js';

@@ -17,7 +17,7 @@ import { openDatabase, type Db } from '../../src/db/database.js';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
-import { enqueueEvents } from '../../src/features/events/events.service.js';
+import { enqueueEvents } from '../../src/features/webhook-delivery/fan-out.service.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { cliEnv, spawnCli } from '../support/cli-runner.js';
 import { forEachDialect } from '../support/dialects.js';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
-import { sendTestEvent } from '../../src/features/events/events.service.js';
+import { sendTestEvent } from '../../src/features/webhook-delivery/fan-out.service.js';
 import { createEndpoint, getEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { apiGet, createBatch } from '../support/batch-client.js';

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createEndpoint, getEndpoint, rotateSecret } from '../../src/features/webhook-endpoints/endpoints.service.js';
-import { generateWebhookSecret, signedHeaders, signPayload } from '../../src/features/webhook-delivery/webhook-signing.js';
+import { generateWebhookSecret, signedHeaders, signPayload } from '../../src/features/webhook-endpoints/webhook-signing.js';
 import { startTestApp, type SeededAccount, type TestApp } from '../support/test-app.js';
 
 const repoDir = fileURLToPath(new URL('../../', import.meta.url));

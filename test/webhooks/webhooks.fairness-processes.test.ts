@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
-import { enqueueEvents } from '../../src/features/events/events.service.js';
+import { enqueueEvents } from '../../src/features/webhook-delivery/fan-out.service.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { startServerProcess, type ServerProcess } from '../support/server-process.js';

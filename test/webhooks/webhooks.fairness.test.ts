@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
-import { enqueueEvents } from '../../src/features/events/events.service.js';
+import { enqueueEvents } from '../../src/features/webhook-delivery/fan-out.service.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { cliEnv, runCli, runJson } from '../support/cli-runner.js';
 import { forEachDialect } from '../support/dialects.js';

@@ -12,7 +12,7 @@ import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
-import { enqueueEvent } from '../../src/features/events/events.service.js';
+import { enqueueEvent } from '../../src/features/webhook-delivery/fan-out.service.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { postCall } from '../support/http-client.js';
 import { forEachDialect } from '../support/dialects.js';

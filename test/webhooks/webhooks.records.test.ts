@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import { createEndpoint, getEndpoint, rotateSecret, secretOverlapMs } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { releaseClaims } from '../../src/features/webhook-delivery/dispatcher.repository.js';
 import { claimDueDeliveries, recordAttempts, type AttemptRecord } from '../../src/features/webhook-delivery/dispatcher.service.js';
-import { enqueueEvent } from '../../src/features/events/events.service.js';
+import { enqueueEvent } from '../../src/features/webhook-delivery/fan-out.service.js';
 import { responseExcerptBytes } from '../../src/features/webhook-delivery/webhook-sender.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { forEachDialect } from '../support/dialects.js';

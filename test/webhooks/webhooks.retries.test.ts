@@ -8,7 +8,7 @@ import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../src/config.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
-import { enqueueEvent } from '../../src/features/events/events.service.js';
+import { enqueueEvent } from '../../src/features/webhook-delivery/fan-out.service.js';
 import {
   jitterFraction,
   nextDelayMs,

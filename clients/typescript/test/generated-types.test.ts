@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { it } from 'node:test';
-import { generateOpenApiJson, openApiFile } from '../../../src/features/openapi/openapi.file.js';
+import { generateOpenApiJson, openApiFile } from '../../../src/openapi-file.js';
 import { repoRoot } from '../../../test/support/repo-root.js';
 
 interface Generator {

@@ -120,7 +120,7 @@ async function endpointCheck(
   allowPrivate: boolean,
   warning: Check | undefined,
 ): Promise<Check> {
-  const { checkWebhookTarget } = await import('../../features/webhook-delivery/ssrf-guard.js');
+  const { checkWebhookTarget } = await import('../../features/webhook-endpoints/ssrf-guard.js');
   const name = `webhook endpoint ${endpoint.id}`;
   const fix = `change its URL in the portal's Webhooks page of account ${endpoint.account_id}, or delete it: callgate webhooks delete ${endpoint.id}`;
   const target = await checkWebhookTarget(endpoint.url, allowPrivate);

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /*
- * Retention of webhook events (src/features/events/event-retention.job.ts) finds old events by their
+ * Retention of webhook events (src/features/webhook-delivery/event-retention.job.ts) finds old events by their
  * creation time in batches; without this index each batch would scan the whole table.
  */
 

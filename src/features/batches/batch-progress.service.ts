@@ -9,7 +9,7 @@
 import type { Db } from '../../db/database.js';
 import type { CallRow } from '../calls/calls.tables.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
-import { enqueueEvents } from '../events/events.service.js';
+import { enqueueEvents } from '../webhook-delivery/fan-out.service.js';
 import { batchesWithCounts } from './batch-view.js';
 import { nextOpening, windowZones, type CallingWindow } from './calling-window.js';
 import type { Batch } from './batches.schemas.js';

@@ -18,9 +18,10 @@ import { mayHavePlaced, type CallOutcome, type ProviderFailure } from '../provid
 import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
 import { concurrencyLimitOf, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
-import { callOutcomeEvent, enqueueEvents } from '../events/events.service.js';
+import { enqueueEvents } from '../webhook-delivery/fan-out.service.js';
 import * as repo from './calls.repository.js';
 import * as dialsRepo from './dials.repository.js';
+import { callOutcomeEvent } from './call-events.js';
 import { newCallRow, noOutcome } from './call-row.js';
 import {
   beginDial,

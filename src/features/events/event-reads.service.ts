@@ -80,6 +80,11 @@ export async function getEventJson(
   );
 }
 
+/** An event by id, of any account and age (a resend checks the account itself). */
+export async function findEvent(db: Db, id: string): Promise<WebhookEventRow | undefined> {
+  return repo.findEvent(db, id);
+}
+
 /** The events of one of the account's calls, oldest first (the portal's call page). */
 export async function listEventsOfCall(db: Db, accountId: string, callId: string): Promise<WebhookEventRow[]> {
   return repo.listEventsForCall(db, callId, accountId);

@@ -4,15 +4,28 @@
  * listen on an address the internet does not reach; the API port then serves neither path's metrics.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Services } from '../../container.js';
+import type { Logger } from 'pino';
+import type { Config } from '../../config.js';
+import type { Db } from '../../db/database.js';
 import errorHandler from '../../http/error-handler.plugin.js';
 import requestEdge from '../../http/request-edge.plugin.js';
 import { serverOptions } from '../../http/server-options.js';
 import { livenessRoutes } from '../health/health.routes.js';
 import { readinessRoutes } from '../health/readiness.routes.js';
+import type { ReadinessDeps } from '../health/readiness.service.js';
+import type { Metrics } from './metrics.js';
 import { metricsRoutes } from './metrics.routes.js';
 
-export function buildMetricsApp(services: Services): FastifyInstance {
+/** What the metrics server is built from: a part of the process's services, which the server passes whole. */
+export interface MetricsAppDeps {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly db: Db;
+  readonly metrics: Metrics;
+  readonly readiness: ReadinessDeps;
+}
+
+export function buildMetricsApp(services: MetricsAppDeps): FastifyInstance {
   const app = Fastify(serverOptions(services.config, services.logger as FastifyBaseLogger));
   app.register(requestEdge);
   app.register(errorHandler);

@@ -3,7 +3,7 @@
  * parameters, body and responses (fields, headers, error codes), the webhooks and the error catalogue.
  * Plain HTML and one stylesheet of ours: readable without JavaScript, nothing fetched from another site.
  */
-import { html, raw, type SafeHtml } from '../../portal/views/html.js';
+import { html, raw, type SafeHtml } from '../../lib/html.js';
 
 type Schema = {
   type?: string | string[];

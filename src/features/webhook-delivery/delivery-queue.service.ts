@@ -1,7 +1,8 @@
 /**
- * The deliveries as the other webhook features write them: the outbox (events) adds one per event and
- * endpoint in the transaction that writes the event, and an endpoint disabled or deleted ends its pending
- * ones, and retention deletes those of old events. Pass the caller's transaction as `db`.
+ * The deliveries as this room writes them beside the events and endpoints below it: the fan-out adds one
+ * per event and endpoint in the transaction that writes the event (fan-out.service.ts), an endpoint
+ * disabled or deleted ends its pending ones (endpoint-changes.service.ts), and retention deletes those of
+ * old events (event-retention.service.ts). Pass the caller's transaction as `db`.
  */
 import type { Db } from '../../db/database.js';
 import { isoTimestamp } from '../../lib/clock.js';

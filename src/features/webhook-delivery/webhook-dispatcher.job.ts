@@ -16,7 +16,7 @@ import * as repo from './dispatcher.repository.js';
 import { claimDueDeliveries, recordAttempts, type AttemptRecord, type ClaimedDelivery } from './dispatcher.service.js';
 import { activeSecrets, type EndpointAttemptChange } from '../webhook-endpoints/endpoints.service.js';
 import { nextDelayMs, parseRetryAfterMs } from './retry-schedule.js';
-import { signedHeaders } from './webhook-signing.js';
+import { signedHeaders } from '../webhook-endpoints/webhook-signing.js';
 import type { WebhookResponse, WebhookSender } from './webhook-sender.js';
 
 export interface DispatcherOptions extends WorkerJobOptions {

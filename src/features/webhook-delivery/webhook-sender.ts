@@ -4,7 +4,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { Agent } from 'undici';
-import { blockedLiteralHost, guardedLookup } from './ssrf-guard.js';
+import { blockedLiteralHost, guardedLookup } from '../webhook-endpoints/ssrf-guard.js';
 
 export interface WebhookRequest {
   readonly url: string;

@@ -1,12 +1,15 @@
-/** Webhook endpoints of an account: URL, wanted event types, enabled flag and signing secret. */
+/**
+ * Webhook endpoints of an account: URL, wanted event types, enabled flag and signing secret. The endpoint
+ * store is below webhook-delivery and knows nothing of deliveries: what enabling, disabling or deleting an
+ * endpoint does to its deliveries is webhook-delivery's (endpoint-changes.service.ts), which calls here.
+ */
 import type { Db } from '../../db/database.js';
 import { ApiError } from '../../errors/api-error.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { webhookEventTypes } from '../events/event-types.js';
-import { failPendingDeliveriesOfEndpoint, forgetFailureRun } from '../webhook-delivery/delivery-queue.service.js';
-import { checkWebhookTarget } from '../webhook-delivery/ssrf-guard.js';
-import { generateWebhookSecret } from '../webhook-delivery/webhook-signing.js';
+import { checkWebhookTarget } from './ssrf-guard.js';
+import { generateWebhookSecret } from './webhook-signing.js';
 import * as repo from './endpoints.repository.js';
 import type { WebhookEndpointRow, WebhookEndpointsTable } from './endpoints.tables.js';
 
@@ -160,13 +163,18 @@ export interface EndpointChanges {
   enabled?: boolean;
 }
 
-export async function updateEndpoint(
+/**
+ * Saves checked changes of an endpoint and returns its row as it now is; a refused field is
+ * `invalid_request`. Its deliveries are left alone: change endpoints through webhook-delivery's
+ * `updateEndpoint`, which ends or frees them too.
+ */
+export async function saveEndpointChanges(
   db: Db,
   clock: Clock,
   allowPrivate: boolean,
   endpoint: WebhookEndpointRow,
   changes: EndpointChanges,
-): Promise<EndpointView> {
+): Promise<WebhookEndpointRow> {
   const next: Partial<WebhookEndpointRow> = { updated_at: isoTimestamp(clock.now()) };
   if (changes.url !== undefined) next.url = await checkedUrl(changes.url, allowPrivate);
   if (changes.description !== undefined) next.description = checkedDescription(changes.description);
@@ -178,20 +186,15 @@ export async function updateEndpoint(
     else next.disabled_reason = disabledByUserReason;
   }
   await repo.updateEndpoint(db, endpoint.id, next);
-  if (changes.enabled === false) {
-    await failPendingDeliveriesOfEndpoint(db, endpoint.id, 'The endpoint was disabled.', next.updated_at!);
-  }
-  if (changes.enabled === true) await forgetFailureRun(db, endpoint.id);
-  return toEndpointView({ ...endpoint, ...next });
+  return { ...endpoint, ...next };
 }
 
-/** Deletes an endpoint (kept for its delivery history); its pending deliveries end as failed. */
-export async function deleteEndpoint(db: Db, clock: Clock, endpoint: WebhookEndpointRow): Promise<void> {
-  const at = isoTimestamp(clock.now());
-  await db.transaction().execute(async (trx) => {
-    await repo.updateEndpoint(trx, endpoint.id, { deleted_at: at, enabled: 0, updated_at: at });
-    await failPendingDeliveriesOfEndpoint(trx, endpoint.id, 'The endpoint was deleted.', at);
-  });
+/**
+ * Marks an endpoint deleted at `at` (kept for its delivery history), in `db`: webhook-delivery's
+ * `deleteEndpoint` does it in the transaction that ends the endpoint's pending deliveries.
+ */
+export async function markEndpointDeleted(db: Db, endpointId: string, at: string): Promise<void> {
+  await repo.updateEndpoint(db, endpointId, { deleted_at: at, enabled: 0, updated_at: at });
 }
 
 /** Issues a new secret; for 24 hours deliveries are signed with the old and the new one. */
@@ -225,7 +228,7 @@ export async function listEnabledEndpoints(db: Db, accountId: string): Promise<W
   return repo.listEnabledEndpointsOfAccounts(db, [accountId]);
 }
 
-/** The enabled endpoints of these accounts, in id order (the outbox reads them with the events it writes). */
+/** The enabled endpoints of these accounts, in id order (the fan-out reads them with the events it writes). */
 export async function listEnabledEndpointsOfAccounts(db: Db, accountIds: readonly string[]): Promise<WebhookEndpointRow[]> {
   return repo.listEnabledEndpointsOfAccounts(db, accountIds);
 }

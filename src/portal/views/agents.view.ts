@@ -1,7 +1,7 @@
 import type { AgentView } from '../../features/agents/agents.service.js';
 import { providerCatalogue, providerLabel, type RealProvider } from '../../features/providers/provider-catalogue.js';
 import { copyable, csrfField, table, time } from './components.js';
-import { html } from './html.js';
+import { html } from '../../lib/html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
 /** The provider of an agent, with its own id of the agent when that is not callgate's (Retell, Vapi). */

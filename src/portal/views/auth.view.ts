@@ -1,5 +1,5 @@
 import { csrfField } from './components.js';
-import { html } from './html.js';
+import { html } from '../../lib/html.js';
 import { layout } from './layout.view.js';
 
 export interface SignInPageInput {

@@ -17,7 +17,7 @@ import type { BatchStatus, RecipientStatus } from '../../features/batches/batche
 import { callingWindowInWords, retryInWords } from '../../features/batches/batch-words.js';
 import type { CsvProblem } from '../../lib/csv.js';
 import { badge, copyable, csrfField, portalPath, table, time } from './components.js';
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml } from '../../lib/html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
 type User = NonNullable<PageFrame['user']>;

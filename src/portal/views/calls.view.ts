@@ -7,7 +7,7 @@ import type { DeliveryWithAttempts } from '../../features/webhook-delivery/deliv
 import type { WebhookEventRow } from '../../features/events/events.tables.js';
 import { badge, copyable, portalPath, pretty, table, time } from './components.js';
 import { deliveryList } from './deliveries.view.js';
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml } from '../../lib/html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
 export const callStatuses: readonly CallRow['status'][] = ['initiated', 'completed', 'failed'];

@@ -6,7 +6,7 @@
  */
 import type { ChartSeries, ChartSlot } from '../portal-charts.service.js';
 import type { SlotUnit } from '../../lib/time-slots.js';
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml } from '../../lib/html.js';
 
 /**
  * The drawing's own coordinates; the SVG scales to its container's width. A chart is drawn about as wide as

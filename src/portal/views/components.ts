@@ -1,5 +1,5 @@
 /** Small pieces every portal page uses: times, badges, copy buttons, the CSRF field, tables. */
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml } from '../../lib/html.js';
 
 /**
  * A timestamp as `2026-11-22 07:32:01 UTC`, machine-readable in `datetime`. `wrap`: the date and the time

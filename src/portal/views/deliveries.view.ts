@@ -1,7 +1,7 @@
 /** Deliveries with their attempts: what was sent where, when, and what the receiver answered. */
 import type { DeliveryWithAttempts } from '../../features/webhook-delivery/deliveries.service.js';
 import { badge, csrfField, portalPath, statusCode, table, time } from './components.js';
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml } from '../../lib/html.js';
 
 export interface DeliveryListOptions {
   /** Show the endpoint URL of each delivery (the call page; the endpoint page knows it already). */

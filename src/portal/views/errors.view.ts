@@ -1,5 +1,5 @@
 /** Portal error pages: HTML, with the request id to quote (the /v1 API keeps its JSON errors). */
-import { html } from './html.js';
+import { html } from '../../lib/html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
 export interface ErrorPageInput {

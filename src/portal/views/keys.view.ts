@@ -1,7 +1,7 @@
 import type { ApiKeyView } from '../../features/api-keys/api-keys.service.js';
 import type { ApiKeyMode } from '../../features/api-keys/api-keys.tables.js';
 import { badge, copyButton, csrfField, portalPath, table, time } from './components.js';
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml } from '../../lib/html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
 export interface KeysPageInput {

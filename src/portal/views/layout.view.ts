@@ -1,6 +1,6 @@
 /** The frame of every portal page: head, header with the account and navigation, notices, main. */
 import { csrfField } from './components.js';
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml } from '../../lib/html.js';
 
 export type NavKey = 'overview' | 'keys' | 'webhooks' | 'agents' | 'calls' | 'batches' | 'requests' | 'suppressions' | 'docs';
 

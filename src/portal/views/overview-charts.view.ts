@@ -2,7 +2,7 @@
 import type { ApiKeyMode } from '../../features/api-keys/api-keys.tables.js';
 import type { ChartPeriod, ChartSeries, OverviewCharts } from '../portal-charts.service.js';
 import { formatNumber, lineChart, stackedBarChart } from './charts.view.js';
-import { html } from './html.js';
+import { html } from '../../lib/html.js';
 
 const periodNames: Record<ChartPeriod, string> = { '24h': 'the last 24 hours', '30d': 'the last 30 days' };
 const periodLinks: readonly [ChartPeriod, string][] = [

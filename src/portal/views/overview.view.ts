@@ -9,7 +9,7 @@ import { createCallCurl } from '../../features/calls/curl-example.js';
 import type { EndpointTrouble } from '../../features/webhook-delivery/endpoint-health.service.js';
 import type { EndpointView } from '../../features/webhook-endpoints/endpoints.service.js';
 import { badge, copyable, copyButton, portalPath, time } from './components.js';
-import { html } from './html.js';
+import { html } from '../../lib/html.js';
 import { layout, type PageFrame } from './layout.view.js';
 import { callsTable } from './calls.view.js';
 import type { OverviewCharts } from '../portal-charts.service.js';

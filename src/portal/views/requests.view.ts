@@ -1,7 +1,7 @@
 import { wasCut } from '../../features/request-log/request-log-bodies.js';
 import type { RequestLogRow, RequestLogSummary } from '../../features/request-log/request-log.tables.js';
 import { badge, copyable, portalPath, pretty, statusCode, table, time, wrapKeepingIds } from './components.js';
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml } from '../../lib/html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
 /** A replay: the stored answer of an earlier request with the same Idempotency-Key (nothing done again). */

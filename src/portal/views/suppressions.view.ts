@@ -2,7 +2,7 @@
 import type { CsvProblem } from '../../lib/csv.js';
 import type { Suppression } from '../../features/suppressions/suppressions.schemas.js';
 import { csrfField, table, time } from './components.js';
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml } from '../../lib/html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
 type User = NonNullable<PageFrame['user']>;

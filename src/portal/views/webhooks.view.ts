@@ -2,12 +2,12 @@
 import { describeBackoff, type DeliveryWithAttempts, type EndpointBackoff } from '../../features/webhook-delivery/deliveries.service.js';
 import { toEndpointView, type EndpointView } from '../../features/webhook-endpoints/endpoints.service.js';
 import { webhookEventTypes } from '../../features/events/event-types.js';
-import { webhookUrlRule } from '../../features/webhook-delivery/ssrf-guard.js';
+import { webhookUrlRule } from '../../features/webhook-endpoints/ssrf-guard.js';
 import type { WebhookEndpointRow } from '../../features/webhook-endpoints/endpoints.tables.js';
 import { endpointDeliveriesShown } from '../portal.service.js';
 import { badge, copyButton, csrfField, portalPath, table, time } from './components.js';
 import { deliveryList } from './deliveries.view.js';
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml } from '../../lib/html.js';
 import { layout, type PageFrame } from './layout.view.js';
 
 type User = NonNullable<PageFrame['user']>;

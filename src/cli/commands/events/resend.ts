@@ -1,5 +1,5 @@
 import { ApiError } from '../../../errors/api-error.js';
-import { resendEvent } from '../../../features/events/events.service.js';
+import { resendEvent } from '../../../features/webhook-delivery/fan-out.service.js';
 import { optionalOption } from '../../args.js';
 import type { Command } from '../../command.js';
 

@@ -1,7 +1,7 @@
 import { ApiError } from '../../../errors/api-error.js';
 import { webhookEventTypes } from '../../../features/events/event-types.js';
 import { createEndpoint } from '../../../features/webhook-endpoints/endpoints.service.js';
-import { refusedOnlyAsPrivate } from '../../../features/webhook-delivery/ssrf-guard.js';
+import { refusedOnlyAsPrivate } from '../../../features/webhook-endpoints/ssrf-guard.js';
 import { listOption, optionalOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatFields } from '../../output.js';

@@ -1,4 +1,5 @@
-import { toEndpointView, updateEndpoint } from '../../../features/webhook-endpoints/endpoints.service.js';
+import { updateEndpoint } from '../../../features/webhook-delivery/endpoint-changes.service.js';
+import { toEndpointView } from '../../../features/webhook-endpoints/endpoints.service.js';
 import type { Command } from '../../command.js';
 import { requireEndpoint } from './endpoint.js';
 

@@ -1,5 +1,5 @@
 import { ApiError } from '../../../errors/api-error.js';
-import { sendTestEvent } from '../../../features/events/events.service.js';
+import { sendTestEvent } from '../../../features/webhook-delivery/fan-out.service.js';
 import type { Command } from '../../command.js';
 import { formatFields } from '../../output.js';
 import { requireEndpoint } from './endpoint.js';

@@ -4,7 +4,9 @@
  * is saved, and the address actually connected to is checked again at every delivery, inside the socket's
  * DNS lookup, so a name that re-resolves to a private address between the two checks is still refused.
  * IPv6 addresses that carry an IPv4 address (mapped, NAT64, 6to4, Teredo) are judged by that address.
- * CALLGATE_WEBHOOK_ALLOW_PRIVATE=true lifts both rules, for local development and tests.
+ * CALLGATE_WEBHOOK_ALLOW_PRIVATE=true lifts both rules, for local development and tests. The rule is the
+ * endpoints' (what an endpoint's URL may be), so it lives here, below webhook-delivery, whose sender applies
+ * it again at every connection.
  */
 import dns from 'node:dns';
 import net from 'node:net';

@@ -1,13 +1,14 @@
 /**
- * The document as a file (`npm run openapi` writes docs/openapi.json, which the TypeScript client generates
- * its types from): the very app the server runs, built on a throwaway SQLite database and never listening.
+ * The OpenAPI document as a file (`npm run openapi` writes docs/openapi.json, which the TypeScript client
+ * generates its types from): the very app the server runs, built on a throwaway SQLite database and never
+ * listening. It builds the whole app, so it sits in the shell beside app.ts, not in features/openapi.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildApp } from '../../app.js';
-import { loadConfig } from '../../config.js';
-import { createServices } from '../../container.js';
+import { buildApp } from './app.js';
+import { loadConfig } from './config.js';
+import { createServices } from './container.js';
 
 export const openApiFile = 'docs/openapi.json';
 

@@ -1,8 +1,9 @@
 /**
- * The one way portal pages make HTML: `html\`...\`` escapes every interpolated value unless it is already
- * `SafeHtml` (the result of another `html\`\`` or an explicit `raw()`), so a user's name, URL, metadata or a
- * webhook receiver's answer can only ever appear as text. Arrays are rendered item by item; null,
- * undefined and false render as nothing, so `${cond && html\`…\`}` works.
+ * The one way pages make HTML, the portal's and the API reference's (features/openapi/docs.view.ts):
+ * `html\`...\`` escapes every interpolated value unless it is already `SafeHtml` (the result of another
+ * `html\`\`` or an explicit `raw()`), so a user's name, URL, metadata or a webhook receiver's answer can
+ * only ever appear as text. Arrays are rendered item by item; null, undefined and false render as nothing,
+ * so `${cond && html\`…\`}` works. It is no feature's, so both may import it from here.
  */
 
 export class SafeHtml {

@@ -1,7 +1,8 @@
 /**
  * Standard Webhooks signatures (https://www.standardwebhooks.com): `webhook-signature` holds
  * `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, one per active secret, space-separated, so a
- * receiver keeps verifying while a rotated secret overlaps the new one.
+ * receiver keeps verifying while a rotated secret overlaps the new one. It lives with the endpoints, which
+ * make and rotate the secrets; the dispatcher (webhook-delivery, above them) signs every attempt with it.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 

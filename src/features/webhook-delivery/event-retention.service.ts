@@ -1,8 +1,12 @@
-/** Deletes finished webhook events with their deliveries and attempts (event-retention.job.ts). */
+/**
+ * Deletes finished webhook events with their deliveries and attempts (event-retention.job.ts). It is this
+ * room's, above the events: whether an event is finished is a question about its deliveries, and they go
+ * before it.
+ */
 import type { ListCursor } from '../../db/cursor.js';
 import type { Db } from '../../db/database.js';
-import { deleteEndedDeliveriesOfEvents, eventsWithPendingDeliveries } from '../webhook-delivery/delivery-queue.service.js';
-import * as repo from './events.repository.js';
+import { deleteEvents, listEventsCreatedBefore } from '../events/events.service.js';
+import { deleteEndedDeliveriesOfEvents, eventsWithPendingDeliveries } from './delivery-queue.service.js';
 
 /** Pages of old events looked through in one call, at most, for ones whose deliveries all ended. */
 const pagesMax = 10;
@@ -18,7 +22,7 @@ export async function purgeFinishedEvents(db: Db, before: string, limit: number)
   const ids: string[] = [];
   let after: ListCursor | undefined;
   for (let page = 0; page < pagesMax && ids.length < limit; page++) {
-    const events = await repo.listEventsCreatedBefore(db, before, after, limit);
+    const events = await listEventsCreatedBefore(db, before, after, limit);
     if (events.length === 0) break;
     const pending = await eventsWithPendingDeliveries(
       db,
@@ -33,7 +37,7 @@ export async function purgeFinishedEvents(db: Db, before: string, limit: number)
   if (chosen.length === 0) return 0;
   return db.transaction().execute(async (trx) => {
     const kept = await deleteEndedDeliveriesOfEvents(trx, chosen);
-    return repo.deleteEvents(
+    return deleteEvents(
       trx,
       chosen.filter((id) => !kept.has(id)),
     );
