@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
+import { providerCatalogue } from '../../src/features/providers/provider-catalogue.js';
 import { runCli } from '../support/cli-runner.js';
 import { repoRoot } from '../support/repo-root.js';
 
@@ -32,6 +33,15 @@ const alerts = /\*\*What to alert on\*\*([\s\S]*?)\*\*Beside the metrics:\*\*/.e
 it('docs/configuration.md documents every setting that src/config.ts reads, with its default and range', () => {
   const source = read('src/config.ts');
   const names = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(env, '([A-Z][A-Z0-9_]+)'/g)].map((match) => (match[1] ?? match[2])!));
+  // The providers' settings are read by the names their catalogue entries give (keys and secrets unset by default).
+  const providerDefaults = new Map(
+    providerCatalogue.flatMap(({ settings }) => [
+      [settings.apiKey, 'unset'],
+      [settings.baseUrl.name, `\`${settings.baseUrl.default}\``],
+      ...(settings.webhookSecret ? [[settings.webhookSecret, 'unset'] as const] : []),
+    ]),
+  );
+  for (const name of providerDefaults.keys()) names.add(name);
   assert.ok(names.has('CALLGATE_MIGRATE_ON_START') && names.has('CALLGATE_EVENT_RETENTION_DAYS'), [...names].join());
   const table = [...configuration.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \| ([^|]+) \| ([^|]+) \|/gm)];
   const rows = new Map(table.map((match) => [match[1]!, match[2]!.trim()] as const));
@@ -48,6 +58,7 @@ it('docs/configuration.md documents every setting that src/config.ts reads, with
   for (const match of source.matchAll(/env\.([A-Z0-9_]+)\?\.trim\(\) \|\| '([^']*)'/g)) defaults.set(match[1]!, `\`${match[2]}\``);
   for (const match of source.matchAll(/env\.([A-Z0-9_]+)\?\.trim\(\) \?/g)) defaults.set(match[1]!, 'unset');
   for (const match of source.matchAll(/env\.([A-Z0-9_]+)\?\.trim\(\) \|\| undefined/g)) defaults.set(match[1]!, 'unset');
+  for (const [name, value] of providerDefaults) defaults.set(name, value);
   assert.ok(defaults.size >= 30, `the defaults of src/config.ts were found (${defaults.size}): ${[...defaults.keys()].join()}`);
   for (const [name, value] of defaults) assert.equal(rows.get(name), value, `the default of ${name}`);
 
