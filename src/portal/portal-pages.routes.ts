@@ -65,7 +65,7 @@ export const portalPagesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> 
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       return page(502, {
-        error: `The sync with ${label} failed: ${error.message}. Try again in a minute; if it keeps failing, ask your callgate operator to check the ${label} API key.`,
+        error: `The sync with ${label} failed: ${error.message.replace(/\.$/, '')}. Nothing was changed. If it keeps failing, show this message to your callgate operator.`,
       });
     }
   });

@@ -139,7 +139,9 @@ await forEachDialect('Agent sync: how the Retell and Vapi workspaces are read', 
         const what = list === 'agents' ? 'agents' : 'phone numbers';
         assert.match(
           error.message,
-          new RegExp(`^could not list ${what}: Retell .+, so the Retell workspace's ${what} could not be listed$`),
+          new RegExp(
+            `^could not list ${what}: Retell .+, so the Retell workspace's ${what} could not be listed; try again, and if it persists report it to Retell$`,
+          ),
         );
         return true;
       });
@@ -156,7 +158,7 @@ await forEachDialect('Agent sync: how the Retell and Vapi workspaces are read', 
       assert.ok(error instanceof ApiError);
       assert.match(
         error.message,
-        /^could not list agents: Retell listed more than 100 pages of agents, so the Retell workspace's agents could not be listed$/,
+        /^could not list agents: Retell listed more than 100 pages of agents, so the Retell workspace's agents could not be listed; try again, and if it persists report it to Retell$/,
       );
       return true;
     });

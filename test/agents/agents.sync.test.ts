@@ -217,7 +217,7 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
           request.route === 'agents' && request.query.has('cursor')
             ? { status: 500, body: { detail: { message: providerInternals } } }
             : undefined),
-      message: /^could not list agents: ElevenLabs answered HTTP 500$/,
+      message: /^could not list agents: ElevenLabs answered HTTP 500, a failure on its side; try again in a few minutes$/,
     },
     {
       name: 'a 401 on page 1',
@@ -238,7 +238,7 @@ await forEachDialect('ElevenLabs agent sync', (dialect) => {
     {
       name: 'a failing phone-number list',
       arrange: (f) => f.queue('phoneNumbers', { status: 503, body: { detail: { message: providerInternals } } }),
-      message: /^could not list phone numbers: ElevenLabs answered HTTP 503$/,
+      message: /^could not list phone numbers: ElevenLabs answered HTTP 503, a failure on its side; try again in a few minutes$/,
     },
     {
       name: 'a 429 on page 1',

@@ -78,7 +78,10 @@ await forEachDialect('Portal: account id and agent sync', (dialect) => {
     const failed = await client.post('/developers/agents/sync', {});
     assert.equal(failed.statusCode, 502);
     assert.match(failed.body, /The sync with ElevenLabs failed: could not list agents/);
-    assert.match(failed.body, /Try again in a minute/);
+    assert.match(
+      failed.body,
+      /a failure on its side; try again in a few minutes\. Nothing was changed\. If it keeps failing, show this message to your callgate operator\./,
+    );
   });
 
   it('without ELEVENLABS_API_KEY there is no button, and the form is refused saying why', async () => {

@@ -165,8 +165,15 @@ export function workspaceRequestFailure(response: ProviderErrorResponse, provide
       retryable: true,
     };
   }
-  const message = `${provider.label} answered HTTP ${status}`;
-  return status >= 500 ? { kind: 'unavailable', message, retryable: true } : { kind: 'rejected', message, retryable: false };
+  if (status >= 500) {
+    return {
+      kind: 'unavailable',
+      message: `${provider.label} answered HTTP ${status}, a failure on its side; try again in a few minutes`,
+      retryable: true,
+    };
+  }
+  const message = `${provider.label} answered HTTP ${status}; check that ${provider.baseUrlSetting} is its API's address`;
+  return { kind: 'rejected', message, retryable: false };
 }
 
 export type Json = Record<string, unknown>;

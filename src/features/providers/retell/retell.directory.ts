@@ -39,7 +39,11 @@ const voiceAgents = { filter_criteria: { channel: { type: 'string', op: 'eq', va
 const unexpectedAnswer: ProviderFailure = { kind: 'unavailable', message: 'unexpected answer from Retell', retryable: true };
 
 function unlistable(what: string, reason: string): ProviderFailure {
-  return { kind: 'rejected', message: `${reason}, so the Retell workspace's ${what} could not be listed`, retryable: false };
+  return {
+    kind: 'rejected',
+    message: `${reason}, so the Retell workspace's ${what} could not be listed; try again, and if it persists report it to Retell`,
+    retryable: false,
+  };
 }
 
 /**
