@@ -44,12 +44,14 @@ async function assertOneEvent(h: ContractHarness, callId: string, outcome: Contr
     [type],
     'one event for the call',
   );
+  const expected = expectedData(h, callId, outcome);
   const call = await h.readCall(callId);
-  assert.equal(call.status, outcome.status);
-  if (outcome.status === 'failed') assert.equal(call.failure_reason, outcome.reason);
+  const readBack = outcome.status === 'completed' ? ['duration_seconds', 'transcript_summary', 'started_at', 'ended_at'] : [];
+  for (const field of ['status', 'failure_reason', ...readBack]) {
+    assert.equal(call[field], expected[field], `GET /v1/calls/{id}: ${field}`);
+  }
   const payload = await h.deliveredFor(callId);
   assert.equal(payload.type, type);
-  const expected = expectedData(h, callId, outcome);
   if (outcome.status === 'completed') assert.deepEqual(payload.data, expected);
   else {
     assert.deepEqual(Object.keys(payload.data).sort(), failedFields);
