@@ -1,5 +1,5 @@
 /**
- * What the shared provider contract (test/providers/provider-contract*.test.ts) asks of a provider's fake,
+ * What the shared provider contract (test/providers/provider-contract.test.ts) asks of a provider's fake,
  * in callgate's terms: its settings, an agent and a number to call from, where the create body carries the
  * dial id, its webhooks for an outcome signed as the vendor signs them, what its look-up answers once a call
  * ended, a create answer lost, a workspace of several pages. Each provider's contract fake
