@@ -1,8 +1,9 @@
 /**
  * The ElevenLabs provider through the real app, against a local fake of their API: the outbound-call
- * requests it sends, how every failure is answered, the post-call webhooks (signature, both kinds end to
- * end to a signed call.completed / call.failed, duplicates, unknown and ignored kinds), and that neither
- * the API key, the webhook secret nor our API token is ever logged.
+ * requests it sends, how every failure is answered, the post-call webhooks (signature, a SIP failure end
+ * to end, duplicates, unknown and ignored kinds), and that neither the API key, the webhook secret nor our
+ * API token is ever logged. What every provider shares (test keys, each outcome end to end to a signed
+ * call.* event, lost answers, agents sync) is in the provider contract (provider-contract.test.ts).
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -305,16 +306,6 @@ await forEachDialect('ElevenLabs provider: placing calls and their errors', (dia
       assert.ok(!res.body.includes(providerInternals));
       assert.equal(fake.requestsTo('outbound').length, before);
     });
-
-    it('test-mode keys always use the simulator, even for an ElevenLabs agent', async () => {
-      const key = await createApiKey(t.services.db, t.services.clock, { accountId: t.seed.accountId, name: 'test', mode: 'test' });
-      const before = fake.requests.length;
-      const res = await t.createCall({ agent_id: 'agent_el_twilio', to: '+14155550123' }, { token: key.token });
-      assert.equal(res.statusCode, 201, res.body);
-      const row = await t.services.db.selectFrom('calls').selectAll().where('id', '=', res.json().id).executeTakeFirstOrThrow();
-      assert.equal(row.provider, 'simulator');
-      assert.equal(fake.requests.length, before, 'the fake ElevenLabs saw nothing');
-    });
   });
 
   describe('errors of the outbound call', () => {
@@ -436,55 +427,23 @@ await forEachDialect('ElevenLabs post-call webhooks: signature, outcomes, duplic
     assert.deepEqual(accepted.json(), { received: true, handling: 'recorded' });
   });
 
-  it('post_call_transcription → a signed call.completed at the receiver, with duration, summary and times', async () => {
-    const { id, conversationId } = await placeCall(t, 'agent_el_twilio', { metadata: { customer_name: 'Ada' } });
-    const startSecs = nowSeconds(t) - 120;
-    const summary = 'Ada confirmed the appointment at 14:00.';
-    const res = await sendSignedWebhook(t, transcriptionEvent(conversationId, { startSecs, durationSecs: 48, summary }));
+  // Each failure_reason over Twilio, end to end, is in the provider contract (provider-contract.test.ts).
+  it('call_initiation_failure no-answer with SIP metadata → a signed call.failed no_answer, their SIP internals left out', async () => {
+    const { id, conversationId } = await placeCall(t, 'agent_el_sip');
+    const eventSecs = nowSeconds(t) - 3;
+    const res = await sendSignedWebhook(t, initiationFailureEvent(conversationId, 'no-answer', 'sip', eventSecs));
     assert.equal(res.statusCode, 200, res.body);
-    assert.deepEqual(res.json(), { received: true, handling: 'recorded' });
-
+    assert.equal(res.json().handling, 'recorded');
     const payload = await deliveredFor(id);
-    assert.equal(payload.type, 'call.completed');
-    assert.deepEqual(payload.data, {
-      id,
-      agent_id: 'agent_el_twilio',
-      status: 'completed',
-      duration_seconds: 48,
-      transcript_summary: summary,
-      started_at: new Date(startSecs * 1000).toISOString(),
-      ended_at: new Date((startSecs + 48) * 1000).toISOString(),
-    });
-    const call = await readCall(t, id);
-    assert.equal(call.status, 'completed');
-    assert.equal(call.duration_seconds, 48);
-    assert.equal(call.transcript_summary, summary);
-    assert.equal(call.started_at, payload.data.started_at);
-    assert.equal(call.ended_at, payload.data.ended_at);
+    assert.equal(payload.type, 'call.failed');
+    assert.deepEqual(Object.keys(payload.data).sort(), ['agent_id', 'failed_at', 'failure_message', 'failure_reason', 'id', 'status']);
+    assert.equal(payload.data.status, 'failed');
+    assert.equal(payload.data.failure_reason, 'no_answer');
+    assert.equal(typeof payload.data.failure_message, 'string');
+    assert.equal(payload.data.failed_at, new Date(eventSecs * 1000).toISOString());
+    assert.ok(!JSON.stringify(payload).includes('INVITE failed'), 'their SIP internals stay out of our event');
+    assert.equal((await readCall(t, id)).failure_reason, 'no_answer');
   });
-
-  for (const [theirs, ours, kind] of [
-    ['busy', 'busy', 'twilio'],
-    ['no-answer', 'no_answer', 'sip'],
-    ['unknown', 'unknown', 'twilio'],
-  ] as const) {
-    it(`call_initiation_failure ${theirs} (${kind}) → a signed call.failed with failure_reason ${ours}`, async () => {
-      const { id, conversationId } = await placeCall(t, kind === 'sip' ? 'agent_el_sip' : 'agent_el_twilio');
-      const eventSecs = nowSeconds(t) - 3;
-      const res = await sendSignedWebhook(t, initiationFailureEvent(conversationId, theirs, kind, eventSecs));
-      assert.equal(res.statusCode, 200, res.body);
-      assert.equal(res.json().handling, 'recorded');
-      const payload = await deliveredFor(id);
-      assert.equal(payload.type, 'call.failed');
-      assert.deepEqual(Object.keys(payload.data).sort(), ['agent_id', 'failed_at', 'failure_message', 'failure_reason', 'id', 'status']);
-      assert.equal(payload.data.status, 'failed');
-      assert.equal(payload.data.failure_reason, ours);
-      assert.equal(typeof payload.data.failure_message, 'string');
-      assert.equal(payload.data.failed_at, new Date(eventSecs * 1000).toISOString());
-      assert.ok(!JSON.stringify(payload).includes('INVITE failed'), 'their SIP internals stay out of our event');
-      assert.equal((await readCall(t, id)).failure_reason, ours);
-    });
-  }
 
   it('a webhook delivered twice, one after the other or at once, makes one outcome and one event', async () => {
     const sequential = await placeCall(t, 'agent_el_twilio');

@@ -2,14 +2,15 @@
  * The provider catalogue is complete: every entry is one folder of src/features/providers named after it,
  * documents each of its settings in docs/configuration.md and has its section in docs/providers.md, and its
  * webhook route answers at its path on both databases (refusing what is unsigned, or saying what is not
- * configured). No file outside the providers' folder names a provider: they all read the catalogue. The
- * shared contract suite (provider-contract.test.ts) runs each entry against its fake.
+ * configured). No file outside the providers' folder names a provider: they all read the catalogue. Every
+ * entry has its contract fake, which the shared contract suite (provider-contract.test.ts) runs it against.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { providerCatalogue, realProviders } from '../../src/features/providers/provider-catalogue.js';
+import { contractFakes } from '../support/contract-fakes/index.js';
 import { forEachDialect } from '../support/dialects.js';
 import { anchorsOf } from '../support/markdown.js';
 import { repoRoot } from '../support/repo-root.js';
@@ -62,6 +63,15 @@ describe('the provider catalogue', () => {
     for (const entry of providerCatalogue) {
       const anchor = entry.docs.split('#')[1]!;
       assert.ok(anchors.has(anchor), `${entry.name}: docs/providers.md has no heading #${anchor}`);
+    }
+  });
+
+  it('gives every entry its contract fake in test/support/contract-fakes/, and no other provider one', () => {
+    // The type of contractFakes says the same; this is its twin when the check is run alone.
+    assert.deepEqual(Object.keys(contractFakes).sort(), [...realProviders].sort());
+    for (const entry of providerCatalogue) {
+      const file = `test/support/contract-fakes/${entry.name}.ts`;
+      assert.ok(fs.existsSync(path.join(repoRoot, file)), `${entry.name}: its contract fake lives in ${file}`);
     }
   });
 

@@ -1,11 +1,11 @@
 /**
  * Retell and Vapi through the real app, against local fakes of their APIs: the create requests callgate
  * sends (fields, auth, dial id, metadata as variables), how every failure is answered (the same map as for
- * ElevenLabs), a concurrency refusal, test-mode keys, and that their keys never reach an answer or a log.
+ * ElevenLabs), a concurrency refusal, and that their keys never reach an answer or a log. Test-mode keys are
+ * in the provider contract (provider-contract.test.ts).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import type { FakeProviderReply } from '../support/fake-provider-server.js';
 import { startFakeRetell, type FakeRetell } from '../support/fake-retell.js';
@@ -179,18 +179,6 @@ await forEachDialect('Retell and Vapi: placing calls and their errors', (dialect
       const res = await t.createCall({ agent_id: 'agent_rt', to: '+14155550123' });
       assert.equal(res.statusCode, 503, res.body);
       assert.equal(await countCalls(t.services), calls);
-    });
-
-    it('test-mode keys use the simulator for Retell and Vapi agents alike', async () => {
-      const key = await createApiKey(t.services.db, t.services.clock, { accountId: t.seed.accountId, name: 'test', mode: 'test' });
-      const seen = retell.requests.length + vapi.requests.length;
-      for (const agentId of ['agent_rt', 'agent_vp']) {
-        const res = await t.createCall({ agent_id: agentId, to: '+14155550123' }, { token: key.token });
-        assert.equal(res.statusCode, 201, res.body);
-        const row = await t.services.db.selectFrom('calls').selectAll().where('id', '=', res.json().id).executeTakeFirstOrThrow();
-        assert.equal(row.provider, 'simulator');
-      }
-      assert.equal(retell.requests.length + vapi.requests.length, seen, 'neither fake saw a request');
     });
   });
 

@@ -1,7 +1,8 @@
 /**
  * Retell's webhooks through the real app: the signature (`x-retell-signature`, keyed with the API key,
- * five minutes either way), call_ended and call_analyzed making one call.completed with the summary
- * whatever their order or number, every outcome mapping, and calls we do not know.
+ * five minutes either way), call_ended waiting for call_analyzed, which makes one call.completed with the
+ * summary, every outcome mapping, and calls we do not know. Their order reversed and their repeats are in
+ * the provider contract (provider-contract.test.ts).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -107,28 +108,6 @@ await forEachDialect('Retell webhooks', (dialect) => {
         started_at: new Date(startMs).toISOString(),
         ended_at: new Date(startMs + 48_000).toISOString(),
       });
-    });
-
-    it('out of order (call_analyzed first) and twice at once: still one outcome and one event', async () => {
-      const { id, providerId } = await placeCall(t, 'agent_rt');
-      const call = fake.endCall(providerId, {
-        status: 'ended',
-        reason: 'agent_hangup',
-        durationMs: 30_000,
-        analysis: { call_summary: 'Done.' },
-      });
-      const both = await Promise.all([
-        sendRetell(t, fake, fake.webhookBody('call_analyzed', call)),
-        sendRetell(t, fake, fake.webhookBody('call_analyzed', call)),
-      ]);
-      assert.deepEqual(both.map((res) => res.json().handling).sort(), ['duplicate', 'recorded']);
-      const ended = await sendRetell(t, fake, fake.webhookBody('call_ended', call));
-      assert.equal(ended.json().handling, 'duplicate');
-      assert.deepEqual(
-        (await eventsOf(t, id)).map((event) => event.type),
-        ['call.completed'],
-      );
-      assert.equal((await readCall(t, id)).transcript_summary, 'Done.');
     });
   });
 

@@ -47,12 +47,27 @@ export interface FakeElevenLabs extends FakeProviderServer<FakeRoute> {
   phoneNumbers: FakePhoneNumber[];
   /** The conversation id the next successful outbound call will return. */
   nextConversationId(id: string): void;
+  /**
+   * Ends a conversation as GET conversation then answers it: `done` with its start, duration, summary (and a
+   * termination reason), or `failed` with the error their telephony gave.
+   */
+  endConversation(conversationId: string, end: ConversationEnd): FakeConversation;
   /** The conversations placed for a dial id (sent as the conversation's user_id). */
   conversationsOfDial(dialId: string): FakeConversation[];
   /** Forgets requests, queued replies and conversations (agents and phone numbers stay). */
   reset(): void;
   close(): Promise<void>;
 }
+
+export type ConversationEnd =
+  | {
+      readonly status: 'done';
+      readonly startSecs: number;
+      readonly durationSecs: number;
+      readonly summary: string;
+      readonly terminationReason?: string;
+    }
+  | { readonly status: 'failed'; readonly errorReason: string };
 
 const outboundPaths: Record<string, 'twilio' | 'sip_trunk'> = {
   '/v1/convai/twilio/outbound-call': 'twilio',
@@ -184,6 +199,32 @@ export async function startFakeElevenLabs(options: {
     agentsPageSize: 100,
     phoneNumbers: [] as FakePhoneNumber[],
     nextConversationId: (id: string) => void pendingConversationIds.push(id),
+    endConversation(conversationId: string, end: ConversationEnd): FakeConversation {
+      const conversation = conversations.get(conversationId);
+      if (!conversation) throw new Error(`the fake ElevenLabs has no conversation ${conversationId}`);
+      const metadata = (conversation.metadata ?? {}) as Record<string, unknown>;
+      if (end.status === 'done') {
+        Object.assign(conversation, {
+          status: 'done',
+          transcript: [{ role: 'agent', message: 'Hi Ada.', time_in_call_secs: 0 }],
+          metadata: {
+            ...metadata,
+            start_time_unix_secs: end.startSecs,
+            call_duration_secs: end.durationSecs,
+            termination_reason: end.terminationReason ?? 'Call ended by remote party',
+          },
+          analysis: { call_successful: 'success', transcript_summary: end.summary },
+          has_audio: true,
+        });
+      } else {
+        Object.assign(conversation, {
+          status: 'failed',
+          metadata: { ...metadata, call_duration_secs: 0, error: { code: 486, reason: end.errorReason } },
+          analysis: null,
+        });
+      }
+      return conversation;
+    },
     conversationsOfDial: (dialId: string) => [...conversations.values()].filter((conversation) => conversation.user_id === dialId),
     reset() {
       server.resetRequests();

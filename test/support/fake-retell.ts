@@ -79,6 +79,8 @@ export interface RetellEnd {
   readonly reason: string;
   readonly startMs?: number;
   readonly durationMs?: number;
+  /** When a call that was never answered ended (now by default); an answered one ends at its start plus its duration. */
+  readonly endMs?: number;
   readonly analysis?: { call_summary?: string; in_voicemail?: boolean } | null;
 }
 
@@ -233,7 +235,7 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
               transcript: 'Agent: Hi Ada.\nUser: Hello?',
               recording_url: 'https://example.invalid/recording.wav',
             }
-          : { end_timestamp: Date.now() }),
+          : { end_timestamp: end.endMs ?? Date.now() }),
       });
       if (end.analysis === null) delete call.call_analysis;
       else if (end.analysis)

@@ -37,7 +37,9 @@ export interface FakeVapi extends FakeProviderServer<VapiRoute> {
   readonly apiKey: string;
   readonly secret: string;
   readonly calls: Map<string, VapiCall>;
+  /** The organisation's assistants, listed newest first in pages of at most `assistantsPageSize` (and of the limit asked). */
   assistants: VapiAssistant[];
+  assistantsPageSize: number;
   phoneNumbers: VapiNumber[];
   /** When true, creates answer 201 with `subscriptionLimits.concurrencyBlocked: true` (the call never connects). */
   concurrencyBlocked: boolean;
@@ -74,7 +76,13 @@ function routeOf(method: string, path: string): VapiRoute | 'other' {
   return 'other';
 }
 
-export async function startFakeVapi(options: { apiKey: string; secret: string }): Promise<FakeVapi> {
+export async function startFakeVapi(options: {
+  apiKey: string;
+  secret: string;
+  /** The fake's time in ms (calls' createdAt, the list's time filter): the app's clock, when it is a manual one. */
+  now?: () => number;
+}): Promise<FakeVapi> {
+  const now = options.now ?? Date.now;
   const calls = new Map<string, VapiCall>();
 
   function defaultReply(request: VapiRequest): FakeProviderReply {
@@ -100,7 +108,7 @@ export async function startFakeVapi(options: { apiKey: string; secret: string })
         if (!fake.phoneNumbers.some((number) => number.id === body.phoneNumberId)) {
           return nestError(400, [`Couldn't Get Phone Number. Phone Number ${body.phoneNumberId} Not Found.`], 'Bad Request');
         }
-        const now = new Date().toISOString();
+        const createdAt = new Date(now()).toISOString();
         const id = randomUUID();
         const call: VapiCall = {
           id,
@@ -111,8 +119,8 @@ export async function startFakeVapi(options: { apiKey: string; secret: string })
           phoneNumberId: body.phoneNumberId,
           customer: body.customer,
           assistantOverrides: body.assistantOverrides ?? {},
-          createdAt: now,
-          updatedAt: now,
+          createdAt,
+          updatedAt: createdAt,
           cost: 0,
           phoneCallProvider: 'twilio',
           monitor: { listenUrl: `wss://fake.vapi/${id}/listen`, controlUrl: `https://fake.vapi/${id}/control` },
@@ -142,7 +150,7 @@ export async function startFakeVapi(options: { apiKey: string; secret: string })
         const listed = [...fake.assistants]
           .sort((a, b) => b.createdAt.localeCompare(a.createdAt))
           .filter((assistant) => before === null || assistant.createdAt < before)
-          .slice(0, limit)
+          .slice(0, Math.min(limit, fake.assistantsPageSize))
           .map((assistant) => ({ ...assistant, orgId: 'org', updatedAt: assistant.createdAt, model: { provider: 'openai' } }));
         return { status: 200, body: listed };
       }
@@ -159,6 +167,7 @@ export async function startFakeVapi(options: { apiKey: string; secret: string })
     secret: options.secret,
     calls,
     assistants: [] as VapiAssistant[],
+    assistantsPageSize: 1_000,
     phoneNumbers: [] as VapiNumber[],
     concurrencyBlocked: false,
     endCall(callId: string, end: VapiEnd): VapiCall {
@@ -168,7 +177,7 @@ export async function startFakeVapi(options: { apiKey: string; secret: string })
         status: 'ended',
         endedReason: end.endedReason,
         ...(end.startedAt ? { startedAt: end.startedAt } : {}),
-        endedAt: end.endedAt ?? new Date().toISOString(),
+        endedAt: end.endedAt ?? new Date(now()).toISOString(),
         ...(end.summary === undefined ? {} : { analysis: { summary: end.summary, successEvaluation: 'true' } }),
         artifact: { transcript: 'AI: Hi Ada.\nUser: Hello?', recordingUrl: 'https://example.invalid/recording.wav', messages: [] },
       });
@@ -178,7 +187,7 @@ export async function startFakeVapi(options: { apiKey: string; secret: string })
       return JSON.stringify({
         message: {
           type: 'end-of-call-report',
-          timestamp: Date.now(),
+          timestamp: now(),
           endedReason: call.endedReason,
           startedAt: call.startedAt,
           endedAt: call.endedAt,
@@ -195,7 +204,7 @@ export async function startFakeVapi(options: { apiKey: string; secret: string })
       return JSON.stringify({
         message: {
           type: 'status-update',
-          timestamp: Date.now(),
+          timestamp: now(),
           status,
           ...(status === 'ended' ? { endedReason: call.endedReason ?? 'customer-ended-call' } : {}),
           call: { ...call, status },
