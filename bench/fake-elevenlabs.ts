@@ -43,6 +43,11 @@ const stats = {
   webhookFailures: 0,
   /** Per call: from its outbound request to its webhook being sent, the time it held a slot (ms). */
   slotMs: [] as number[],
+  /**
+   * Per dial, in the order the requests came: the time it held a slot at the provider (its call's, or until
+   * its answer was dropped when it placed nothing). The batch's no-wait replay dials these in this order.
+   */
+  dialMs: [] as number[],
   /** Per dial that followed an ended call: from that call's webhook to this request (ms). */
   freedSlotWaitMs: [] as number[],
 };
@@ -88,11 +93,15 @@ function outboundCall(req: http.IncomingMessage, res: http.ServerResponse, body:
   // Every dial takes a freed slot, whether or not the call it asks for is placed.
   const dialedAt = freedAt.shift();
   if (dialedAt !== undefined) stats.freedSlotWaitMs.push(requestAt - dialedAt);
+  const dial = stats.dialMs.push(0) - 1;
   if (lost && draw01 < loseAnswerRate / 2) {
     // The answer is lost and nothing was placed: no call, no webhook.
     stats.lostAnswers += 1;
     stats.lostNotPlaced += 1;
-    setTimeout(() => req.socket.destroy(), draw(answerMs));
+    setTimeout(() => {
+      stats.dialMs[dial] = performance.now() - requestAt;
+      req.socket.destroy();
+    }, draw(answerMs));
     return;
   }
   stats.calls += 1;
@@ -121,6 +130,7 @@ function outboundCall(req: http.IncomingMessage, res: http.ServerResponse, body:
       const endedAt = performance.now();
       stats.active -= 1;
       stats.slotMs.push(endedAt - requestAt);
+      stats.dialMs[dial] = endedAt - requestAt;
       freedAt.push(endedAt);
       void sendWebhook(conversationId, String(body.agent_id), Date.now() - lengthMs, Math.round(lengthMs / 1000));
     }, lengthMs);

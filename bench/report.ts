@@ -20,6 +20,8 @@ export interface Results {
   readonly batch: Partial<Record<Dialect, BatchResult>>;
   /** The batch again with 5 % of creates losing their answer (issue 24). */
   readonly lostBatch: Partial<Record<Dialect, BatchResult>>;
+  /** 10,000 recipients at max_concurrency 1,000 (issue 36). */
+  readonly largeBatch: Partial<Record<Dialect, BatchResult>>;
   readonly dispatcher: Partial<Record<Dialect, DispatcherResult[]>>;
   readonly growth: Partial<Record<Dialect, GrowthPoint[]>>;
 }
@@ -73,6 +75,24 @@ const callsRows: [string, Budget | undefined, (round: CallsRound) => number, str
   ['Peak RSS of the server under POST /v1/calls', { text: '≤ 150 MB', met: (_d, v) => v <= 150 }, (r) => r.callgate.peakRssMb, 'MB', 0],
 ];
 
+/** A batch scenario's rows: its time against its no-wait replay, the concurrency it reached, its freed-slot wait. */
+function batchRows(label: string, pick: (dialect: Dialect) => BatchResult | undefined, least: number): string[] {
+  return [
+    row(`${label}, time to finish / its no-wait replay (ratio)`, { text: `ratio ≥ ${least}`, met: (_d, v) => v >= least }, (d) => {
+      const b = pick(d);
+      return b && [`${num(b.elapsedS)} s / ${num(b.noWaitS)} s (${num(b.ratio, 2)}); mean-slot ideal ${num(b.idealS)} s`, b.ratio];
+    }),
+    row(`${label}, highest concurrency at the provider`, { text: '≤ max_concurrency', met: (_d, v) => v <= 1 }, (d) => {
+      const b = pick(d);
+      return b && [`${b.highestConcurrency} of ${b.maxConcurrency}`, b.highestConcurrency / b.maxConcurrency];
+    }),
+    row(`${label}, freed slot to next dial, p50 / p99`, { text: 'p99 ≤ 100 ms', met: (_d, v) => v <= 100 }, (d) => {
+      const b = pick(d);
+      return b && [`${num(b.freedSlotWaitP50Ms, 0)} / ${num(b.freedSlotWaitP99Ms, 0)} ms`, b.freedSlotWaitP99Ms];
+    }),
+  ];
+}
+
 export function renderTable(results: Results): string {
   const calls = (dialect: Dialect, pick: (round: CallsRound) => number) => {
     const rounds = results.calls[dialect];
@@ -101,32 +121,26 @@ export function renderTable(results: Results): string {
     '| Figure | SQLite | PostgreSQL | Budget |',
     '|---|---|---|---|',
     ...callsRows.map(([label, budget, pick, unit, digits]) => row(label, budget, callsCell(pick, unit, digits))),
-    row('Batch, time to finish / ideal (ratio)', { text: 'ratio ≥ 0.95', met: (_d, v) => v >= 0.95 }, (d) => {
-      const b = batch(d);
-      return b && [`${num(b.elapsedS)} s / ${num(b.idealS)} s (${num(b.ratio, 2)}); with no wait ${num(b.noWaitS)} s`, b.ratio];
-    }),
-    row('Batch, highest concurrency at the provider', { text: '≤ max_concurrency', met: (_d, v) => v <= 1 }, (d) => {
-      const b = batch(d);
-      return b && [`${b.highestConcurrency} of ${b.maxConcurrency}`, b.highestConcurrency / b.maxConcurrency];
-    }),
-    row('Batch, freed slot to next dial, p50 / p99', { text: 'p99 ≤ 100 ms', met: (_d, v) => v <= 100 }, (d) => {
-      const b = batch(d);
-      return b && [`${num(b.freedSlotWaitP50Ms, 0)} / ${num(b.freedSlotWaitP99Ms, 0)} ms`, b.freedSlotWaitP99Ms];
-    }),
-    row('Batch with 5 % lost answers, time / ideal (ratio)', { text: 'ratio ≥ 0.9', met: (_d, v) => v >= 0.9 }, (d) => {
-      const b = results.lostBatch?.[d];
-      return (
-        b && [
-          `${num(b.elapsedS)} s / ${num(b.idealS)} s (${num(b.ratio, 2)}); ${b.lostAnswers} lost, ${b.lostNotPlaced} of them not placed`,
-          b.ratio,
-        ]
-      );
+    ...batchRows('Batch', (d) => batch(d), 0.98),
+    row("Batch with 5 % lost answers, time / the loss-free batch's (ratio)", { text: 'ratio ≥ 0.9', met: (_d, v) => v >= 0.9 }, (d) => {
+      const [b, free] = [results.lostBatch?.[d], batch(d)];
+      if (!b) return undefined;
+      const ratio = free ? free.elapsedS / b.elapsedS : Number.NaN;
+      return [
+        `${num(b.elapsedS)} s / ${free ? num(free.elapsedS) : '–'} s (${num(ratio, 2)}); ${b.lostAnswers} lost, ${b.lostNotPlaced} of them not placed; ${num(b.ratio, 2)} of its replay`,
+        ratio,
+      ];
     }),
     row('Batch with 5 % lost answers, numbers dialed twice / recipients not final', { text: '0 / 0', met: (_d, v) => v === 0 }, (d) => {
       const b = results.lostBatch?.[d];
       if (!b) return b;
       const failed = b.failed > 0 ? ` (${b.failed} failed: lost on both their dials)` : '';
       return [`${b.dialedTwice} / ${b.notFinal}${failed}`, b.dialedTwice + b.notFinal];
+    }),
+    ...batchRows('Batch of 10,000 at 1,000', (d) => results.largeBatch?.[d], 0.95),
+    row('Batch of 10,000 at 1,000, numbers dialed twice / peak RSS', { text: '0 / ≤ 250 MB', met: (_d, v) => v === 0 }, (d) => {
+      const b = results.largeBatch?.[d];
+      return b && [`${b.dialedTwice} / ${num(b.peakRssMb, 0)} MB`, b.dialedTwice + (b.peakRssMb <= 250 ? 0 : 1)];
     }),
     row(
       'Webhook dispatcher, deliveries/s (20 endpoints)',

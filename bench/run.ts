@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: what users feel, on SQLite and PostgreSQL (issue 23, point 6 and "Budget"). Writes every
  * figure to bench/results/latest.json and the one table of BENCHMARKS.md. Knobs (environment):
- *   BENCH_ONLY      calls,batch,lost,dispatcher,growth (the default: all); e.g. BENCH_ONLY=batch
- *                   (lost: the batch again with 5 % of creates losing their answer, half of them placed)
+ *   BENCH_ONLY      calls,batch,lost,large,dispatcher,growth (the default: all); e.g. BENCH_ONLY=batch
+ *                   (lost: the batch again with 5 % of creates losing their answer, half of them placed;
+ *                   large: BENCH_LARGE_RECIPIENTS 10000 at BENCH_LARGE_CONCURRENCY 1000, the same fake)
  *   BENCH_DB        sqlite,postgres (the default: both); BENCH_POSTGRES_URL, the admin URL
  *   BENCH_ROUNDS    3: rounds of the calls and dispatcher scenarios, judged on their median
  *   BENCH_DURATION_S 10 and BENCH_WARMUP_S 2, per measure of the calls scenario; BENCH_RATE 100 requests/s
@@ -36,7 +37,7 @@ function list<T extends string>(name: string, all: readonly T[]): T[] {
   return chosen as T[];
 }
 
-const scenarios = list('BENCH_ONLY', ['calls', 'batch', 'lost', 'dispatcher', 'growth'] as const);
+const scenarios = list('BENCH_ONLY', ['calls', 'batch', 'lost', 'large', 'dispatcher', 'growth'] as const);
 const requested = list('BENCH_DB', ['sqlite', 'postgres'] as const);
 const partial = Boolean(process.env.BENCH_ONLY?.trim() || process.env.BENCH_DB?.trim());
 const rounds = Math.round(setting('BENCH_ROUNDS', 3));
@@ -47,6 +48,10 @@ const calls: CallsSettings = {
   warmupS: setting('BENCH_WARMUP_S', 2),
 };
 const batch = { recipients: setting('BENCH_BATCH_RECIPIENTS', 1_000), maxConcurrency: setting('BENCH_BATCH_CONCURRENCY', 100) };
+const largeBatch = {
+  recipients: setting('BENCH_LARGE_RECIPIENTS', 10_000),
+  maxConcurrency: setting('BENCH_LARGE_CONCURRENCY', 1_000),
+};
 const backlog = setting('BENCH_BACKLOG', 10_000);
 const growth: GrowthSettings = {
   sizes: (process.env.BENCH_GROWTH_SIZES ?? '10000,1000000').split(',').map(Number),
@@ -69,12 +74,13 @@ async function main(): Promise<void> {
       node: process.version,
       note: process.env.BENCH_MACHINE_NOTE ?? '',
     },
-    settings: { rounds, calls, batch, backlog, growth },
+    settings: { rounds, calls, batch, largeBatch, backlog, growth },
     tookS: 0,
     failures: [],
     calls: {},
     batch: {},
     lostBatch: {},
+    largeBatch: {},
     dispatcher: {},
     growth: {},
   };
@@ -92,6 +98,7 @@ async function main(): Promise<void> {
     ['calls', rounds, async (d, round) => void (results.calls[d] ??= []).push(await callsRound(d, round, calls))],
     ['batch', 1, async (d) => void (results.batch[d] = await batchRun(d, batch))],
     ['lost', 1, async (d) => void (results.lostBatch[d] = await batchRun(d, { ...batch, loseAnswerRate: 0.05 }))],
+    ['large', 1, async (d) => void (results.largeBatch[d] = await batchRun(d, largeBatch))],
     ['dispatcher', rounds, async (d, round) => void (results.dispatcher[d] ??= []).push(await dispatcherRun(d, backlog, round))],
     ['growth', 1, async (d) => void (results.growth[d] = await growthRun(d, growth))],
   ];

@@ -143,7 +143,7 @@ await forEachDialect('POST /v1/batches', (dialect) => {
       // As for a reference: "" is refused, not stored as a name nor taken for none.
       ['an empty name', () => ({ ...base(), name: '' }), 'name', /fewer than 1 characters/],
       ['max_concurrency 0', () => ({ ...base(), max_concurrency: 0 }), 'max_concurrency', />= 1/],
-      ['max_concurrency 101', () => ({ ...base(), max_concurrency: 101 }), 'max_concurrency', /<= 100/],
+      ['max_concurrency 1001', () => ({ ...base(), max_concurrency: 1001 }), 'max_concurrency', /<= 1000/],
       ['max_concurrency 2.5', () => ({ ...base(), max_concurrency: 2.5 }), 'max_concurrency', /integer/],
       ['scheduled_at without a zone', () => ({ ...base(), scheduled_at: '2030-01-01T09:00:00' }), 'scheduled_at', /time zone/],
       ['scheduled_at on 30 February', () => ({ ...base(), scheduled_at: '2030-02-30T09:00:00Z' }), 'scheduled_at', /ISO 8601/],

@@ -12,7 +12,7 @@ import { IdempotencyHeaders } from '../idempotency/idempotency.schemas.js';
 export const recipientsMax = 10_000;
 export const referenceMaxLength = 255;
 export const nameMaxLength = 200;
-export const maxConcurrencyLimit = 100;
+export const maxConcurrencyLimit = 1_000;
 export const maxConcurrencyDefault = 5;
 /**
  * Call failures a batch may retry: the line was busy, nobody answered, or an answering machine took the call
