@@ -67,8 +67,8 @@ export interface Config {
   readonly webhookAllowPrivate: boolean;
   /** Webhook attempts one worker process makes at once. `CALLGATE_WEBHOOK_CONCURRENCY`, default 64. */
   readonly webhookConcurrency: number;
-  /** Webhook attempts in flight to one endpoint at once, across every worker process.
-   * `CALLGATE_WEBHOOK_ENDPOINT_CONCURRENCY`, default 4. */
+  /** Webhook attempts in flight to one endpoint at once, across every worker process, split between the
+   * workers running. `CALLGATE_WEBHOOK_ENDPOINT_CONCURRENCY`, default 4. */
   readonly webhookEndpointConcurrency: number;
   /**
    * Each real provider's settings, read by the names its catalogue entry gives (`<NAME>_API_KEY`,

@@ -39,6 +39,7 @@ import * as dials from './migrations/0018-dials.js';
 import * as requestLogReplays from './migrations/0019-request-log-replays.js';
 import * as webhookFairness from './migrations/0020-webhook-fairness.js';
 import * as providerAgents from './migrations/0021-provider-agents.js';
+import * as webhookWorkers from './migrations/0022-webhook-workers.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -283,6 +284,7 @@ const migrations: Record<string, Migration> = {
   '0019-request-log-replays': requestLogReplays,
   '0020-webhook-fairness': webhookFairness,
   '0021-provider-agents': providerAgents,
+  '0022-webhook-workers': webhookWorkers,
 };
 
 /** Kysely's record of the migrations applied to a database. */

@@ -62,8 +62,15 @@ export interface JobHandle {
   leaseLost(count: number): void;
 }
 
-/** Hears every pass and lost lease, per job: the metrics. */
+/**
+ * What asked for a pass: the job's wake-up signal (a NOTIFY heard, on PostgreSQL), its sweep interval (and
+ * the start), or the job itself (its own work ending, a look it asked for).
+ */
+export type WakeSource = 'signal' | 'sweep' | 'job';
+
+/** Hears every wake-up, pass and lost lease, per job: the metrics. */
 export interface JobObserver {
+  woken?(job: string, source: WakeSource): void;
   passEnded(job: string, result: 'ok' | 'error', durationMs: number, claimed: number): void;
   leaseLost(job: string, count: number): void;
 }
@@ -144,7 +151,7 @@ export class JobRunner {
       job,
       signal: wakeOn,
       handle: {
-        wake: () => void this.pass(entry),
+        wake: () => this.wakeFrom(entry, 'job'),
         wakeAt: (at) => this.wakeAt(entry, at),
         run: () => this.pass(entry),
         leaseLost: (count) => {
@@ -177,10 +184,10 @@ export class JobRunner {
       if (entry.started || (names && !names.includes(entry.job.name))) continue;
       entry.started = true;
       entry.startedAt = this.options.clock.now();
-      entry.interval = setInterval(() => entry.handle.wake(), entry.job.intervalMs);
+      entry.interval = setInterval(() => this.wakeFrom(entry, 'sweep'), entry.job.intervalMs);
       entry.interval.unref();
-      entry.unsubscribe = entry.signal?.subscribe(entry.handle.wake);
-      if (entry.job.runAtStart ?? true) entry.handle.wake();
+      entry.unsubscribe = entry.signal?.subscribe(() => this.wakeFrom(entry, 'signal'));
+      if (entry.job.runAtStart ?? true) this.wakeFrom(entry, 'sweep');
     }
   }
 
@@ -227,6 +234,13 @@ export class JobRunner {
         ? [{ name: entry.job.name, intervalMs: entry.job.intervalMs, startedAt: entry.startedAt, lastPassAt: entry.lastPassAt }]
         : [],
     );
+  }
+
+  /** A pass asked for by `source`, counted by the observer (a worker never woken by its signal shows there). */
+  private wakeFrom(entry: Entry, source: WakeSource): void {
+    if (this.stopped || !entry.started) return;
+    this.options.observer?.woken?.(entry.job.name, source);
+    void this.pass(entry);
   }
 
   /** A pass, or, while one runs, the one after it; wake-ups during a pass fold into that one. */

@@ -92,6 +92,18 @@ await forEachDialect('GET /metrics', (dialect) => {
       assert.ok((sampleValue(samples, 'callgate_job_claims_total', { job: 'call-monitor' }) ?? 0) >= 1);
       assert.ok((sampleValue(samples, 'callgate_job_claims_total', { job: 'webhook-dispatcher' }) ?? 0) >= 1);
       assert.ok((sampleValue(samples, 'callgate_job_pass_duration_seconds_count', { job: 'webhook-dispatcher' }) ?? 0) > 0);
+      // The dispatcher was woken by the call's event (the notifier), by its sweep, and by its own attempt ending
+      // (once the attempt is recorded, just after it was counted).
+      await eventually('a wake-up of the dispatcher from each source', async () => {
+        const wakeups = (await scrape(t)).samples;
+        const sources = ['signal', 'sweep', 'job'];
+        return sources.every(
+          (source) => (sampleValue(wakeups, 'callgate_job_wakeups_total', { job: 'webhook-dispatcher', source }) ?? 0) >= 1,
+        )
+          ? true
+          : undefined;
+      });
+      assert.equal(sampleValue(samples, 'callgate_webhook_workers_live'), 1, 'this process is the one dispatcher');
       const lag = sampleValue(samples, 'callgate_job_seconds_since_last_pass', { job: 'webhook-dispatcher' });
       assert.ok(lag !== undefined && lag >= 0 && lag < 30, `lag ${lag}`);
       // The attempt is counted when its answer comes; the delivery's row is written just after, in a batch.
@@ -173,7 +185,21 @@ await forEachDialect('GET /metrics', (dialect) => {
       const labelNames = new Set(
         samples.filter((sample) => sample.name.startsWith('callgate_')).flatMap((sample) => Object.keys(sample.labels)),
       );
-      const allowed = ['route', 'method', 'status', 'code', 'provider', 'outcome', 'operation', 'kind', 'result', 'reason', 'job', 'le'];
+      const allowed = [
+        'route',
+        'method',
+        'status',
+        'code',
+        'provider',
+        'outcome',
+        'operation',
+        'kind',
+        'result',
+        'reason',
+        'job',
+        'source',
+        'le',
+      ];
       assert.deepEqual(
         [...labelNames].filter((name) => !allowed.includes(name)),
         [],

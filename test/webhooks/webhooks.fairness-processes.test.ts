@@ -1,8 +1,8 @@
 /**
  * The per-endpoint cap holds across worker processes: two workers on one database (PostgreSQL, and SQLite's
  * one file too) never have more than CALLGATE_WEBHOOK_ENDPOINT_CONCURRENCY attempts in flight to one
- * endpoint between them. (Which worker takes a freed slot is left to chance: the one that freed it looks for
- * work at once, the other at its next sweep or wake-up.)
+ * endpoint between them. (Each holds at most its half of them, so both deliver: webhooks.workers.test.ts and
+ * the two-worker test of webhooks.processes.test.ts check the shares.)
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';

@@ -79,6 +79,11 @@ export class Metrics {
     'job',
     'result',
   ]);
+  readonly jobWakeups = this.counter(
+    'callgate_job_wakeups_total',
+    'What asked a worker job for a pass, by job and source (signal: a wake-up heard, NOTIFY on PostgreSQL; sweep: its interval; job: its own work).',
+    ['job', 'source'],
+  );
   readonly jobPassDuration = this.latencyHistogram('callgate_job_pass_duration_seconds', 'Time one pass of a worker job took, by job.', [
     'job',
   ]);

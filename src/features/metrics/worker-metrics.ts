@@ -1,16 +1,20 @@
 /**
- * What the worker role adds to the metrics: the job runner's passes, claims and lost leases (its
- * observer), each job's lag (seconds since its last good pass) and the webhook backlog, read at scrape time.
+ * What the worker role adds to the metrics: the job runner's wake-ups, passes, claims and lost leases (its
+ * observer), each job's lag (seconds since its last good pass), the webhook backlog and the live dispatchers,
+ * read at scrape time.
  */
 import type { Db } from '../../db/database.js';
 import type { JobBeat, JobObserver } from '../../jobs/job-runner.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { openDials } from '../calls/dials.service.js';
-import { deliveryBacklog } from '../webhook-delivery/deliveries.service.js';
+import { deliveryBacklog, liveDispatchers } from '../webhook-delivery/deliveries.service.js';
 import type { Metrics } from './metrics.js';
 
 export function jobObserver(metrics: Metrics): JobObserver {
   return {
+    woken(job, source) {
+      metrics.jobWakeups.inc({ job, source });
+    },
     passEnded(job, result, durationMs, claimed) {
       metrics.jobPasses.inc({ job, result });
       metrics.jobPassDuration.observe({ job }, durationMs / 1000);
@@ -38,7 +42,12 @@ export function watchWorker(metrics: Metrics, deps: { db: Db; clock: Clock; jobs
   const backlogGauge = gaugesOfOneRead(metrics, async () => {
     const now = deps.clock.now();
     const { pending, oldestDueAt } = await deliveryBacklog(deps.db, isoTimestamp(now));
-    return { pending, oldestDueAgeSeconds: oldestDueAt === null ? 0 : Math.max(0, (now.getTime() - Date.parse(oldestDueAt)) / 1000) };
+    const dispatchers = await liveDispatchers(deps.db, isoTimestamp(now));
+    return {
+      pending,
+      oldestDueAgeSeconds: oldestDueAt === null ? 0 : Math.max(0, (now.getTime() - Date.parse(oldestDueAt)) / 1000),
+      dispatchers,
+    };
   });
   backlogGauge(
     'callgate_webhook_deliveries_pending',
@@ -49,6 +58,11 @@ export function watchWorker(metrics: Metrics, deps: { db: Db; clock: Clock; jobs
     'callgate_webhook_oldest_due_age_seconds',
     'How long the oldest due webhook delivery has waited past its attempt time (0 when none is due).',
     (read) => read.oldestDueAgeSeconds,
+  );
+  backlogGauge(
+    'callgate_webhook_workers_live',
+    "Webhook dispatchers (one per worker process) that share each endpoint's slots now, in the whole database.",
+    (read) => read.dispatchers,
   );
   const dialGauge = gaugesOfOneRead(metrics, () => openDials(deps.db, deps.clock));
   dialGauge(

@@ -68,6 +68,11 @@ export function deliveryBacklog(db: Db, now: string): Promise<{ pending: number;
   return dispatcherRepo.deliveryBacklog(db, now);
 }
 
+/** The dispatchers live at `now`, which share each endpoint's slots (the metrics, at scrape time). */
+export function liveDispatchers(db: Db, now: string): Promise<number> {
+  return dispatcherRepo.countLiveWorkers(db, now);
+}
+
 export type DeliveryStateCount = repo.DeliveryStateCount;
 
 /** The account's deliveries of `mode`'s events since `since`, per UTC hour or day, status and attempts (the portal's charts). */

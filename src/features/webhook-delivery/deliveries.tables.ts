@@ -59,10 +59,20 @@ export interface WebhookEndpointBackoffsTable {
   updated_at: string;
 }
 
+/**
+ * A running dispatcher (its `workerId`, the `locked_by` of its claims) and until when it counts as running:
+ * it renews the row while its passes run. Each endpoint's slots are split between the live ones.
+ */
+export interface WebhookWorkersTable {
+  id: string;
+  live_until: string;
+}
+
 export interface DeliveriesTables {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_endpoint_backoffs: WebhookEndpointBackoffsTable;
+  webhook_workers: WebhookWorkersTable;
 }
 
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;

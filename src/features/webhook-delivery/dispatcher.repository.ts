@@ -2,7 +2,7 @@
 import type { Db } from '../../db/database.js';
 import { sql, type Insertable } from 'kysely';
 import { jsonUpdate, type JsonUpdate } from '../../db/claim.js';
-import { joinFirstRows } from '../../db/functions.js';
+import { joinFirstRows, least } from '../../db/functions.js';
 import { lockRowsForWrite, lockRowsInIdOrder } from '../../db/locks.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookDeliveryRow, WebhookEndpointBackoffRow } from './deliveries.tables.js';
 
@@ -27,6 +27,10 @@ export type ClaimedRow = Pick<WebhookDeliveryRow, 'id' | 'event_id' | 'endpoint_
  *   endpoint backing off has no slot until its next try, then one (the probe). `slots` is materialized so
  *   that the count runs once per endpoint: inlined, PostgreSQL ran it for each candidate row (mid-drain, a
  *   claim took 26 ms instead of 4);
+ * - with several dispatchers live (`webhook_workers`), each holds at most its part of an endpoint's slots,
+ *   `perEndpoint` divided between them and rounded up: a worker wakes itself the moment its attempts end and
+ *   would take every slot they freed before another worker looked (a second worker once made none of 820
+ *   attempts to two endpoints). Its own claims are counted only then; alone, a worker pays nothing for it;
  * - each endpoint's first due deliveries fill its free slots, and endpoints take turns: every endpoint's
  *   first delivery, oldest first, then every endpoint's second, and so on up to `limit`.
  * The caller runs it under the claim lock (`lockTransaction`): the count of attempts in flight must see every
@@ -66,12 +70,20 @@ export function claimStatement(db: Db, claim: DeliveryClaim) {
         order by n.endpoint_id, n.next_attempt_at limit 1)
       from pending_endpoints p where p.endpoint_id is not null
     ),
+    workers as materialized (
+      select count(*) as live from webhook_workers w where w.live_until > ${now}
+    ),
     slots as materialized (
-      select p.endpoint_id,
-        (case when b.next_try_at is null then ${perEndpoint} when b.next_try_at <= ${now} then 1 else 0 end)
+      select p.endpoint_id, ${least(
+        db,
+        sql`(case when b.next_try_at is null then ${perEndpoint} when b.next_try_at <= ${now} then 1 else 0 end)
         - (select count(*) from (select 1 from webhook_deliveries c where c.endpoint_id = p.endpoint_id
-            and c.locked_until > ${now} limit ${perEndpoint}) as c) as free
-      from pending_endpoints p left join webhook_endpoint_backoffs b on b.endpoint_id = p.endpoint_id
+            and c.locked_until > ${now} limit ${perEndpoint}) as c)`,
+        sql`(case when w.live <= 1 then ${perEndpoint} else (${perEndpoint} + w.live - 1) / w.live
+          - (select count(*) from (select 1 from webhook_deliveries o where o.endpoint_id = p.endpoint_id
+            and o.locked_until > ${now} and o.locked_by = ${claim.workerId} limit ${perEndpoint}) as o) end)`,
+      )} as free
+      from pending_endpoints p cross join workers w left join webhook_endpoint_backoffs b on b.endpoint_id = p.endpoint_id
       where p.endpoint_id is not null
     ),
     candidates as (
@@ -85,6 +97,35 @@ export function claimStatement(db: Db, claim: DeliveryClaim) {
     where id in (select id from turns where turn <= free order by turn, next_attempt_at, id limit ${claim.limit})
     returning id, event_id, endpoint_id, attempt_count,
       (select count(*) from webhook_endpoint_backoffs r where r.endpoint_id = webhook_deliveries.endpoint_id) as in_failure_run`;
+}
+
+/**
+ * Counts dispatcher `workerId` as live until `liveUntil` (the claim splits each endpoint's slots between the
+ * live ones), and deletes the rows of dispatchers gone since `staleBefore` (those that crashed: one that stops
+ * deletes its own).
+ */
+export async function renewWorker(db: Db, workerId: string, liveUntil: string, staleBefore: string): Promise<void> {
+  await db
+    .insertInto('webhook_workers')
+    .values({ id: workerId, live_until: liveUntil })
+    .onConflict((oc) => oc.column('id').doUpdateSet({ live_until: liveUntil }))
+    .execute();
+  await db.deleteFrom('webhook_workers').where('live_until', '<', staleBefore).execute();
+}
+
+/** A dispatcher that stops: its part of the endpoints' slots goes to the others at once. */
+export async function removeWorker(db: Db, workerId: string): Promise<void> {
+  await db.deleteFrom('webhook_workers').where('id', '=', workerId).execute();
+}
+
+/** The dispatchers live at `now` (the metrics). */
+export async function countLiveWorkers(db: Db, now: string): Promise<number> {
+  const row = await db
+    .selectFrom('webhook_workers')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('live_until', '>', now)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
 }
 
 /** The backoffs of these endpoints, if any (an endpoint in a run of failures). */

@@ -40,6 +40,13 @@ const defaultEndpointConcurrency = 4;
 /** A claim outlives the HTTP timeout by this margin, so a live worker never loses its claim mid-attempt (the default `leaseMs`). */
 const leaseMarginMs = 30_000;
 const claimBatchSize = 100;
+/**
+ * A dispatcher counts as live (and gets its part of each endpoint's slots) for three sweep intervals after it
+ * last renewed its row, at least this long; it renews the row once a third of that has passed.
+ */
+const minLiveForMs = 3_000;
+/** Rows of dispatchers that stopped beating this long ago are deleted. */
+const goneAfterMs = 60 * 60 * 1000;
 const errorExcerptLength = 500;
 
 /** A job of the worker's runner: each pass claims due deliveries into the free slots and starts their attempts. */
@@ -54,6 +61,8 @@ export class WebhookDispatcher extends WorkerJob<DispatcherOptions> {
   private wakeScheduled = false;
   /** Endpoints this worker saw fail without an answer since their last answer: an answer ends their run. */
   private readonly failingEndpoints = new Set<string>();
+  /** Until when this worker's row says it is live (0: no row yet). */
+  private liveUntil = 0;
 
   constructor(options: DispatcherOptions) {
     super({ name: 'webhook-dispatcher', label: 'webhook dispatcher pass' }, options);
@@ -80,6 +89,22 @@ export class WebhookDispatcher extends WorkerJob<DispatcherOptions> {
     }
     // What is still claimed (nothing sent yet, or the record above failed) goes back as it was.
     await repo.releaseClaims(this.options.db, this.workerId, [...this.inFlight.keys()]).catch(() => undefined);
+    // The others take this worker's part of the endpoints' slots at their next claim.
+    this.liveUntil = 0;
+    await repo.removeWorker(this.options.db, this.workerId).catch(() => undefined);
+  }
+
+  /**
+   * Keeps this worker counted among the live dispatchers, whose number divides each endpoint's slots: renewed
+   * before it claims, at most once a third of its life, so a worker whose passes stop (stuck, or gone) drops
+   * out within three sweeps and the others then share its part.
+   */
+  private async stayLive(now: Date): Promise<void> {
+    const liveForMs = Math.max(minLiveForMs, 3 * this.intervalMs);
+    if (this.liveUntil - now.getTime() > (liveForMs * 2) / 3) return;
+    const liveUntil = addMs(now, liveForMs);
+    await repo.renewWorker(this.options.db, this.workerId, isoTimestamp(liveUntil), isoTimestamp(addMs(now, -goneAfterMs)));
+    this.liveUntil = liveUntil.getTime();
   }
 
   /** An attempt cut off by shutdown: counted and shown like any other, and the delivery due again at once. */
@@ -142,7 +167,9 @@ export class WebhookDispatcher extends WorkerJob<DispatcherOptions> {
     // While attempts are under way, wait until a quarter of the slots are free: a claim costs about the
     // same for 1 row as for 16, so fewer, larger claims gave about 4 % more deliveries a second in the
     // benchmark. An idle worker claims at once, so a new event still goes out within milliseconds.
-    if (stopping() || room <= 0 || (this.inFlight.size > 0 && room < Math.ceil(concurrency / 4))) return {}; // a finishing attempt wakes us again
+    if (stopping()) return {};
+    await this.stayLive(now);
+    if (room <= 0 || (this.inFlight.size > 0 && room < Math.ceil(concurrency / 4))) return {}; // a finishing attempt wakes us again
     const lease = isoTimestamp(addMs(now, this.options.leaseMs ?? this.options.timeoutMs + leaseMarginMs));
     const limit = Math.min(room, claimBatchSize);
     const batch = await claimDueDeliveries(this.options.db, {
