@@ -10,8 +10,10 @@ import { openDatabase, prepareSchema, type DatabaseHandle, type Db } from './db/
 import { isDatabaseUnavailable } from './db/unavailable.js';
 import { BatchDialer } from './features/batches/batch-dialer.job.js';
 import type { BatchesDeps } from './features/batches/batches.service.js';
+import { recipientPort } from './features/batches/recipient-origin.js';
 import { CallMonitor } from './features/calls/call-monitor.job.js';
 import { DialJob } from './features/calls/dials.job.js';
+import { requestPort } from './features/calls/request-origin.js';
 import { idempotencyPurgeJob } from './features/idempotency/idempotency-purge.job.js';
 import { requestLogPurgeJob } from './features/request-log/request-log-purge.job.js';
 import { sessionsPurgeJob } from './features/identity/sessions-purge.job.js';
@@ -231,6 +233,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       providers,
       logger,
       runner: jobs,
+      // Each kind of a dial's origin (dial-origin.ts), so that the dial job reaches the batches without importing them.
+      origins: { request: requestPort(clock), recipient: recipientPort(clock) },
       onCallPlaced: (callId, checkAt) => callMonitor.schedule(callId, checkAt),
       onEvents: () => notifier.notify(),
       onResolved: (result) => metrics.dialsResolved.inc({ result }),

@@ -1,9 +1,11 @@
 /**
  * The layout of src/ as docs/development.md describes it: features never import the shell (the files at the
  * top of src/, config.ts aside) nor their clients (the portal, the CLI); the webhook rooms are layers, each
- * importing only those below it; and feature folders do not import each other in a cycle, but for the known
- * edges listed below. Imports are read with TypeScript's own scanner: static imports, `export … from` and
- * dynamic imports, type-only ones included (a type names the other side as surely as a value does).
+ * importing only those below it; the dials (calls/dial*: the one dial driver and the dial job) import nothing
+ * of the batches, whose recipients are one origin among others; and feature folders do not import each other
+ * in a cycle, but for the known edges listed below. Imports are read with TypeScript's own scanner: static
+ * imports, `export … from` and dynamic imports, type-only ones included (a type names the other side as
+ * surely as a value does).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -83,6 +85,19 @@ it('imports the webhook rooms downwards only: delivery above endpoints above eve
     })
     .flatMap(([, files]) => files);
   assert.deepEqual(upward, []);
+});
+
+it('keeps the dials free of the batches: the dial driver and the dial job reach a batch recipient through its port only', () => {
+  // dial-driver.ts, dial-origin.ts, dials.service.ts, dials.job.ts, …: the one exactly-once dial, whatever asks for it.
+  const dialFiles = sourceFiles('src/features/calls').filter((file) => /^dials?[.-]/.test(path.posix.basename(file)));
+  assert.ok(
+    dialFiles.includes('src/features/calls/dial-driver.ts') && dialFiles.includes('src/features/calls/dials.service.ts'),
+    dialFiles.join(),
+  );
+  const intoBatches = imports
+    .filter(({ file, target }) => dialFiles.includes(file) && featureOf(target) === 'batches')
+    .map(({ file, target }) => `${file} imports ${target}`);
+  assert.deepEqual(intoBatches, []);
 });
 
 /** Whether `to` is reached from `from` over `edges`. */

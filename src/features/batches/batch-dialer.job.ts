@@ -6,33 +6,32 @@
  *   (SKIP LOCKED on PostgreSQL, so two workers never count the same free slots) and counts those
  *   `dialing` or `in_progress` before it takes the rest; a slot frees only when a call's outcome is
  *   recorded (calls.service), or a dial fails.
- * - Exactly once: a recipient is committed `dialing`, under a lease, and its dial is recorded (holding
- *   it) before the provider is asked. A dial whose answer is lost, or whose worker dies, is resolved by the
- *   dial job (calls/dials.job.ts): the call found is the recipient's, or the recipient is dialed again. A
- *   recipient whose lease ends without a dial was never asked for: it is queued again.
- * - Each placed recipient is an ordinary call (calls.service placeCall), stored with its recipient's
- *   change in one transaction, then watched by the call monitor like any call.
+ * - Exactly once: a recipient is committed `dialing`, under a lease, then dialed by the one dial driver
+ *   (calls/dial-driver.ts) as POST /v1/calls is, the recipient its origin (recipient-origin.ts): its dial is
+ *   recorded (holding it) before the provider is asked. A dial whose answer is lost, or whose worker dies,
+ *   is resolved by the dial job (calls/dials.job.ts): the call found is the recipient's, or the recipient is
+ *   dialed again. A recipient whose lease ends without a dial was never asked for: it is queued again.
+ * - Each placed recipient is an ordinary call, stored with its recipient's change in one transaction, then
+ *   watched by the call monitor like any call.
  * A pass runs on its interval, on the delivery notifier's wake-ups (a new or resumed batch, NOTIFY on
  * PostgreSQL), when a batch's call ends (the call monitor), and when a backoff ends.
  */
-import { failureLogLevel, isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
+import { failureLogLevel } from '../../db/unavailable.js';
 import type { AgentRow } from '../agents/agents.tables.js';
-import type { CallRow } from '../calls/calls.tables.js';
 import type { JobContext, PassResult } from '../../jobs/job-runner.js';
 import { WorkerJob, type WorkerJobOptions } from '../../jobs/worker-job.js';
 import { addMs, isoTimestamp } from '../../lib/clock.js';
 import { findAgent } from '../agents/agents.service.js';
-import { findCallById, getCall, placeCall, storeCall, type CallsDeps } from '../calls/calls.service.js';
-import { beginDial, dialLost, dialPlaced, dialRefused, lostAnswer } from '../calls/dials.service.js';
-import type { DialRow } from '../calls/dials.tables.js';
-import { mayHavePlaced, type ProviderFailure } from '../providers/provider.interface.js';
+import type { CallsDeps } from '../calls/calls.service.js';
+import { dial } from '../calls/dial-driver.js';
+import type { ProviderFailure } from '../providers/provider.interface.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
 import { accountsAtLimit, lockFreeSlots, releaseSlots, takeSlots } from '../concurrency/concurrency.service.js';
 import * as dialerRepo from './batch-dialer.repository.js';
-import * as batchesRepo from './batches.repository.js';
 import { failDialing, holdOutsideWindow, requeueDialing, requeueUnasked, type FinishedBatches } from './batch-progress.service.js';
 import { deferralDelayMs } from './deferral.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
+import { recipientOrigin } from './recipient-origin.js';
 
 export interface BatchDialerOptions extends WorkerJobOptions {
   /** How calls are placed and handed to the call monitor: the same path as POST /v1/calls. */
@@ -95,9 +94,9 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
       slotsLeft ||= claim.slotsLeft;
       this.options.logger.debug({ batchId: batch.id, recipients: claim.recipients.length }, 'batch recipients claimed');
       for (const recipient of claim.recipients) {
-        const dial = this.dial(claim.batch, agent, recipient);
+        const dialing = this.dialRecipient(claim.batch, agent, recipient);
         // Its account slot goes once the call is stored (the call holds the place then) or was not placed.
-        this.track(claim.slotsTaken ? dial.finally(() => releaseSlots(this.options.db, [recipient.id])) : dial);
+        this.track(claim.slotsTaken ? dialing.finally(() => releaseSlots(this.options.db, [recipient.id])) : dialing);
       }
     }
     // A batch held to its part while its account had more free slots: another pass gives what the others of
@@ -179,11 +178,10 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
   }
 
   /**
-   * Places one recipient's call and stores it with the recipient's change. The dial is recorded first (and
-   * holds the recipient): an answer that is lost leaves it to the dial job, which finds the call or dials
-   * the recipient again, never both.
+   * Places one recipient's call and stores it with the recipient's change, through the dial driver. An answer
+   * that is lost leaves the recipient to the dial job, which finds the call or dials it again, never both.
    */
-  private async dial(batch: BatchRow, agent: AgentRow | undefined, recipient: RecipientRow): Promise<void> {
+  private async dialRecipient(batch: BatchRow, agent: AgentRow | undefined, recipient: RecipientRow): Promise<void> {
     const { calls, logger } = this.options;
     // Checked now, not when the batch was made: a number suppressed since then is not called either.
     if (await isSuppressed(this.options.db, batch.account_id, recipient.to_number)) return this.notDialable(batch, recipient, 'suppressed');
@@ -191,76 +189,25 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
       const failure = { kind: 'rejected', message: `The agent ${batch.agent_id} is no longer in this account.`, retryable: false } as const;
       return this.notPlaced(batch, recipient, failure);
     }
-    const apiKey = { id: batch.api_key_id, account_id: batch.account_id, mode: batch.mode };
-    const provider = calls.providers.forCall(agent, batch.mode);
-    const dial = await beginDial(
-      calls,
-      { apiKey, batch: { id: batch.id, reference: recipient.reference, recipientId: recipient.id } },
-      agent,
-      provider.name,
-      { to: recipient.to_number, metadata: recipient.metadata },
-    );
-    const placed = await placeCall(calls, { apiKey, batch: { id: batch.id, reference: recipient.reference } }, agent, {
+    const attempt = await dial(calls, recipientOrigin(calls.clock, batch, recipient), agent, {
       to: recipient.to_number,
       metadata: recipient.metadata === null ? null : (JSON.parse(recipient.metadata) as Record<string, string>),
-      dialId: dial.id,
     });
-    if (!placed.ok) {
-      if (mayHavePlaced(placed.failure)) {
-        // The recipient stays `dialing`, held by its dial, until the dial job knows whether it was called.
-        await dialLost(calls.db, calls.clock, dial, placed.failure, lostAnswer(dial, placed.failure, false));
-        calls.onDialLost?.();
-        logger.warn(
-          { batchId: batch.id, recipientId: recipient.id, dialId: dial.id },
-          'a batch dial lost its answer; looking for the call',
-        );
-        return;
-      }
-      await dialRefused(calls.db, calls.clock, dial, placed.failure);
-      return this.notPlaced(batch, recipient, placed.failure);
-    }
-    const stored = await this.store(recipient, placed.row, dial);
-    if (stored === undefined) return;
-    if (!stored)
+    if (attempt.kind === 'refused') return this.notPlaced(batch, recipient, attempt.failure);
+    if (attempt.kind === 'lost') {
       logger.warn(
-        { batchId: batch.id, recipientId: recipient.id, callId: placed.row.id },
+        { batchId: batch.id, recipientId: recipient.id, dialId: attempt.dial.id },
+        'a batch dial lost its answer; looking for the call',
+      );
+      return;
+    }
+    // While the database is away the call is stored once it is back, and the recipient's slot waits for it.
+    const taken = attempt.kind === 'storing' ? await attempt.taken : attempt.taken;
+    if (taken === false)
+      logger.warn(
+        { batchId: batch.id, recipientId: recipient.id, callId: attempt.call.id },
         'a batch call was placed after its dialing lease ended; its recipient stays interrupted',
       );
-    calls.onCallPlaced?.(placed.row.id, placed.firstCheckAt);
-  }
-
-  /**
-   * Stores the placed call and marks its recipient `in_progress`, in one transaction. While the database is
-   * away it tries again until it answers (the call exists at the provider: its outcome must not be lost).
-   * Returns whether the recipient took the call (false: it had been failed as interrupted meanwhile), or
-   * undefined when it could not be stored at all (or the dial job stored it first).
-   */
-  private async store(recipient: RecipientRow, row: CallRow, dial: DialRow): Promise<boolean | undefined> {
-    const { db, clock, logger } = this.options;
-    const store = () =>
-      db.transaction().execute(async (trx) => {
-        // The dial job found this call first (its answer came after the dial was taken for lost): it is stored.
-        if (!(await dialPlaced(trx, clock, dial, row.id)) && (await findCallById(trx, row.id))) return undefined;
-        await storeCall(trx, row);
-        const callIds = JSON.stringify([...(JSON.parse(recipient.call_ids) as string[]), row.id]);
-        return batchesRepo.recipientPlaced(trx, recipient.id, row.id, callIds, isoTimestamp(clock.now()));
-      });
-    try {
-      return await store();
-    } catch (error) {
-      if (!isDatabaseUnavailable(error)) throw error;
-      let placed: boolean | undefined = false;
-      await retryWhileUnavailable(
-        async () => {
-          // A first attempt may have committed just before its connection dropped.
-          placed = (await getCall(db, row.account_id, row.id)) ? true : await store();
-        },
-        {
-          onUnavailable: () => logger.warn({ callId: row.id }, 'the database is still unavailable; storing a placed batch call again soon'),
-        },
-      );
-      return placed;
-    }
   }
 
   private async notPlaced(batch: BatchRow, recipient: RecipientRow, failure: ProviderFailure): Promise<void> {

@@ -236,14 +236,23 @@ export async function failAfterLostDials(
 }
 
 /**
- * A recipient's dial whose answer was lost placed this call (found at the provider): the recipient holds it
- * as if the answer had come. In `trx`, the transaction that stores the call.
+ * A recipient's dial placed this call (answered, or found at the provider after a lost answer): the
+ * recipient is `in_progress` with it, in `trx`, the transaction that stores the call. Its calls so far are
+ * read unless `known` (the dialer's claimed row). False when it had been failed as interrupted meanwhile:
+ * it keeps that final state but learns its call.
  */
-export async function recipientFoundCall(trx: Db, clock: Clock, batchId: string, recipientId: string, callId: string): Promise<void> {
-  const recipient = await repo.findRecipient(trx, batchId, recipientId);
-  if (!recipient) return;
+export async function recipientTookCall(
+  trx: Db,
+  clock: Clock,
+  batchId: string,
+  recipientId: string,
+  callId: string,
+  known?: Pick<RecipientRow, 'call_ids'>,
+): Promise<boolean> {
+  const recipient = known ?? (await repo.findRecipient(trx, batchId, recipientId));
+  if (!recipient) return false;
   const callIds = JSON.stringify([...(JSON.parse(recipient.call_ids) as string[]), callId]);
-  await repo.recipientPlaced(trx, recipientId, callId, callIds, isoTimestamp(clock.now()));
+  return repo.recipientPlaced(trx, recipientId, callId, callIds, isoTimestamp(clock.now()));
 }
 
 /**

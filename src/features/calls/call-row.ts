@@ -1,7 +1,7 @@
 /**
- * A call's row as it is first stored, apart from the services that store it: POST /v1/calls and the batch
- * dialer (calls.service) and the dial job that finds a call whose answer was lost (dials.service), which
- * import each other's functions otherwise.
+ * A call's row as it is first stored, apart from the modules that store it: the dial driver, for POST
+ * /v1/calls and the batch dialer (dial-driver.ts), and the dial job that finds a call whose answer was lost
+ * (dials.service), which import each other's functions otherwise.
  */
 import { isoTimestamp } from '../../lib/clock.js';
 import { callIdOf } from '../../lib/ids.js';
@@ -26,7 +26,7 @@ export type NewCallOrigin = Pick<
 
 /**
  * The row of a call the provider placed, as it is first stored: with no outcome, looked at first at
- * `firstCheckAt`. Whether its answer came (`placeCall`) or it was found after the answer was lost (the dial
+ * `firstCheckAt`. Whether its answer came (the dial driver) or it was found after the answer was lost (the dial
  * job), it is the same row but for `created_at` and `found_after_lost_answer`.
  */
 export function newCallRow(call: {

@@ -3,7 +3,6 @@
  * call, or an ApiError thrown; it never sees the database or the provider.
  */
 import type { Db } from '../../db/database.js';
-import { isDatabaseUnavailable, retryWhileUnavailable } from '../../db/unavailable.js';
 import { isoTimestamp, type Clock } from '../../lib/clock.js';
 import { callIdOf } from '../../lib/ids.js';
 import { slotLength, type SlotUnit } from '../../lib/time-slots.js';
@@ -11,10 +10,9 @@ import type { AgentRow } from '../agents/agents.tables.js';
 import { ApiError } from '../../errors/api-error.js';
 import { findAgent } from '../agents/agents.service.js';
 import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
-import { completeKey, keepKey, type HeldKey, type IdempotencySettings, type StoredResponse } from '../idempotency/idempotency.service.js';
+import type { HeldKey, IdempotencySettings, StoredResponse } from '../idempotency/idempotency.service.js';
 import { providerFailureError } from '../providers/provider-failure.js';
-import type { ProviderRegistry } from '../providers/provider-registry.js';
-import { mayHavePlaced, type CallOutcome, type ProviderFailure } from '../providers/provider.interface.js';
+import type { CallOutcome } from '../providers/provider.interface.js';
 import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
 import { concurrencyLimitOf, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
@@ -22,32 +20,16 @@ import { enqueueEvents } from '../webhook-delivery/fan-out.service.js';
 import * as repo from './calls.repository.js';
 import * as dialsRepo from './dials.repository.js';
 import { callOutcomeEvent } from './call-events.js';
-import { newCallRow, noOutcome } from './call-row.js';
-import {
-  beginDial,
-  createdResponse,
-  dialLost,
-  dialPlaced,
-  dialRefused,
-  lostAnswer,
-  outcomeToJson,
-  type DialSettings,
-} from './dials.service.js';
+import { noOutcome } from './call-row.js';
+import { dial, type DialDeps } from './dial-driver.js';
+import { outcomeToJson } from './dials.service.js';
+import { createdResponse, lostAnswer, requestOrigin } from './request-origin.js';
 import { metadataMaxBytes, type Call, type CreateCallBody } from './calls.schemas.js';
 import type { CallRow } from './calls.tables.js';
 
-export interface CallsDeps {
-  readonly db: Db;
-  readonly clock: Clock;
-  readonly providers: ProviderRegistry;
+/** What placing calls needs: the dial driver's (database, clock, providers, dial settings, wake-ups) and the Idempotency-Key settings. */
+export interface CallsDeps extends DialDeps {
   readonly idempotency: IdempotencySettings;
-  readonly dials: DialSettings;
-  /** Told about each dial whose answer was lost (the dial job's wake-up). */
-  readonly onDialLost?: () => void;
-  /** Told about each new call and when to first look at it (the call monitor's prompt timer). */
-  readonly onCallPlaced?: (callId: string, checkAt: Date) => void;
-  /** Told how storing a placed call goes when the database was away at first (see `keepStoring`). */
-  readonly onStoreRetry?: (event: { callId: string; stored: boolean; error?: unknown }) => void;
 }
 
 /** Rules of spec 2.1 that a JSON schema cannot say: the 5 KB size of the metadata. */
@@ -124,163 +106,43 @@ export async function createCall(deps: CallsDeps, apiKey: ApiKeyRow, body: Creat
     leaseMs: deps.idempotency.lockMs,
     unlockedLimit: limit,
   });
-  if (slot.kind === 'unlimited') return placeAndStore(deps, apiKey, body, key, agent);
-  return placeAndStore(deps, apiKey, body, key, agent).finally(() => releaseSlots(deps.db, [slot.id]));
+  if (slot.kind === 'unlimited') return dialForRequest(deps, apiKey, body, key, agent);
+  return dialForRequest(deps, apiKey, body, key, agent).finally(() => releaseSlots(deps.db, [slot.id]));
 }
 
-async function placeAndStore(
+/**
+ * Dials for the request (dial-driver.ts), holding its key, and answers how that went: the 201 of the call,
+ * or the ApiError of a refusal, a lost answer (the key held until its dial is known) or a placed call whose
+ * store waits for the database.
+ */
+async function dialForRequest(
   deps: CallsDeps,
   apiKey: ApiKeyRow,
   body: CreateCallBody,
   key: HeldKey | null,
   agent: AgentRow,
 ): Promise<StoredResponse> {
-  const metadata = body.metadata ?? null;
-  const provider = deps.providers.forCall(agent, apiKey.mode);
-  // Recorded before the provider is asked: whatever happens to its answer (or to this process), the dial
-  // is resolved, and the key stays held until it is.
-  const dial = await beginDial(deps, { apiKey, key }, agent, provider.name, {
-    to: body.to,
-    metadata: metadata === null ? null : JSON.stringify(metadata),
-  });
-  const placed = await placeCall(deps, { apiKey }, agent, { to: body.to, metadata, dialId: dial.id });
-  if (!placed.ok) {
-    if (!mayHavePlaced(placed.failure)) {
-      await dialRefused(deps.db, deps.clock, dial, placed.failure);
-      throw providerFailureError(placed.failure);
+  const attempt = await dial(deps, requestOrigin(deps.clock, apiKey, key), agent, { to: body.to, metadata: body.metadata ?? null });
+  switch (attempt.kind) {
+    case 'placed':
+      return createdResponse(attempt.call);
+    case 'refused':
+      throw providerFailureError(attempt.failure);
+    case 'lost': {
+      const answer = lostAnswer(attempt.dial, attempt.failure, key !== null);
+      throw new ApiError(answer.code, answer.message, { retryAfterSeconds: answer.retryAfterSeconds });
     }
-    // The call may exist: never dialed again, never forgotten. The dial job finds out; the key waits for it.
-    if (key) keepKey(key);
-    const answer = lostAnswer(dial, placed.failure, key !== null);
-    try {
-      await dialLost(deps.db, deps.clock, dial, placed.failure, answer);
-      deps.onDialLost?.();
-    } catch (error) {
-      // Left `asking`, the dial is taken up by the job once its asker counts as dead: the answer stands.
-      if (!isDatabaseUnavailable(error)) throw error;
+    case 'storing': {
+      const { id } = attempt.call;
+      throw new ApiError(
+        'database_unavailable',
+        key === null
+          ? `The call ${id} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Do not retry without an Idempotency-Key: that would place a second call. Look for the call with GET /v1/calls/${id}.`
+          : `The call ${id} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Retry with backoff and the same Idempotency-Key to get its 201 (never a second call).`,
+        { cause: attempt.error, retryAfterSeconds: 2 },
+      );
     }
-    throw new ApiError(answer.code, answer.message, { retryAfterSeconds: answer.retryAfterSeconds });
   }
-  const { row, firstCheckAt } = placed;
-  const response = createdResponse(row);
-  let stored = true;
-  const store = () =>
-    deps.db.transaction().execute(async (trx) => {
-      // Resolved meanwhile by the dial job (this answer came after its asker was taken for dead): it stored
-      // the call and completed the key already.
-      if (!(await dialPlaced(trx, deps.clock, dial, row.id)) && (await repo.findCallById(trx, row.id))) {
-        stored = false;
-        return;
-      }
-      await repo.insertCall(trx, row);
-      if (key) await completeKey(trx, key, response);
-    });
-  try {
-    await store();
-  } catch (error) {
-    // The call exists at the provider now. Forgetting it would lose its outcome, and freeing the key would
-    // let a retry place a second call; so it is stored as soon as the database is back, and the key stays
-    // held for it meanwhile.
-    if (!isDatabaseUnavailable(error)) throw error;
-    if (key) keepKey(key);
-    void keepStoring(deps, row.id, store, () => deps.onCallPlaced?.(row.id, firstCheckAt));
-    throw new ApiError(
-      'database_unavailable',
-      key === null
-        ? `The call ${row.id} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Do not retry without an Idempotency-Key: that would place a second call. Look for the call with GET /v1/calls/${row.id}.`
-        : `The call ${row.id} was placed, but the database is unavailable for a moment; it is stored as soon as it is back. Retry with backoff and the same Idempotency-Key to get its 201 (never a second call).`,
-      { cause: error, retryAfterSeconds: 2 },
-    );
-  }
-  if (stored) deps.onCallPlaced?.(row.id, firstCheckAt);
-  else if (key) keepKey(key);
-  return response;
-}
-
-/** Whom a call is placed for: an API key's account and mode, and, for a batch's call, its batch. */
-export interface CallOrigin {
-  readonly apiKey: Pick<ApiKeyRow, 'id' | 'account_id' | 'mode'>;
-  readonly batch?: { readonly id: string; readonly reference: string | null };
-}
-
-export type PlacedCallResult =
-  | { readonly ok: true; readonly row: CallRow; readonly firstCheckAt: Date }
-  | { readonly ok: false; readonly failure: ProviderFailure };
-
-/**
- * Asks the agent's provider to place the call (test-mode keys always reach the simulator) and returns the
- * call as it is to be stored, with when the monitor first looks at it. Stores nothing: POST /v1/calls
- * stores it with its Idempotency-Key, the batch dialer with its recipient (`storeCall`), and either then
- * tells the monitor (`deps.onCallPlaced`).
- */
-export async function placeCall(
-  deps: Pick<CallsDeps, 'clock' | 'providers'>,
-  origin: CallOrigin,
-  agent: AgentRow,
-  request: { readonly to: string; readonly metadata: NonNullable<CreateCallBody['metadata']> | null; readonly dialId: string },
-): Promise<PlacedCallResult> {
-  const provider = deps.providers.forCall(agent, origin.apiKey.mode);
-  const placed = await provider.placeCall({
-    dialId: request.dialId,
-    // Retell and Vapi know the agent by an id of their own; ElevenLabs' agent id is callgate's.
-    agentId: agent.provider_agent_id ?? agent.agent_id,
-    phoneNumberId: agent.phone_number_id,
-    phoneNumberProvider: agent.phone_number_provider,
-    to: request.to,
-    metadata: request.metadata,
-  });
-  if (!placed.ok) return { ok: false, failure: placed.error };
-
-  const now = deps.clock.now();
-  const firstCheckAt = new Date(now.getTime() + provider.firstCheckDelayMs);
-  const row = newCallRow({
-    conversationId: placed.value.conversationId,
-    origin: {
-      account_id: origin.apiKey.account_id,
-      api_key_id: origin.apiKey.id,
-      agent_id: agent.agent_id,
-      agent_ref: agent.id,
-      mode: origin.apiKey.mode,
-      provider: provider.name,
-      to_number: request.to,
-      metadata: request.metadata === null ? null : JSON.stringify(request.metadata),
-      batch_id: origin.batch?.id ?? null,
-      reference: origin.batch?.reference ?? null,
-    },
-    dialId: request.dialId,
-    createdAt: isoTimestamp(now),
-    now,
-    firstCheckAt,
-    foundAfterLostAnswer: false,
-  });
-  return { ok: true, row, firstCheckAt };
-}
-
-/** Stores a call `placeCall` returned, in `db` (the caller's transaction, for a batch's recipient). */
-export async function storeCall(db: Db, row: CallRow): Promise<void> {
-  await repo.insertCall(db, row);
-}
-
-/**
- * Stores a placed call once the database answers again, retrying with backoff for as long as the process
- * lives. A first attempt that failed may have committed before its connection dropped: a call already
- * there is done. The key stays held (its lock, CALLGATE_IDEMPOTENCY_LOCK_MS, bounds how long a retry
- * waits for it); once stored, a retry with the key replays the 201.
- */
-async function keepStoring(deps: CallsDeps, callId: string, store: () => Promise<void>, onStored: () => void): Promise<void> {
-  try {
-    await retryWhileUnavailable(
-      async () => {
-        if (!(await repo.findCallById(deps.db, callId))) await store();
-      },
-      { onUnavailable: (error) => deps.onStoreRetry?.({ callId, stored: false, error }) },
-    );
-  } catch (error) {
-    deps.onStoreRetry?.({ callId, stored: false, error });
-    return;
-  }
-  onStored();
-  deps.onStoreRetry?.({ callId, stored: true });
 }
 
 /** True for text that PostgreSQL refuses as a query parameter; such a value names nothing we store. */

@@ -4,7 +4,9 @@
  * workers never look at one dial at once, and asks each one's provider for it (dials.service
  * `lookForDial`). It also applies the provider reports that came before their call was stored (held
  * outcomes), once the call is there, and drops old ones that never found a call. The schedule lives in the
- * database: after a crash, any worker takes up where the dead one stopped.
+ * database: after a crash, any worker takes up where the dead one stopped. A dial's origin (an API request's
+ * Idempotency-Key, a batch's recipient) learns how it was resolved through its port, of those the container
+ * hands in (`origins`), by the kind the dial recorded.
  */
 import { failureLogLevel } from '../../db/unavailable.js';
 import type { JobContext, PassResult } from '../../jobs/job-runner.js';
@@ -13,11 +15,14 @@ import { addMs, isoTimestamp } from '../../lib/clock.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallRow } from './calls.tables.js';
 import { recordOutcome } from './calls.service.js';
+import { originKindOf, type DialOriginPorts } from './dial-origin.js';
 import * as repo from './dials.repository.js';
 import { claimDueDials, lookForDial, outcomeFromJson, type DialResult } from './dials.service.js';
 
 export interface DialJobOptions extends WorkerJobOptions {
   readonly providers: ProviderRegistry;
+  /** The port of each kind of origin: how a resolved dial reaches what asked for it. */
+  readonly origins: DialOriginPorts;
   /** Told of each call a search found (the call monitor's first look). */
   readonly onCallPlaced?: (callId: string, checkAt: Date) => void;
   /** Told when outcomes were recorded with deliveries to make, or a batch changed (the workers' wake-up). */
@@ -51,8 +56,6 @@ export class DialJob extends WorkerJob<DialJobOptions> {
     const { db, clock, logger } = this.options;
     const due = await claimDueDials(db, clock, this.options.leaseMs ?? defaultLeaseMs, dialsPerPass);
     let next = 0;
-    // A batch finished (its event to deliver) or a recipient to dial again: the workers look now.
-    const onBatchChanged = () => this.options.onEvents?.();
     const lane = async () => {
       while (!stopping() && next < due.length) {
         const dial = due[next++]!;
@@ -62,7 +65,7 @@ export class DialJob extends WorkerJob<DialJobOptions> {
               db,
               clock,
               providers: this.options.providers,
-              onBatchChanged,
+              origins: this.options.origins,
               ...(this.options.onCallPlaced ? { onCallPlaced: this.options.onCallPlaced } : {}),
             },
             dial,
@@ -70,7 +73,8 @@ export class DialJob extends WorkerJob<DialJobOptions> {
           if (result) {
             logger.info({ dialId: dial.id, result }, 'a dial whose answer was lost is resolved');
             this.options.onResolved?.(result);
-            if (dial.batch_id !== null) this.options.onEvents?.();
+            // A recipient to dial again, a batch finished (its event to deliver): the workers look now.
+            if (this.options.origins[originKindOf(dial)].wakesWorkers) this.options.onEvents?.();
           }
         } catch (error) {
           logger[failureLogLevel(error)]({ err: error, dialId: dial.id }, 'a dial check failed; it is looked at again after its lease');

@@ -1,44 +1,26 @@
 /**
  * Dials: exactly one call per request, even when the provider's answer is lost. Every request to a provider
  * to place a call is recorded first (`beginDial`), with an id that travels with the request, in the same
- * transaction that holds its Idempotency-Key (or batch recipient) until the dial is known. A certain answer
- * ends the dial at once (placed, refused). An uncertain one (no answer in time, a 5xx, a dropped
- * connection, a crash of the asker) leaves it `checking`: the dial job (dials.job.ts) asks the provider
- * for it by its id until it is found (the call is stored as if the answer had come, and the key completes
- * with its 201) or the search window ends without it (the key is freed: a retry places the call). While
- * the provider cannot be asked, the key stays held: callgate never guesses.
+ * transaction that holds its origin (the Idempotency-Key of an API request, a batch's recipient: see
+ * dial-origin.ts) until the dial is known. A certain answer ends the dial at once (placed, refused). An
+ * uncertain one (no answer in time, a 5xx, a dropped connection, a crash of the asker) leaves it `checking`:
+ * the dial job (dials.job.ts) asks the provider for it by its id until it is found (the call is stored as if
+ * the answer had come, and its origin takes it) or the search window ends without it (its origin learns that
+ * nothing was placed: a key is freed, a recipient dialed again). While the provider cannot be asked, the
+ * origin stays held: callgate never guesses. The dial driver (dial-driver.ts) runs these steps for an asker.
  */
 import type { Db } from '../../db/database.js';
 import { addMs, isoTimestamp, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { AgentRow } from '../agents/agents.tables.js';
-import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
-import {
-  failAfterLostDials,
-  holdRecipientForDial,
-  interruptDialing,
-  recipientFoundCall,
-  redialAfterLostDial,
-  type FinishedBatches,
-} from '../batches/batch-progress.service.js';
-import {
-  answerWhileHeld,
-  completeHeldKey,
-  holdKeyUntil,
-  idempotencyLifetimeMs,
-  releaseHeldKey,
-  type HeldAnswer,
-  type HeldKey,
-  type KeyHold,
-  type StoredResponse,
-} from '../idempotency/idempotency.service.js';
+import { idempotencyLifetimeMs } from '../idempotency/idempotency.service.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { CallOutcome, DialSearch, ProviderFailure } from '../providers/provider.interface.js';
 import * as repo from './dials.repository.js';
 import type { DialRow, DialStep } from './dials.tables.js';
-import type { CallRow } from './calls.tables.js';
 import * as callsRepo from './calls.repository.js';
 import { newCallRow } from './call-row.js';
+import { originKindOf, type DialOrigin, type DialOriginPort, type DialOriginPorts } from './dial-origin.js';
 
 export interface DialSettings {
   /** How long after it was sent a lost dial is looked for before it counts as not placed (CALLGATE_DIAL_SEARCH_WINDOW). */
@@ -57,13 +39,6 @@ const maxLookGapMs = 30_000;
 /** After the provider could not be asked: 5 s, doubling, at most 5 minutes. */
 const unreachableBackoffMs = { start: 5_000, max: 5 * 60_000 } as const;
 
-/** Who asked for the dial: an API request (with its key, if any) or a batch's recipient. */
-export interface DialOrigin {
-  readonly apiKey: Pick<ApiKeyRow, 'id' | 'account_id' | 'mode'>;
-  readonly batch?: { readonly id: string; readonly reference: string | null; readonly recipientId: string };
-  readonly key?: HeldKey | null;
-}
-
 export interface DialRequest {
   readonly to: string;
   readonly metadata: string | null;
@@ -75,29 +50,25 @@ function searchWindowOf(settings: DialSettings, mode: DialRow['mode']): number {
   return mode === 'test' ? testSearchWindowMs : settings.searchWindowMs;
 }
 
-function keyHoldOf(dial: DialRow): KeyHold | null {
-  if (dial.idempotency_route === null || dial.idempotency_key === null || dial.idempotency_owner === null) return null;
-  return { scope: { apiKeyId: dial.api_key_id, route: dial.idempotency_route, key: dial.idempotency_key }, owner: dial.idempotency_owner };
-}
-
 function steps(...list: DialStep[]): string {
   return JSON.stringify(list);
 }
 
 /**
- * Records a dial before its provider is asked, and holds what asked for it (the Idempotency-Key, the batch
- * recipient) until the dial is known, in one transaction. Returns the dial; its id goes with the request.
+ * Records a dial before its provider is asked, and holds what asked for it (its port's `hold`: the
+ * Idempotency-Key, the batch recipient) until the dial is known, in one transaction. Returns the dial; its
+ * id goes with the request. An origin without columns or port is an API request without a key.
  */
 export async function beginDial(
   deps: { readonly db: Db; readonly clock: Clock; readonly dials: DialSettings },
-  origin: DialOrigin,
+  origin: Pick<DialOrigin, 'apiKey'> & Partial<Pick<DialOrigin, 'columns' | 'port'>>,
   agent: AgentRow,
   provider: DialRow['provider'],
   request: DialRequest,
 ): Promise<DialRow> {
   const now = deps.clock.now();
   const at = isoTimestamp(now);
-  const key = origin.key ?? null;
+  const recorded = origin.columns ?? {};
   const dial: DialRow = {
     id: newId('dial', now.getTime()),
     account_id: origin.apiKey.account_id,
@@ -110,12 +81,12 @@ export async function beginDial(
     phone_number_id: agent.phone_number_id,
     to_number: request.to,
     metadata: request.metadata,
-    batch_id: origin.batch?.id ?? null,
-    recipient_id: origin.batch?.recipientId ?? null,
-    reference: origin.batch?.reference ?? null,
-    idempotency_route: key?.scope.route ?? null,
-    idempotency_key: key?.scope.key ?? null,
-    idempotency_owner: key?.owner ?? null,
+    batch_id: recorded.batch_id ?? null,
+    recipient_id: recorded.recipient_id ?? null,
+    reference: recorded.reference ?? null,
+    idempotency_route: recorded.idempotency_route ?? null,
+    idempotency_key: recorded.idempotency_key ?? null,
+    idempotency_owner: recorded.idempotency_owner ?? null,
     state: 'asking',
     call_id: null,
     asked_at: at,
@@ -130,8 +101,7 @@ export async function beginDial(
   const holdUntil = addMs(now, idempotencyLifetimeMs);
   await deps.db.transaction().execute(async (trx) => {
     await repo.insertDial(trx, dial);
-    if (key) await holdKeyUntil(trx, key, holdUntil);
-    if (origin.batch) await holdRecipientForDial(trx, origin.batch.recipientId, addMs(holdUntil, 60 * 60_000));
+    await origin.port?.hold(trx, dial, holdUntil);
   });
   return dial;
 }
@@ -152,22 +122,11 @@ export async function dialRefused(db: Db, clock: Clock, dial: DialRow, failure: 
   await repo.moveDial(db, dial.id, ['asking'], { state: 'refused', step: `${why}: ${failure.message}`, at: isoTimestamp(clock.now()) });
 }
 
-/** What a request gets while its dial is checked: a 504 (no answer) or 503 (a 5xx, a dropped answer) to retry. */
-export function lostAnswer(dial: DialRow, failure: ProviderFailure, keyed: boolean): HeldAnswer {
-  const retryAfterSeconds = dial.mode === 'test' ? 1 : 5;
-  const what =
-    failure.kind === 'timeout' ? 'The voice provider did not answer in time' : `The voice provider's answer was lost (${failure.message})`;
-  const next = keyed
-    ? `callgate is checking with the provider whether the call was placed (dial ${dial.id}) and holds this Idempotency-Key meanwhile. Retry after ${retryAfterSeconds} seconds with the same key: you get the call if it was placed, or the call is placed if it was not; never a second one.`
-    : `callgate is checking with the provider whether the call was placed (dial ${dial.id}); if it was, it appears in GET /v1/calls and its outcome event follows. Do not retry without an Idempotency-Key: that could place a second call.`;
-  return { code: failure.kind === 'timeout' ? 'provider_timeout' : 'provider_unavailable', message: `${what}. ${next}`, retryAfterSeconds };
-}
-
 /**
- * The provider's answer was lost: the dial is looked for (`checking`), and its key answers `answer` to
- * retries meanwhile. False when the dial was resolved already (its job found it first).
+ * The provider's answer was lost: the dial is looked for (`checking`), and its origin says so meanwhile (its
+ * key answers retries with the lost answer). False when the dial was resolved already (its job found it first).
  */
-export async function dialLost(db: Db, clock: Clock, dial: DialRow, failure: ProviderFailure, answer: HeldAnswer): Promise<boolean> {
+export async function dialLost(db: Db, clock: Clock, dial: DialRow, failure: ProviderFailure, origin: DialOriginPort): Promise<boolean> {
   const now = clock.now();
   const moved = await repo.moveDial(db, dial.id, ['asking'], {
     state: 'checking',
@@ -175,8 +134,7 @@ export async function dialLost(db: Db, clock: Clock, dial: DialRow, failure: Pro
     at: isoTimestamp(now),
     dueAt: isoTimestamp(firstLookAt(dial, now)),
   });
-  const hold = keyHoldOf(dial);
-  if (moved && hold) await answerWhileHeld(db, hold, answer, addMs(now, idempotencyLifetimeMs));
+  if (moved) await origin.lost(db, dial, failure);
   return moved;
 }
 
@@ -189,17 +147,14 @@ function firstLookAt(dial: DialRow, now: Date): Date {
   return addMs(now, Math.min(firstLookMs[dial.mode], Math.round(left / 2)));
 }
 
-/** What the dial job needs: the database, the providers, and who to tell of a call it stored. */
+/** What the dial job needs: the database, the providers, the port of each kind of origin, and who to tell of a call it stored. */
 export interface DialJobDeps {
   readonly db: Db;
   readonly clock: Clock;
   readonly providers: ProviderRegistry;
+  readonly origins: DialOriginPorts;
   /** Told of each call a search found (the call monitor's first look at it). */
   readonly onCallPlaced?: (callId: string, checkAt: Date) => void;
-  /** Told of batches a resolution finished, with deliveries to make, and of recipients to dial again. */
-  readonly onBatchChanged?: (finished: FinishedBatches) => void;
-  /** Told how each dial was resolved (the metrics). */
-  readonly onResolved?: (result: DialResult) => void;
 }
 
 export type DialResult = 'found' | 'not_placed' | 'abandoned';
@@ -220,6 +175,7 @@ function nextLookAt(dial: DialRow, now: Date): Date {
  */
 export async function lookForDial(deps: DialJobDeps, claimed: DialRow): Promise<DialResult | undefined> {
   const { db, clock } = deps;
+  const origin = deps.origins[originKindOf(claimed)];
   let dial = claimed;
   if (dial.state === 'asking') {
     const now = clock.now();
@@ -228,7 +184,7 @@ export async function lookForDial(deps: DialJobDeps, claimed: DialRow): Promise<
       message: 'the process asking the provider stopped before its answer was recorded',
       retryable: true,
     };
-    const moved = await dialLost(db, clock, { ...dial, mode: dial.mode }, failure, lostAnswer(dial, failure, keyHoldOf(dial) !== null));
+    const moved = await dialLost(db, clock, dial, failure, origin);
     if (!moved) return undefined;
     dial = { ...dial, state: 'checking', due_at: isoTimestamp(now) };
   }
@@ -237,7 +193,7 @@ export async function lookForDial(deps: DialJobDeps, claimed: DialRow): Promise<
   const now = clock.now();
   const looks = dial.looks + 1;
   if ('kind' in search) {
-    if (now.getTime() >= Date.parse(dial.asked_at) + idempotencyLifetimeMs) return abandon(deps, dial, search);
+    if (now.getTime() >= Date.parse(dial.asked_at) + idempotencyLifetimeMs) return abandon(deps, origin, dial, search);
     const backoff = Math.min(unreachableBackoffMs.max, unreachableBackoffMs.start * 2 ** Math.min(dial.looks, 16));
     await repo.moveDial(db, dial.id, ['checking'], {
       state: 'checking',
@@ -248,7 +204,7 @@ export async function lookForDial(deps: DialJobDeps, claimed: DialRow): Promise<
     });
     return undefined;
   }
-  if (search.state === 'found') return (await storeFound(deps, dial, search.conversationId)) ? 'found' : undefined;
+  if (search.state === 'found') return (await storeFound(deps, origin, dial, search.conversationId)) ? 'found' : undefined;
   if (now.getTime() < Date.parse(dial.search_until)) {
     await repo.moveDial(db, dial.id, ['checking'], {
       state: 'checking',
@@ -259,7 +215,7 @@ export async function lookForDial(deps: DialJobDeps, claimed: DialRow): Promise<
     });
     return undefined;
   }
-  return (await endNotPlaced(deps, dial, looks)) ? 'not_placed' : undefined;
+  return (await endNotPlaced(deps, origin, dial, looks)) ? 'not_placed' : undefined;
 }
 
 async function ask(deps: DialJobDeps, dial: DialRow): Promise<DialSearch | ProviderFailure> {
@@ -274,16 +230,7 @@ async function ask(deps: DialJobDeps, dial: DialRow): Promise<DialSearch | Provi
   return result.ok ? result.value : result.error;
 }
 
-/** The 201 of a created call, as POST /v1/calls answers it and replays it. */
-export function createdResponse(row: CallRow): StoredResponse {
-  return {
-    status: 201,
-    body: { id: row.id, agent_id: row.agent_id, to: row.to_number, status: 'initiated', created_at: row.created_at },
-    headers: { location: `/v1/calls/${row.id}` },
-  };
-}
-
-async function storeFound(deps: DialJobDeps, dial: DialRow, conversationId: string): Promise<boolean> {
+async function storeFound(deps: DialJobDeps, origin: DialOriginPort, dial: DialRow, conversationId: string): Promise<boolean> {
   const { db, clock } = deps;
   const now = clock.now();
   const provider = deps.providers.byName(dial.provider);
@@ -298,7 +245,6 @@ async function storeFound(deps: DialJobDeps, dial: DialRow, conversationId: stri
     firstCheckAt,
     foundAfterLostAnswer: true,
   });
-  const hold = keyHoldOf(dial);
   const stored = await db.transaction().execute(async (trx) => {
     const moved = await repo.moveDial(trx, dial.id, ['checking'], {
       state: 'found',
@@ -308,51 +254,36 @@ async function storeFound(deps: DialJobDeps, dial: DialRow, conversationId: stri
     });
     if (!moved) return false;
     await callsRepo.insertCall(trx, row);
-    if (hold) await completeHeldKey(trx, clock, hold, createdResponse(row));
-    if (dial.batch_id !== null && dial.recipient_id !== null)
-      await recipientFoundCall(trx, clock, dial.batch_id, dial.recipient_id, row.id);
+    await origin.placed(trx, dial, row);
     return true;
   });
   if (stored) deps.onCallPlaced?.(row.id, firstCheckAt);
   return stored;
 }
 
-/**
- * A batch recipient whose dial placed nothing is dialed again once: should that dial lose its answer and
- * place nothing too, the recipient fails rather than being dialed again for as long as the provider keeps
- * dropping its answers (each try holds a slot for a search window and uses no attempt).
- */
-const redialsAfterLostDials = 1;
-
-async function endNotPlaced(deps: DialJobDeps, dial: DialRow, looks: number): Promise<boolean> {
+async function endNotPlaced(deps: DialJobDeps, origin: DialOriginPort, dial: DialRow, looks: number): Promise<boolean> {
   const { db, clock } = deps;
-  const hold = keyHoldOf(dial);
-  let finished: FinishedBatches = new Map();
-  const recipient = dial.batch_id !== null && dial.recipient_id !== null ? { batchId: dial.batch_id, id: dial.recipient_id } : null;
-  const redial = recipient ? (await repo.countNotPlacedOfRecipient(db, recipient.id)) < redialsAfterLostDials : false;
-  const ended = await db.transaction().execute(async (trx) => {
+  const ending = await origin.notPlaced(db, dial);
+  return db.transaction().execute(async (trx) => {
     const moved = await repo.moveDial(trx, dial.id, ['checking'], {
       state: 'not_placed',
-      step: `Not placed: the provider lists no call for it after ${looks} looks within its search window.${
-        hold ? ' The Idempotency-Key is free: a retry places the call.' : ''
-      }${recipient ? (redial ? ' The recipient is dialed again.' : ' Its earlier dial was lost too: the recipient fails.') : ''}`,
+      step: `Not placed: the provider lists no call for it after ${looks} looks within its search window.${ending.note}`,
       at: isoTimestamp(clock.now()),
       looks,
     });
     if (!moved) return false;
-    if (hold) await releaseHeldKey(trx, hold);
-    if (recipient && redial) finished = await redialAfterLostDial(trx, clock, recipient.batchId, recipient.id);
-    else if (recipient) finished = await failAfterLostDials(trx, clock, recipient.batchId, recipient.id, redialsAfterLostDials + 1);
+    await ending.end(trx);
     return true;
   });
-  if (ended && dial.recipient_id !== null) deps.onBatchChanged?.(finished);
-  return ended;
 }
 
-async function abandon(deps: DialJobDeps, dial: DialRow, failure: ProviderFailure): Promise<DialResult | undefined> {
+async function abandon(
+  deps: DialJobDeps,
+  origin: DialOriginPort,
+  dial: DialRow,
+  failure: ProviderFailure,
+): Promise<DialResult | undefined> {
   const { db, clock } = deps;
-  const hold = keyHoldOf(dial);
-  let finished: FinishedBatches = new Map();
   const ended = await db.transaction().execute(async (trx) => {
     const moved = await repo.moveDial(trx, dial.id, ['checking'], {
       state: 'abandoned',
@@ -360,20 +291,15 @@ async function abandon(deps: DialJobDeps, dial: DialRow, failure: ProviderFailur
       at: isoTimestamp(clock.now()),
     });
     if (!moved) return false;
-    if (hold) await releaseHeldKey(trx, hold);
-    if (dial.batch_id !== null && dial.recipient_id !== null) {
-      finished = await interruptDialing(
-        trx,
-        clock,
-        dial.batch_id,
-        dial.recipient_id,
-        'The provider could not be asked within 24 hours whether this dial placed a call; the call may have been placed, so it is not dialed again.',
-      );
-    }
+    await origin.abandoned(trx, dial);
     return true;
   });
-  if (ended && dial.recipient_id !== null) deps.onBatchChanged?.(finished);
   return ended ? 'abandoned' : undefined;
+}
+
+/** How many dials of a batch recipient ended as not placed (lost answers the provider listed no call for). */
+export async function notPlacedDialsOfRecipient(db: Db, recipientId: string): Promise<number> {
+  return repo.countNotPlacedOfRecipient(db, recipientId);
 }
 
 /** A dial as the portal's call page shows it: its id, where it stands, and its history, oldest step first. */
