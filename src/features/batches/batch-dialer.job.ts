@@ -27,7 +27,7 @@ import { beginDial, dialLost, dialPlaced, dialRefused, lostAnswer } from '../cal
 import type { DialRow } from '../calls/dials.tables.js';
 import { mayHavePlaced, type ProviderFailure } from '../providers/provider.interface.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
-import { accountsAtLimit, lockFreeSlots, releaseSlots, takeSlots } from '../concurrency/concurrency.service.js';
+import { accountsAtLimit, handOverSlots, lockFreeSlots, releaseSlots, takeSlots } from '../concurrency/concurrency.service.js';
 import * as dialerRepo from './batch-dialer.repository.js';
 import * as batchesRepo from './batches.repository.js';
 import { failDialing, holdOutsideWindow, requeueDialing, requeueUnasked, type FinishedBatches } from './batch-progress.service.js';
@@ -242,6 +242,9 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
         // The dial job found this call first (its answer came after the dial was taken for lost): it is stored.
         if (!(await dialPlaced(trx, clock, dial, row.id)) && (await findCallById(trx, row.id))) return undefined;
         await storeCall(trx, row);
+        // The stored call holds the account's place from now on: its recipient's slot goes in the same commit,
+        // or a claim of this pass in between would count the call twice and leave a free slot unused.
+        await handOverSlots(trx, [recipient.id]);
         const callIds = JSON.stringify([...(JSON.parse(recipient.call_ids) as string[]), row.id]);
         return batchesRepo.recipientPlaced(trx, recipient.id, row.id, callIds, isoTimestamp(clock.now()));
       });
