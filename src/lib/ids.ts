@@ -1,7 +1,8 @@
 /**
  * Every identifier the service makes comes from here, so prefixes stay unique and greppable.
  * Ids are time-sortable (48-bit millisecond timestamp, then 80 random bits, Crockford base32, lowercase):
- * sorting by id is sorting by creation time, which cursor pagination relies on.
+ * sorting by id is sorting by creation time, which cursor pagination relies on; within one millisecond the
+ * ids of one process follow each other (the random part counts up, see `recent`), as ULID's monotonic rule.
  */
 import { randomFillSync } from 'node:crypto';
 
@@ -69,11 +70,33 @@ function encodeBase32(value: number, length: number): string {
   return out;
 }
 
+const halfRange = 2 ** 40;
+/**
+ * The milliseconds whose ids were made lately, each with the random halves of its last id, least lately used
+ * first. An id of one of them counts up from there (ULID's monotonic rule), so ids of one millisecond sort as
+ * they were made in this process, even while ids of other milliseconds are made in between (an injected
+ * clock held still beside the system clock, or a request's `now` read before another request's).
+ */
+const recent = new Map<number, { high: number; low: number }>();
+const recentMax = 1024;
+
 /** A new sortable id body (26 characters) without prefix. */
 export function newIdBody(nowMs: number = Date.now()): string {
-  const at = takeRandom(10);
-  // 80 random bits as two 40-bit halves (exact in a double), 8 digits each.
-  return encodeBase32(nowMs, 10) + encodeBase32(pool.readUIntBE(at, 5), 8) + encodeBase32(pool.readUIntBE(at + 5, 5), 8);
+  let random = recent.get(nowMs);
+  if (random) {
+    // Two resources made in one millisecond (a client's quick pair of creates) list in the order made.
+    recent.delete(nowMs);
+    if (random.low + 1 < halfRange) random.low += 1;
+    else if (random.high + 1 < halfRange) random = { high: random.high + 1, low: 0 };
+    else throw new RangeError('newIdBody: 2^80 ids in one millisecond');
+  } else {
+    const at = takeRandom(10);
+    // 80 random bits as two 40-bit halves (exact in a double), 8 digits each.
+    random = { high: pool.readUIntBE(at, 5), low: pool.readUIntBE(at + 5, 5) };
+    if (recent.size >= recentMax) recent.delete(recent.keys().next().value!);
+  }
+  recent.set(nowMs, random);
+  return encodeBase32(nowMs, 10) + encodeBase32(random.high, 8) + encodeBase32(random.low, 8);
 }
 
 /** A new id such as `call_01j9…`. */

@@ -40,29 +40,47 @@ await forEachDialect('Fair dialing between batches and accounts', (dialect) => {
     const account = await t.newAccount();
     await t.services.db.updateTable('accounts').set({ max_concurrent_calls: 4 }).where('id', '=', account.accountId).execute();
     const large = await createBatch(t, numbers(40), { agent_id: account.agentId, max_concurrency: 10 }, { token: account.token });
-    await dialerPass(t);
-    assert.equal(await placed({ id: large.id, token: account.token }), 4, 'alone, the large batch takes every slot of the account');
+    const batches = { large: { id: large.id as string, token: account.token }, small: { id: '', token: account.token } };
+    const callsInProgress = async () =>
+      (
+        await t.services.db
+          .selectFrom('calls')
+          .select('id')
+          .where('account_id', '=', account.accountId)
+          .where('status', '=', 'initiated')
+          .execute()
+      ).length;
+    /**
+     * A dialer pass and what was placed of each batch since the last one (the passes a new batch or an ended
+     * call woke included): the account's free slots, every one used.
+     */
+    let seen = { large: 0, small: 0 };
+    const pass = async () => {
+      await dialerPass(t);
+      assert.equal(await callsInProgress(), 4, 'a pass uses every free slot of the account, and no more');
+      const now = { large: await placed(batches.large), small: batches.small.id ? await placed(batches.small) : 0 };
+      const since = { large: now.large - seen.large, small: now.small - seen.small };
+      seen = now;
+      return since;
+    };
 
+    assert.deepEqual(await pass(), { large: 4, small: 0 }, 'alone, the large batch takes every slot of the account');
     const small = await createBatch(t, numbers(4, 5000), { agent_id: account.agentId, max_concurrency: 10 }, { token: account.token });
-    await dialerPass(t);
-    assert.equal(await placed({ id: small.id, token: account.token }), 0, 'no slot is free until a call ends');
+    batches.small.id = small.id as string;
+    assert.deepEqual(await pass(), { large: 0, small: 0 }, 'no slot is free until a call ends');
+    // Two batches of one account share its 4 freed slots evenly, whichever of them the pass takes first.
     await endCalls();
-    await dialerPass(t);
-    assert.equal(await placed({ id: small.id, token: account.token }), 2, 'the small batch gets half of the freed slots');
-    assert.equal(await placed({ id: large.id, token: account.token }), 6);
+    assert.deepEqual(await pass(), { large: 2, small: 2 }, 'the small batch gets half of the freed slots');
     await endCalls();
-    await dialerPass(t);
-    assert.equal(await placed({ id: small.id, token: account.token }), 4, 'and is dialed in full long before the large one ends');
-    assert.equal(await placed({ id: large.id, token: account.token }), 8);
+    assert.deepEqual(await pass(), { large: 2, small: 2 }, 'and is dialed in full long before the large one ends');
     // Once the small one has nothing left to dial, the large one takes every slot again.
     await endCalls();
-    await dialerPass(t);
-    assert.equal(await placed({ id: large.id, token: account.token }), 12);
+    assert.deepEqual(await pass(), { large: 4, small: 0 });
     for (let round = 0; round < 8; round++) {
       await endCalls();
       await dialerPass(t);
     }
-    assert.equal(await placed({ id: large.id, token: account.token }), 40);
+    assert.equal(await placed(batches.large), 40);
   });
 
   it("one account's many batches never keep another account's batch out of a pass", async () => {

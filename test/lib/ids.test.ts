@@ -10,6 +10,22 @@ it('makes ids with their prefix, 26 base32 digits, sorted by time', () => {
   assert.ok(first < second);
 });
 
+it('orders the ids made in one millisecond as they were made, each its own, with ids of other milliseconds between them', () => {
+  const at = Date.UTC(2026, 0, 3);
+  const made = Array.from({ length: 1000 }, (_, i) => {
+    // An injected clock held still beside the system clock: ids of other milliseconds come in between.
+    newId('request');
+    newId('event', at - 1 - i);
+    newId('event', at + 1 + i);
+    return newId(i % 2 === 0 ? 'batch' : 'call', at).replace(/^[a-z]+_/, '');
+  });
+  assert.deepEqual([...made].sort(), made);
+  assert.equal(new Set(made).size, made.length);
+  // Another millisecond draws new random bits: nothing to guess from the last id.
+  const next = newId('call', at + 5000).slice(-16);
+  assert.notEqual(next, made.at(-1)!.slice(-16));
+});
+
 it('gives random hex tokens of the asked length that never repeat, across refills of the pool', () => {
   const seen = new Set<string>();
   // Far more bytes than one pool holds, interleaved with ids that draw from the same pool.
@@ -17,7 +33,7 @@ it('gives random hex tokens of the asked length that never repeat, across refill
     const token = randomHex(12);
     assert.match(token, /^[0-9a-f]{24}$/);
     seen.add(token);
-    newId('request');
+    newId('request', i);
   }
   assert.equal(seen.size, 2000);
   assert.match(randomHex(64), /^[0-9a-f]{128}$/);

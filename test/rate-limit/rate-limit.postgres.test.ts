@@ -13,7 +13,7 @@ import { createServices, type ServiceOverrides } from '../../src/container.js';
 import { revokeApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import type { RateLimiter } from '../../src/features/rate-limit/rate-limit.interface.js';
 import { createRateLimiter, storedKey } from '../../src/features/rate-limit/rate-limit.store.js';
-import { postgresUnavailableReason } from '../support/test-database.js';
+import { endPool, postgresUnavailableReason } from '../support/test-database.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
 import { startTestApp, testEnvDefaults, type SeededAccount, type TestApp } from '../support/test-app.js';
 
@@ -44,7 +44,8 @@ await describe('Rate limits counted in PostgreSQL [postgres]', { skip: unavailab
     pool = new pg.Pool({ connectionString: t.database.env.DATABASE_URL, max: 2 });
   });
   after(async () => {
-    await pool?.end();
+    // Its connections closed before the test app drops the database (WITH (FORCE)), see endPool.
+    if (pool) await endPool(pool);
     await t?.close();
   });
 
@@ -163,7 +164,7 @@ await describe('Rate limits counted in PostgreSQL [postgres]', { skip: unavailab
       assert.equal(seen(back).remaining, 8);
     } finally {
       await second?.close();
-      await proxied.end();
+      await endPool(proxied);
       await proxy.close();
     }
   });

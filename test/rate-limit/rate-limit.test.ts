@@ -8,6 +8,7 @@ import type { RateLimiter } from '../../src/features/rate-limit/rate-limit.inter
 import { createRateLimiter } from '../../src/features/rate-limit/rate-limit.store.js';
 import { forEachDialect } from '../support/dialects.js';
 import { redisSkipReason } from '../support/redis.js';
+import { endPool } from '../support/test-database.js';
 import { callBody, startTestApp, testEnvDefaults, type TestApp } from '../support/test-app.js';
 
 const limitEnv = { CALLGATE_RATE_LIMIT_PER_MINUTE: '10', CALLGATE_IP_RATE_LIMIT_PER_MINUTE: '5' };
@@ -134,7 +135,7 @@ await forEachDialect('Per-key rate limit (spec 8)', (dialect) => {
           assert.equal((await (made[0] as PromiseFulfilledResult<RateLimiter>).value.consume('k')).allowed, true);
         }
       } finally {
-        await pool.end();
+        await endPool(pool);
       }
     });
 

@@ -6,6 +6,7 @@
  */
 import { addMs, type Clock } from '../../lib/clock.js';
 import type { DialOrigin, DialOriginPort } from '../calls/dial-origin.js';
+import { handOverSlots } from '../concurrency/concurrency.service.js';
 import { notPlacedDialsOfRecipient } from '../calls/dials.service.js';
 import type { DialRow } from '../calls/dials.tables.js';
 import {
@@ -45,6 +46,9 @@ export function recipientPort(clock: Clock, known?: Pick<RecipientRow, 'call_ids
     async lost() {},
     async placed(trx, dial, call) {
       const { batchId, id } = recipientOf(dial);
+      // The stored call holds the account's place from now on: the recipient's slot goes in the same commit,
+      // or a claim in between would count the call and its slot both and leave a free slot unused.
+      await handOverSlots(trx, [id]);
       return recipientTookCall(trx, clock, batchId, id, call.id, known);
     },
     async notPlaced(db, dial) {

@@ -81,6 +81,15 @@ export async function releaseSlots(db: Db, ids: readonly string[]): Promise<void
   await repo.deleteSlots(db, ids).catch(() => undefined);
 }
 
+/**
+ * Drops slots in the transaction `trx` that stores the calls taking their place: no count ever sees a call
+ * and its slot both, which would count it twice and leave a slot unused. Unlike `releaseSlots` it throws,
+ * so that the transaction fails whole.
+ */
+export async function handOverSlots(trx: Db, ids: readonly string[]): Promise<void> {
+  await repo.deleteSlots(trx, ids);
+}
+
 /** The account's limit read without the lock (null: none), for `holdCallSlot`'s `unlockedLimit`. */
 export async function concurrencyLimitOf(db: Db, accountId: string): Promise<number | null> {
   return (await repo.readLimit(db, accountId)) ?? null;
