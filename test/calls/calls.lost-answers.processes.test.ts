@@ -127,10 +127,12 @@ await forEachDialect('Lost answers with two API and two worker processes', (dial
       assert.equal(id, `call_${conversations[0]!.conversation_id}`);
     }
     const dials = await seeded.handle.db.selectFrom('dials').select(['id', 'state', 'history', 'to_number']).execute();
-    // Even numbers: one dial, found. Odd ones: a dial not placed, then one placed.
-    assert.equal(dials.filter((dial) => dial.state === 'found').length, count / 2);
+    // Even numbers: one dial, found. Odd ones: a dial not placed, then one placed, or found when its answer
+    // too came after the 1 s timeout (a loaded machine: 8 found and 4 placed once in a full run).
+    const found = dials.filter((dial) => dial.state === 'found').length;
     assert.equal(dials.filter((dial) => dial.state === 'not_placed').length, count / 2);
-    assert.equal(dials.filter((dial) => dial.state === 'placed').length, count / 2);
+    assert.ok(found >= count / 2, `every even number's dial is found (${found})`);
+    assert.equal(found + dials.filter((dial) => dial.state === 'placed').length, count, 'each number has one dial that placed its call');
     for (const dial of dials) {
       const steps = JSON.parse(dial.history) as { step: string }[];
       const endings = steps.filter((step) => /^(Found at the provider|Not placed|The provider placed)/.test(step.step));
