@@ -53,23 +53,38 @@ export async function lockedTransaction<T>(db: Db, key: number, work: (trx: Db) 
 }
 
 /**
- * Runs `query` and holds the rows it returns until the transaction `trx` ends. On PostgreSQL the rows are
- * locked (FOR UPDATE); with `skipLocked`, a row another transaction holds is left out rather than waited
- * for (that transaction is working on it). On SQLite the transaction takes the write lock first, so nothing
- * read can change under it.
+ * Takes the lock of one piece of work (`id`, of the kind `namespace`) for the transaction `trx` if no other
+ * transaction holds it, and says whether it did: on PostgreSQL a try of an advisory lock on the pair
+ * (`namespace`, a hash of `id`), which never waits (another holder is doing that work now; two ids of one
+ * hash only make one of them wait for the next pass); on SQLite the database's write lock, always taken.
+ */
+export async function tryLockWork(trx: Db, namespace: number, id: string): Promise<boolean> {
+  if (dialectOf(trx) !== 'postgres') {
+    await takeSqliteWriteLock(trx);
+    return true;
+  }
+  const { rows } = await sql<{
+    locked: boolean;
+  }>`select pg_try_advisory_xact_lock(${Math.trunc(namespace)}, hashtext(${id})) as locked`.execute(trx);
+  return rows[0]?.locked === true;
+}
+
+/**
+ * Runs `query` and holds the rows it returns until the transaction `trx` ends, waiting for any transaction
+ * that holds them. On PostgreSQL the rows are locked FOR NO KEY UPDATE (the lock of an update that keeps
+ * their key: inserts of rows that reference them go on). On SQLite the transaction takes the write lock
+ * first, so nothing read can change under it.
  */
 export async function selectLocked<O>(
   trx: Db,
   // biome-ignore lint/suspicious/noExplicitAny: any table of the schema, any selection
   query: SelectQueryBuilder<Database, any, O>,
-  options: { readonly skipLocked?: boolean } = {},
 ): Promise<O[]> {
   if (dialectOf(trx) !== 'postgres') {
     await takeSqliteWriteLock(trx);
     return query.execute();
   }
-  const locked = query.forUpdate();
-  return (options.skipLocked ? locked.skipLocked() : locked).execute();
+  return query.forNoKeyUpdate().execute();
 }
 
 /**

@@ -47,6 +47,32 @@ export interface WakeSignal {
   subscribe(listener: () => void): () => void;
 }
 
+/**
+ * `signal`, each wake-up passed on up to `maxMs` later, at random (those heard while one waits join it).
+ * Workers in several processes hear one NOTIFY in the same order every time (PostgreSQL signals its
+ * listeners in the order they subscribed, and the process that sent it hears it first), so one would win
+ * every race for the work it announces and the others sit idle; a few milliseconds of chance share it.
+ */
+export function staggered(signal: WakeSignal, maxMs: number, random: () => number = Math.random): WakeSignal {
+  return {
+    subscribe(listener) {
+      let timer: NodeJS.Timeout | undefined;
+      const unsubscribe = signal.subscribe(() => {
+        if (timer) return;
+        timer = setTimeout(() => {
+          timer = undefined;
+          listener();
+        }, random() * maxMs);
+        timer.unref();
+      });
+      return () => {
+        unsubscribe();
+        clearTimeout(timer);
+      };
+    },
+  };
+}
+
 /** What a job uses to ask for its next pass. */
 export interface JobHandle {
   /** A pass now; one asked for during a pass runs once that pass ends. Cheap to call often. */

@@ -277,4 +277,29 @@ await forEachDialect('The batch dialer, pass by pass', (dialect) => {
     }
     assert.equal((await readBatch(t, batch.id)).status, 'completed');
   });
+
+  it("a batch whose last recipients ended in a process that stopped before finishing it is finished by the dialer's sweep, once", async () => {
+    const batch = await createBatch(t, numbers(2, 5000), { max_concurrency: 2 });
+    await pass();
+    // What a process leaves when it stops after committing its calls' ends, before it finishes their batch.
+    await t.services.db.updateTable('batch_recipients').set({ status: 'completed' }).where('batch_id', '=', batch.id).execute();
+    assert.equal((await readBatch(t, batch.id)).completed_at, null);
+    const completedEvents = async () =>
+      (await t.services.db.selectFrom('webhook_events').select('payload').where('type', '=', 'batch.completed').execute()).filter(
+        (event) => JSON.parse(event.payload).data.id === batch.id,
+      ).length;
+
+    // The dialer's sweep comes once per its interval (a day here).
+    clock.advance(24 * hour);
+    await pass();
+    const finished = await readBatch(t, batch.id);
+    assert.equal(finished.status, 'completed');
+    assert.ok(finished.completed_at);
+    assert.equal(await completedEvents(), 1);
+    // Its calls' ends, reported late, and later sweeps finish nothing again.
+    await endCalls();
+    clock.advance(24 * hour);
+    await pass();
+    assert.equal(await completedEvents(), 1);
+  });
 });

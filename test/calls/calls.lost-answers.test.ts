@@ -73,8 +73,9 @@ await forEachDialect('Lost provider answers: exactly one call per Idempotency-Ke
     t = await startTestApp(dialect, {
       env: elevenLabsEnv(fake),
       startWorker: true,
-      // The test moves the dials on (dialJob.pass()): a sweep of its own between two steps would find a call early.
-      overrides: { clock, dispatcherSweepIntervalMs: 20, dialSweepIntervalMs: 24 * 3_600_000 },
+      // The test moves the dials on (dialJob.pass()): a pass of its own between two steps (its sweep, or its look
+      // a second after a lost answer) would find a call early.
+      overrides: { clock, dispatcherSweepIntervalMs: 20, dialSweepIntervalMs: 24 * 3_600_000, dialLostLookMs: 24 * 3_600_000 },
     });
     await addElevenLabsAgents(t);
     receiver = await startWebhookReceiver();

@@ -2,8 +2,9 @@
  * The batch dialer: a job of the worker's runner that places the calls of batches, never more at once per
  * batch than its max_concurrency, each at most once.
  *
- * - Never over the limit: a pass claims a batch's recipients in one transaction that locks the batch's row
- *   (SKIP LOCKED on PostgreSQL, so two workers never count the same free slots) and counts those
+ * - Never over the limit: a pass claims a batch's recipients in one transaction that holds the batch's claim
+ *   and its row (a batch another worker is claiming is skipped, so two workers never count the same free
+ *   slots; see lockDueBatch) and counts those
  *   `dialing` or `in_progress` before it takes the rest; a slot frees only when a call's outcome is
  *   recorded (calls.service), or a dial fails.
  * - Exactly once: a recipient is committed `dialing`, under a lease, then dialed by the one dial driver
@@ -28,8 +29,16 @@ import type { ProviderFailure } from '../providers/provider.interface.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
 import { accountsAtLimit, lockFreeSlots, releaseSlots, takeSlots } from '../concurrency/concurrency.service.js';
 import * as dialerRepo from './batch-dialer.repository.js';
-import { failDialing, holdOutsideWindow, requeueDialing, requeueUnasked, type FinishedBatches } from './batch-progress.service.js';
+import {
+  failDialing,
+  finishLeftBatches,
+  holdOutsideWindow,
+  requeueDialing,
+  requeueUnasked,
+  type FinishedBatches,
+} from './batch-progress.service.js';
 import { deferralDelayMs } from './deferral.js';
+import { liveDispatchers } from '../webhook-delivery/deliveries.service.js';
 import type { BatchRow, RecipientRow } from './batches.tables.js';
 import { recipientOrigin } from './recipient-origin.js';
 
@@ -51,6 +60,12 @@ const expiredPerPass = 100;
 export class BatchDialer extends WorkerJob<BatchDialerOptions> {
   private readonly dials = new Set<Promise<void>>();
   private nextLeaseSweepAt = 0;
+  /**
+   * Worker processes live (each runs a dispatcher and a dialer; read once per interval). A claim takes its
+   * part of a batch's free slots, not all: the dialer that claims first would otherwise keep them, as the
+   * calls it places end in its own call monitor, whose wake-up reaches it before any other.
+   */
+  private workers = 1;
 
   constructor(options: BatchDialerOptions) {
     super({ name: 'batch-dialer', label: 'batch dialer pass' }, options);
@@ -71,6 +86,8 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
     if (now.getTime() >= this.nextLeaseSweepAt) {
       this.nextLeaseSweepAt = now.getTime() + this.intervalMs;
       await this.failInterrupted(now);
+      await this.finishLeftBatches();
+      this.workers = await liveDispatchers(this.options.db, isoTimestamp(now));
     }
     const full = await accountsAtLimit(this.options.db, now);
     const due = await dialerRepo.dueBatches(this.options.db, isoTimestamp(now), batchesPerPass, full);
@@ -135,7 +152,7 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
       let finished: FinishedBatches = new Map();
       for (let round = 0; round < claimRoundsMax && recipients.length < share; round++) {
         const cap = share - recipients.length;
-        const claimed = await dialerRepo.claimRecipients(trx, batch, at, isoTimestamp(leaseUntil), cap);
+        const claimed = await dialerRepo.claimRecipients(trx, batch, at, isoTimestamp(leaseUntil), cap, this.workers);
         if (claimed.length === 0) break;
         const held = await holdOutsideWindow(trx, clock, batch, claimed, now);
         recipients.push(...held.dial);
@@ -259,6 +276,11 @@ export class BatchDialer extends WorkerJob<BatchDialerOptions> {
       this.afterFinishing(finished);
     }
     if (expired.length > 0) this.wake();
+  }
+
+  /** Finishes the batches whose last call ended in a process that stopped before it could finish them. */
+  private async finishLeftBatches(): Promise<void> {
+    this.afterFinishing(await finishLeftBatches(this.options.db, this.options.clock, expiredPerPass));
   }
 
   private afterFinishing(finished: FinishedBatches): void {

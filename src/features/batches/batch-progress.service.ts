@@ -1,10 +1,13 @@
 /**
  * How a batch moves towards its end: a recipient ends with its call (in the transaction that records the
  * call's outcome), or fails while dialing; once none is left open, the batch is finished and its
- * `batch.completed` event is written in the same transaction (the outbox). Every step that may finish a
- * batch first locks its row, so that two recipients ending at once cannot each see the other still open
- * and both leave the batch unfinished. Nothing here places calls (that is the dialer's), so the calls
- * feature can call in here without a cycle.
+ * `batch.completed` event is written in the same transaction as the finish (the outbox). Every step that
+ * may finish a batch does it under the batch's row lock, so that two recipients ending at once cannot each
+ * see the other still open and both leave the batch unfinished. A call's end is the one step that does not
+ * hold the lock (a batch of 1,000 calls at once ends a hundred a second, and would wait in line for it): its
+ * recipient ends without it, and the batch is finished after that commit (`finishEndedBatches`), or by the
+ * dialer's sweep had the process stopped in between. Nothing here places calls (that is the dialer's), so
+ * the calls feature can call in here without a cycle.
  */
 import type { Db } from '../../db/database.js';
 import type { CallRow } from '../calls/calls.tables.js';
@@ -46,26 +49,45 @@ const refusedAtLimit = { kind: 'unavailable', message: 'concurrency limit', retr
 
 /**
  * Ends the recipients of batch calls that just ended, in `trx` (the transaction that recorded the calls'
- * outcomes), and finishes the batches left with no open recipient. A recipient whose call failed for a
- * reason its batch retries, with attempts left, is queued again instead (and keeps its batch open); so is
- * one whose call the provider refused at its concurrency limit (`concurrencyRefused`, ids of calls), with
- * the backoff of a 429 and its attempt given back: nobody was dialed. Calls without a batch are ignored.
+ * outcomes), and returns their batches, which the caller finishes once `trx` has committed
+ * (`finishEndedBatches`). A recipient whose call failed for a reason its batch retries, with attempts left, is
+ * queued again instead (and keeps its batch open); so is one whose call the provider refused at its
+ * concurrency limit (`concurrencyRefused`, ids of calls), with the backoff of a 429 and its attempt given
+ * back: nobody was dialed. Calls without a batch are ignored.
  */
 export async function endRecipientsOfCalls(
   trx: Db,
   clock: Clock,
   calls: readonly CallRow[],
   concurrencyRefused: ReadonlySet<string> = new Set(),
-): Promise<FinishedBatches> {
+): Promise<readonly string[]> {
   const batchCalls = calls.filter((call) => call.batch_id !== null);
-  if (batchCalls.length === 0) return new Map();
+  if (batchCalls.length === 0) return [];
   const batchIds = [...new Set(batchCalls.map((call) => call.batch_id!))];
-  await repo.lockBatches(trx, batchIds);
   const byCall = new Map(batchCalls.map((call) => [call.id, call]));
   const now = clock.now();
   const updatedAt = isoTimestamp(now);
   const recipients = await repo.recipientsOfCalls(trx, [...byCall.keys()]);
-  const batches = await repo.findBatches(trx, batchIds);
+  let batches = await repo.findBatches(trx, batchIds);
+  // Queued again, a recipient must not cross a cancel (which cancels the queued ones under the batch's lock):
+  // the batches where that may happen are locked and read again. An ending needs no lock.
+  const requeueing = [
+    ...new Set(
+      recipients
+        .filter((recipient) => {
+          const call = byCall.get(recipient.call_id!)!;
+          const batch = batches.get(recipient.batch_id);
+          return (
+            call.status === 'failed' && batch && (concurrencyRefused.has(call.id) || retryAt(batch, recipient, call.failure_reason, now))
+          );
+        })
+        .map((recipient) => recipient.batch_id),
+    ),
+  ];
+  if (requeueing.length > 0) {
+    await repo.lockBatches(trx, requeueing);
+    batches = new Map([...batches, ...(await repo.findBatches(trx, requeueing))]);
+  }
   const endings: repo.RecipientEnding[] = [];
   const retries: repo.RecipientRetry[] = [];
   const deferred: { id: string; next_attempt_at: string; updated_at: string }[] = [];
@@ -100,7 +122,29 @@ export async function endRecipientsOfCalls(
   await repo.endRecipients(trx, endings);
   await repo.requeueForRetry(trx, retries);
   await repo.requeueRefusedCalls(trx, deferred);
-  return finishBatchesIfDone(trx, clock, batchIds);
+  return batchIds;
+}
+
+/**
+ * Finishes those of `batchIds` left with no open recipient, each under its lock: after the transaction
+ * that ended their recipients' calls has committed (endRecipientsOfCalls), so that of two ending at once,
+ * the later sees the earlier's recipient ended. Looked at first without the lock: nearly every call's end
+ * leaves its batch open.
+ */
+export async function finishEndedBatches(db: Db, clock: Clock, batchIds: readonly string[]): Promise<FinishedBatches> {
+  if (batchIds.length === 0) return new Map();
+  const open = await repo.batchesWithOpenRecipients(db, batchIds);
+  const done = batchIds.filter((id) => !open.has(id));
+  if (done.length === 0) return new Map();
+  return db.transaction().execute(async (trx) => {
+    await repo.lockBatches(trx, done);
+    return finishBatchesIfDone(trx, clock, done);
+  });
+}
+
+/** Finishes batches left with no open recipient by a process that stopped before finishing them (the dialer's sweep). */
+export async function finishLeftBatches(db: Db, clock: Clock, limit: number): Promise<FinishedBatches> {
+  return finishEndedBatches(db, clock, await repo.unfinishedBatchesWithoutOpenRecipients(db, limit));
 }
 
 /**

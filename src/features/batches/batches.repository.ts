@@ -337,17 +337,50 @@ export async function failDialingRecipients(
   return (await query.returning('id').execute()).map((row) => row.id);
 }
 
-/** Of these batches, those with a recipient that has not ended. */
+/** Of these batches, those with a recipient that has not ended (each looked at up to its first open one). */
 export async function batchesWithOpenRecipients(db: Db, batchIds: readonly string[]): Promise<Set<string>> {
   if (batchIds.length === 0) return new Set();
   const rows = await db
-    .selectFrom('batch_recipients')
-    .select('batch_id')
-    .distinct()
-    .where('batch_id', 'in', batchIds)
-    .where('status', 'in', openRecipientStatuses)
+    .selectFrom('batches as b')
+    .select('b.id')
+    .where('b.id', 'in', batchIds)
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('batch_recipients as r')
+          .select(sql.lit(1).as('one'))
+          .whereRef('r.batch_id', '=', 'b.id')
+          .where('r.status', 'in', openRecipientStatuses),
+      ),
+    )
     .execute();
-  return new Set(rows.map((row) => row.batch_id));
+  return new Set(rows.map((row) => row.id));
+}
+
+/**
+ * Batches not finished although none of their recipients is open: a process stopped between ending a
+ * batch's last call and finishing the batch (finishEndedBatches). The dialer's sweep finishes them.
+ */
+export async function unfinishedBatchesWithoutOpenRecipients(db: Db, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('batches as b')
+    .select('b.id')
+    // By status first (batches_due_idx): finished batches pile up, unfinished ones are few.
+    .where('b.status', 'in', ['scheduled', 'running', 'paused', 'cancelled'])
+    .where('b.completed_at', 'is', null)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('batch_recipients as r')
+            .select(sql.lit(1).as('one'))
+            .whereRef('r.batch_id', '=', 'b.id')
+            .where('r.status', 'in', openRecipientStatuses),
+        ),
+      ),
+    )
+    .orderBy('b.id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => row.id);
 }
 
 /**

@@ -13,7 +13,7 @@ import type { ApiKeyRow } from '../api-keys/api-keys.tables.js';
 import type { HeldKey, IdempotencySettings, StoredResponse } from '../idempotency/idempotency.service.js';
 import { providerFailureError } from '../providers/provider-failure.js';
 import type { CallOutcome } from '../providers/provider.interface.js';
-import { endRecipientsOfCalls } from '../batches/batch-progress.service.js';
+import { endRecipientsOfCalls, finishEndedBatches } from '../batches/batch-progress.service.js';
 import { concurrencyLimitOf, holdCallSlot, releaseSlots } from '../concurrency/concurrency.service.js';
 import { isSuppressed } from '../suppressions/suppressions.service.js';
 import { enqueueEvents } from '../webhook-delivery/fan-out.service.js';
@@ -298,7 +298,7 @@ export async function scheduleCheck(db: Db, callId: string, at: Date): Promise<v
 /**
  * Records how a call ended, once, and in the same transaction writes its `call.completed` / `call.failed`
  * event with a delivery per subscribed endpoint (the outbox); a batch's call also ends its recipient there,
- * and may finish its batch. A second report for the same call changes nothing (`ended` false). Callers
+ * and may finish its batch once that has committed. A second report for the same call changes nothing (`ended` false). Callers
  * wake the webhook dispatcher when `deliveries` is more than zero. `onEnded` hears each call ended, once
  * committed (the metrics).
  */
@@ -332,6 +332,7 @@ export async function recordOutcomes(
   for (const { callId, outcome } of outcomes) if (!first.has(callId)) first.set(callId, outcome);
   const endings = [...first].map(([callId, outcome]) => callEnding(callId, outcome, updatedAt));
   let endedCalls: CallRow[] = [];
+  let batchIds: readonly string[] = [];
   const results = await db.transaction().execute(async (trx) => {
     const ended = new Map((await repo.finishCalls(trx, endings)).map((call) => [call.id, call]));
     endedCalls = [...ended.values()];
@@ -351,20 +352,27 @@ export async function recordOutcomes(
       })),
     );
     const deliveries = new Map(withEvents.map(({ call }, index) => [call.id, written[index]!.deliveryIds.length]));
-    // A batch's `batch.completed` deliveries count with the first of its calls that ended here.
     const refused = new Set(
       [...first].filter(([, outcome]) => outcome.status === 'failed' && outcome.concurrencyRefused).map(([id]) => id),
     );
-    const finished = new Map(await endRecipientsOfCalls(trx, clock, [...ended.values()], refused));
+    batchIds = await endRecipientsOfCalls(trx, clock, [...ended.values()], refused);
     const reported = new Set<string>();
     return outcomes.map(({ callId }) => {
       const call = ended.get(callId);
       if (!call || reported.has(callId)) return { ended: false, deliveries: 0 };
       reported.add(callId);
-      const batchDeliveries = call.batch_id === null ? 0 : (finished.get(call.batch_id) ?? 0);
-      if (call.batch_id !== null) finished.delete(call.batch_id);
-      return { ended: true, deliveries: (deliveries.get(callId) ?? 0) + batchDeliveries };
+      return { ended: true, deliveries: deliveries.get(callId) ?? 0 };
     });
+  });
+  // Their batches finish once the recipients' ends are committed (see finishEndedBatches); a batch's
+  // `batch.completed` deliveries count with the first of its calls that ended here.
+  const finished = new Map(await finishEndedBatches(db, clock, batchIds));
+  const batchOf = new Map(endedCalls.map((call) => [call.id, call.batch_id]));
+  outcomes.forEach(({ callId }, index) => {
+    const batchId = results[index]!.ended ? batchOf.get(callId) : null;
+    if (!batchId || !finished.has(batchId)) return;
+    results[index] = { ended: true, deliveries: results[index]!.deliveries + finished.get(batchId)! };
+    finished.delete(batchId);
   });
   if (onEnded) for (const call of endedCalls) onEnded(call);
   return results;
