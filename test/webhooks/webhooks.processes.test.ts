@@ -219,7 +219,8 @@ await forEachDialect('Webhooks across real server processes', (dialect) => {
 await forEachDialect('Two webhook worker processes', (dialect) => {
   if (dialect !== 'postgres') return; // one SQLite file is not shared by several servers
 
-  const eventCount = 200;
+  /** Over 2,000 deliveries in all (two endpoints): the share each worker makes is judged on that many (issue 36). */
+  const eventCount = 1_000;
   let database: TestDatabase;
   let db: Db;
   let receivers: WebhookReceiver[];
@@ -316,9 +317,9 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
         statuses = rows.map((row) => `${row.n} ${row.status}`).join(', ');
         return rows.some((row) => row.status === 'succeeded' && Number(row.n) === total) ? true : undefined;
       },
-      // About 3 s on a quiet machine; on a loaded one (two cores shared by several test runs) 820 attempts
-      // have taken over 30 s.
-      90_000,
+      // 820 attempts took about 3 s on a quiet machine and over 30 s on a loaded one (two cores shared by
+      // several test runs); these are five times as many.
+      180_000,
     ).catch(async (error: Error) => {
       const stuck = await db.selectFrom('webhook_deliveries').selectAll().where('status', '!=', 'succeeded').limit(3).execute();
       assert.fail(`${error.message} (deliveries: ${statuses}) ${JSON.stringify(stuck)} ${processes.map((p) => p.output()).join('\n')}`);
