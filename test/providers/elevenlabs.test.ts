@@ -17,7 +17,7 @@ import { forEachDialect } from '../support/dialects.js';
 import type { Dialect } from '../support/test-database.js';
 import { startFakeElevenLabs, type FakeElevenLabs, type FakeReply } from '../support/fake-elevenlabs.js';
 import { countCalls, startTestApp, type TestApp } from '../support/test-app.js';
-import { startWebhookReceiver, verifyWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { callFailedEventFields, startWebhookReceiver, verifyWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
 import {
   addElevenLabsAgents,
   apiKey,
@@ -436,7 +436,7 @@ await forEachDialect('ElevenLabs post-call webhooks: signature, outcomes, duplic
     assert.equal(res.json().handling, 'recorded');
     const payload = await deliveredFor(id);
     assert.equal(payload.type, 'call.failed');
-    assert.deepEqual(Object.keys(payload.data).sort(), ['agent_id', 'failed_at', 'failure_message', 'failure_reason', 'id', 'status']);
+    assert.deepEqual(Object.keys(payload.data).sort(), callFailedEventFields);
     assert.equal(payload.data.status, 'failed');
     assert.equal(payload.data.failure_reason, 'no_answer');
     assert.equal(typeof payload.data.failure_message, 'string');

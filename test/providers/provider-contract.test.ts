@@ -15,13 +15,24 @@ import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { agentDirectoryFor, providerCatalogue } from '../../src/features/providers/provider-catalogue.js';
 import { forEachDialect } from '../support/dialects.js';
 import { storedNumberId, type ContractOutcome } from '../support/provider-contract.js';
-import { completedOutcome, contractHarness, contractSettings, type ContractHarness } from '../support/provider-contract-harness.js';
+import {
+  completedOutcome,
+  contractCall,
+  contractHarness,
+  contractSettings,
+  type ContractHarness,
+} from '../support/provider-contract-harness.js';
 
 const dialIdRule = /^dial_[0-9a-z]{26}$/;
-const failedFields = ['agent_id', 'failed_at', 'failure_message', 'failure_reason', 'id', 'status'];
+const failedFields = ['agent_id', 'failed_at', 'failure_message', 'failure_reason', 'id', 'metadata', 'status', 'to'];
 
 /** The `data` of the call.* event the spec gives a call that ended so. */
-function expectedData(h: ContractHarness, callId: string, outcome: ContractOutcome): Record<string, unknown> {
+function expectedData(
+  h: ContractHarness,
+  callId: string,
+  outcome: ContractOutcome,
+  sent: { to: string; metadata: unknown } = contractCall,
+): Record<string, unknown> {
   if (outcome.status === 'completed') {
     return {
       id: callId,
@@ -31,20 +42,36 @@ function expectedData(h: ContractHarness, callId: string, outcome: ContractOutco
       transcript_summary: outcome.summary,
       started_at: outcome.startedAt.toISOString(),
       ended_at: new Date(outcome.startedAt.getTime() + outcome.durationSeconds * 1000).toISOString(),
+      to: sent.to,
+      metadata: sent.metadata,
     };
   }
-  return { id: callId, agent_id: h.agentId, status: 'failed', failure_reason: outcome.reason, failed_at: outcome.failedAt.toISOString() };
+  return {
+    id: callId,
+    agent_id: h.agentId,
+    status: 'failed',
+    failure_reason: outcome.reason,
+    failed_at: outcome.failedAt.toISOString(),
+    to: sent.to,
+    metadata: sent.metadata,
+  };
 }
 
 /** Exactly one event for the call, with the spec's data, delivered and verified as a receiver verifies it. */
-async function assertOneEvent(h: ContractHarness, callId: string, outcome: ContractOutcome): Promise<void> {
+async function assertOneEvent(
+  h: ContractHarness,
+  callId: string,
+  outcome: ContractOutcome,
+  /** What the call was placed with (its events carry both back). */
+  sent: { to: string; metadata: unknown } = contractCall,
+): Promise<void> {
   const type = outcome.status === 'completed' ? 'call.completed' : 'call.failed';
   assert.deepEqual(
     (await h.eventsOf(callId)).map((event) => event.type),
     [type],
     'one event for the call',
   );
-  const expected = expectedData(h, callId, outcome);
+  const expected = expectedData(h, callId, outcome, sent);
   const call = await h.readCall(callId);
   const readBack = outcome.status === 'completed' ? ['duration_seconds', 'transcript_summary', 'started_at', 'ended_at'] : [];
   for (const field of ['status', 'failure_reason', ...readBack]) {
@@ -205,7 +232,7 @@ function lostAnswerCases(h: ContractHarness, dialect: string): void {
     const outcome = completedOutcome(h.clock, 'Found after a lost answer.');
     const handlings = await h.deliver(h.webhooksFor(h.fake.placedCallId(), outcome));
     assert.equal(handlings.filter((handling) => handling === 'recorded').length, 1, handlings.join());
-    await assertOneEvent(h, callId, outcome);
+    await assertOneEvent(h, callId, outcome, { to: '+14155550124', metadata: null });
   });
 
   it('a create not placed whose answer was lost ends not placed, with one create; the retry with its key places the call', async () => {

@@ -105,6 +105,8 @@ await forEachDialect('Vapi server messages', (dialect) => {
         transcript_summary: 'Ada will call back.',
         started_at: startedAt,
         ended_at: endedAt,
+        to: '+14155550123',
+        metadata: null,
       });
     });
   });

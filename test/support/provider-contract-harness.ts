@@ -28,6 +28,9 @@ export const contractSettings = {
 
 const hours24 = 24 * 3_600_000;
 
+/** What every contract call is placed with; its events carry both back (`to`, `metadata`). */
+export const contractCall = { to: '+14155550123', metadata: { customer_id: 'cus_42', attempt: 1 } } as const;
+
 export interface ContractHarness {
   readonly entry: ProviderEntry<RealProvider>;
   readonly fake: ProviderContractFake;
@@ -106,7 +109,7 @@ export function contractHarness(dialect: Dialect, entry: ProviderEntry<RealProvi
       return ready().agentId;
     },
     async placeCall() {
-      const res = await harness.t.createCall({ agent_id: harness.agentId, to: '+14155550123' });
+      const res = await harness.t.createCall({ agent_id: harness.agentId, to: contractCall.to, metadata: contractCall.metadata });
       assert.equal(res.statusCode, 201, res.body);
       const id = res.json().id as string;
       return { id, providerCallId: id.slice('call_'.length) };

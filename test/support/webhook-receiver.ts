@@ -38,8 +38,24 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
-/** The fields of a call event's data (spec 6), sorted: what a single call's call.completed carries. */
-export const callEventFields = ['agent_id', 'duration_seconds', 'ended_at', 'id', 'started_at', 'status', 'transcript_summary'];
+/**
+ * The fields of a call event's data, sorted: what a single call's call.completed carries (spec 6's, then
+ * the call's `to` and `metadata`, so that a receiver matches it without a read).
+ */
+export const callEventFields = [
+  'agent_id',
+  'duration_seconds',
+  'ended_at',
+  'id',
+  'metadata',
+  'started_at',
+  'status',
+  'to',
+  'transcript_summary',
+];
+
+/** The same of call.failed. */
+export const callFailedEventFields = ['agent_id', 'failed_at', 'failure_message', 'failure_reason', 'id', 'metadata', 'status', 'to'];
 
 /** Verifies a received webhook with `secret` as a receiver would (Standard Webhooks) and returns its payload. */
 export function verifyWebhook(hook: ReceivedWebhook, secret: string): Record<string, any> {

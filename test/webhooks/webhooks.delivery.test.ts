@@ -5,7 +5,13 @@ import { Webhook } from 'standardwebhooks';
 import { createEndpoint, getEndpoint, rotateSecret } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { forEachDialect } from '../support/dialects.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
-import { callEventFields, startWebhookReceiver, verifyWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
+import {
+  callEventFields,
+  callFailedEventFields,
+  startWebhookReceiver,
+  verifyWebhook,
+  type WebhookReceiver,
+} from '../support/webhook-receiver.js';
 
 const env = {
   CALLGATE_SIMULATOR_DELAY_MS: '30',
@@ -88,7 +94,7 @@ await forEachDialect('Webhook delivery', (dialect) => {
     const [hook] = await receiver.waitFor(1);
     const payload = verifyWebhook(hook!, secret);
     assert.equal(payload.type, 'call.failed');
-    assert.deepEqual(Object.keys(payload.data).sort(), ['agent_id', 'failed_at', 'failure_message', 'failure_reason', 'id', 'status']);
+    assert.deepEqual(Object.keys(payload.data).sort(), callFailedEventFields);
     assert.equal(payload.data.id, created.id);
     assert.equal(payload.data.status, 'failed');
     assert.equal(payload.data.failure_reason, 'busy');

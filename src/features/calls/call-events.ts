@@ -15,10 +15,16 @@ export interface CallCompletedData {
   transcript_summary: string;
   started_at: string;
   ended_at: string;
+  /** After the spec's fields, so that a receiver matches the call to its own record without a read. */
+  to: string;
+  metadata: Metadata | null;
   /** Only on a call a batch placed (not in spec 6, which knows single calls only). */
   batch_id?: string;
   reference?: string | null;
 }
+
+/** The call's metadata, as sent with it. */
+type Metadata = Record<string, string | number | boolean | null>;
 
 /** `data` of `call.failed` (the spec leaves it open; see docs/webhooks.md). */
 export interface CallFailedData {
@@ -28,20 +34,26 @@ export interface CallFailedData {
   failure_reason: string;
   failure_message: string | null;
   failed_at: string;
+  to: string;
+  metadata: Metadata | null;
   batch_id?: string;
   reference?: string | null;
 }
 
-/** A batch's call carries its batch and reference after the spec's fields; a single call only those. */
-function withBatch<T extends CallCompletedData | CallFailedData>(call: CallRow, data: T): T {
-  return call.batch_id === null ? data : { ...data, batch_id: call.batch_id, reference: call.reference };
+/**
+ * After the spec's fields, every call's number and metadata (as sent), and a batch's call its batch and
+ * recipient's reference: what a receiver needs to match the call to its own record without a read.
+ */
+function withBatch<T extends CallCompletedData | CallFailedData>(call: CallRow, data: Omit<T, 'to' | 'metadata'>): T {
+  const matched = { ...data, to: call.to_number, metadata: call.metadata === null ? null : (JSON.parse(call.metadata) as Metadata) } as T;
+  return call.batch_id === null ? matched : { ...matched, batch_id: call.batch_id, reference: call.reference };
 }
 
 export function callOutcomeEvent(call: CallRow): { type: CallEventType; data: CallCompletedData | CallFailedData } | null {
   if (call.status === 'completed') {
     return {
       type: 'call.completed',
-      data: withBatch(call, {
+      data: withBatch<CallCompletedData>(call, {
         id: call.id,
         agent_id: call.agent_id,
         status: 'completed',
@@ -55,7 +67,7 @@ export function callOutcomeEvent(call: CallRow): { type: CallEventType; data: Ca
   if (call.status === 'failed') {
     return {
       type: 'call.failed',
-      data: withBatch(call, {
+      data: withBatch<CallFailedData>(call, {
         id: call.id,
         agent_id: call.agent_id,
         status: 'failed',

@@ -10,8 +10,18 @@ import { webhookEventTypes } from './event-types.js';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
-/** Only on a call placed by a batch, after the other fields (not in spec 6, which knows single calls only). */
-const batchFields = {
+/**
+ * After the spec's fields, what a receiver needs to match the call to its own record without a read: every
+ * call's number and metadata; `batch_id` and `reference` only on a call placed by a batch (spec 6 knows
+ * single calls only).
+ */
+const matchFields = {
+  to: Type.String({ description: 'The number called, E.164' }),
+  metadata: Nullable(
+    Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]), {
+      description: 'The metadata sent with the call (null when none)',
+    }),
+  ),
   batch_id: Type.Optional(Type.String({ description: 'batch_…: the batch that placed the call' })),
   reference: Type.Optional(Nullable(Type.String({ description: "The recipient's reference" }))),
 };
@@ -25,7 +35,7 @@ export const CallCompletedData = Type.Object({
   transcript_summary: Type.String({ description: 'Short summary of the conversation (may be empty)' }),
   started_at: Type.String({ format: 'date-time' }),
   ended_at: Type.String({ format: 'date-time' }),
-  ...batchFields,
+  ...matchFields,
 });
 
 /** `data` of `call.failed`. */
@@ -38,7 +48,7 @@ export const CallFailedData = Type.Object({
   }),
   failure_message: Nullable(Type.String({ description: 'For logs and people, not for code' })),
   failed_at: Type.String({ format: 'date-time' }),
-  ...batchFields,
+  ...matchFields,
 });
 
 /** `data` of `webhook.test`: sent to one endpoint on request (never listed by GET /v1/events). */

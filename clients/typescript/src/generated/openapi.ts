@@ -495,6 +495,11 @@ export interface components {
                 started_at: string;
                 /** Format: date-time */
                 ended_at: string;
+                /** @description The number called, E.164 */
+                to: string;
+                metadata: {
+                    [key: string]: string | number | boolean | null;
+                } | null;
                 /** @description batch_…: the batch that placed the call */
                 batch_id?: string;
                 reference?: string | null;
@@ -519,6 +524,11 @@ export interface components {
                 failure_message: string | null;
                 /** Format: date-time */
                 failed_at: string;
+                /** @description The number called, E.164 */
+                to: string;
+                metadata: {
+                    [key: string]: string | number | boolean | null;
+                } | null;
                 /** @description batch_…: the batch that placed the call */
                 batch_id?: string;
                 reference?: string | null;
