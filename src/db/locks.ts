@@ -56,13 +56,11 @@ export async function lockedTransaction<T>(db: Db, key: number, work: (trx: Db) 
  * Takes the lock of one piece of work (`id`, of the kind `namespace`) for the transaction `trx` if no other
  * transaction holds it, and says whether it did: on PostgreSQL a try of an advisory lock on the pair
  * (`namespace`, a hash of `id`), which never waits (another holder is doing that work now; two ids of one
- * hash only make one of them wait for the next pass); on SQLite the database's write lock, always taken.
+ * hash only make one of them wait for the next pass). On SQLite, true at once: it has one writer, and the
+ * caller's transaction takes the write lock with its first locked read (`selectLocked`).
  */
 export async function tryLockWork(trx: Db, namespace: number, id: string): Promise<boolean> {
-  if (dialectOf(trx) !== 'postgres') {
-    await takeSqliteWriteLock(trx);
-    return true;
-  }
+  if (dialectOf(trx) !== 'postgres') return true;
   const { rows } = await sql<{
     locked: boolean;
   }>`select pg_try_advisory_xact_lock(${Math.trunc(namespace)}, hashtext(${id})) as locked`.execute(trx);

@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
 import type { Db } from '../../db/database.js';
+import type { Database } from '../../db/schema.js';
 import { lockRowsForWrite } from '../../db/locks.js';
 import { jsonUpdate } from '../../db/claim.js';
 import { openRecipientStatuses, type BatchRow, type BatchStatus, type RecipientRow, type RecipientStatus } from './batches.tables.js';
@@ -337,22 +338,20 @@ export async function failDialingRecipients(
   return (await query.returning('id').execute()).map((row) => row.id);
 }
 
+/** Whether the batch `b` has a recipient that has not ended; looked at up to its first open one. */
+const hasOpenRecipient = (eb: ExpressionBuilder<Database & { b: Database['batches'] }, 'b'>) =>
+  eb.exists(
+    eb
+      .selectFrom('batch_recipients as r')
+      .select(sql.lit(1).as('one'))
+      .whereRef('r.batch_id', '=', 'b.id')
+      .where('r.status', 'in', openRecipientStatuses),
+  );
+
 /** Of these batches, those with a recipient that has not ended (each looked at up to its first open one). */
 export async function batchesWithOpenRecipients(db: Db, batchIds: readonly string[]): Promise<Set<string>> {
   if (batchIds.length === 0) return new Set();
-  const rows = await db
-    .selectFrom('batches as b')
-    .select('b.id')
-    .where('b.id', 'in', batchIds)
-    .where(({ exists, selectFrom }) =>
-      exists(
-        selectFrom('batch_recipients as r')
-          .select(sql.lit(1).as('one'))
-          .whereRef('r.batch_id', '=', 'b.id')
-          .where('r.status', 'in', openRecipientStatuses),
-      ),
-    )
-    .execute();
+  const rows = await db.selectFrom('batches as b').select('b.id').where('b.id', 'in', batchIds).where(hasOpenRecipient).execute();
   return new Set(rows.map((row) => row.id));
 }
 
@@ -367,16 +366,7 @@ export async function unfinishedBatchesWithoutOpenRecipients(db: Db, limit: numb
     // By status first (batches_due_idx): finished batches pile up, unfinished ones are few.
     .where('b.status', 'in', ['scheduled', 'running', 'paused', 'cancelled'])
     .where('b.completed_at', 'is', null)
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('batch_recipients as r')
-            .select(sql.lit(1).as('one'))
-            .whereRef('r.batch_id', '=', 'b.id')
-            .where('r.status', 'in', openRecipientStatuses),
-        ),
-      ),
-    )
+    .where((eb) => eb.not(hasOpenRecipient(eb)))
     .orderBy('b.id')
     .limit(limit)
     .execute();
