@@ -109,6 +109,10 @@ export interface Config {
   /** Webhook events whose deliveries are all finished are deleted, with their deliveries and attempts, this
    * many days after the event. `CALLGATE_EVENT_RETENTION_DAYS`, default 30. */
   readonly eventRetentionDays: number;
+  /** Personal data: a call's transcript and analysis data are deleted, and its recording no longer served, this
+   * long after the call ended (its summary, judgement and events stay). `CALLGATE_TRANSCRIPT_RETENTION`, a
+   * duration from 1h to 3650d; default 30d. */
+  readonly transcriptRetentionMs: number;
   /** When set, `GET /metrics` needs `Authorization: Bearer <token>`. `CALLGATE_METRICS_TOKEN`, at least 16
    * characters, no spaces; default unset (open: keep the path away from the internet). */
   readonly metricsToken: string | undefined;
@@ -210,6 +214,16 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('CALLGATE_DIAL_SEARCH_WINDOW must be between 1s and 24h');
   }
 
+  let transcriptRetentionMs: number;
+  try {
+    transcriptRetentionMs = parseDuration(env.CALLGATE_TRANSCRIPT_RETENTION?.trim() || '30d');
+  } catch (error) {
+    throw new ConfigError(`CALLGATE_TRANSCRIPT_RETENTION: ${(error as Error).message}`);
+  }
+  if (transcriptRetentionMs < 3_600_000 || transcriptRetentionMs > 3_650 * 86_400_000) {
+    throw new ConfigError('CALLGATE_TRANSCRIPT_RETENTION must be between 1h and 3650d (a duration such as 7d or 72h)');
+  }
+
   const providers = Object.freeze(
     Object.fromEntries(
       providerCatalogue.map(({ name, settings }) => [
@@ -302,6 +316,7 @@ export function loadConfig(env: Env = process.env): Config {
     migrateOnStart: boolean(env, 'CALLGATE_MIGRATE_ON_START', true),
     requestLogDays: integer(env, 'CALLGATE_REQUEST_LOG_DAYS', 7, 1, 3_650),
     eventRetentionDays: integer(env, 'CALLGATE_EVENT_RETENTION_DAYS', 30, 1, 3_650),
+    transcriptRetentionMs,
     metricsToken,
     metricsPort,
     logLevel,

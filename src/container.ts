@@ -18,6 +18,7 @@ import { idempotencyPurgeJob } from './features/idempotency/idempotency-purge.jo
 import { requestLogPurgeJob } from './features/request-log/request-log-purge.job.js';
 import { sessionsPurgeJob } from './features/identity/sessions-purge.job.js';
 import { formTokensPurgeJob } from './portal/form-tokens-purge.job.js';
+import { callContentPurgeJob } from './features/calls/call-content-purge.job.js';
 import { eventRetentionJob } from './features/webhook-delivery/event-retention.job.js';
 import { JobRunner, staggered } from './jobs/job-runner.js';
 import type { ReadinessDeps } from './features/health/readiness.service.js';
@@ -234,6 +235,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     jobs.add(eventRetentionJob({ db: database.db, days: config.eventRetentionDays }, purgeIntervalMs, batchSize));
     jobs.add(sessionsPurgeJob({ db: database.db }, purgeIntervalMs, batchSize));
     jobs.add(formTokensPurgeJob({ db: database.db }, purgeIntervalMs, batchSize));
+    jobs.add(callContentPurgeJob({ db: database.db, retentionMs: config.transcriptRetentionMs }, purgeIntervalMs, batchSize));
 
     const dialJob = new DialJob({
       db: database.db,

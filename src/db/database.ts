@@ -40,6 +40,7 @@ import * as requestLogReplays from './migrations/0019-request-log-replays.js';
 import * as webhookFairness from './migrations/0020-webhook-fairness.js';
 import * as providerAgents from './migrations/0021-provider-agents.js';
 import * as webhookWorkers from './migrations/0022-webhook-workers.js';
+import * as callContent from './migrations/0023-call-content.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -285,6 +286,7 @@ const migrations: Record<string, Migration> = {
   '0020-webhook-fairness': webhookFairness,
   '0021-provider-agents': providerAgents,
   '0022-webhook-workers': webhookWorkers,
+  '0023-call-content': callContent,
 };
 
 /** Kysely's record of the migrations applied to a database. */

@@ -25,6 +25,11 @@ export const errorCatalogue = {
       "The number is on this account's suppression list, so it is not called. Do not retry; if the person asked to be called again, remove the number (DELETE /v1/suppressions/{to}) first.",
   },
   not_found: { status: 404, message: 'No such resource.' },
+  recording_not_available: {
+    status: 404,
+    message:
+      'The call has no recording: its provider kept none, or it was deleted after the retention period. Its transcript may still be read.',
+  },
   method_not_allowed: { status: 405, message: 'This method is not allowed on this path.' },
   request_timeout: {
     status: 408,
@@ -34,6 +39,10 @@ export const errorCatalogue = {
     status: 409,
     message:
       'This Idempotency-Key was already used with a different request body. Send the same body to get its answer, or use a new key for a new request.',
+  },
+  call_not_ended: {
+    status: 409,
+    message: 'The call has not ended yet. Wait for its call.completed or call.failed event, then read it again.',
   },
   batch_not_resumable: { status: 409, message: 'Only a paused batch can be resumed; a completed or cancelled batch cannot.' },
   batch_finished: { status: 409, message: 'The batch has ended (completed or cancelled); it can no longer be paused or cancelled.' },

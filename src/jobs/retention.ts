@@ -19,13 +19,15 @@ export function retentionJob(spec: {
   readonly steps: readonly RetentionStep[];
   /** Rows per statement; `retentionBatchSize` when not given (tests give a small one). */
   readonly batchSize?: number | undefined;
+  /** Whether the first pass runs when the worker starts rather than an interval later. */
+  readonly runAtStart?: boolean;
 }): Job {
   const limit = spec.batchSize ?? retentionBatchSize;
   return {
     name: spec.name,
     label: spec.label,
     intervalMs: spec.intervalMs,
-    runAtStart: false,
+    runAtStart: spec.runAtStart ?? false,
     async runOnce({ now, stopping }) {
       let more = false;
       for (const step of spec.steps) {

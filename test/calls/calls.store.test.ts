@@ -70,6 +70,8 @@ await forEachDialect('Storing a call with its idempotency key', (dialect) => {
       reference: null,
       dial_id: null,
       found_after_lost_answer: 0,
+      analysis_successful: null,
+      analysis_data: null,
     };
   }
   const insertCallCompletingKey = (db: Db, row: CallRow, key: HeldKey) =>

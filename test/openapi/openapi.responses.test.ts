@@ -16,6 +16,8 @@ import { operationsOf } from '../support/openapi-check.js';
 import { deleteSuppression, postSuppression } from '../support/suppression-client.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
+import { recordOutcome } from '../../src/features/calls/calls.service.js';
+import { err } from '../../src/lib/result.js';
 
 /** A per-key limiter the test switches to refusing, so every operation can be seen answering 429. */
 function switchableLimiter(): RateLimiter & { refusing: boolean } {
@@ -98,6 +100,24 @@ await forEachDialect('Every operation answers as the OpenAPI document says', (di
     expectStatus(await apiGet(t, '/v1/calls?limit=0'), 400, 'invalid_request');
     expectStatus(await apiGet(t, `/v1/calls/${created.json().id}`), 200);
     expectStatus(await apiGet(t, '/v1/calls/call_unknown'), 404, 'not_found');
+
+    // What the call kept: 409 before its end, then its transcript and recording; none for a failed call.
+    const pending = await t.createCall(callBody(t));
+    expectStatus(await apiGet(t, `/v1/calls/${pending.json().id}/transcript`), 409, 'call_not_ended');
+    expectStatus(await apiGet(t, `/v1/calls/${pending.json().id}/recording`), 409, 'call_not_ended');
+    const id = created.json().id as string;
+    await eventually('the call to end', async () =>
+      (await apiGet(t, `/v1/calls/${id}`)).json().status === 'completed' ? true : undefined,
+    );
+    expectStatus(await apiGet(t, `/v1/calls/${id}/transcript`), 200);
+    expectStatus(await apiGet(t, `/v1/calls/${id}/recording`), 200);
+    expectStatus(await apiGet(t, '/v1/calls/call_unknown/transcript'), 404, 'not_found');
+    expectStatus(await apiGet(t, '/v1/calls/call_unknown/recording'), 404, 'not_found');
+    const busy = (await t.createCall(callBody(t, { to: simulatorMagicNumbers.busy }))).json().id as string;
+    await eventually('the busy call to end', async () =>
+      (await apiGet(t, `/v1/calls/${busy}`)).json().status === 'failed' ? true : undefined,
+    );
+    expectStatus(await apiGet(t, `/v1/calls/${busy}/recording`), 404, 'recording_not_available');
   });
 
   it('calls: 503 and 504 when the provider is down or does not answer', async () => {
@@ -107,6 +127,21 @@ await forEachDialect('Every operation answers as the OpenAPI document says', (di
     try {
       expectStatus(await other.createCall(callBody(other)), 503, 'provider_unavailable');
       expectStatus(await other.createCall(callBody(other)), 504, 'provider_timeout');
+      // A recording its provider cannot serve now: 503 with Retry-After.
+      const placed = (await other.createCall(callBody(other))).json().id as string;
+      const endedAt = new Date();
+      await recordOutcome(other.services.db, other.services.clock, placed, {
+        status: 'completed',
+        startedAt: endedAt,
+        endedAt,
+        durationSeconds: 0,
+        transcriptSummary: '',
+        content: { analysis: null, turns: null, recording: { kind: 'provider' } },
+      });
+      fake.fetchRecording = async () => err(failures.unavailable);
+      const unavailable = await apiGet(other, `/v1/calls/${placed}/recording`);
+      expectStatus(unavailable, 503, 'provider_unavailable');
+      assert.match(String(unavailable.headers['retry-after']), /^[1-9][0-9]*$/);
       for (const seen of other.responseCheck.seen) t.responseCheck.seen.add(seen);
     } finally {
       // Fails here if an answer did not match the document.

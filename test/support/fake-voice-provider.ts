@@ -76,6 +76,9 @@ export function createFakeProvider(): FakeProvider {
       const conversationId = fake.placedDials.get(dial.dialId);
       return ok(conversationId === undefined ? { state: 'not_found' as const } : { state: 'found' as const, conversationId });
     },
+    async fetchRecording() {
+      return err({ kind: 'not_available' as const });
+    },
     async checkCall() {
       // Calls never end here: these tests look at creation only.
       const check: CallCheck = { state: 'running', checkAgainAt: new Date(Date.now() + 3_600_000) };

@@ -73,6 +73,15 @@ export function attachResponseCheck(app: FastifyInstance): ResponseCheck {
     }
     // Fastify writes no body with a 204, whatever the handler gave (here the schema's serialized null).
     if (status === 204) return payload;
+    // A binary answer (a recording): its type must be one the document names, such as audio/* for audio/wav.
+    const binaryTypes = Object.keys((documented?.content ?? {}) as Json).filter((type) => type !== 'application/json');
+    if (schema === undefined && binaryTypes.length > 0) {
+      const sent = String(reply.getHeader('content-type') ?? '').split(';')[0]!;
+      const matches = binaryTypes.some((type) => type === sent || (type.endsWith('/*') && sent.startsWith(type.slice(0, -1))));
+      if (!matches) check.mismatches.push(`${name}: content type ${sent} is not one of ${binaryTypes.join(', ')}`);
+      if (reply.getHeader('x-request-id') === undefined) check.mismatches.push(`${name}: no X-Request-Id header`);
+      return payload;
+    }
     const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
     if (text === undefined) {
       check.mismatches.push(`${name}: body is not text`);

@@ -40,10 +40,11 @@ export interface WebhookReceiver {
 
 /**
  * The fields of a call event's data, sorted: what a single call's call.completed carries (spec 6's, then
- * the call's `to` and `metadata`, so that a receiver matches it without a read).
+ * the provider's `analysis`, and the call's `to` and `metadata`, so that a receiver matches it without a read).
  */
 export const callEventFields = [
   'agent_id',
+  'analysis',
   'duration_seconds',
   'ended_at',
   'id',

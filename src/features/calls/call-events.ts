@@ -4,6 +4,8 @@
  * events room stores and serves the envelopes without knowing a call.
  */
 import type { CallEventType } from '../events/event-types.js';
+import type { CallAnalysis } from '../events/call-analysis.schema.js';
+import { analysisOf } from './call-analysis.js';
 import type { CallRow } from './calls.tables.js';
 
 /** `data` of `call.completed` (spec 6). */
@@ -15,6 +17,8 @@ export interface CallCompletedData {
   transcript_summary: string;
   started_at: string;
   ended_at: string;
+  /** What the provider judged and collected, as known when the event was written ({successful: null, data: {}} when nothing yet). */
+  analysis: CallAnalysis;
   /** After the spec's fields, so that a receiver matches the call to its own record without a read. */
   to: string;
   metadata: Metadata | null;
@@ -61,6 +65,7 @@ export function callOutcomeEvent(call: CallRow): { type: CallEventType; data: Ca
         transcript_summary: call.transcript_summary ?? '',
         started_at: call.started_at ?? call.created_at,
         ended_at: call.ended_at ?? call.updated_at,
+        analysis: analysisOf(call),
       }),
     };
   }

@@ -12,7 +12,7 @@ import { addMs, isoTimestamp } from '../../lib/clock.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import * as repo from './calls.repository.js';
-import type { CallOutcome } from '../providers/provider.interface.js';
+import type { CallOutcome, CallReference } from '../providers/provider.interface.js';
 import { recordOutcome, recordOutcomes } from './calls.service.js';
 import type { CallRow } from './calls.tables.js';
 
@@ -122,6 +122,7 @@ export class CallMonitor extends WorkerJob<CallMonitorOptions> {
       conversationId: call.provider_conversation_id,
       to: call.to_number,
       createdAt: new Date(call.created_at),
+      metadata: call.metadata === null ? null : (JSON.parse(call.metadata) as CallReference['metadata']),
     });
     if (!result.ok) {
       logger.warn({ callId, failure: result.error.kind }, 'provider could not tell how a call stands; will ask again');

@@ -16,6 +16,8 @@ export const noOutcome = {
   failure_reason: null,
   failure_message: null,
   failed_at: null,
+  analysis_successful: null,
+  analysis_data: null,
 } as const;
 
 /** Whom a new call is for and what was asked: the columns a call shares with its dial, under the same names. */

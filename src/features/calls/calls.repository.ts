@@ -35,6 +35,8 @@ export type CallEnding = Pick<
   | 'failure_reason'
   | 'failure_message'
   | 'failed_at'
+  | 'analysis_successful'
+  | 'analysis_data'
 > & { status: 'completed' | 'failed' };
 
 const endingColumns = [
@@ -47,6 +49,8 @@ const endingColumns = [
   ['failure_reason', 'text'],
   ['failure_message', 'text'],
   ['failed_at', 'text'],
+  ['analysis_successful', 'integer'],
+  ['analysis_data', 'text'],
 ] as const;
 
 /**

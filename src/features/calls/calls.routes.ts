@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { errorResponses } from '../../errors/error-schemas.js';
 import { parseListLimit } from '../../http/list-limit.js';
@@ -8,12 +9,14 @@ import {
   CallCreated,
   CallList,
   CallParams,
+  CallTranscript,
   CreateCallBody,
   CreateCallHeaders,
   ListCallsQuery,
   createCallPatternHints,
 } from './calls.schemas.js';
 import { createCall, listCallsOfKey, retrieveCall, type CallsDeps } from './calls.service.js';
+import { extensionOf, openRecording, readTranscript } from './call-content.service.js';
 
 export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async (app, { deps }) => {
   app.post(
@@ -84,4 +87,47 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
   };
   app.get('/calls/:id', { schema: retrieveSchema }, async (request) => retrieveCall(deps.db, requireApiKey(request), request.params.id));
   registerMethodNotAllowed(app, '/calls/:id', ['GET']);
+
+  const scopeOf = (request: FastifyRequest) => {
+    const apiKey = requireApiKey(request);
+    return { accountId: apiKey.account_id, mode: apiKey.mode };
+  };
+  const transcriptSchema = {
+    operationId: 'getCallTranscript',
+    tags: ['Calls'],
+    summary: "Read a call's transcript",
+    description:
+      'The conversation of an ended call, turn by turn, in order, as its provider transcribed it (system and tool messages left out). Empty when the provider kept none, or once the retention period the operator set has passed.',
+    params: CallParams,
+    response: { 200: CallTranscript, ...errorResponses(['not_found', 'call_not_ended']) },
+  };
+  app.get('/calls/:id/transcript', { schema: transcriptSchema }, async (request) =>
+    readTranscript(deps.db, scopeOf(request), request.params.id),
+  );
+  registerMethodNotAllowed(app, '/calls/:id/transcript', ['GET']);
+
+  const recordingSchema = {
+    operationId: 'getCallRecording',
+    tags: ['Calls'],
+    summary: "Download a call's recording",
+    description:
+      "The audio of an ended call, streamed from its voice provider with this server's credentials, in the provider's format (audio/mpeg from ElevenLabs, audio/wav from Retell and the simulator, …: read Content-Type). 404 recording_not_available when the provider kept none or the retention period has passed.",
+    params: CallParams,
+    response: {
+      200: {
+        description: 'The recording, in the content type its provider gave.',
+        content: { 'audio/*': { schema: { type: 'string', format: 'binary' } } },
+      },
+      ...errorResponses(['not_found', 'recording_not_available', 'call_not_ended', 'provider_unavailable']),
+    },
+  };
+  app.get('/calls/:id/recording', { schema: recordingSchema }, async (request, reply) => {
+    const recording = await openRecording(deps.db, deps.providers, scopeOf(request), request.params.id);
+    // The audio is personal data: kept by no shared cache, and never rendered as anything but audio.
+    reply.header('content-type', recording.contentType).header('cache-control', 'private, no-store');
+    reply.header('content-disposition', `inline; filename="${request.params.id}.${extensionOf(recording.contentType)}"`);
+    if (recording.contentLength !== null) reply.header('content-length', recording.contentLength);
+    return reply.send(recording.body);
+  });
+  registerMethodNotAllowed(app, '/calls/:id/recording', ['GET']);
 };

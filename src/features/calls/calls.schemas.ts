@@ -3,6 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { ListLimitQuery } from '../../http/list-limit.js';
 import { pathIdMaxLength } from '../../lib/ids.js';
 import { e164Pattern } from '../../lib/phone-numbers.js';
+import { CallAnalysis } from '../events/call-analysis.schema.js';
 import { IdempotencyHeaders } from '../idempotency/idempotency.schemas.js';
 
 /** A refused `to` in words, instead of the bare pattern (the error handler uses a route's hints). */
@@ -63,6 +64,7 @@ export const Call = Type.Object({
   failure_reason: Type.Optional(Type.String()),
   failure_message: Type.Optional(Nullable(Type.String())),
   failed_at: Type.Optional(Type.String()),
+  analysis: Type.Optional(CallAnalysis),
   // Only on a call placed by a batch (src/features/batches), so a single call keeps exactly its shape.
   batch_id: Type.Optional(Type.String()),
   reference: Type.Optional(Nullable(Type.String())),
@@ -71,6 +73,21 @@ export const Call = Type.Object({
   found_after_lost_answer: Type.Optional(Type.Literal(true)),
 });
 export type Call = Static<typeof Call>;
+
+export const TranscriptTurn = Type.Object({
+  role: Type.Union([Type.Literal('agent'), Type.Literal('user')]),
+  text: Type.String(),
+  offset_seconds: Nullable(Type.Number({ description: 'Seconds from the start of the call, when the provider says.' })),
+});
+
+export const CallTranscript = Type.Object({
+  call_id: Type.String(),
+  turns: Type.Array(TranscriptTurn, {
+    description:
+      'The conversation in order; empty when the provider kept none, or once CALLGATE_TRANSCRIPT_RETENTION has passed. System and tool messages are left out.',
+  }),
+});
+export type CallTranscript = Static<typeof CallTranscript>;
 
 export const CallParams = Type.Object({ id: Type.String({ maxLength: pathIdMaxLength }) });
 

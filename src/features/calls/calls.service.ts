@@ -19,7 +19,9 @@ import { isSuppressed } from '../suppressions/suppressions.service.js';
 import { enqueueEvents } from '../webhook-delivery/fan-out.service.js';
 import * as repo from './calls.repository.js';
 import * as dialsRepo from './dials.repository.js';
+import * as contentRepo from './call-content.repository.js';
 import { callOutcomeEvent } from './call-events.js';
+import { analysisOf } from './call-analysis.js';
 import { noOutcome } from './call-row.js';
 import { dial, type DialDeps } from './dial-driver.js';
 import { outcomeToJson } from './dials.service.js';
@@ -59,6 +61,7 @@ export function toCall(row: CallRow): Call {
     call.failure_message = row.failure_message;
     if (row.failed_at) call.failed_at = row.failed_at;
   }
+  if (row.status !== 'initiated') call.analysis = analysisOf(row);
   if (row.batch_id !== null) {
     call.batch_id = row.batch_id;
     call.reference = row.reference;
@@ -356,6 +359,10 @@ export async function recordOutcomes(
       [...first].filter(([, outcome]) => outcome.status === 'failed' && outcome.concurrencyRefused).map(([id]) => id),
     );
     batchIds = await endRecipientsOfCalls(trx, clock, [...ended.values()], refused);
+    await contentRepo.insertContents(
+      trx,
+      [...ended.keys()].map((callId) => contentRow(callId, first.get(callId)!, updatedAt)),
+    );
     const reported = new Set<string>();
     return outcomes.map(({ callId }) => {
       const call = ended.get(callId);
@@ -375,13 +382,54 @@ export async function recordOutcomes(
     finished.delete(batchId);
   });
   if (onEnded) for (const call of endedCalls) onEnded(call);
+  // A report for a call that had ended already may bring what its end lacked (Retell's analysis after the
+  // look-up ended the call): merged, with no second event.
+  const merged = new Set<string>();
+  for (const [index, { callId, outcome }] of outcomes.entries()) {
+    if (results[index]!.ended || merged.has(callId)) continue;
+    merged.add(callId);
+    const late = lateContent(callId, outcome);
+    if (late) await contentRepo.mergeLateContent(db, late);
+  }
   return results;
 }
 
+/** The content row of a call that has just ended: whatever its provider kept, stored even when that is nothing. */
+function contentRow(callId: string, outcome: CallOutcome, storedAt: string): contentRepo.CallContentRow {
+  return {
+    call_id: callId,
+    stored_at: storedAt,
+    turns: outcome.content?.turns ? JSON.stringify(outcome.content.turns) : null,
+    recording: outcome.content?.recording ? JSON.stringify(outcome.content.recording) : null,
+  };
+}
+
+/** What a report for an ended call may still add, or null when it has nothing to add. */
+function lateContent(callId: string, outcome: CallOutcome): contentRepo.LateContent | null {
+  const { content } = outcome;
+  const summary = outcome.status === 'completed' && outcome.transcriptSummary !== '' ? outcome.transcriptSummary : null;
+  if (!content && summary === null) return null;
+  const analysis = content?.analysis ?? null;
+  return {
+    callId,
+    successful: analysis?.successful == null ? null : analysis.successful ? 1 : 0,
+    data: analysis !== null && Object.keys(analysis.data).length > 0 ? JSON.stringify(analysis.data) : null,
+    summary,
+    turns: content?.turns && content.turns.length > 0 ? JSON.stringify(content.turns) : null,
+    recording: content?.recording ? JSON.stringify(content.recording) : null,
+  };
+}
+
 function callEnding(callId: string, outcome: CallOutcome, updatedAt: string): repo.CallEnding {
+  const analysis = outcome.content?.analysis ?? null;
+  const judged = {
+    analysis_successful: analysis?.successful == null ? null : analysis.successful ? 1 : 0,
+    analysis_data: JSON.stringify(analysis?.data ?? {}),
+  };
   return outcome.status === 'completed'
     ? {
         ...noOutcome,
+        ...judged,
         id: callId,
         status: 'completed',
         updated_at: updatedAt,
@@ -392,6 +440,7 @@ function callEnding(callId: string, outcome: CallOutcome, updatedAt: string): re
       }
     : {
         ...noOutcome,
+        ...judged,
         id: callId,
         status: 'failed',
         updated_at: updatedAt,

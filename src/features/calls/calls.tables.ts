@@ -34,10 +34,29 @@ export interface CallsTable {
   dial_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** 1 when the create's answer was lost and the call was found at the provider afterwards. */
   found_after_lost_answer: Generated<number>;
+  /** The provider's judgement of an ended call: 1, 0, or null when it made none (yet). */
+  analysis_successful: number | null;
+  /** The structured results of an ended call (JSON, '{}' when none); null before its end and after the retention purge. */
+  analysis_data: string | null;
+}
+
+/**
+ * What the provider kept of an ended call besides its outcome, until the retention purge deletes the row
+ * (0023-call-content.ts): its transcript turns and where its recording is.
+ */
+export interface CallContentTable {
+  call_id: string;
+  /** When the row was written; the purge deletes rows older than CALLGATE_TRANSCRIPT_RETENTION. */
+  stored_at: string;
+  /** `TranscriptTurn[]` as JSON; null when the provider kept no transcript (yet). */
+  turns: string | null;
+  /** `RecordingSource` as JSON; null when the provider has no recording (yet). */
+  recording: string | null;
 }
 
 export interface CallsTables {
   calls: CallsTable;
+  call_content: CallContentTable;
 }
 
 export type CallRow = Selectable<CallsTable>;

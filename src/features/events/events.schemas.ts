@@ -6,6 +6,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { ListLimitQuery } from '../../http/list-limit.js';
 import { pathIdMaxLength } from '../../lib/ids.js';
 import { Batch } from '../batches/batches.schemas.js';
+import { CallAnalysis } from './call-analysis.schema.js';
 import { webhookEventTypes } from './event-types.js';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -35,6 +36,7 @@ export const CallCompletedData = Type.Object({
   transcript_summary: Type.String({ description: 'Short summary of the conversation (may be empty)' }),
   started_at: Type.String({ format: 'date-time' }),
   ended_at: Type.String({ format: 'date-time' }),
+  analysis: CallAnalysis,
   ...matchFields,
 });
 

@@ -7,7 +7,7 @@ import type { ProviderRegistry } from '../providers/provider-registry.js';
 import { mayHavePlaced, type VoiceProvider } from '../providers/provider.interface.js';
 import type { Metrics } from './metrics.js';
 
-type Operation = 'place_call' | 'check_call' | 'find_dial';
+type Operation = 'place_call' | 'check_call' | 'find_dial' | 'fetch_recording';
 
 export function instrumentProviders(registry: ProviderRegistry, metrics: Metrics): ProviderRegistry {
   const wrapped = new WeakMap<VoiceProvider, VoiceProvider>();
@@ -31,6 +31,7 @@ function instrumentProvider(provider: VoiceProvider, metrics: Metrics): VoicePro
     place_call: { provider: provider.name, operation: 'place_call' },
     check_call: { provider: provider.name, operation: 'check_call' },
     find_dial: { provider: provider.name, operation: 'find_dial' },
+    fetch_recording: { provider: provider.name, operation: 'fetch_recording' },
   } as const;
   const timed = async <T extends { ok: boolean; error?: { kind: string } }>(
     operation: Operation,
@@ -62,5 +63,6 @@ function instrumentProvider(provider: VoiceProvider, metrics: Metrics): VoicePro
     },
     checkCall: (call) => timed('check_call', () => provider.checkCall(call)),
     findDial: (dial) => timed('find_dial', () => provider.findDial(dial)),
+    fetchRecording: (call, source) => timed('fetch_recording', () => provider.fetchRecording(call, source)),
   };
 }

@@ -6,6 +6,7 @@
  * and the adapter's own.
  */
 import type { ProviderFailure } from './provider.interface.js';
+import { createRecordingFetcher, type RecordingFetcher } from './recording-fetch.js';
 
 export interface ProviderHttpOptions {
   readonly baseUrl: string;
@@ -25,6 +26,8 @@ export type ProviderErrorResponse = Exclude<ProviderResponse, { kind: 'ok' }>;
 
 export interface ProviderHttpClient {
   request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ProviderResponse>;
+  /** A recording, streamed: from the API's `path` with the credentials, or from a `url` the provider gave without them. */
+  recording: RecordingFetcher;
 }
 
 /** Network errors that mean the request never left this machine. */
@@ -42,6 +45,7 @@ async function readBody(response: Response): Promise<unknown> {
 
 export function createProviderHttpClient(options: ProviderHttpOptions): ProviderHttpClient {
   return {
+    recording: createRecordingFetcher(options),
     async request(method, path, body) {
       const init: RequestInit = {
         method,

@@ -23,6 +23,7 @@ export function unconfiguredProvider(name: AgentProvider, missingSetting: string
     placeCall: async () => err(failure),
     checkCall: async () => err(failure),
     findDial: async () => err(failure),
+    fetchRecording: async () => err(failure),
   };
 }
 

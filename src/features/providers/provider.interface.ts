@@ -51,6 +51,41 @@ export function mayHavePlaced(failure: ProviderFailure): boolean {
 export const failureReasons = ['busy', 'no_answer', 'voicemail', 'rejected', 'provider_error', 'timeout', 'unknown'] as const;
 export type FailureReason = (typeof failureReasons)[number];
 
+/** A value of the structured results an agent collects (the call's `analysis.data`). */
+export type AnalysisValue = string | number | boolean | null;
+
+/** The provider's judgement of the call and the results its agent collected, in one shape for every provider. */
+export interface CallAnalysis {
+  /** The provider's own judgement of whether the call succeeded; null when it made none. */
+  readonly successful: boolean | null;
+  readonly data: Readonly<Record<string, AnalysisValue>>;
+}
+
+/** One turn of the conversation; turns without a speaker (system, tool messages) are left out. */
+export interface TranscriptTurn {
+  readonly role: 'agent' | 'user';
+  readonly text: string;
+  /** Seconds from the start of the call, when the provider says. */
+  readonly offsetSeconds: number | null;
+}
+
+/**
+ * Where a call's recording is, for callgate to fetch when it is asked for: through the provider's API with
+ * its key (ElevenLabs' audio endpoint, the simulator), or at a URL the provider gave (Retell, Vapi), fetched
+ * without a key. Never shown to a client.
+ */
+export type RecordingSource = { readonly kind: 'provider' } | { readonly kind: 'url'; readonly url: string };
+
+/**
+ * What the provider kept of a call besides how it ended; each part null when it gave none (yet). A part that
+ * comes later (Retell's `call_analyzed`, a second report) fills what is still missing, never a second event.
+ */
+export interface CallContent {
+  readonly analysis: CallAnalysis | null;
+  readonly turns: readonly TranscriptTurn[] | null;
+  readonly recording: RecordingSource | null;
+}
+
 export type CallOutcome =
   | {
       readonly status: 'completed';
@@ -58,12 +93,14 @@ export type CallOutcome =
       readonly endedAt: Date;
       readonly durationSeconds: number;
       readonly transcriptSummary: string;
+      readonly content?: CallContent;
     }
   | {
       readonly status: 'failed';
       readonly reason: FailureReason;
       readonly message: string | null;
       readonly failedAt: Date;
+      readonly content?: CallContent;
       /**
        * The provider refused the call at its concurrency limit after accepting the request (Retell's
        * `concurrency_limit_reached`, Vapi's concurrency-blocked start): nobody was dialed, so a batch puts
@@ -80,7 +117,19 @@ export interface CallReference {
   readonly conversationId: string;
   readonly to: string;
   readonly createdAt: Date;
+  /** The call's metadata as sent (the simulator draws its analysis from it). */
+  readonly metadata?: Readonly<Record<string, AnalysisValue>> | null;
 }
+
+/** A recording on its way from where the provider keeps it: its type, its length when known, the bytes as a stream. */
+export interface RecordingStream {
+  readonly contentType: string;
+  readonly contentLength: number | null;
+  readonly body: NodeJS.ReadableStream;
+}
+
+/** Why a recording cannot be had: the provider has none (any more), or it cannot be reached now. */
+export type RecordingFailure = { readonly kind: 'not_available' } | ProviderFailure;
 
 /** A dial whose answer was lost, as `findDial` looks for it. */
 export interface DialReference {
@@ -110,6 +159,8 @@ export interface VoiceProvider {
    * it. `not_found` only says the provider lists none now; the caller decides when that is final.
    */
   findDial(dial: DialReference): Promise<Result<DialSearch, ProviderFailure>>;
+  /** The call's recording from `source`, streamed (never read whole into memory). */
+  fetchRecording(call: { readonly conversationId: string }, source: RecordingSource): Promise<Result<RecordingStream, RecordingFailure>>;
 }
 
 /** An agent defined at the provider. */

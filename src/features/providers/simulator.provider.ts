@@ -9,10 +9,20 @@
  * makes a short call; 242 s or more gives the whole range of 15 to 240 s).
  */
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { err, ok } from '../../lib/result.js';
-import type { CallCheck, CallOutcome, CallReference, VoiceProvider } from './provider.interface.js';
+import { analysisData } from './provider-content.js';
+import type {
+  AnalysisValue,
+  CallCheck,
+  CallContent,
+  CallOutcome,
+  CallReference,
+  TranscriptTurn,
+  VoiceProvider,
+} from './provider.interface.js';
 
 export const simulatorMagicNumbers = {
   busy: '+15005550001',
@@ -45,16 +55,116 @@ const maxRingMs = 2_000;
 /** Conversation lengths drawn when the delay leaves room for them. */
 const durationRangeSeconds = { min: 15, max: 240 } as const;
 
-const summaries = [
-  'The agent reached the contact, confirmed the appointment and answered a question about parking.',
-  'The contact asked to reschedule; the agent offered two new times and the contact chose the later one.',
-  'The agent delivered the reminder; the contact confirmed and had no further questions.',
-  'The contact was interested and asked for a follow-up email with pricing details.',
-  'The agent verified the delivery address and the contact confirmed the time window.',
-];
+/** Each simulated conversation: its summary, what the contact said, and the results an agent would collect. */
+const conversations = [
+  {
+    summary: 'The agent reached the contact, confirmed the appointment and answered a question about parking.',
+    agent: 'I am calling to confirm your appointment tomorrow at 10 am. Does that still work for you?',
+    user: 'Yes, that works. Is there parking nearby?',
+    close: 'There is free parking behind the building. See you tomorrow!',
+    successful: true,
+    data: { outcome: 'confirmed', follow_up_needed: false },
+  },
+  {
+    summary: 'The contact asked to reschedule; the agent offered two new times and the contact chose the later one.',
+    agent: 'I am calling about your appointment tomorrow at 10 am. Can you still make it?',
+    user: 'Not really, could we move it? Thursday would be better.',
+    close: 'I can offer Thursday at 9 or at 2. Two o’clock it is; you will get a confirmation.',
+    successful: true,
+    data: { outcome: 'rescheduled', follow_up_needed: false },
+  },
+  {
+    summary: 'The agent delivered the reminder; the contact confirmed and had no further questions.',
+    agent: 'This is a quick reminder about your appointment tomorrow. Will you be there?',
+    user: 'Yes, I will be there. No questions, thanks.',
+    close: 'Great, thank you for your time. Goodbye!',
+    successful: true,
+    data: { outcome: 'confirmed', follow_up_needed: false },
+  },
+  {
+    summary: 'The contact was interested and asked for a follow-up email with pricing details.',
+    agent: 'I am calling about the offer you asked us about last week. Is now a good time?',
+    user: 'Sure. Could you email me the pricing details?',
+    close: 'Of course, the pricing goes out by email today. Thank you!',
+    successful: true,
+    data: { outcome: 'interested', follow_up_needed: true },
+  },
+  {
+    summary: 'The agent verified the delivery address and the contact confirmed the time window.',
+    agent: 'I am calling to check the delivery address and time window for your order.',
+    user: 'The address is right, but please deliver after 2 pm.',
+    close: 'Noted: after 2 pm at the address on file. Thank you!',
+    successful: false,
+    data: { outcome: 'needs_change', follow_up_needed: true },
+  },
+] as const;
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
+}
+
+/** The name a greeting uses, when the metadata gives one. */
+function contactName(metadata: CallReference['metadata']): string | null {
+  for (const key of ['name', 'first_name', 'customer_name', 'contact_name']) {
+    const value = metadata?.[key];
+    if (typeof value === 'string' && value.trim() !== '') return value.trim().slice(0, 60);
+  }
+  return null;
+}
+
+/**
+ * What a simulated conversation kept: five turns spread over its length, an analysis whose data is the
+ * conversation's results beside the call's metadata (up to ten of its values, so a client sees its own
+ * variables come back), and a short recording the simulator itself serves.
+ */
+function simulatedContent(call: CallReference, durationSeconds: number, pick: (typeof conversations)[number]): CallContent {
+  const name = contactName(call.metadata);
+  const lines: [TranscriptTurn['role'], string][] = [
+    ['agent', `Hello${name === null ? '' : ` ${name}`}, this is the callgate simulator.`],
+    ['user', 'Hi, who is this?'],
+    ['agent', pick.agent],
+    ['user', pick.user],
+    ['agent', pick.close],
+  ];
+  const step = durationSeconds / lines.length;
+  const fromMetadata = Object.entries(call.metadata ?? {}).slice(0, 10);
+  const data: Record<string, AnalysisValue> = { ...analysisData(fromMetadata), ...pick.data };
+  return {
+    analysis: { successful: pick.successful, data },
+    turns: lines.map(([role, text], index) => ({ role, text, offsetSeconds: Math.round(index * step * 10) / 10 })),
+    recording: { kind: 'provider' },
+  };
+}
+
+/** Seconds of audio in a simulated recording: enough to play, small enough to serve from memory. */
+const recordingSeconds = 2;
+const sampleRate = 8_000;
+
+/**
+ * The simulated recording: a WAV file (16-bit mono PCM) of a soft tone whose pitch depends on the call,
+ * fading in and out so that it does not click.
+ */
+export function simulatedRecording(conversationId: string): Buffer {
+  const samples = recordingSeconds * sampleRate;
+  const wav = Buffer.alloc(44 + samples * 2);
+  wav.write('RIFF', 0, 'ascii');
+  wav.writeUInt32LE(36 + samples * 2, 4);
+  wav.write('WAVEfmt ', 8, 'ascii');
+  wav.writeUInt32LE(16, 16);
+  wav.writeUInt16LE(1, 20);
+  wav.writeUInt16LE(1, 22);
+  wav.writeUInt32LE(sampleRate, 24);
+  wav.writeUInt32LE(sampleRate * 2, 28);
+  wav.writeUInt16LE(2, 32);
+  wav.writeUInt16LE(16, 34);
+  wav.write('data', 36, 'ascii');
+  wav.writeUInt32LE(samples * 2, 40);
+  const pitch = 330 + (digest(conversationId).readUInt16BE(0) % 220);
+  for (let i = 0; i < samples; i++) {
+    const fade = Math.min(1, i / 800, (samples - i) / 800);
+    wav.writeInt16LE(Math.round(Math.sin((2 * Math.PI * pitch * i) / sampleRate) * 6_000 * fade), 44 + i * 2);
+  }
+  return wav;
 }
 
 export function simulatedOutcome(call: CallReference, delayMs: number): CallOutcome {
@@ -75,12 +185,14 @@ export function simulatedOutcome(call: CallReference, delayMs: number): CallOutc
   const shortest = Math.min(durationRangeSeconds.min, roomSeconds);
   const longest = Math.min(durationRangeSeconds.max, roomSeconds);
   const durationSeconds = shortest + (hash.readUInt16BE(0) % (longest - shortest + 1));
+  const pick = conversations[hash.readUInt8(2) % conversations.length] ?? conversations[0];
   return {
     status: 'completed',
     startedAt: new Date(endsAt.getTime() - durationSeconds * 1000),
     endedAt: endsAt,
     durationSeconds,
-    transcriptSummary: summaries[hash.readUInt8(2) % summaries.length] ?? summaries[0]!,
+    transcriptSummary: pick.summary,
+    content: simulatedContent(call, durationSeconds, pick),
   };
 }
 
@@ -170,6 +282,10 @@ export function createSimulatorProvider(options: { clock: Clock; delayMs: number
         return ok(check);
       }
       return ok({ state: 'ended', outcome: simulatedOutcome(call, options.delayMs) });
+    },
+    async fetchRecording(call) {
+      const audio = simulatedRecording(call.conversationId);
+      return ok({ contentType: 'audio/wav', contentLength: audio.length, body: Readable.from([audio]) });
     },
     stats: () => ({ placed, inProgress: inProgressAt(options.clock.now().getTime()), highestConcurrency }),
     resetStats() {

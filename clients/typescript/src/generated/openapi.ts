@@ -47,6 +47,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/calls/{id}/transcript": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a call's transcript
+         * @description The conversation of an ended call, turn by turn, in order, as its provider transcribed it (system and tool messages left out). Empty when the provider kept none, or once the retention period the operator set has passed.
+         */
+        get: operations["getCallTranscript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/calls/{id}/recording": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a call's recording
+         * @description The audio of an ended call, streamed from its voice provider with this server's credentials, in the provider's format (audio/mpeg from ElevenLabs, audio/wav from Retell and the simulator, …: read Content-Type). 404 recording_not_available when the provider kept none or the retention period has passed.
+         */
+        get: operations["getCallRecording"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/batches": {
         parameters: {
             query?: never;
@@ -348,7 +388,7 @@ export interface components {
          * @description The error catalogue: every code an error body's `error` can have, with its status. Codes never change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "idempotency_in_progress" | "provider_timeout";
+        ErrorCode: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "recording_not_available" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "call_not_ended" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "idempotency_in_progress" | "provider_timeout";
         Call: {
             id: string;
             agent_id: string;
@@ -365,6 +405,14 @@ export interface components {
             failure_reason?: string;
             failure_message?: string | null;
             failed_at?: string;
+            /** @description Present once the call has ended. A provider that analyses after the end fills it later: the call (GET /v1/calls/{id}) shows it then, with no second event */
+            analysis?: {
+                successful: boolean | null;
+                /** @description The structured results the agent collected, keys as the provider names them ({} when none, or once the retention period has passed) */
+                data: {
+                    [key: string]: string | number | boolean | null;
+                };
+            };
             batch_id?: string;
             reference?: string | null;
             /** @enum {boolean} */
@@ -465,7 +513,7 @@ export interface components {
              * @description A stable code of the error catalogue
              * @enum {string}
              */
-            error: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "idempotency_in_progress" | "provider_timeout";
+            error: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "recording_not_available" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "call_not_ended" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "idempotency_in_progress" | "provider_timeout";
             /** @description What went wrong and what to do, for people (its wording may change) */
             message: string;
             /** @description req_…, also the X-Request-Id header: quote it to support */
@@ -495,6 +543,14 @@ export interface components {
                 started_at: string;
                 /** Format: date-time */
                 ended_at: string;
+                /** @description Present once the call has ended. A provider that analyses after the end fills it later: the call (GET /v1/calls/{id}) shows it then, with no second event */
+                analysis: {
+                    successful: boolean | null;
+                    /** @description The structured results the agent collected, keys as the provider names them ({} when none, or once the retention period has passed) */
+                    data: {
+                        [key: string]: string | number | boolean | null;
+                    };
+                };
                 /** @description The number called, E.164 */
                 to: string;
                 metadata: {
@@ -1198,6 +1254,402 @@ export interface operations {
                          * @enum {string}
                          */
                         error: "database_unavailable" | "service_unavailable";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+        };
+    };
+    getCallTranscript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        call_id: string;
+                        /** @description The conversation in order; empty when the provider kept none, or once CALLGATE_TRANSCRIPT_RETENTION has passed. System and tool messages are left out. */
+                        turns: {
+                            role: "agent" | "user";
+                            text: string;
+                            offset_seconds: number | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Error: invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "invalid_request";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unauthorized */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unauthorized";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: not_found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "not_found";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: call_not_ended */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "call_not_ended";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: rate_limit_exceeded */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "rate_limit_exceeded";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: database_unavailable, service_unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "database_unavailable" | "service_unavailable";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+        };
+    };
+    getCallRecording: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recording, in the content type its provider gave. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/*": string;
+                };
+            };
+            /** @description Error: invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "invalid_request";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unauthorized */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unauthorized";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: not_found, recording_not_available */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "not_found" | "recording_not_available";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: call_not_ended */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "call_not_ended";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: rate_limit_exceeded */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "rate_limit_exceeded";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: provider_unavailable, database_unavailable, service_unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "provider_unavailable" | "database_unavailable" | "service_unavailable";
                         /** @description What went wrong and what to do, for people (its wording may change) */
                         message: string;
                         /** @description req_…, also the X-Request-Id header: quote it to support */

@@ -2,7 +2,8 @@
  * ElevenLabs' shapes turned into ours. Their field names stop here: the rest of callgate sees only
  * `CallOutcome` and `ProviderFailure`.
  */
-import type { CallOutcome, FailureReason, ProviderFailure } from '../provider.interface.js';
+import type { CallContent, CallOutcome, FailureReason, ProviderFailure } from '../provider.interface.js';
+import { analysisData, callAnalysis, callContent, transcriptTurns } from '../provider-content.js';
 import type { ProviderResponse as ElevenLabsResponse } from '../provider-http.js';
 import { maxCallSeconds, saneUnixSeconds, withoutNul, type OnAdjusted } from '../provider-values.js';
 import { callRequestFailure, record } from '../provider-http.js';
@@ -39,6 +40,40 @@ export function reachedVoicemail(conversation: unknown): boolean {
   });
 }
 
+const judgements: Readonly<Record<string, boolean | null>> = { success: true, failure: false, unknown: null };
+
+/**
+ * What a conversation kept besides its outcome: `analysis.call_successful` and each
+ * `data_collection_results` id's `value` (not the evaluation criteria), the transcript's spoken turns (a
+ * turn that only calls a tool has no message), and its audio, served by their API unless `has_audio` is false.
+ */
+export function conversationContent(conversation: unknown): CallContent | undefined {
+  const data = record(conversation);
+  const analysis = data.analysis === null || data.analysis === undefined ? null : record(data.analysis);
+  const results = record(analysis?.data_collection_results);
+  const transcript = Array.isArray(data.transcript) ? data.transcript : null;
+  return callContent({
+    analysis:
+      analysis === null
+        ? null
+        : callAnalysis(
+            judgements[String(analysis.call_successful)] ?? null,
+            analysisData(Object.entries(results).map(([id, result]) => [id, record(result).value] as const)),
+          ),
+    turns:
+      transcript === null
+        ? null
+        : transcriptTurns(
+            transcript.map((item) => {
+              const turn = record(item);
+              const role = turn.role === 'agent' || turn.role === 'user' ? turn.role : null;
+              return { role, text: turn.message, offset: turn.time_in_call_secs };
+            }),
+          ),
+    recording: data.has_audio === false ? null : { kind: 'provider' },
+  });
+}
+
 /**
  * A finished conversation (post_call_transcription `data`, or GET conversation) as a completed call, or as
  * failed with `voicemail` when their voicemail detection ended it (at its end). The data is signed, so the call's outcome is kept even when a value is out of range: a duration is clamped to
@@ -60,9 +95,11 @@ export function completedOutcome(conversation: unknown, fallbackEnd: Date, onAdj
     typeof analysis.transcript_summary === 'string'
       ? withoutNul(analysis.transcript_summary, 'analysis.transcript_summary', onAdjusted)
       : '';
+  const content = conversationContent(conversation);
+  const withContent = content === undefined ? {} : { content };
   if (reachedVoicemail(conversation)) {
     const message = 'The call reached voicemail (ElevenLabs voicemail detection).';
-    return { status: 'failed', reason: 'voicemail', message, failedAt: new Date(startedAt.getTime() + duration * 1000) };
+    return { status: 'failed', reason: 'voicemail', message, failedAt: new Date(startedAt.getTime() + duration * 1000), ...withContent };
   }
   return {
     status: 'completed',
@@ -70,6 +107,7 @@ export function completedOutcome(conversation: unknown, fallbackEnd: Date, onAdj
     endedAt: new Date(startedAt.getTime() + duration * 1000),
     durationSeconds: duration,
     transcriptSummary: summary,
+    ...withContent,
   };
 }
 

@@ -4,6 +4,7 @@
  * by their post-call webhooks; for calls that stay silent, `checkCall` asks for the conversation
  * (reconciliation) and gives up after 24 hours.
  */
+import { recordingFromSource } from '../recording-fetch.js';
 import type { Clock } from '../../../lib/clock.js';
 import { err, ok } from '../../../lib/result.js';
 import { checkLater, dialIdKey, givenUp, isPastGiveUp } from '../provider-checks.js';
@@ -158,6 +159,10 @@ export function createElevenLabsProvider(options: { client: ElevenLabsClient; cl
         if (isConversationOfDial(detail.body, dial.dialId)) return ok({ state: 'found', conversationId });
       }
       return ok({ state: 'not_found' });
+    },
+
+    async fetchRecording(call, source) {
+      return recordingFromSource(client.recording, source, `/v1/convai/conversations/${encodeURIComponent(call.conversationId)}/audio`);
     },
 
     async checkCall(call) {

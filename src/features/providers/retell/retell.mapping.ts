@@ -6,7 +6,8 @@
  * `ended` (answered, then hung up) or `error`; `disconnection_reason` says why. The summary comes later, with
  * `call_analysis` (their `call_analyzed` webhook), and so does `in_voicemail`.
  */
-import type { CallOutcome, FailureReason } from '../provider.interface.js';
+import type { CallContent, CallOutcome, FailureReason } from '../provider.interface.js';
+import { analysisData, callAnalysis, callContent, recordingUrl, transcriptTurns } from '../provider-content.js';
 import { record } from '../provider-http.js';
 import { finiteNumber, saneDurationSeconds, saneEpochMs, withoutNul, type OnAdjusted } from '../provider-values.js';
 
@@ -60,6 +61,41 @@ function failed(reason: FailureReason, disconnection: string, at: Date, concurre
 }
 
 /**
+ * What a call object kept besides its outcome: `call_analysis.call_successful` and `custom_analysis_data`
+ * (not the sentiment or the voicemail flag), `transcript_object`'s turns (each at its first word's start),
+ * and `recording_url`. The analysis is null until `call_analyzed` brings it.
+ */
+export function retellContent(value: unknown): CallContent | undefined {
+  const call = record(value);
+  const analysis = call.call_analysis === null || call.call_analysis === undefined ? null : record(call.call_analysis);
+  const transcript = Array.isArray(call.transcript_object) ? call.transcript_object : null;
+  return callContent({
+    analysis:
+      analysis === null
+        ? null
+        : callAnalysis(
+            typeof analysis.call_successful === 'boolean' ? analysis.call_successful : null,
+            analysisData(Object.entries(record(analysis.custom_analysis_data))),
+          ),
+    turns:
+      transcript === null
+        ? null
+        : transcriptTurns(
+            transcript.map((item) => {
+              const turn = record(item);
+              const words = Array.isArray(turn.words) ? turn.words : [];
+              return {
+                role: turn.role === 'agent' || turn.role === 'user' ? turn.role : null,
+                text: turn.content,
+                offset: words.length > 0 ? record(words[0]).start : null,
+              };
+            }),
+          ),
+    recording: recordingUrl(call.recording_url),
+  });
+}
+
+/**
  * A call object as our state. Signed (a webhook) or from their API: values out of range are replaced and
  * reported to `onAdjusted`, never refused, so the call still ends.
  */
@@ -74,14 +110,17 @@ export function retellCallState(value: unknown, reference: Date, onAdjusted?: On
   const endedAt = end ?? reference;
 
   if (status === 'registered' || status === 'ongoing') return { kind: 'running' };
+  const content = retellContent(call);
+  const withContent = content === undefined ? {} : { content };
   const known = reasonsOf[disconnection];
-  if (known) return { kind: 'ended', outcome: failed(known, disconnection, endedAt) };
+  if (known) return { kind: 'ended', outcome: { ...failed(known, disconnection, endedAt), ...withContent } };
   if (status === 'not_connected' || status === 'error') {
     const concurrency = disconnection === retellConcurrencyReason;
     return { kind: 'ended', outcome: failed('provider_error', disconnection, endedAt, concurrency) };
   }
   if (status !== 'ended') return { kind: 'running' };
-  if (analysis?.in_voicemail === true) return { kind: 'ended', outcome: failed('voicemail', 'in_voicemail', endedAt) };
+  if (analysis?.in_voicemail === true)
+    return { kind: 'ended', outcome: { ...failed('voicemail', 'in_voicemail', endedAt), ...withContent } };
 
   const duration = saneDurationSeconds(
     finiteNumber(call.duration_ms) === null ? null : (call.duration_ms as number) / 1000,
@@ -100,6 +139,7 @@ export function retellCallState(value: unknown, reference: Date, onAdjusted?: On
     endedAt: new Date(startedAt.getTime() + duration * 1000),
     durationSeconds: duration,
     transcriptSummary: summary,
+    ...withContent,
   };
   return analysis === null ? { kind: 'awaiting_analysis', endedAt: end, outcome } : { kind: 'ended', outcome };
 }

@@ -5,6 +5,7 @@
  * variable. Outcomes arrive by their webhooks; for calls that stay silent, `checkCall` asks
  * `GET /v2/get-call/{id}` (reconciliation) and gives up after 24 hours.
  */
+import { recordingFromSource } from '../recording-fetch.js';
 import type { Clock } from '../../../lib/clock.js';
 import { err, ok } from '../../../lib/result.js';
 import { checkLater, dialIdKey, givenUp, isPastGiveUp, providerCallIdRule, stringVariables } from '../provider-checks.js';
@@ -96,6 +97,11 @@ export function createRetellProvider(options: { client: ProviderHttpClient; cloc
         }
       }
       return ok({ state: 'not_found' });
+    },
+
+    async fetchRecording(_call, source) {
+      // Retell gives a URL (its recording_url); its API serves no audio.
+      return recordingFromSource(client.recording, source, null);
     },
 
     async checkCall(call) {

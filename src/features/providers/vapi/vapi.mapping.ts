@@ -5,7 +5,8 @@
  * `endedReason` (a long enum) says how, `startedAt`/`endedAt` are ISO times, and `analysis.summary` is the
  * summary.
  */
-import type { CallOutcome, FailureReason } from '../provider.interface.js';
+import type { CallContent, CallOutcome, FailureReason } from '../provider.interface.js';
+import { analysisData, callAnalysis, callContent, recordingUrl, transcriptTurns } from '../provider-content.js';
 import { record } from '../provider-http.js';
 import { finiteNumber, saneDurationSeconds, saneIsoTime, withoutNul, type OnAdjusted } from '../provider-values.js';
 
@@ -57,6 +58,43 @@ function failed(reason: FailureReason, endedReason: string, at: Date): CallOutco
   };
 }
 
+const speakers: Readonly<Record<string, 'agent' | 'user'>> = { bot: 'agent', assistant: 'agent', user: 'user' };
+
+/** Their `successEvaluation` when it is a yes or no (`true`/`false`, as text or not); other rubrics judge nothing we show. */
+function judgement(value: unknown): boolean | null {
+  if (value === true || value === 'true') return true;
+  if (value === false || value === 'false') return false;
+  return null;
+}
+
+/**
+ * What a report or call object kept besides its outcome: `analysis.successEvaluation` and `structuredData`,
+ * the spoken turns of `artifact.messages` (system and tool messages left out; `bot` is the agent), and the
+ * recording URL (`artifact.recordingUrl`, or the report's older top-level `recordingUrl`).
+ */
+export function vapiContent(source: unknown): CallContent | undefined {
+  const data = record(source);
+  const artifact = record(data.artifact);
+  const analysis = data.analysis === null || data.analysis === undefined ? null : record(data.analysis);
+  const hasAnalysis = analysis !== null && (analysis.structuredData !== undefined || analysis.successEvaluation !== undefined);
+  const messages = Array.isArray(artifact.messages) ? artifact.messages : Array.isArray(data.messages) ? data.messages : null;
+  return callContent({
+    analysis: hasAnalysis
+      ? callAnalysis(judgement(analysis.successEvaluation), analysisData(Object.entries(record(analysis.structuredData))))
+      : null,
+    turns:
+      messages === null
+        ? null
+        : transcriptTurns(
+            messages.map((item) => {
+              const message = record(item);
+              return { role: speakers[String(message.role)] ?? null, text: message.message, offset: message.secondsFromStart };
+            }),
+          ),
+    recording: recordingUrl(artifact.recordingUrl) ?? recordingUrl(data.recordingUrl),
+  });
+}
+
 /**
  * The outcome of an ended call, from the fields its report and its call object share (`endedReason`,
  * `startedAt`, `endedAt`, `analysis`). Values out of range are replaced and reported, never refused.
@@ -67,8 +105,10 @@ export function vapiOutcome(source: unknown, reference: Date, onAdjusted?: OnAdj
   const end = saneIsoTime(data.endedAt, reference);
   if (end === null && data.endedAt !== undefined && data.endedAt !== null) onAdjusted?.('endedAt', data.endedAt, reference.toISOString());
   const endedAt = end ?? reference;
+  const content = vapiContent(data);
+  const withContent = content === undefined ? {} : { content };
   const known = reasonsOf[endedReason];
-  if (known) return failed(known, endedReason, endedAt);
+  if (known) return { ...failed(known, endedReason, endedAt), ...withContent };
   if (isFailureReason(endedReason)) return failed('provider_error', endedReason, endedAt);
 
   const start = saneIsoTime(data.startedAt, reference);
@@ -85,5 +125,6 @@ export function vapiOutcome(source: unknown, reference: Date, onAdjusted?: OnAdj
     endedAt: new Date(startedAt.getTime() + duration * 1000),
     durationSeconds: duration,
     transcriptSummary: withoutNul(sentSummary, 'analysis.summary', onAdjusted),
+    ...withContent,
   };
 }

@@ -5,6 +5,7 @@
  * server messages (`end-of-call-report`); for calls that stay silent, `checkCall` asks `GET /call/{id}`
  * (reconciliation) and gives up after 24 hours.
  */
+import { recordingFromSource } from '../recording-fetch.js';
 import type { Clock } from '../../../lib/clock.js';
 import { err, ok } from '../../../lib/result.js';
 import { checkLater, dialIdKey, givenUp, isPastGiveUp, searchMarginMs } from '../provider-checks.js';
@@ -85,6 +86,11 @@ export function createVapiProvider(options: { client: ProviderHttpClient; clock:
       const found = listed.body.find((call) => isCallOfDial(call, dial.dialId));
       const id = record(found).id;
       return ok(typeof id === 'string' && providerCallIdRule.test(id) ? { state: 'found', conversationId: id } : { state: 'not_found' });
+    },
+
+    async fetchRecording(_call, source) {
+      // Vapi gives a URL (artifact.recordingUrl); its API serves no audio.
+      return recordingFromSource(client.recording, source, null);
     },
 
     async checkCall(call) {
