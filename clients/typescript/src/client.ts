@@ -5,6 +5,7 @@ import type {
   Batch,
   Call,
   CallCreated,
+  CallTranscript,
   CreateBatchParams,
   CreateCallParams,
   CreateSuppressionParams,
@@ -72,6 +73,39 @@ export class Calls extends Resource {
   listPage(params: ListCallsParams = {}, options?: RequestOptions): Promise<WithResponse<Page<Call>>> {
     return this.page('/v1/calls', params, options);
   }
+
+  /** GET /v1/calls/{id}/transcript: the ended call's conversation, turn by turn (409 call_not_ended before its end). */
+  getTranscript(callId: string, options?: RequestOptions): Promise<WithResponse<CallTranscript>> {
+    return this.send({ method: 'GET', path: `/v1/calls/${id(callId)}/transcript` }, options);
+  }
+
+  /**
+   * GET /v1/calls/{id}/recording: the ended call's audio, unread: stream `body` (to a file, say) or take it
+   * whole with `arrayBuffer()`. Retried like any GET until the answer's headers arrive; 404
+   * recording_not_available when the provider kept none.
+   */
+  async getRecording(callId: string, options?: RequestOptions): Promise<CallRecording> {
+    const { response, info } = await this.transport.stream({ method: 'GET', path: `/v1/calls/${id(callId)}/recording` }, options);
+    const length = Number(response.headers.get('content-length'));
+    return {
+      contentType: response.headers.get('content-type') ?? 'application/octet-stream',
+      contentLength: response.headers.has('content-length') && Number.isSafeInteger(length) ? length : null,
+      body: response.body ?? new ReadableStream<Uint8Array>({ start: (controller) => controller.close() }),
+      arrayBuffer: () => response.arrayBuffer(),
+      lastResponse: info,
+    };
+  }
+}
+
+/** A call's recording as `calls.getRecording` gives it: read `body` once, as a stream or through `arrayBuffer()`. */
+export interface CallRecording {
+  /** The provider's audio type: audio/mpeg, audio/wav, … */
+  readonly contentType: string;
+  /** Bytes in all, when the server said. */
+  readonly contentLength: number | null;
+  readonly body: ReadableStream<Uint8Array>;
+  arrayBuffer(): Promise<ArrayBuffer>;
+  readonly lastResponse: ResponseInfo;
 }
 
 export class Batches extends Resource {

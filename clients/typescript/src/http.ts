@@ -132,6 +132,12 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 
 type Outcome = { kind: 'answer'; response: Response; text: string } | { kind: 'no_answer'; error: CallgateError };
 
+/** A successful answer whose body is left unread, for the caller to stream (a recording). */
+export interface StreamedAnswer {
+  readonly response: Response;
+  readonly info: ResponseInfo;
+}
+
 export class Transport {
   private readonly options: Required<Omit<TransportOptions, 'fetch'>> & { fetch: FetchLike };
 
@@ -154,10 +160,28 @@ export class Transport {
 
   /** Sends `request`, retrying as the module comment says, and returns the parsed body with what was seen. */
   async request<T>(request: ApiRequest, options: RequestOptions = {}): Promise<{ body: T; response: ResponseInfo }> {
+    const answer = await this.send(request, options, true);
+    return { body: parseBody<T>(answer.text, answer.info), response: answer.info };
+  }
+
+  /**
+   * As `request`, but a success's body is not read: it is the caller's to stream (a recording may be tens
+   * of megabytes). The timeout covers the answer's headers; retries happen before any body is handed out.
+   */
+  async stream(request: ApiRequest, options: RequestOptions = {}): Promise<StreamedAnswer> {
+    const answer = await this.send(request, options, false);
+    return { response: answer.response, info: answer.info };
+  }
+
+  private async send(
+    request: ApiRequest,
+    options: RequestOptions,
+    readBody: boolean,
+  ): Promise<{ response: Response; text: string; info: ResponseInfo }> {
     const url = this.urlOf(request);
     const idempotencyKey = request.idempotent ? (options.idempotencyKey ?? globalThis.crypto.randomUUID()) : undefined;
     const headers: Record<string, string> = {
-      accept: 'application/json',
+      accept: readBody ? 'application/json' : '*/*',
       authorization: `Bearer ${this.options.apiKey}`,
       'user-agent': 'callgate-typescript/0.1.0',
     };
@@ -171,7 +195,7 @@ export class Transport {
     const maxRetries = options.maxRetries ?? this.options.maxRetries;
 
     for (let attempt = 1; ; attempt++) {
-      const outcome = await this.tryOnce(url, init, options, idempotencyKey);
+      const outcome = await this.tryOnce(url, init, options, idempotencyKey, readBody);
       const retriesLeft = attempt <= maxRetries;
       if (outcome.kind === 'no_answer') {
         if (!retriesLeft) throw outcome.error;
@@ -189,7 +213,7 @@ export class Transport {
           replayed: response.headers.get('idempotent-replayed') === 'true',
           attempts: attempt,
         };
-        return { body: parseBody<T>(text, info), response: info };
+        return { response, text, info };
       }
       const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
       const error = apiErrorOf(response, text, requestId, retryAfterMs, idempotencyKey);
@@ -222,7 +246,13 @@ export class Transport {
   }
 
   /** One try: the answer read to its end, or the reason none came. A caller's abort is thrown. */
-  private async tryOnce(url: string, init: RequestInit, options: RequestOptions, idempotencyKey: string | undefined): Promise<Outcome> {
+  private async tryOnce(
+    url: string,
+    init: RequestInit,
+    options: RequestOptions,
+    idempotencyKey: string | undefined,
+    readBody = true,
+  ): Promise<Outcome> {
     if (options.signal?.aborted) throw aborted(options.signal.reason, idempotencyKey);
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
     const controller = new AbortController();
@@ -235,6 +265,8 @@ export class Transport {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const response = await this.options.fetch(url, { ...init, signal: controller.signal });
+      // A success to stream is handed out unread (the caller stops it with `body.cancel()`).
+      if (!readBody && response.ok) return { kind: 'answer', response, text: '' };
       // The body is read inside the try: a connection that breaks mid-body is no answer either.
       const text = await response.text();
       return { kind: 'answer', response, text };

@@ -1,4 +1,4 @@
-export { Callgate, type CallgateOptions, type WithResponse } from './client.js';
+export { Callgate, type CallgateOptions, type CallRecording, type WithResponse } from './client.js';
 export * from './errors.js';
 export type { FetchLike, RequestOptions, ResponseInfo } from './http.js';
 export { PageIterator, type Page } from './pagination.js';

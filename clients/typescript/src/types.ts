@@ -18,6 +18,11 @@ export type CreateCallParams = RequestBody<'createCall'>;
 export type CallCreated = Success<'createCall', 201>;
 export type Call = Success<'retrieveCall', 200>;
 export type ListCallsParams = ListQuery<'listCalls'>;
+/** GET /v1/calls/{id}/transcript: the ended call's turns, in order. */
+export type CallTranscript = Success<'getCallTranscript', 200>;
+export type TranscriptTurn = CallTranscript['turns'][number];
+/** An ended call's `analysis`: the provider's judgement and the results its agent collected. */
+export type CallAnalysis = NonNullable<Call['analysis']>;
 export type Metadata = NonNullable<CreateCallParams['metadata']>;
 
 export type CreateBatchParams = RequestBody<'createBatch'>;
