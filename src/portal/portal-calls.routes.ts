@@ -1,9 +1,16 @@
-/** The account's calls: a filtered, paged list and a page per call with its events and their deliveries. */
+/**
+ * The account's calls: a filtered, paged list and a page per call with what was said on it (the analysis,
+ * the transcript, the recording streamed through the portal), its events and their deliveries.
+ */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../errors/api-error.js';
 import { listAgents } from '../features/agents/agents.service.js';
+import { extensionOf, openRecording } from '../features/calls/call-content.service.js';
 import { listCallsWithMode } from '../features/calls/calls.service.js';
 import type { CallRow } from '../features/calls/calls.tables.js';
-import { frameUser, isPlainId, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import type { RecordingStream } from '../features/providers/provider.interface.js';
+import { frameUser, isPlainId, sendErrorPage, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { CallsQuery, IdParams } from './portal.schemas.js';
 import { loadCallPage } from './portal.service.js';
 import { callPage, callsPage, callStatuses } from './views/calls.view.js';
@@ -17,6 +24,40 @@ function callsUrl(filters: { status?: string | undefined; agentId?: string | und
   if (filters.startingAfter) params.set('starting_after', filters.startingAfter);
   const query = params.toString();
   return `/developers/calls${query ? `?${query}` : ''}`;
+}
+
+/**
+ * Why a recording cannot be played, as a page (an audio element shows its own error; a download or an
+ * opened link shows this), never the API's JSON. A provider that cannot serve it now is a 503 with Retry-After.
+ */
+function sendRecordingError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
+  switch (error.code) {
+    case 'not_found':
+      return sendNotFound(request, reply);
+    case 'call_not_ended':
+      return sendErrorPage(request, reply, 409, 'Call not ended', 'The call has not ended yet: its recording can be played once it has.');
+    case 'recording_not_available':
+      return sendErrorPage(
+        request,
+        reply,
+        404,
+        'No recording',
+        'This call has no recording: its provider kept none (or no longer has it), or the retention period for call content has passed.',
+      );
+    case 'provider_unavailable': {
+      const seconds = Math.max(1, Math.ceil(error.retryAfterSeconds ?? 5));
+      reply.header('retry-after', String(seconds));
+      return sendErrorPage(
+        request,
+        reply,
+        503,
+        'Recording unavailable',
+        `The voice provider could not serve the recording just now. Try again in ${seconds} s.`,
+      );
+    }
+    default:
+      throw error;
+  }
 }
 
 export const portalCallsRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
@@ -56,5 +97,23 @@ export const portalCallsRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> 
     const data = await loadCallPage(deps.db, session.accountId, request.params.id);
     if (!data) return sendNotFound(request, reply);
     return sendPage(reply, 200, callPage({ user: frameUser(session), ...data }));
+  });
+
+  // The call page's player: the session's account (either mode) stands in for an API key.
+  app.get('/calls/:id/recording', { schema: { params: IdParams } }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { id } = request.params;
+    let recording: RecordingStream;
+    try {
+      recording = await openRecording(deps.db, deps.calls.providers, { accountId: session.accountId }, id);
+    } catch (error) {
+      if (error instanceof ApiError) return sendRecordingError(request, reply, error);
+      throw error;
+    }
+    // As the API sends it: personal data, kept by no shared cache, and never rendered as anything but audio.
+    reply.header('content-type', recording.contentType).header('cache-control', 'private, no-store');
+    reply.header('content-disposition', `inline; filename="${id}.${extensionOf(recording.contentType)}"`);
+    if (recording.contentLength !== null) reply.header('content-length', recording.contentLength);
+    return reply.send(recording.body);
   });
 };

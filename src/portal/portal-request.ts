@@ -10,6 +10,7 @@ import { errorPage } from './views/errors.view.js';
 import type { PageFrame } from './views/layout.view.js';
 import type { AgentDirectory } from '../features/providers/provider.interface.js';
 import type { RealProvider } from '../features/providers/provider-catalogue.js';
+import type { ProviderRegistry } from '../features/providers/provider-registry.js';
 import { PlainIdPattern } from './portal.schemas.js';
 
 /** The parts of the services the portal uses (the app passes its `Services`). */
@@ -24,6 +25,8 @@ export interface PortalDeps {
   readonly agentDirectories: ReadonlyMap<RealProvider, AgentDirectory>;
   /** Batches are created, paused, resumed and cancelled through the service the API uses. */
   readonly batches: BatchesDeps;
+  /** The providers a call's recording is streamed from (the call page's player). */
+  readonly calls: { readonly providers: ProviderRegistry };
 }
 
 declare module 'fastify' {

@@ -29,10 +29,10 @@ import { resolveSession } from '../features/identity/sessions.service.js';
 import { portalSuppressionsRoutes } from './portal-suppressions.routes.js';
 import { portalWebhooksRoutes } from './portal-webhooks.routes.js';
 
-/** Pages may load only our own stylesheet and script, submit only to us, and never be framed. */
+/** Pages may load only our own stylesheet, script and audio (a call's recording), submit only to us, and never be framed. */
 const securityHeaders = {
   'content-security-policy':
-    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',

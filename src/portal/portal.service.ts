@@ -7,7 +7,8 @@ import { ApiError } from '../errors/api-error.js';
 import type { Clock } from '../lib/clock.js';
 import { listAgents } from '../features/agents/agents.service.js';
 import { listApiKeys } from '../features/api-keys/api-keys.service.js';
-import { getCallWithMode, listCallsWithMode } from '../features/calls/calls.service.js';
+import { readTranscript, recordingKept } from '../features/calls/call-content.service.js';
+import { getCallWithMode, listCallsWithMode, type CallWithMode } from '../features/calls/calls.service.js';
 import { dialHistoryOfCall } from '../features/calls/dials.service.js';
 import { concurrencyOf } from '../features/concurrency/concurrency.service.js';
 import { listEventsOfCall } from '../features/events/event-reads.service.js';
@@ -57,14 +58,25 @@ export async function loadEndpointPage(db: Db, accountId: string, endpointId: st
 export async function loadCallPage(db: Db, accountId: string, callId: string) {
   const call = await getCallWithMode(db, accountId, callId);
   if (!call) return null;
-  const [events, dial] = await Promise.all([listEventsOfCall(db, accountId, call.id), dialHistoryOfCall(db, accountId, call.id)]);
+  const [events, dial, content] = await Promise.all([
+    listEventsOfCall(db, accountId, call.id),
+    dialHistoryOfCall(db, accountId, call.id),
+    callContentOf(db, accountId, call),
+  ]);
   const eventsWithDeliveries = await Promise.all(
     events.map(async (event) => ({
       event,
       deliveries: await listDeliveriesWithAttempts(db, { accountId, eventId: event.id, limit: 50 }),
     })),
   );
-  return { call, dial, events: eventsWithDeliveries };
+  return { call, dial, events: eventsWithDeliveries, content };
+}
+
+/** What was said on an ended call: its transcript, and whether it has a recording to play (null before its end). */
+async function callContentOf(db: Db, accountId: string, call: Pick<CallWithMode, 'id' | 'status'>) {
+  if (call.status === 'initiated') return null;
+  const [transcript, hasRecording] = await Promise.all([readTranscript(db, { accountId }, call.id), recordingKept(db, call.id)]);
+  return { turns: transcript.turns, hasRecording };
 }
 
 /**

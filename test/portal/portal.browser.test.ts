@@ -1,7 +1,8 @@
 /**
  * The portal in a real browser (Chromium through playwright-core) against the app on a real port with the
  * worker running: sign in, create a key and see its token once, use it, revoke it, add a webhook endpoint
- * with a local receiver, send a test event and see its delivery, open a call and see its outcome, make a
+ * with a local receiver, send a test event and see its delivery, open a call and see its outcome (and, once
+ * ended, its transcript and its recording loaded through the session), make a
  * batch from a CSV file (its faulty lines first), see its progress, pause and cancel it. Every
  * page is saved as a screenshot in test-results/portal/, on a desktop and on a phone-sized viewport.
  */
@@ -58,6 +59,8 @@ else {
   let page: Page;
   let baseUrl: string;
   let token: string;
+  /** The completed call that "opens a call" made, whose content a later test reads. */
+  let endedCallId: string | undefined;
 
   async function callApi(bearer: string) {
     const response = await fetch(`${baseUrl}/v1/calls`, {
@@ -230,6 +233,7 @@ else {
       await page.goto(`${baseUrl}/developers/calls`);
       await page.getByRole('link', { name: created.body.id }).click();
       await reloadUntil(page, '.delivery summary', /200/);
+      endedCallId = created.body.id;
       assert.ok(await page.getByText('completed').first().isVisible());
       assert.ok(await page.getByText('call.completed').first().isVisible());
       assert.ok((await page.locator('pre.json').textContent())?.includes('<b>not bold</b>'), 'metadata shown as text');
@@ -245,6 +249,46 @@ else {
       const callRow = page.locator('tr', { hasText: created.body.id });
       assert.ok(await callRow.locator('.badge', { hasText: /^live$/ }).isVisible(), 'the calls list shows the mode');
       await screenshot(page, '12-calls');
+    });
+
+    it("shows what was said on an ended call: its transcript, and its recording playing through the portal's session", async () => {
+      // The call of the test above, ended: its page has shown its delivered call.completed.
+      const id = endedCallId;
+      assert.ok(id, 'the test above made a call');
+      await page.goto(`${baseUrl}/developers/calls/${id}`);
+      await page.getByRole('heading', { name: 'What was said' }).waitFor();
+      const turns = page.locator('.transcript .turn');
+      assert.equal(await turns.count(), 5);
+      assert.match((await turns.first().textContent()) ?? '', /Hello Ada, this is the callgate simulator\./);
+      assert.ok(await turns.nth(4).isVisible());
+      // The agent speaks from the left, the person called from the right.
+      const agent = await turns.nth(0).boundingBox();
+      const user = await turns.nth(1).boundingBox();
+      assert.ok(agent && user && agent.x < user.x && agent.x + agent.width < user.x + user.width, 'the two sides sit apart');
+      assert.ok(await page.getByRole('link', { name: 'Download' }).isVisible());
+
+      // The player fetches nothing until asked (preload none): asked, it loads the audio with the session's cookie.
+      const answer = page.waitForResponse((response) => response.url() === `${baseUrl}/developers/calls/${id}/recording`);
+      const duration = await page.locator('audio').evaluate(
+        (audio) =>
+          new Promise<number>((resolve, reject) => {
+            audio.addEventListener('loadedmetadata', () => resolve(audio.duration), { once: true });
+            audio.addEventListener(
+              'error',
+              () => reject(new Error(`the audio did not load: ${audio.error?.code} ${audio.error?.message}`)),
+              {
+                once: true,
+              },
+            );
+            audio.preload = 'metadata';
+            audio.load();
+          }),
+      );
+      assert.ok(Number.isFinite(duration) && duration > 0, `a duration of ${duration} s`);
+      const response = await answer;
+      assert.equal(response.status(), 200);
+      assert.equal(response.headers()['content-type'], 'audio/wav');
+      await screenshot(page, '11b-call-content');
     });
 
     it('shows the agents and finds a request by its request_id', async () => {

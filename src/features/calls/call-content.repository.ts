@@ -22,6 +22,17 @@ export async function findContent(db: Db, callId: string): Promise<CallContentRo
   return db.selectFrom('call_content').selectAll().where('call_id', '=', callId).executeTakeFirst();
 }
 
+/** Whether the call's content names a recording at its provider (false without content, or after the purge). */
+export async function hasRecordingSource(db: Db, callId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('call_content')
+    .select('call_id')
+    .where('call_id', '=', callId)
+    .where('recording', 'is not', null)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** What a late report may fill of an ended call: each part only where it is still missing. */
 export interface LateContent {
   readonly callId: string;

@@ -78,6 +78,15 @@ export async function openRecording(db: Db, providers: ProviderRegistry, scope: 
   );
 }
 
+/**
+ * Whether an ended call has a recording to ask its provider for (the portal shows a player then), without
+ * asking the provider: false when it kept none, or once the retention period has passed. The caller has
+ * already read the call in its scope.
+ */
+export async function recordingKept(db: Db, callId: string): Promise<boolean> {
+  return contentRepo.hasRecordingSource(db, callId);
+}
+
 /** A file name extension for a recording's type (the download's name). */
 export function extensionOf(contentType: string): string {
   const known: Record<string, string> = {

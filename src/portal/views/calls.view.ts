@@ -5,6 +5,7 @@ import type { DialHistory } from '../../features/calls/dials.service.js';
 import type { CallRow } from '../../features/calls/calls.tables.js';
 import type { DeliveryWithAttempts } from '../../features/webhook-delivery/deliveries.service.js';
 import type { WebhookEventRow } from '../../features/events/events.tables.js';
+import { callContentSection, type CallContentView } from './call-content.view.js';
 import { badge, copyable, portalPath, pretty, table, time } from './components.js';
 import { deliveryList } from './deliveries.view.js';
 import { html, type SafeHtml } from '../../lib/html.js';
@@ -83,6 +84,8 @@ export interface CallPageInput {
   /** The dial that placed the call, when it was recorded (calls made before dials were kept have none). */
   readonly dial: DialHistory | undefined;
   readonly events: readonly { event: WebhookEventRow; deliveries: DeliveryWithAttempts[] }[];
+  /** The transcript and whether there is a recording, once the call has ended (null before). */
+  readonly content: CallContentView | null;
 }
 
 /** The dial's steps: what callgate asked the provider, what came back, and how a lost answer was resolved. */
@@ -149,6 +152,7 @@ export function callPage(input: CallPageInput): string {
   ${outcome(call)}
 </section>
 </div>
+${callContentSection(call, input.content)}
 ${dialSection(call, input.dial)}
 <section class="card" aria-labelledby="ev">
   <h2 id="ev">Events and deliveries</h2>
