@@ -141,6 +141,7 @@ await forEachDialect('ElevenLabs reconciliation', (dialect) => {
       transcript_summary: 'Ada will come at 14:00.',
       started_at: done.started_at,
       ended_at: done.ended_at,
+      analysis: { successful: true, data: {} },
       to: '+14155550123',
       metadata: null,
     });

@@ -107,6 +107,7 @@ await forEachDialect('Retell webhooks', (dialect) => {
         transcript_summary: 'Ada confirmed the appointment.',
         started_at: new Date(startMs).toISOString(),
         ended_at: new Date(startMs + 48_000).toISOString(),
+        analysis: { successful: true, data: {} },
         to: '+14155550123',
         metadata: null,
       });

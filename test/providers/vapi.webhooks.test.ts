@@ -105,6 +105,7 @@ await forEachDialect('Vapi server messages', (dialect) => {
         transcript_summary: 'Ada will call back.',
         started_at: startedAt,
         ended_at: endedAt,
+        analysis: { successful: true, data: {} },
         to: '+14155550123',
         metadata: null,
       });

@@ -1,18 +1,19 @@
 /**
  * A local fake of the ElevenLabs Agents API, built from the documented shapes
- * (/work/shared/reference/elevenlabs-api.md): outbound calls over Twilio and SIP trunk, GET conversation,
- * the paged agent list and the phone-number list. It records every request and answers by default as the
+ * (/work/shared/reference/elevenlabs-api.md): outbound calls over Twilio and SIP trunk, GET conversation and
+ * its audio (MP3, with the API key like every call), the paged agent list and the phone-number list. It records every request and answers by default as the
  * real API would; a test programs other answers per route (status, body, headers, delay, a dropped
  * connection) or stops the server to make it unreachable.
  */
 import {
   startFakeProviderServer,
   type FakeProviderReply,
+  type FakeRecording,
   type FakeProviderRequest,
   type FakeProviderServer,
 } from './fake-provider-server.js';
 
-export type FakeRoute = 'outbound' | 'conversation' | 'conversations' | 'agents' | 'phoneNumbers';
+export type FakeRoute = 'outbound' | 'conversation' | 'audio' | 'conversations' | 'agents' | 'phoneNumbers';
 
 export type FakeRequest = FakeProviderRequest<FakeRoute>;
 
@@ -41,6 +42,8 @@ export interface FakeElevenLabs extends FakeProviderServer<FakeRoute> {
   readonly apiKey: string;
   /** Conversation id → state, answered by GET conversation. Outbound calls add theirs as `initiated`. */
   readonly conversations: Map<string, FakeConversation>;
+  /** Conversation id → its audio, answered by GET conversation audio (a done conversation has some unless told not). */
+  readonly audio: Map<string, FakeRecording>;
   /** The workspace's agents, listed in pages of at most `agentsPageSize` (and of the page_size asked). */
   agents: FakeAgent[];
   agentsPageSize: number;
@@ -49,7 +52,7 @@ export interface FakeElevenLabs extends FakeProviderServer<FakeRoute> {
   nextConversationId(id: string): void;
   /**
    * Ends a conversation as GET conversation then answers it: `done` with its start, duration, summary (and a
-   * termination reason), or `failed` with the error their telephony gave.
+   * termination reason, its transcript, analysis and audio), or `failed` with the error their telephony gave.
    */
   endConversation(conversationId: string, end: ConversationEnd): FakeConversation;
   /** The conversations placed for a dial id (sent as the conversation's user_id). */
@@ -66,6 +69,12 @@ export type ConversationEnd =
       readonly durationSecs: number;
       readonly summary: string;
       readonly terminationReason?: string;
+      /** Their `transcript[]` items; a greeting by default. */
+      readonly transcript?: readonly Record<string, unknown>[];
+      /** Their `analysis` (the summary is added); `call_successful: 'success'` by default. */
+      readonly analysis?: Record<string, unknown>;
+      /** Its audio; null for a conversation without (`has_audio: false`); a few bytes of MP3 by default. */
+      readonly audio?: FakeRecording | null;
     }
   | { readonly status: 'failed'; readonly errorReason: string };
 
@@ -77,6 +86,7 @@ const outboundPaths: Record<string, 'twilio' | 'sip_trunk'> = {
 function routeOf(method: string, path: string): FakeRoute | 'other' {
   if (method === 'POST' && outboundPaths[path]) return 'outbound';
   if (method === 'GET' && /^\/v1\/convai\/conversations\/[^/]+$/.test(path)) return 'conversation';
+  if (method === 'GET' && /^\/v1\/convai\/conversations\/[^/]+\/audio$/.test(path)) return 'audio';
   if (method === 'GET' && path === '/v1/convai/conversations') return 'conversations';
   if (method === 'GET' && path === '/v1/convai/agents') return 'agents';
   if (method === 'GET' && path === '/v1/convai/phone-numbers') return 'phoneNumbers';
@@ -90,6 +100,7 @@ export async function startFakeElevenLabs(options: {
 }): Promise<FakeElevenLabs> {
   const now = options.now ?? Date.now;
   const conversations = new Map<string, FakeConversation>();
+  const audio = new Map<string, FakeRecording>();
   const pendingConversationIds: string[] = [];
   let conversationCounter = 0;
 
@@ -144,6 +155,13 @@ export async function startFakeElevenLabs(options: {
           return { status: 404, body: { detail: { status: 'conversation_not_found', message: 'Conversation not found' } } };
         return { status: 200, body: conversation };
       }
+      case 'audio': {
+        const id = decodeURIComponent(request.path.slice('/v1/convai/conversations/'.length, -'/audio'.length));
+        const file = audio.get(id);
+        if (!conversations.has(id) || !file)
+          return { status: 404, body: { detail: { status: 'audio_not_found', message: 'Audio not found for this conversation' } } };
+        return { status: 200, body: file.bytes, headers: { 'content-type': file.contentType } };
+      }
       case 'conversations': {
         // Their list: newest first, filtered by agent, user_id and start time; items carry no user_id.
         const agentId = request.query.get('agent_id');
@@ -195,6 +213,7 @@ export async function startFakeElevenLabs(options: {
   const fake: FakeElevenLabs = Object.assign(server, {
     apiKey: options.apiKey,
     conversations,
+    audio,
     agents: [] as FakeAgent[],
     agentsPageSize: 100,
     phoneNumbers: [] as FakePhoneNumber[],
@@ -204,18 +223,23 @@ export async function startFakeElevenLabs(options: {
       if (!conversation) throw new Error(`the fake ElevenLabs has no conversation ${conversationId}`);
       const metadata = (conversation.metadata ?? {}) as Record<string, unknown>;
       if (end.status === 'done') {
+        const file = end.audio === undefined ? { contentType: 'audio/mpeg', bytes: Buffer.alloc(64, 7) } : end.audio;
         Object.assign(conversation, {
           status: 'done',
-          transcript: [{ role: 'agent', message: 'Hi Ada.', time_in_call_secs: 0 }],
+          transcript: end.transcript ?? [{ role: 'agent', message: 'Hi Ada.', time_in_call_secs: 0 }],
           metadata: {
             ...metadata,
             start_time_unix_secs: end.startSecs,
             call_duration_secs: end.durationSecs,
             termination_reason: end.terminationReason ?? 'Call ended by remote party',
           },
-          analysis: { call_successful: 'success', transcript_summary: end.summary },
-          has_audio: true,
+          analysis: { ...(end.analysis ?? { call_successful: 'success' }), transcript_summary: end.summary },
+          has_audio: file !== null,
+          has_user_audio: file !== null,
+          has_response_audio: file !== null,
         });
+        if (file) audio.set(conversationId, file);
+        else audio.delete(conversationId);
       } else {
         Object.assign(conversation, {
           status: 'failed',
@@ -229,6 +253,7 @@ export async function startFakeElevenLabs(options: {
     reset() {
       server.resetRequests();
       conversations.clear();
+      audio.clear();
       pendingConversationIds.length = 0;
     },
     close: server.stop,

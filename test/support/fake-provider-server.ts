@@ -18,9 +18,21 @@ export interface FakeProviderRequest<Route extends string> {
   readonly route: Route | 'other';
 }
 
+/** A call's recording as a fake serves it: the bytes and the content type the vendor sends them with. */
+export interface FakeRecording {
+  readonly contentType: string;
+  readonly bytes: Buffer;
+}
+
+/** Whether a request carried a credential of any kind (a recording URL must be fetched without one). */
+export function carriesCredential(request: Pick<FakeProviderRequest<string>, 'headers'>): boolean {
+  const { headers } = request;
+  return ['authorization', 'xi-api-key', 'x-api-key', 'api-key', 'cookie'].some((name) => headers[name] !== undefined);
+}
+
 export interface FakeProviderReply {
   status: number;
-  /** Sent as JSON; a string is sent as is. */
+  /** Sent as JSON; a string or a Buffer (audio) is sent as is. */
   body?: unknown;
   headers?: Record<string, string>;
   /** Wait this long before answering (to provoke timeouts). */
@@ -94,9 +106,10 @@ export async function startFakeProviderServer<Route extends string>(
           req.socket.destroy();
           return;
         }
-        const text = reply.body === undefined ? '' : typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
+        const { body } = reply;
+        const sent = body === undefined ? '' : typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
         res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
-        res.end(text);
+        res.end(sent);
       };
       if (reply.delayMs) setTimeout(answer, reply.delayMs);
       else answer();
@@ -124,4 +137,31 @@ export async function startFakeProviderServer<Route extends string>(
     restart: server.restart,
   };
   return fake;
+}
+
+/**
+ * Puts a fake's recordings out of reach and back: its recording requests answered 503, or the whole server
+ * gone (connections refused) until `up`.
+ */
+export function recordingOutage<Route extends string>(
+  server: FakeProviderServer<Route>,
+  isRecording: (request: FakeProviderRequest<Route>) => boolean,
+  errorBody: unknown,
+): { down(how: 'error' | 'gone'): Promise<void>; up(): Promise<void> } {
+  let gone = false;
+  return {
+    async down(how) {
+      if (how === 'error') {
+        server.respond = (request) => (isRecording(request) ? { status: 503, body: errorBody } : undefined);
+        return;
+      }
+      if (!gone) await server.stop();
+      gone = true;
+    },
+    async up() {
+      server.respond = undefined;
+      if (gone) await server.restart();
+      gone = false;
+    },
+  };
 }

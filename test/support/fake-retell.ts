@@ -8,18 +8,20 @@
  * (1 to 1000) and `pageSize` items, `{items, has_more, pagination_key}`, the key an opaque token this fake
  * issued. The lists Retell removed in 2026 (`GET /list-agents`, `GET /list-chat-agents`,
  * `GET /list-phone-numbers`) answer 404 in that shape (the words of their real answer are unconfirmed), so
- * nothing can lean on them unnoticed. It also builds their webhooks (`{event, call}`) signed as they sign them:
+ * nothing can lean on them unnoticed. An ended call's `recording_url` points at this fake's own server
+ * (`GET /recordings/{call_id}.wav`), public as Retell's are: it asks for no key. It also builds their webhooks (`{event, call}`) signed as they sign them:
  * `x-retell-signature: v=<ms>,d=<hex HMAC-SHA256(body + ms)>` keyed with the API key, over the compact JSON sent.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import {
   startFakeProviderServer,
   type FakeProviderReply,
+  type FakeRecording,
   type FakeProviderRequest,
   type FakeProviderServer,
 } from './fake-provider-server.js';
 
-export type RetellRoute = 'create' | 'getCall' | 'listCalls' | 'agents' | 'phoneNumbers' | 'concurrency' | 'removed';
+export type RetellRoute = 'create' | 'getCall' | 'listCalls' | 'agents' | 'phoneNumbers' | 'concurrency' | 'removed' | 'recording';
 export type RetellRequest = FakeProviderRequest<RetellRoute>;
 
 export interface RetellAgent {
@@ -53,6 +55,8 @@ export type RetellCall = Record<string, unknown> & { call_id: string; call_statu
 export interface FakeRetell extends FakeProviderServer<RetellRoute> {
   readonly apiKey: string;
   readonly calls: Map<string, RetellCall>;
+  /** Call id → the recording its `recording_url` serves. */
+  readonly recordings: Map<string, FakeRecording>;
   /** The workspace's agents, listed in this order. */
   agents: RetellAgent[];
   /** Items per page of either v2 list (at most the `limit` asked). */
@@ -62,7 +66,7 @@ export interface FakeRetell extends FakeProviderServer<RetellRoute> {
   nextCallId(id: string): void;
   /**
    * Ends a call as Retell records it: `not_connected` / `error` with a reason, or `ended` after `durationMs`
-   * (answered at `startMs`), with `analysis` once analysed.
+   * (answered at `startMs`) with its transcript and recording, and `analysis` once analysed.
    */
   endCall(callId: string, end: RetellEnd): RetellCall;
   /** The webhook body of an event about a call, as Retell sends it (compact JSON). */
@@ -81,7 +85,45 @@ export interface RetellEnd {
   readonly durationMs?: number;
   /** When a call that was never answered ended (now by default); an answered one ends at its start plus its duration. */
   readonly endMs?: number;
-  readonly analysis?: { call_summary?: string; in_voicemail?: boolean } | null;
+  /** `call_analysis` beside their defaults (successful, positive, not voicemail); null takes it away. */
+  readonly analysis?: {
+    call_summary?: string;
+    in_voicemail?: boolean;
+    /** Undefined leaves it out (no judgement). */
+    call_successful?: boolean | undefined;
+    user_sentiment?: string;
+    custom_analysis_data?: Record<string, unknown>;
+  } | null;
+  /** Their `transcript_object[]` of an ended call; a greeting and an answer by default. */
+  readonly transcriptObject?: readonly RetellTurn[];
+  /** An ended call's recording; null for none (no `recording_url`); a few bytes of WAV by default. */
+  readonly recording?: FakeRecording | null;
+}
+
+/** A turn of their `transcript_object`: who, what, and each word's times in seconds from the start. */
+export interface RetellTurn {
+  readonly role: 'agent' | 'user';
+  readonly content: string;
+  readonly words: readonly { readonly word: string; readonly start: number; readonly end: number }[];
+}
+
+const defaultTurns: readonly RetellTurn[] = [
+  {
+    role: 'agent',
+    content: 'Hi Ada.',
+    words: [
+      { word: 'Hi', start: 0.4, end: 0.6 },
+      { word: 'Ada.', start: 0.6, end: 1 },
+    ],
+  },
+  { role: 'user', content: 'Hello?', words: [{ word: 'Hello?', start: 1.8, end: 2.3 }] },
+];
+
+function withToolCalls(turns: readonly RetellTurn[]): unknown[] {
+  if (turns.length === 0) return [];
+  const invocation = { role: 'tool_call_invocation', tool_call_id: 'tool_1', name: 'check_calendar', arguments: '{"day":"tomorrow"}' };
+  const result = { role: 'tool_call_result', tool_call_id: 'tool_1', content: '{"free":["14:00"]}' };
+  return [turns[0], invocation, result, ...turns.slice(1)];
 }
 
 const error = (status: number, message: string): FakeProviderReply => ({ status, body: { status: 'error', message } });
@@ -94,6 +136,7 @@ function routeOf(method: string, path: string): RetellRoute | 'other' {
   if (method === 'GET' && path === '/v2/list-phone-numbers') return 'phoneNumbers';
   if (['/list-agents', '/list-chat-agents', '/list-phone-numbers'].includes(path)) return 'removed';
   if (method === 'GET' && path === '/get-concurrency') return 'concurrency';
+  if (method === 'GET' && /^\/recordings\/[^/]+\.wav$/.test(path)) return 'recording';
   return 'other';
 }
 
@@ -106,6 +149,7 @@ function boundAgent(number: RetellNumber): string | null | undefined {
 
 export async function startFakeRetell(options: { apiKey: string }): Promise<FakeRetell> {
   const calls = new Map<string, RetellCall>();
+  const recordings = new Map<string, FakeRecording>();
   const pendingIds: string[] = [];
   /** The pagination keys issued: which list they belong to and where its next page starts. */
   const pageKeys = new Map<string, { list: 'agents' | 'phoneNumbers'; start: number }>();
@@ -131,6 +175,11 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
   }
 
   function defaultReply(request: RetellRequest): FakeProviderReply {
+    if (request.route === 'recording') {
+      // A public file, whatever headers come with it (the contract asks that none do).
+      const file = recordings.get(decodeURIComponent(request.path.slice('/recordings/'.length, -'.wav'.length)));
+      return file ? { status: 200, body: file.bytes, headers: { 'content-type': file.contentType } } : error(404, 'Not Found');
+    }
     if (request.headers.authorization !== `Bearer ${fake.apiKey}`) return error(401, 'API key is missing or invalid.');
     switch (request.route) {
       case 'create': {
@@ -216,6 +265,7 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
   const fake: FakeRetell = Object.assign(server, {
     apiKey: options.apiKey,
     calls,
+    recordings,
     agents: [] as RetellAgent[],
     pageSize: 1_000,
     phoneNumbers: [] as RetellNumber[],
@@ -224,6 +274,11 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
       const call = calls.get(callId);
       if (!call) throw new Error(`the fake Retell has no call ${callId}`);
       const startMs = end.startMs ?? Date.now() - (end.durationMs ?? 0);
+      const turns = end.transcriptObject ?? defaultTurns;
+      const file = end.recording === undefined ? { contentType: 'audio/wav', bytes: Buffer.alloc(64, 3) } : end.recording;
+      if (end.status === 'ended' && file) recordings.set(callId, file);
+      else recordings.delete(callId);
+      delete call.recording_url;
       Object.assign(call, {
         call_status: end.status,
         disconnection_reason: end.reason,
@@ -232,8 +287,11 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
               start_timestamp: startMs,
               end_timestamp: startMs + (end.durationMs ?? 0),
               duration_ms: end.durationMs ?? 0,
-              transcript: 'Agent: Hi Ada.\nUser: Hello?',
-              recording_url: 'https://example.invalid/recording.wav',
+              transcript: turns.map((turn) => `${turn.role === 'agent' ? 'Agent' : 'User'}: ${turn.content}`).join('\n'),
+              transcript_object: turns,
+              // The same turns with the agent's tool calls between them: for their dashboard, no turns of a talk.
+              transcript_with_tool_calls: withToolCalls(turns),
+              ...(file ? { recording_url: `${fake.url}/recordings/${encodeURIComponent(callId)}.wav` } : {}),
             }
           : { end_timestamp: end.endMs ?? Date.now() }),
       });
@@ -254,6 +312,7 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
       server.resetRequests();
       calls.clear();
       pageKeys.clear();
+      recordings.clear();
       pendingIds.length = 0;
     },
     close: server.stop,

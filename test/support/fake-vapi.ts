@@ -4,17 +4,20 @@
  * unknown id), `GET /call?assistantId=&createdAtGe=&limit=` (a plain array, no filter by customer),
  * `GET /assistant` and `GET /phone-number`; errors in the NestJS shape `{message, error, statusCode}`. It
  * builds their server messages (`{message: {type, call, …}}`) and signs them as an HMAC server credential
- * does by default: `x-signature` = hex HMAC-SHA256 of `"{x-timestamp}.{body}"`.
+ * does by default: `x-signature` = hex HMAC-SHA256 of `"{x-timestamp}.{body}"`. An ended call's
+ * `artifact.recordingUrl` points at this fake's own server (`GET /recordings/{id}.wav`), public as Vapi's
+ * storage is: it asks for no key.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import {
   startFakeProviderServer,
   type FakeProviderReply,
+  type FakeRecording,
   type FakeProviderRequest,
   type FakeProviderServer,
 } from './fake-provider-server.js';
 
-export type VapiRoute = 'create' | 'getCall' | 'listCalls' | 'assistants' | 'phoneNumbers';
+export type VapiRoute = 'create' | 'getCall' | 'listCalls' | 'assistants' | 'phoneNumbers' | 'recording';
 export type VapiRequest = FakeProviderRequest<VapiRoute>;
 
 export interface VapiAssistant {
@@ -37,13 +40,18 @@ export interface FakeVapi extends FakeProviderServer<VapiRoute> {
   readonly apiKey: string;
   readonly secret: string;
   readonly calls: Map<string, VapiCall>;
+  /** Call id → the recording its `artifact.recordingUrl` serves. */
+  readonly recordings: Map<string, FakeRecording>;
   /** The organisation's assistants, listed newest first in pages of at most `assistantsPageSize` (and of the limit asked). */
   assistants: VapiAssistant[];
   assistantsPageSize: number;
   phoneNumbers: VapiNumber[];
   /** When true, creates answer 201 with `subscriptionLimits.concurrencyBlocked: true` (the call never connects). */
   concurrencyBlocked: boolean;
-  /** Ends a call as Vapi records it: `endedReason`, and for a conversation its times and summary. */
+  /**
+   * Ends a call as Vapi records it: `endedReason`, and for a conversation its times, summary (with its
+   * analysis), messages and recording.
+   */
   endCall(callId: string, end: VapiEnd): VapiCall;
   /** An `end-of-call-report` server message for a call, as Vapi sends it (compact JSON). */
   endOfCallReport(call: VapiCall): string;
@@ -60,7 +68,18 @@ export interface VapiEnd {
   readonly startedAt?: string;
   readonly endedAt?: string;
   readonly summary?: string;
+  /** Their `analysis` beside the summary; `successEvaluation: 'true'` by default, {} for none yet. */
+  readonly analysis?: Record<string, unknown>;
+  /** Their `artifact.messages[]`; a greeting and an answer by default for an answered call. */
+  readonly messages?: readonly Record<string, unknown>[];
+  /** The recording; null for none (no `recordingUrl`); a few bytes of WAV by default for an answered call. */
+  readonly recording?: FakeRecording | null;
 }
+
+const defaultMessages = [
+  { role: 'bot', message: 'Hi Ada.', time: 1_777_777_000_000, secondsFromStart: 0.5 },
+  { role: 'user', message: 'Hello?', time: 1_777_777_002_000, secondsFromStart: 2.5 },
+];
 
 const nestError = (statusCode: number, message: string | string[], error: string): FakeProviderReply => ({
   status: statusCode,
@@ -73,6 +92,7 @@ function routeOf(method: string, path: string): VapiRoute | 'other' {
   if (method === 'GET' && /^\/call\/[^/]+$/.test(path)) return 'getCall';
   if (method === 'GET' && path === '/assistant') return 'assistants';
   if (method === 'GET' && path === '/phone-number') return 'phoneNumbers';
+  if (method === 'GET' && /^\/recordings\/[^/]+\.wav$/.test(path)) return 'recording';
   return 'other';
 }
 
@@ -84,8 +104,16 @@ export async function startFakeVapi(options: {
 }): Promise<FakeVapi> {
   const now = options.now ?? Date.now;
   const calls = new Map<string, VapiCall>();
+  const recordings = new Map<string, FakeRecording>();
 
   function defaultReply(request: VapiRequest): FakeProviderReply {
+    if (request.route === 'recording') {
+      // A public file, whatever headers come with it (the contract asks that none do).
+      const file = recordings.get(decodeURIComponent(request.path.slice('/recordings/'.length, -'.wav'.length)));
+      return file
+        ? { status: 200, body: file.bytes, headers: { 'content-type': file.contentType } }
+        : nestError(404, 'Not Found', 'Not Found');
+    }
     if (request.headers.authorization !== `Bearer ${fake.apiKey}`) {
       return nestError(
         401,
@@ -166,6 +194,7 @@ export async function startFakeVapi(options: {
     apiKey: options.apiKey,
     secret: options.secret,
     calls,
+    recordings,
     assistants: [] as VapiAssistant[],
     assistantsPageSize: 1_000,
     phoneNumbers: [] as VapiNumber[],
@@ -173,17 +202,31 @@ export async function startFakeVapi(options: {
     endCall(callId: string, end: VapiEnd): VapiCall {
       const call = calls.get(callId);
       if (!call) throw new Error(`the fake Vapi has no call ${callId}`);
+      // A call never answered has said nothing and recorded nothing.
+      const answered = end.startedAt !== undefined;
+      const messages = end.messages ?? (answered ? defaultMessages : []);
+      const file =
+        end.recording === undefined && answered ? { contentType: 'audio/wav', bytes: Buffer.alloc(64, 5) } : (end.recording ?? null);
+      if (file) recordings.set(callId, file);
+      else recordings.delete(callId);
+      const transcript = messages
+        .filter((message) => message.role === 'bot' || message.role === 'user')
+        .map((message) => `${message.role === 'bot' ? 'AI' : 'User'}: ${String(message.message)}`)
+        .join('\n');
+      const recordingUrl = file ? `${fake.url}/recordings/${encodeURIComponent(callId)}.wav` : undefined;
+      delete call.analysis;
       Object.assign(call, {
         status: 'ended',
         endedReason: end.endedReason,
         ...(end.startedAt ? { startedAt: end.startedAt } : {}),
         endedAt: end.endedAt ?? new Date(now()).toISOString(),
-        ...(end.summary === undefined ? {} : { analysis: { summary: end.summary, successEvaluation: 'true' } }),
-        artifact: { transcript: 'AI: Hi Ada.\nUser: Hello?', recordingUrl: 'https://example.invalid/recording.wav', messages: [] },
+        ...(end.summary === undefined ? {} : { analysis: { summary: end.summary, ...(end.analysis ?? { successEvaluation: 'true' }) } }),
+        artifact: { transcript, messages, ...(recordingUrl ? { recordingUrl } : {}) },
       });
       return call;
     },
     endOfCallReport(call: VapiCall): string {
+      const artifact = (call.artifact ?? {}) as Record<string, unknown>;
       return JSON.stringify({
         message: {
           type: 'end-of-call-report',
@@ -194,6 +237,10 @@ export async function startFakeVapi(options: {
           cost: 0.12,
           analysis: call.analysis ?? {},
           artifact: call.artifact,
+          // The live payload repeats these at the top (their SDK's types lack them).
+          ...(artifact.recordingUrl ? { recordingUrl: artifact.recordingUrl } : {}),
+          transcript: artifact.transcript,
+          messages: artifact.messages,
           call,
           customer: call.customer,
           phoneNumber: { id: call.phoneNumberId },
@@ -219,6 +266,7 @@ export async function startFakeVapi(options: {
     reset() {
       server.resetRequests();
       calls.clear();
+      recordings.clear();
       fake.concurrencyBlocked = false;
     },
     close: server.stop,

@@ -5,6 +5,7 @@
  * receiver. Registered in a describe (before / after), as `appFor` is.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { upsertAgent } from '../../src/features/agents/agents.service.js';
@@ -14,7 +15,14 @@ import type { RealProvider } from '../../src/features/providers/provider-catalog
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { contractFakes } from './contract-fakes/index.js';
-import { agentInputOf, type ContractOutcome, type ProviderContractFake, type SignedWebhook } from './provider-contract.js';
+import {
+  agentInputOf,
+  type CompletedOutcome,
+  type ContractContent,
+  type ContractOutcome,
+  type ProviderContractFake,
+  type SignedWebhook,
+} from './provider-contract.js';
 import { startTestApp, type TestApp } from './test-app.js';
 import type { Dialect } from './test-database.js';
 import { until } from './wait.js';
@@ -51,15 +59,51 @@ export interface ContractHarness {
   /** The events written for a call (the outbox), oldest first. */
   eventsOf(callId: string): Promise<{ type: string; payload: Record<string, any> }[]>;
   readCall(callId: string): Promise<Record<string, any>>;
+  /** GET `url` with the seed key, or with `token`. */
+  get(url: string, token?: string): Promise<LightMyRequestResponse>;
   dialOf(query: { callId: string } | { idempotencyKey: string }): Promise<DialRow | undefined>;
   /** Moves the clock on a second at a time, a dial job pass each, until the dial is known (at most a minute). */
   settleDial(dialId: string): Promise<DialRow>;
 }
 
-/** A completed call's outcome: answered two minutes ago (to the second) and talked `durationSeconds`. */
-export function completedOutcome(clock: ManualClock, summary = 'Ada confirmed the appointment.', durationSeconds = 48): ContractOutcome {
-  const startedAt = new Date(Math.floor(clock.now().getTime() / 1000) * 1000 - 2 * 60_000);
-  return { status: 'completed', startedAt, durationSeconds, summary };
+/**
+ * What a completed call kept unless a case says otherwise: a judgement, results of each kind (one nested),
+ * three turns, and a recording in the vendor's content type, large enough to come in many chunks and of every
+ * byte value (never read as text).
+ */
+export function contractContent(recordingContentType: string): ContractContent {
+  const magic = recordingContentType === 'audio/mpeg' ? 'ID3' : 'RIFF';
+  return {
+    successful: true,
+    data: { appointment_confirmed: true, preferred_time: '14:00', party_size: 2, parking_needed: null },
+    nestedData: { reminders: { channels: ['sms', 'email'], day_before: true } },
+    turns: [
+      { role: 'agent', text: 'Hi Ada, this is a reminder of your appointment tomorrow.', offsetSeconds: 0 },
+      { role: 'user', text: 'Yes, I will be there at two.', offsetSeconds: 4 },
+      { role: 'agent', text: 'Great, see you at 14:00.', offsetSeconds: 9 },
+    ],
+    recording: { contentType: recordingContentType, bytes: Buffer.concat([Buffer.from(magic), randomBytes(200_000)]) },
+  };
+}
+
+/**
+ * A completed call's outcome: answered two minutes ago (to the second), talked `durationSeconds`, kept
+ * `contractContent` with any part of it `content` gives instead.
+ */
+export function completedOutcome(
+  h: Pick<ContractHarness, 'clock' | 'fake'>,
+  summary = 'Ada confirmed the appointment.',
+  durationSeconds = 48,
+  content: Partial<ContractContent> = {},
+): CompletedOutcome {
+  const startedAt = new Date(Math.floor(h.clock.now().getTime() / 1000) * 1000 - 2 * 60_000);
+  return {
+    status: 'completed',
+    startedAt,
+    durationSeconds,
+    summary,
+    content: { ...contractContent(h.fake.recordingContentType), ...content },
+  };
 }
 
 export function contractHarness(dialect: Dialect, entry: ProviderEntry<RealProvider>): ContractHarness {
@@ -156,6 +200,9 @@ export function contractHarness(dialect: Dialect, entry: ProviderEntry<RealProvi
       });
       assert.equal(res.statusCode, 200, res.body);
       return res.json();
+    },
+    get(url, token = harness.t.seed.token) {
+      return harness.t.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
     },
     dialOf(query) {
       const dials = harness.t.services.db.selectFrom('dials').selectAll();

@@ -2,7 +2,8 @@
  * What the shared provider contract (test/providers/provider-contract.test.ts) asks of a provider's fake,
  * in callgate's terms: its settings, an agent and a number to call from, where the create body carries the
  * dial id, its webhooks for an outcome signed as the vendor signs them, what its look-up answers once a call
- * ended, a create answer lost, a workspace of several pages. Each provider's contract fake
+ * ended, what a completed call kept (analysis, transcript, recording) and its analysis coming late, a
+ * recording source that fails, a create answer lost, a workspace of several pages. Each provider's contract fake
  * (test/support/contract-fakes/<name>.ts) answers it over the fake of its API; vendor names stay there.
  */
 import type { AgentInput } from '../../src/features/agents/agents.service.js';
@@ -11,10 +12,62 @@ import type { RealProvider } from '../../src/features/providers/provider-catalog
 import type { FailureReason } from '../../src/features/providers/provider.interface.js';
 import type { FakeProviderRequest } from './fake-provider-server.js';
 
+/** A value of the results a call's agent collected, as callgate shows it. */
+export type ContractValue = string | number | boolean | null;
+
+/** One turn of the conversation as GET /v1/calls/{id}/transcript shows it. */
+export interface ContractTurn {
+  readonly role: 'agent' | 'user';
+  readonly text: string;
+  readonly offsetSeconds: number | null;
+}
+
+/** A recording: its bytes and the content type the vendor sends them with. */
+export interface ContractRecording {
+  readonly contentType: string;
+  readonly bytes: Buffer;
+}
+
+/**
+ * What the provider kept of a completed call, as callgate shows it. Each fake says it in its vendor's shape,
+ * with the vendor's noise beside it (tool-call turns, system messages, sentiment, evaluations), which callgate
+ * must drop.
+ */
+export interface ContractContent {
+  /** The provider's judgement of the call; null when it made none. */
+  readonly successful: boolean | null;
+  /** The collected results, keys as the provider names them. */
+  readonly data: Readonly<Record<string, ContractValue>>;
+  /** Results the provider sends as an object or a list: shown in `data` as their JSON text. */
+  readonly nestedData: Readonly<Record<string, object>>;
+  /** In order; [] when the provider kept none. */
+  readonly turns: readonly ContractTurn[];
+  readonly recording: ContractRecording | null;
+}
+
 /** How a call ended, as the contract asks a fake to report it (times to the second: some vendors say no more). */
 export type ContractOutcome =
-  | { readonly status: 'completed'; readonly startedAt: Date; readonly durationSeconds: number; readonly summary: string }
+  | {
+      readonly status: 'completed';
+      readonly startedAt: Date;
+      readonly durationSeconds: number;
+      readonly summary: string;
+      readonly content: ContractContent;
+    }
   | { readonly status: 'failed'; readonly reason: FailureReason; readonly failedAt: Date };
+
+export type CompletedOutcome = Extract<ContractOutcome, { status: 'completed' }>;
+
+/** The `analysis` callgate shows for a call that had `content`: nested results as their JSON text. */
+export function analysisOf(content: ContractContent): { successful: boolean | null; data: Record<string, ContractValue> } {
+  const nested = Object.entries(content.nestedData).map(([key, value]) => [key, JSON.stringify(value)] as const);
+  return { successful: content.successful, data: { ...content.data, ...Object.fromEntries(nested) } };
+}
+
+/** The results as the vendor sends them: plain and nested alike. */
+export function vendorData(content: ContractContent): Record<string, unknown> {
+  return { ...content.data, ...content.nestedData };
+}
 
 /** One webhook as the vendor sends it: the exact body and the headers that sign it. */
 export interface SignedWebhook {
@@ -51,6 +104,13 @@ export interface ProviderContractFake {
   readonly webhookToleranceMs: number;
   /** Its settings (the entry's variable names), pointing at the fake. */
   env(): Record<string, string>;
+  /** The content type its recordings come in (the vendor's). */
+  readonly recordingContentType: string;
+  /**
+   * Whether a recording is fetched at a URL the provider gave, which must be asked without any credential
+   * (Retell, Vapi), rather than through its API with the key.
+   */
+  readonly recordingByUrl: boolean;
   /** The agent calls are placed through: in the workspace, with a number that can call out. */
   agent(): ContractAgent & { readonly number: ContractNumber };
   /** Every create request the fake received, oldest first. */
@@ -61,12 +121,26 @@ export interface ProviderContractFake {
   placedCallId(): string;
   /**
    * The webhooks the vendor sends for a call that ended so, in the order it sends them (at least two for a
-   * completed call, so that their order can be turned round), signed at `timestampMs`, or with a key that
-   * is not the configured one when `forged`. Its API answers the call as ended so from then on.
+   * completed call with a recording, so that their order can be turned round), signed at `timestampMs`, or
+   * with a key that is not the configured one when `forged`; a completed call's content is in them. Its API
+   * answers the call as ended so from then on, and serves its recording.
    */
   webhooksFor(callId: string, outcome: ContractOutcome, options: { timestampMs: number; forged?: boolean }): SignedWebhook[];
-  /** Ends a call at the provider without a webhook: only its look-up says so. */
+  /** Ends a call at the provider without a webhook: only its look-up says so (with a completed call's content). */
   endCallForLookup(callId: string, outcome: ContractOutcome): void;
+  /**
+   * Ends a completed call as the provider first tells it, before its analysis is ready: the webhooks it sends
+   * then, or none when only its look-up says so (Retell: no `call_analysis`; ElevenLabs: no
+   * `data_collection_results`; Vapi: an end-of-call report without one). Transcript and recording are there.
+   */
+  endBeforeAnalysis(callId: string, outcome: CompletedOutcome, options: { timestampMs: number }): SignedWebhook[];
+  /** The webhooks that bring the analysis afterwards; its look-up has it from then on. */
+  analysisWebhooks(callId: string, outcome: CompletedOutcome, options: { timestampMs: number }): SignedWebhook[];
+  /** Each request the fake received for the call's recording: whether it carried a credential of any kind. */
+  recordingRequests(callId: string): { readonly credential: boolean }[];
+  /** The recording source answers 5xx (`error`), or its server is gone (`gone`), until `recordingSourceUp`. */
+  recordingSourceDown(how: 'error' | 'gone'): Promise<void>;
+  recordingSourceUp(): Promise<void>;
   /** How often the call was looked up at the provider. */
   lookupsOf(callId: string): number;
   /** The next create's answer is lost (the connection drops), the call placed or not. */

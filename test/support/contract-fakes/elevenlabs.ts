@@ -2,7 +2,9 @@
  * ElevenLabs under the provider contract, over the fake of its API: the dial id rides as the conversation's
  * `user_id`, outcomes come as `post_call_transcription` (then `post_call_audio`) or `call_initiation_failure`
  * signed `ElevenLabs-Signature: t=<s>,v0=<hex>` with the workspace's webhook secret (30 minutes' tolerance),
- * a silent call is read by GET conversation, and agents are listed by cursor.
+ * a silent call is read by GET conversation, its recording by GET conversation audio with the API key, and
+ * agents are listed by cursor. A conversation's `transcript`, `analysis` and `has_audio` are the same in its
+ * transcription webhook and in GET conversation.
  */
 import { signElevenLabs } from '../../../src/features/providers/elevenlabs/elevenlabs.signature.js';
 import type { FailureReason } from '../../../src/features/providers/provider.interface.js';
@@ -14,8 +16,18 @@ import {
   workspaceAgents,
   workspaceNumber,
 } from '../elevenlabs-fixtures.js';
-import { startFakeElevenLabs, type ConversationEnd, type FakeElevenLabs } from '../fake-elevenlabs.js';
-import type { ContractAgent, ContractFakeContext, ContractOutcome, ProviderContractFake, SignedWebhook } from '../provider-contract.js';
+import { startFakeElevenLabs, type ConversationEnd, type FakeConversation, type FakeElevenLabs } from '../fake-elevenlabs.js';
+import { carriesCredential, recordingOutage } from '../fake-provider-server.js';
+import {
+  vendorData,
+  type CompletedOutcome,
+  type ContractAgent,
+  type ContractContent,
+  type ContractFakeContext,
+  type ContractOutcome,
+  type ProviderContractFake,
+  type SignedWebhook,
+} from '../provider-contract.js';
 
 const agent = {
   providerAgentId: 'agent_el_contract',
@@ -33,10 +45,60 @@ const voicemailTermination = 'Voicemail detected';
 
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
 
+/** Their transcript of the turns, with a turn that only calls a tool (no message) after the first: no turn of ours. */
+function transcriptOf(content: ContractContent): Record<string, unknown>[] {
+  const items: Record<string, unknown>[] = content.turns.map((turn) => ({
+    role: turn.role,
+    message: turn.text,
+    time_in_call_secs: turn.offsetSeconds,
+    tool_calls: null,
+    tool_results: null,
+    feedback: null,
+    conversation_turn_metrics: null,
+  }));
+  if (items.length === 0) return items;
+  const toolCall = {
+    role: 'agent',
+    message: null,
+    time_in_call_secs: content.turns[0]!.offsetSeconds,
+    tool_calls: [{ request_id: 'toolu_1', tool_name: 'check_calendar', params_as_json: '{"day":"tomorrow"}', tool_has_been_called: true }],
+    tool_results: [{ request_id: 'toolu_1', tool_name: 'check_calendar', result_value: '{"free":["14:00"]}', is_error: false }],
+    feedback: null,
+  };
+  return [items[0]!, toolCall, ...items.slice(1)];
+}
+
+/** Their `analysis` (less the summary): the judgement, an evaluation criterion (not data), each result with its rationale. */
+function theirAnalysis(content: ContractContent, withResults = true): Record<string, unknown> {
+  const results = Object.entries(vendorData(content)).map(([id, value]) => [
+    id,
+    {
+      data_collection_id: id,
+      value,
+      json_schema: { type: value === null ? 'string' : typeof value, description: `The ${id}.` },
+      rationale: 'Said in the call.',
+    },
+  ]);
+  return {
+    call_successful: content.successful === null ? 'unknown' : content.successful ? 'success' : 'failure',
+    evaluation_criteria_results: { booked: { criteria_id: 'booked', result: 'success', rationale: 'The user agreed to a time.' } },
+    ...(withResults ? { data_collection_results: Object.fromEntries(results) } : {}),
+  };
+}
+
 /** A conversation that took place (or reached voicemail), or undefined for one that never connected. */
 function doneConversation(outcome: ContractOutcome): Extract<ConversationEnd, { status: 'done' }> | undefined {
   if (outcome.status === 'completed') {
-    return { status: 'done', startSecs: seconds(outcome.startedAt), durationSecs: outcome.durationSeconds, summary: outcome.summary };
+    const { content } = outcome;
+    return {
+      status: 'done',
+      startSecs: seconds(outcome.startedAt),
+      durationSecs: outcome.durationSeconds,
+      summary: outcome.summary,
+      transcript: transcriptOf(content),
+      analysis: theirAnalysis(content),
+      audio: content.recording,
+    };
   }
   if (outcome.reason !== 'voicemail') return undefined;
   return {
@@ -53,24 +115,40 @@ function failedOf(outcome: ContractOutcome): Extract<ContractOutcome, { status: 
   return outcome;
 }
 
-/** The post-call webhooks ElevenLabs sends for a conversation that ended so. */
-function eventsFor(conversationId: string, outcome: ContractOutcome): Record<string, unknown>[] {
+function initiationReasonOf(reason: FailureReason): string {
+  const theirs = initiationReasons[reason];
+  if (!theirs) throw new Error(`ElevenLabs reports no initiation failure ${reason}`);
+  return theirs;
+}
+
+/** A done conversation of a completed call. */
+function completedConversation(outcome: CompletedOutcome): Extract<ConversationEnd, { status: 'done' }> {
+  const done = doneConversation(outcome);
+  if (!done) throw new Error('a completed call is a done conversation');
+  return done;
+}
+
+/**
+ * The post-call webhooks ElevenLabs sends for a conversation that ended so; a done one's transcript,
+ * analysis and audio as `conversation` (GET conversation) has them.
+ */
+function eventsFor(conversationId: string, outcome: ContractOutcome, conversation: FakeConversation, audio: Buffer | undefined) {
   const done = doneConversation(outcome);
   if (done) {
     const transcription = transcriptionEvent(conversationId, done);
-    const data = transcription.data as { metadata: Record<string, unknown> };
+    const data = transcription.data as Record<string, unknown> & { metadata: Record<string, unknown> };
     if (done.terminationReason) data.metadata.termination_reason = done.terminationReason;
-    const audio = {
+    for (const field of ['transcript', 'analysis', 'has_audio', 'has_user_audio', 'has_response_audio']) data[field] = conversation[field];
+    if (!audio) return [transcription];
+    const audioEvent = {
       type: 'post_call_audio',
       event_timestamp: transcription.event_timestamp,
-      data: { agent_id: agent.providerAgentId, conversation_id: conversationId, full_audio: Buffer.alloc(64, 7).toString('base64') },
+      data: { agent_id: agent.providerAgentId, conversation_id: conversationId, full_audio: audio.toString('base64') },
     };
-    return [transcription, audio];
+    return [transcription, audioEvent];
   }
   const { reason, failedAt } = failedOf(outcome);
-  const theirs = initiationReasons[reason];
-  if (!theirs) throw new Error(`ElevenLabs reports no initiation failure ${reason}`);
-  return [initiationFailureEvent(conversationId, theirs, 'twilio', seconds(failedAt))];
+  return [initiationFailureEvent(conversationId, initiationReasonOf(reason), 'twilio', seconds(failedAt))];
 }
 
 /** How GET conversation answers a conversation that ended so; only what a look-up can tell apart. */
@@ -86,6 +164,7 @@ function lookedUpEnd(outcome: ContractOutcome): ConversationEnd {
 export async function startElevenLabsContract(context: ContractFakeContext): Promise<ProviderContractFake> {
   const fake: FakeElevenLabs = await startFakeElevenLabs({ apiKey, now: context.now });
   fake.phoneNumbers = [contractNumber()];
+  const outage = recordingOutage(fake, (request) => request.route === 'audio', { detail: 'Service Unavailable' });
   const sign = (payload: unknown, timestampMs: number, forged: boolean): SignedWebhook => {
     const body = JSON.stringify(payload);
     const secret = forged ? 'wsec_not_the_workspace_secret' : webhookSecret;
@@ -96,6 +175,8 @@ export async function startElevenLabsContract(context: ContractFakeContext): Pro
     provider: 'elevenlabs',
     failureReasons: ['busy', 'no_answer', 'voicemail', 'unknown'],
     webhookToleranceMs: 30 * 60_000,
+    recordingContentType: 'audio/mpeg',
+    recordingByUrl: false,
     env: () => ({ ELEVENLABS_API_KEY: apiKey, ELEVENLABS_WEBHOOK_SECRET: webhookSecret, ELEVENLABS_BASE_URL: fake.url }),
     agent: () => agent,
     createRequests: () => fake.requestsTo('outbound'),
@@ -107,13 +188,30 @@ export async function startElevenLabsContract(context: ContractFakeContext): Pro
       return id;
     },
     webhooksFor(conversationId, outcome, { timestampMs, forged = false }) {
-      const events = eventsFor(conversationId, outcome);
-      // Its conversation then reads as failed, in their telephony's words for the reason (eventsFor knew them).
-      const end = doneConversation(outcome) ?? { status: 'failed', errorReason: initiationReasons[failedOf(outcome).reason]! };
-      fake.endConversation(conversationId, end);
+      // Its conversation then reads as failed, in their telephony's words for the reason.
+      const end = doneConversation(outcome) ?? { status: 'failed', errorReason: initiationReasonOf(failedOf(outcome).reason) };
+      const conversation = fake.endConversation(conversationId, end);
+      const events = eventsFor(conversationId, outcome, conversation, fake.audio.get(conversationId)?.bytes);
       return events.map((event) => sign(event, timestampMs, forged));
     },
     endCallForLookup: (conversationId, outcome) => void fake.endConversation(conversationId, lookedUpEnd(outcome)),
+    endBeforeAnalysis(conversationId, outcome) {
+      // Done, transcript and audio there, the analysis not finished: no judgement yet, no results.
+      const done = completedConversation(outcome);
+      fake.endConversation(conversationId, { ...done, analysis: theirAnalysis({ ...outcome.content, successful: null }, false) });
+      return [];
+    },
+    analysisWebhooks(conversationId, outcome, { timestampMs }) {
+      const conversation = fake.endConversation(conversationId, completedConversation(outcome));
+      return eventsFor(conversationId, outcome, conversation, undefined).map((event) => sign(event, timestampMs, false));
+    },
+    recordingRequests: (conversationId) =>
+      fake
+        .requestsTo('audio')
+        .filter((request) => request.path === `/v1/convai/conversations/${conversationId}/audio`)
+        .map((request) => ({ credential: carriesCredential(request) })),
+    recordingSourceDown: (how) => outage.down(how),
+    recordingSourceUp: () => outage.up(),
     lookupsOf: (conversationId) =>
       fake.requestsTo('conversation').filter((request) => request.path === `/v1/convai/conversations/${conversationId}`).length,
     loseNextCreateAnswer: ({ placed }) =>

@@ -2,11 +2,22 @@
  * Retell under the provider contract, over the fake of its API: the dial id rides in the call's `metadata`
  * (which `POST /v3/list-calls` filters by), outcomes come as `call_started`, `call_ended` and `call_analyzed`
  * signed `x-retell-signature` with the API key (5 minutes' tolerance), a silent call is read by
- * `GET /v2/get-call`, and agents and numbers are listed by pagination key.
+ * `GET /v2/get-call`, and agents and numbers are listed by pagination key. An answered call's
+ * `transcript_object` and `recording_url` come with call_ended, its `call_analysis` with call_analyzed; the
+ * recording is a public URL on the fake's own server.
  */
 import type { FailureReason } from '../../../src/features/providers/provider.interface.js';
-import { startFakeRetell, type FakeRetell, type RetellEnd, type RetellNumber } from '../fake-retell.js';
-import type { ContractAgent, ContractFakeContext, ContractOutcome, ProviderContractFake } from '../provider-contract.js';
+import { carriesCredential, recordingOutage } from '../fake-provider-server.js';
+import { startFakeRetell, type FakeRetell, type RetellEnd, type RetellNumber, type RetellTurn } from '../fake-retell.js';
+import {
+  vendorData,
+  type ContractAgent,
+  type ContractFakeContext,
+  type ContractOutcome,
+  type ContractTurn,
+  type ProviderContractFake,
+  type SignedWebhook,
+} from '../provider-contract.js';
 import { fillWorkspaces, retellAgentId, retellKey, retellNumber } from '../retell-vapi-fixtures.js';
 
 const agent = {
@@ -24,15 +35,31 @@ const failures: Partial<Record<FailureReason, { status: RetellEnd['status']; rea
   provider_error: { status: 'not_connected', reason: 'dial_failed' },
 };
 
-/** How Retell records a call that ended so. */
-function retellEnd(outcome: ContractOutcome): RetellEnd {
+/** A turn as their `transcript_object` has it: each word timed from the turn's offset (none without one). */
+function retellTurn(turn: ContractTurn): RetellTurn {
+  const start = turn.offsetSeconds;
+  const words =
+    start === null
+      ? []
+      : turn.text.split(' ').map((word, index) => ({ word, start: start + index * 0.25, end: start + index * 0.25 + 0.2 }));
+  return { role: turn.role, content: turn.text, words };
+}
+
+/** How Retell records a call that ended so; `analysed` false for one whose analysis is not done yet. */
+function retellEnd(outcome: ContractOutcome, analysed = true): RetellEnd {
   if (outcome.status === 'completed') {
+    const { content } = outcome;
     return {
       status: 'ended',
       reason: 'user_hangup',
       startMs: outcome.startedAt.getTime(),
       durationMs: outcome.durationSeconds * 1000,
-      analysis: { call_summary: outcome.summary },
+      // Beside their defaults, not data: user_sentiment, in_voicemail; no judgement leaves call_successful out.
+      analysis: analysed
+        ? { call_summary: outcome.summary, call_successful: content.successful ?? undefined, custom_analysis_data: vendorData(content) }
+        : null,
+      transcriptObject: content.turns.map(retellTurn),
+      recording: content.recording,
     };
   }
   const failure = failures[outcome.reason];
@@ -47,10 +74,21 @@ const boundTo = (agentId: string): Partial<RetellNumber> => ({ outbound_agents: 
 export async function startRetellContract(_context: ContractFakeContext): Promise<ProviderContractFake> {
   const fake: FakeRetell = await startFakeRetell({ apiKey: retellKey });
   fillWorkspaces(fake, undefined);
+  const outage = recordingOutage(fake, (request) => request.route === 'recording', { status: 'error', message: 'Internal Server Error' });
+  const signed = (bodies: string[], timestampMs: number, forged = false): SignedWebhook[] =>
+    bodies.map((body) => ({
+      headers: {
+        'content-type': 'application/json',
+        'x-retell-signature': fake.sign(body, timestampMs, forged ? 'key_not_the_workspace_key' : undefined),
+      },
+      body,
+    }));
   return {
     provider: 'retell',
     failureReasons: ['busy', 'no_answer', 'voicemail', 'rejected', 'provider_error'],
     webhookToleranceMs: 5 * 60_000,
+    recordingContentType: 'audio/wav',
+    recordingByUrl: true,
     env: () => ({ RETELL_API_KEY: retellKey, RETELL_BASE_URL: fake.url }),
     agent: () => agent,
     createRequests: () => fake.requestsTo('create'),
@@ -65,15 +103,23 @@ export async function startRetellContract(_context: ContractFakeContext): Promis
       const call = fake.endCall(callId, retellEnd(outcome));
       const events = outcome.status === 'completed' && before ? [fake.webhookBody('call_started', before)] : [];
       events.push(fake.webhookBody('call_ended', call), fake.webhookBody('call_analyzed', call));
-      return events.map((body) => ({
-        headers: {
-          'content-type': 'application/json',
-          'x-retell-signature': fake.sign(body, timestampMs, forged ? 'key_not_the_workspace_key' : undefined),
-        },
-        body,
-      }));
+      return signed(events, timestampMs, forged);
     },
     endCallForLookup: (callId, outcome) => void fake.endCall(callId, retellEnd(outcome)),
+    endBeforeAnalysis(callId, outcome) {
+      // Its call_ended lost: only a look-up, which finds no call_analysis, says it ended.
+      fake.endCall(callId, retellEnd(outcome, false));
+      return [];
+    },
+    analysisWebhooks: (callId, outcome, { timestampMs }) =>
+      signed([fake.webhookBody('call_analyzed', fake.endCall(callId, retellEnd(outcome)))], timestampMs),
+    recordingRequests: (callId) =>
+      fake
+        .requestsTo('recording')
+        .filter((request) => request.path === `/recordings/${callId}.wav`)
+        .map((request) => ({ credential: carriesCredential(request) })),
+    recordingSourceDown: (how) => outage.down(how),
+    recordingSourceUp: () => outage.up(),
     lookupsOf: (callId) => fake.requestsTo('getCall').filter((request) => request.path === `/v2/get-call/${callId}`).length,
     loseNextCreateAnswer: ({ placed }) => (placed ? fake.loseNextAnswer('create') : fake.queue('create', { status: 201, destroy: true })),
     seedWorkspace({ agents: count, pageSize }) {
