@@ -2,7 +2,8 @@
  * A recording goes from the provider to the client as a stream, over real HTTP on both sides: 20 clients
  * reading a 50 MB recording at once get every byte, while the server's memory stays flat; clients that stop
  * reading stop the provider's side too (backpressure end to end), and a client that goes away frees the
- * provider's connection. The recording is a Retell URL served by a local stand-in for their storage.
+ * provider's connection; neither the recording's URL nor the provider's key shows in an answer or a log
+ * line. The recording is a Retell URL served by a local stand-in for their storage.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -12,6 +13,7 @@ import { recordOutcome } from '../../src/features/calls/calls.service.js';
 import { newCallRow } from '../../src/features/calls/call-row.js';
 import { forEachDialect } from '../support/dialects.js';
 import { listenOnFreePort } from '../support/http-client.js';
+import { memoryLogs } from '../support/memory-logs.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { until } from '../support/wait.js';
 
@@ -52,10 +54,14 @@ await forEachDialect('Streaming a recording', (dialect) => {
   let host: Awaited<ReturnType<typeof startRecordingHost>>;
   let baseUrl: string;
   let callId: string;
+  const logs = memoryLogs();
   before(async () => {
     host = await startRecordingHost();
     // The host stands at Retell's API origin here, so its plain-http URL is fetched (an https URL elsewhere would be too).
-    t = await startTestApp(dialect, { env: { RETELL_API_KEY: 'key_retell_stream', RETELL_BASE_URL: host.url } });
+    t = await startTestApp(dialect, {
+      env: { RETELL_API_KEY: 'key_retell_stream', RETELL_BASE_URL: host.url },
+      overrides: { logger: logs.logger },
+    });
     baseUrl = await listenOnFreePort(t.app);
     const now = new Date();
     const row = newCallRow({
@@ -170,6 +176,20 @@ await forEachDialect('Streaming a recording', (dialect) => {
     );
     assert.ok(grownMb < 150, `rss grew by ${grownMb.toFixed(1)} MB`);
     assert.ok(buffersMb < 100, `buffers grew by ${buffersMb.toFixed(1)} MB`);
+  });
+
+  it("no answer and no log line shows the recording's URL, its host or the provider's key", async () => {
+    const answer = await t.inject({ method: 'GET', url: `/v1/calls/${callId}`, headers: { authorization: `Bearer ${t.seed.token}` } });
+    const missing = await t.inject({
+      method: 'GET',
+      url: '/v1/calls/call_unknown/recording',
+      headers: { authorization: `Bearer ${t.seed.token}` },
+    });
+    assert.ok(logs.lines.length > 0, 'the requests were logged');
+    for (const text of [answer.body, missing.body, logs.text()]) {
+      for (const secret of [host.url.replace('http://', ''), '/recordings/', 'key_retell_stream'])
+        assert.ok(!text.includes(secret), secret);
+    }
   });
 
   it("a client that goes away mid-recording frees the provider's connection", async () => {

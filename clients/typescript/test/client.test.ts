@@ -15,7 +15,6 @@ import { listenOnFreePort } from '../../../test/support/http-client.js';
 import { startLocalServer } from '../../../test/support/local-server.js';
 import { startTestApp, type SeededAccount, type TestApp } from '../../../test/support/test-app.js';
 import { until } from '../../../test/support/wait.js';
-import { recordOutcome } from '../../../src/features/calls/calls.service.js';
 import {
   Callgate,
   CallgateError,
@@ -255,53 +254,6 @@ await forEachDialect('TypeScript client against the real server', (dialect) => {
       const retrieved = await callgate.calls.retrieve(created[0]!);
       assert.equal(retrieved.id, created[0]);
       assert.equal(retrieved.agent_id, account.agentId);
-    });
-
-    it('calls.getTranscript and getRecording: 409 before the end, then the turns and the audio, streamed; a lost answer is retried', async () => {
-      const account = await t.newAccount({ agentId: 'agent_content' });
-      const { callgate, attempts } = faulty(account, [undefined, undefined, undefined, undefined, undefined, 'refuse']);
-      const { id: callId } = await callgate.calls.create({ agent_id: account.agentId, to: '+14155550210' });
-      const early = await thrown(callgate.calls.getTranscript(callId));
-      assert.equal(early.status, 409);
-      assert.equal(early.code, 'call_not_ended');
-      assert.equal((await thrown(callgate.calls.getRecording(callId))).code, 'call_not_ended');
-
-      const endedAt = new Date();
-      await recordOutcome(t.services.db, t.services.clock, callId, {
-        status: 'completed',
-        startedAt: new Date(endedAt.getTime() - 20_000),
-        endedAt,
-        durationSeconds: 20,
-        transcriptSummary: 'Agreed.',
-        content: {
-          analysis: { successful: true, data: { agreed: true } },
-          turns: [
-            { role: 'agent', text: 'Shall we?', offsetSeconds: 0.5 },
-            { role: 'user', text: 'Yes.', offsetSeconds: 2 },
-          ],
-          recording: { kind: 'provider' },
-        },
-      });
-      assert.deepEqual((await callgate.calls.retrieve(callId)).analysis, { successful: true, data: { agreed: true } });
-      const transcript = await callgate.calls.getTranscript(callId);
-      assert.deepEqual(transcript.turns, [
-        { role: 'agent', text: 'Shall we?', offset_seconds: 0.5 },
-        { role: 'user', text: 'Yes.', offset_seconds: 2 },
-      ]);
-      assert.equal(transcript.lastResponse.status, 200);
-
-      // The sixth try (the recording's first) is refused before it is sent: it is asked again, then streamed.
-      const recording = await callgate.calls.getRecording(callId);
-      assert.equal(attempts.length, 7);
-      assert.equal(recording.contentType, 'audio/wav');
-      assert.equal(recording.lastResponse.attempts, 2);
-      const chunks: Uint8Array[] = [];
-      for await (const chunk of recording.body) chunks.push(chunk);
-      const audio = Buffer.concat(chunks);
-      assert.equal(audio.length, recording.contentLength);
-      assert.equal(audio.subarray(0, 4).toString('ascii'), 'RIFF');
-      const again = await callgate.calls.getRecording(callId);
-      assert.deepEqual(Buffer.from(await again.arrayBuffer()), audio);
     });
 
     it('batches: create (idempotent), retrieve, list, recipients, pause, resume, cancel', async () => {
