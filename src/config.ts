@@ -214,15 +214,15 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('CALLGATE_DIAL_SEARCH_WINDOW must be between 1s and 24h');
   }
 
+  const retentionText = env.CALLGATE_TRANSCRIPT_RETENTION?.trim() || '30d';
+  const retentionRule = `CALLGATE_TRANSCRIPT_RETENTION must be a duration from 1h to 3650d, such as 30d or 72h (got "${retentionText.slice(0, 40)}")`;
   let transcriptRetentionMs: number;
   try {
-    transcriptRetentionMs = parseDuration(env.CALLGATE_TRANSCRIPT_RETENTION?.trim() || '30d');
-  } catch (error) {
-    throw new ConfigError(`CALLGATE_TRANSCRIPT_RETENTION: ${(error as Error).message}`);
+    transcriptRetentionMs = parseDuration(retentionText);
+  } catch {
+    throw new ConfigError(retentionRule);
   }
-  if (transcriptRetentionMs < 3_600_000 || transcriptRetentionMs > 3_650 * 86_400_000) {
-    throw new ConfigError('CALLGATE_TRANSCRIPT_RETENTION must be between 1h and 3650d (a duration such as 7d or 72h)');
-  }
+  if (transcriptRetentionMs < 3_600_000 || transcriptRetentionMs > 3_650 * 86_400_000) throw new ConfigError(retentionRule);
 
   const providers = Object.freeze(
     Object.fromEntries(

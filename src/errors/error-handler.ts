@@ -56,11 +56,17 @@ declare module 'fastify' {
 }
 
 /** Answers 405 with an `Allow` header for the methods a path does not have. */
-export function registerMethodNotAllowed(app: FastifyInstance, url: string, allowed: readonly string[]): void {
+export function registerMethodNotAllowed(
+  app: FastifyInstance,
+  url: string,
+  allowed: readonly string[],
+  options: { readonly head?: boolean } = {},
+): void {
   // Every method the router knows (QUERY included), HEAD too where GET is not allowed (Fastify answers HEAD
-  // with the GET route's headers otherwise).
-  const others = app.supportedMethods.filter((method) => !allowed.includes(method) && !(method === 'HEAD' && allowed.includes('GET')));
-  const allowHeader = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].join(', ');
+  // with the GET route's headers otherwise), or where the GET route has none (`head: false`).
+  const head = options.head ?? allowed.includes('GET');
+  const others = app.supportedMethods.filter((method) => !allowed.includes(method) && !(method === 'HEAD' && head));
+  const allowHeader = [...allowed, ...(head ? ['HEAD'] : [])].join(', ');
   // The path as a client writes it: with the plugin's prefix, and `{id}` for a parameter.
   const shown = `${app.prefix}${url}`.replace(/:(\w+)/g, '{$1}');
   app.route({

@@ -49,6 +49,16 @@ export function requestLogHook(writer: RequestLogWriter): onResponseHookHandler 
   };
 }
 
+/** What the log keeps of an answer its route keeps out of it. */
+export const notKeptBody = '[not kept: personal data, kept only for CALLGATE_TRANSCRIPT_RETENTION]';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** false for a route whose successful answers are not kept in the request log (a transcript). */
+    logResponseBody?: boolean;
+  }
+}
+
 export interface RequestLogOptions {
   readonly writer: RequestLogWriter;
 }
@@ -60,8 +70,10 @@ export interface RequestLogOptions {
  */
 async function requestLog(scope: FastifyInstance, { writer }: RequestLogOptions): Promise<void> {
   scope.decorateRequest('responseBodyText', null);
-  scope.addHook('onSend', (request, _reply, payload, done) => {
-    request.responseBodyText = typeof payload === 'string' ? payload : null;
+  scope.addHook('onSend', (request, reply, payload, done) => {
+    // A route whose answer is personal data kept for its own retention (a transcript) logs its errors only.
+    const kept = request.routeOptions.config.logResponseBody !== false || reply.statusCode >= 400;
+    request.responseBodyText = typeof payload === 'string' ? (kept ? payload : notKeptBody) : null;
     done(null, payload);
   });
   scope.addHook('onResponse', requestLogHook(writer));

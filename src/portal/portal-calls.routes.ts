@@ -6,7 +6,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors/api-error.js';
 import { listAgents } from '../features/agents/agents.service.js';
-import { extensionOf, openRecording } from '../features/calls/call-content.service.js';
+import { openRecording } from '../features/calls/call-content.service.js';
+import { sendRecording } from '../features/calls/recording-reply.js';
 import { listCallsWithMode } from '../features/calls/calls.service.js';
 import type { CallRow } from '../features/calls/calls.tables.js';
 import type { RecordingStream } from '../features/providers/provider.interface.js';
@@ -100,20 +101,16 @@ export const portalCallsRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> 
   });
 
   // The call page's player: the session's account (either mode) stands in for an API key.
-  app.get('/calls/:id/recording', { schema: { params: IdParams } }, async (request, reply) => {
+  app.get('/calls/:id/recording', { schema: { params: IdParams }, exposeHeadRoute: false }, async (request, reply) => {
     const session = sessionOf(request);
     const { id } = request.params;
     let recording: RecordingStream;
     try {
-      recording = await openRecording(deps.db, deps.calls.providers, { accountId: session.accountId }, id);
+      recording = await openRecording(deps.db, deps.calls.providers, { accountId: session.accountId }, id, request.log);
     } catch (error) {
       if (error instanceof ApiError) return sendRecordingError(request, reply, error);
       throw error;
     }
-    // As the API sends it: personal data, kept by no shared cache, and never rendered as anything but audio.
-    reply.header('content-type', recording.contentType).header('cache-control', 'private, no-store');
-    reply.header('content-disposition', `inline; filename="${id}.${extensionOf(recording.contentType)}"`);
-    if (recording.contentLength !== null) reply.header('content-length', recording.contentLength);
-    return reply.send(recording.body);
+    return sendRecording(request, reply, recording, id);
   });
 };

@@ -9,6 +9,7 @@ import { after, before, it } from 'node:test';
 import { purgeExpiredContent } from '../../src/features/calls/call-content.service.js';
 import { recordOutcome } from '../../src/features/calls/calls.service.js';
 import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
+import { notKeptBody } from '../../src/http/request-log.plugin.js';
 import { forEachDialect } from '../support/dialects.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 import { until } from '../support/wait.js';
@@ -64,6 +65,16 @@ await forEachDialect('A call\u2019s analysis, transcript and recording', (dialec
       [...offsets].sort((a, b) => a - b),
     );
     assert.ok(offsets.every((offset: number) => offset >= 0 && offset <= call.duration_seconds));
+    // Logged like any request, but what was said is not kept in the request log (its own retention is shorter).
+    const logged = await until('the transcript read to be logged', () =>
+      t.services.db
+        .selectFrom('request_logs')
+        .select(['status', 'response_body'])
+        .where('path', '=', `/v1/calls/${created.id}/transcript`)
+        .executeTakeFirst(),
+    );
+    assert.equal(logged.status, 200);
+    assert.equal(logged.response_body, notKeptBody);
   });
 
   it('the recording streams as a valid WAV file, the same bytes each time, and is never cached', async () => {
@@ -236,8 +247,13 @@ await forEachDialect('Reading what a call kept, before its end and after', (dial
     assert.equal(recording.statusCode, 404);
     assert.equal(recording.json().error, 'recording_not_available');
     assert.match(recording.json().message, /CALLGATE_TRANSCRIPT_RETENTION/);
-    assert.equal((await events(old.id)).length, 1, 'its event stays');
+    const [oldEvent] = await events(old.id);
+    assert.ok(oldEvent, 'its event stays');
+    assert.deepEqual(JSON.parse(oldEvent.payload).data.analysis, { successful: true, data: {} }, 'without the analysis data');
+    assert.equal(JSON.parse(oldEvent.payload).data.transcript_summary, 'Old call.');
 
+    const [youngEvent] = await events(young.id);
+    assert.deepEqual(JSON.parse(youngEvent!.payload).data.analysis, { successful: true, data: { agreed: true } });
     const youngCall = (await get(`/v1/calls/${young.id}`)).json();
     assert.deepEqual(youngCall.analysis, { successful: true, data: { agreed: true } });
     assert.equal((await get(`/v1/calls/${young.id}/transcript`)).json().turns.length, 1);

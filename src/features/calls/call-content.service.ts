@@ -4,11 +4,13 @@
  * CALLGATE_TRANSCRIPT_RETENTION has passed. Stored content comes from the providers' reports
  * (calls.service `recordOutcomes`); the recording stays at the provider and is streamed from there on request.
  */
+import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { ApiError } from '../../errors/api-error.js';
 import { isoTimestamp } from '../../lib/clock.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { RecordingSource, RecordingStream, TranscriptTurn } from '../providers/provider.interface.js';
+import { rewriteCallEvents, type EventEnvelope } from '../events/events.service.js';
 import * as repo from './calls.repository.js';
 import * as contentRepo from './call-content.repository.js';
 import type { CallTranscript } from './calls.schemas.js';
@@ -55,7 +57,13 @@ export async function readTranscript(db: Db, scope: CallScope, id: string): Prom
  * credentials; the caller streams it on. 404 `recording_not_available` when the provider has none (or no
  * more), or the retention has passed; 503 `provider_unavailable` when it cannot be had now.
  */
-export async function openRecording(db: Db, providers: ProviderRegistry, scope: CallScope, id: string): Promise<RecordingStream> {
+export async function openRecording(
+  db: Db,
+  providers: ProviderRegistry,
+  scope: CallScope,
+  id: string,
+  log?: Pick<FastifyBaseLogger, 'warn'>,
+): Promise<RecordingStream> {
   const call = await endedCall(db, scope, id, 'recording');
   const content = await contentRepo.findContent(db, call.id);
   const notAvailable = new ApiError(
@@ -69,11 +77,16 @@ export async function openRecording(db: Db, providers: ProviderRegistry, scope: 
   const fetched = await providers.byName(call.provider).fetchRecording({ conversationId: call.provider_conversation_id }, source);
   if (fetched.ok) return fetched.value;
   if (fetched.error.kind === 'not_available') throw notAvailable;
+  // The operator's to see (a key refused, a provider down): the message is ours, never the provider's URL.
+  log?.warn(
+    { callId: call.id, provider: call.provider, failure: fetched.error.kind, reason: fetched.error.message },
+    'recording could not be fetched from the provider',
+  );
   const retryAfterSeconds =
     fetched.error.kind === 'unavailable' ? (fetched.error.retryAfterSeconds ?? recordingRetrySeconds) : recordingRetrySeconds;
   throw new ApiError(
     'provider_unavailable',
-    `The voice provider could not serve the recording of ${call.id} just now. Retry after the number of seconds in Retry-After.`,
+    `The voice provider could not serve the recording of ${call.id} just now (${fetched.error.message.replace(/\.$/, '')}). Retry after the number of seconds in Retry-After.`,
     { retryAfterSeconds },
   );
 }
@@ -99,6 +112,13 @@ export function extensionOf(contentType: string): string {
   return known[contentType] ?? 'bin';
 }
 
+/** An envelope of call.completed without the analysis data it carried (its judgement stays). */
+function forgetAnalysisData(envelope: EventEnvelope): EventEnvelope {
+  const data = envelope.data as { analysis?: { data?: unknown } } | null;
+  if (!data?.analysis?.data || Object.keys(data.analysis.data).length === 0) return envelope;
+  return { ...envelope, data: { ...data, analysis: { ...data.analysis, data: {} } } };
+}
+
 /**
  * Deletes the transcripts, recording sources and analysis data of up to `limit` calls whose content was
  * stored more than `retentionMs` before `now`, oldest first: the calls, their summaries, judgements and
@@ -107,6 +127,11 @@ export function extensionOf(contentType: string): string {
 export async function purgeExpiredContent(db: Db, now: Date, retentionMs: number, limit: number): Promise<number> {
   const cutoff = isoTimestamp(new Date(now.getTime() - retentionMs));
   const ids = await contentRepo.contentStoredBefore(db, cutoff, limit);
-  if (ids.length > 0) await db.transaction().execute((trx) => contentRepo.purgeContent(trx, ids));
+  if (ids.length === 0) return 0;
+  await db.transaction().execute(async (trx) => {
+    await contentRepo.purgeContent(trx, ids);
+    // Their call.completed events carried the analysis data too: forgotten there as well.
+    await rewriteCallEvents(trx, ids, 'call.completed', forgetAnalysisData);
+  });
   return ids.length;
 }

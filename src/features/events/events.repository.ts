@@ -116,3 +116,21 @@ export async function deleteEvents(db: Db, ids: readonly string[]): Promise<numb
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** The envelopes of `type` about these calls (their retention rewrites them). */
+export async function listCallEventPayloads(
+  db: Db,
+  callIds: readonly string[],
+  type: string,
+): Promise<Pick<WebhookEventRow, 'id' | 'payload'>[]> {
+  return db
+    .selectFrom('webhook_events')
+    .select(['id', 'payload'])
+    .where('call_id', 'in', [...callIds])
+    .where('type', '=', type)
+    .execute();
+}
+
+export async function setEventPayload(db: Db, id: string, payload: string): Promise<void> {
+  await db.updateTable('webhook_events').set({ payload }).where('id', '=', id).execute();
+}

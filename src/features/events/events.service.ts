@@ -18,6 +18,8 @@ export interface EventEnvelope<T = unknown> {
   id: string;
   type: EventType;
   created_at: string;
+  /** Whether the event is of live mode (a test-mode key's calls and batches make test events), as Stripe marks it. */
+  livemode: boolean;
   data: T;
 }
 
@@ -26,6 +28,8 @@ export interface NewEvent {
   /** The mode of the call or batch the event reports (null for `webhook.test`): API keys read their mode's events only. */
   mode: ApiKeyMode | null;
   type: EventType;
+  /** The envelope's `livemode` when the mode cannot say (a `webhook.test`: its endpoint's mode). */
+  livemode?: boolean;
   callId: string | null;
   data: unknown;
 }
@@ -36,7 +40,8 @@ export async function writeEvents(db: Db, now: Date, inputs: readonly NewEvent[]
   const createdAt = isoTimestamp(now);
   const events = inputs.map((input) => {
     const eventId = newId('event', now.getTime());
-    const envelope: EventEnvelope = { id: eventId, type: input.type, created_at: createdAt, data: input.data };
+    const livemode = input.livemode ?? input.mode === 'live';
+    const envelope: EventEnvelope = { id: eventId, type: input.type, created_at: createdAt, livemode, data: input.data };
     return {
       id: eventId,
       account_id: input.accountId,
@@ -64,4 +69,26 @@ export async function listEventsCreatedBefore(
 /** Deletes these events (retention, once their deliveries are gone); returns how many went. */
 export async function deleteEvents(db: Db, ids: readonly string[]): Promise<number> {
   return repo.deleteEvents(db, ids);
+}
+
+/**
+ * Rewrites the stored envelopes of `type` about these calls: the one exception to an event being immutable,
+ * for personal data the operator said to forget (a call's analysis data after CALLGATE_TRANSCRIPT_RETENTION).
+ * A delivery still to be made then carries the rewritten body. Returns how many events changed.
+ */
+export async function rewriteCallEvents(
+  db: Db,
+  callIds: readonly string[],
+  type: EventType,
+  rewrite: (envelope: EventEnvelope) => EventEnvelope,
+): Promise<number> {
+  if (callIds.length === 0) return 0;
+  let changed = 0;
+  for (const row of await repo.listCallEventPayloads(db, callIds, type)) {
+    const payload = JSON.stringify(rewrite(JSON.parse(row.payload) as EventEnvelope));
+    if (payload === row.payload) continue;
+    await repo.setEventPayload(db, row.id, payload);
+    changed += 1;
+  }
+  return changed;
 }
