@@ -137,15 +137,18 @@ export async function seedEndpoints(
   seed: { readonly accountId: string; readonly tag: string },
   urls: readonly string[],
   nowMs: number,
+  // The bench's accounts place calls with test keys: their events go to test endpoints only.
+  mode: 'test' | 'live' = 'test',
 ): Promise<string[]> {
   const at = new Date(nowMs).toISOString();
   const ids = urls.map((_url, i) => `we_bench${seed.tag}${String(i).padStart(4, '0')}`);
   const accountId = seed.accountId;
   const values = urls.map(
-    (url, i) => `('${ids[i]}', '${accountId}', '${url}', '', 1, '["*"]', 'whsec_${randomBytes(24).toString('base64')}', '${at}', '${at}')`,
+    (url, i) =>
+      `('${ids[i]}', '${accountId}', '${url}', '', 1, '["*"]', 'whsec_${randomBytes(24).toString('base64')}', '${at}', '${at}', '${mode}')`,
   );
   await database.exec(
-    `insert into webhook_endpoints (id, account_id, url, description, enabled, event_types, secret, created_at, updated_at) values ${values.join(', ')};`,
+    `insert into webhook_endpoints (id, account_id, url, description, enabled, event_types, secret, created_at, updated_at, mode) values ${values.join(', ')};`,
   );
   return ids;
 }

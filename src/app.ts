@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Services } from './container.js';
 import apiAuth, { refuseWithoutApiKey } from './http/api-auth.plugin.js';
+import { agentsRoutes } from './features/agents/agents.routes.js';
 import { batchesRoutes } from './features/batches/batches.routes.js';
 import { callsRoutes } from './features/calls/calls.routes.js';
 import { eventsRoutes } from './features/events/events.routes.js';
@@ -17,6 +18,7 @@ import { openApiRoutes } from './features/openapi/openapi.routes.js';
 import { providerWebhookRoutes } from './features/providers/provider-webhook.routes.js';
 import requestLog from './http/request-log.plugin.js';
 import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
+import { webhookEndpointsRoutes } from './features/webhook-delivery/endpoints-api.routes.js';
 import accessLog from './http/access-log.plugin.js';
 import { answerFrameworkError, sendUnknownApiPath } from './http/api-edge.js';
 import clientErrors from './http/client-errors.plugin.js';
@@ -43,9 +45,13 @@ const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { servi
   await v1.register(nulInQuery);
   await v1.register(requestLog, { writer: services.requestLog });
   await v1.register(callsRoutes, { deps: services.calls });
+  await v1.register(agentsRoutes, { deps: { db: services.db } });
   await v1.register(batchesRoutes, { deps: services.batches });
   await v1.register(suppressionsRoutes, { deps: services.suppressions });
   await v1.register(eventsRoutes, { deps: { db: services.db, clock: services.clock } });
+  await v1.register(webhookEndpointsRoutes, {
+    deps: { db: services.db, clock: services.clock, allowPrivate: services.config.webhookAllowPrivate },
+  });
   v1.setNotFoundHandler(sendUnknownApiPath);
 };
 

@@ -41,6 +41,8 @@ import * as webhookFairness from './migrations/0020-webhook-fairness.js';
 import * as providerAgents from './migrations/0021-provider-agents.js';
 import * as webhookWorkers from './migrations/0022-webhook-workers.js';
 import * as callContent from './migrations/0023-call-content.js';
+import * as endpointModes from './migrations/0024-endpoint-modes.js';
+import * as callFilters from './migrations/0025-call-filters.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -287,6 +289,8 @@ const migrations: Record<string, Migration> = {
   '0021-provider-agents': providerAgents,
   '0022-webhook-workers': webhookWorkers,
   '0023-call-content': callContent,
+  '0024-endpoint-modes': endpointModes,
+  '0025-call-filters': callFilters,
 };
 
 /** Kysely's record of the migrations applied to a database. */

@@ -135,7 +135,7 @@ export const portalBatchesRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }
     const startingAfter = extra.after !== undefined && isPlainId(extra.after) ? extra.after : undefined;
     const here = portalPath('batches', batch.id);
     const page = await pageOrNone(
-      listRecipients(deps.db, batch.id, {
+      listRecipients(deps.db, batch, {
         limit: recipientsPageSize,
         ...(recipientStatus ? { status: recipientStatus } : {}),
         ...(startingAfter ? { startingAfter } : {}),

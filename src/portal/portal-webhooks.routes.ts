@@ -22,6 +22,8 @@ function endpointValues(form: Static<typeof EndpointForm>): EndpointFormValues {
     description: form.description,
     eventTypes: webhookEventTypes.filter((type) => form.event_types.includes(type)),
     enabled: form.enabled === 'on',
+    // Test unless live is chosen: a receiver being tried out never gets live events.
+    mode: form.mode === 'live' ? 'live' : 'test',
   };
 }
 
@@ -66,7 +68,7 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
   });
 
   app.get('/webhooks/new', async (request, reply) => {
-    const values = { url: '', description: '', eventTypes: [...webhookEventTypes], enabled: true };
+    const values: EndpointFormValues = { url: '', description: '', eventTypes: [...webhookEventTypes], enabled: true, mode: 'test' };
     return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { values, allowPrivate }));
   });
 
@@ -82,6 +84,7 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
         url: values.url,
         description: values.description,
         eventTypes: values.eventTypes,
+        mode: values.mode,
       });
     } catch (error) {
       return fail(problemOf(error));
@@ -107,6 +110,7 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
         ? [...webhookEventTypes]
         : (JSON.parse(endpoint.event_types) as string[]),
       enabled: endpoint.enabled === 1,
+      mode: endpoint.mode,
     };
     return sendPage(reply, 200, endpointFormPage(frameUser(sessionOf(request)), { endpoint, values, allowPrivate }));
   });

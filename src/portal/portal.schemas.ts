@@ -42,6 +42,8 @@ export const EndpointForm = PortalForm({
   event_types: Type.Array(Type.String(), { default: [] }),
   // A checkbox: 'on' when ticked, absent when not.
   enabled: Type.Optional(Type.String()),
+  // Radio buttons on the new-endpoint form only ('test' or 'live'); an endpoint keeps its mode.
+  mode: Type.Optional(Type.String()),
 });
 
 export const ResendForm = PortalForm({ back: Field() });

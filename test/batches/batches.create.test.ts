@@ -49,6 +49,8 @@ await forEachDialect('POST /v1/batches', (dialect) => {
     assert.equal(batch.completed_at, null);
     assert.equal(batch.scheduled_at, batch.created_at);
     assert.deepEqual(Object.keys(batch).sort(), batchFields);
+    // The seeded key is live: the batch and each recipient say so.
+    assert.equal(batch.livemode, true);
     assert.equal(batch.calling_window, null);
     assert.equal(batch.retry, null);
     assert.deepEqual(await readBatch(t, batch.id), batch);
@@ -59,6 +61,7 @@ await forEachDialect('POST /v1/batches', (dialect) => {
       numbers(3).map((to, index) => [to, `ref-${index}`, 'queued']),
     );
     assert.match(recipients[0].id, /^rcp_[0-9a-z]{26}$/);
+    assert.ok(recipients.every((recipient: { livemode: boolean }) => recipient.livemode === true));
     assert.deepEqual(recipients[1].metadata, { customer_name: 'Customer 1', n: 1 });
     assert.deepEqual(Object.keys(recipients[0]).sort(), [
       'attempts',
@@ -66,6 +69,7 @@ await forEachDialect('POST /v1/batches', (dialect) => {
       'id',
       'last_failure_message',
       'last_failure_reason',
+      'livemode',
       'metadata',
       'next_attempt_at',
       'reference',

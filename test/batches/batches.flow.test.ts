@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.js';
 import { createServices, type Services } from '../../src/container.js';
 import { migrateToLatest, openDatabase } from '../../src/db/database.js';
 import * as batchesMigration from '../../src/db/migrations/0009-batches.js';
+import * as callFiltersMigration from '../../src/db/migrations/0025-call-filters.js';
 import { createProviderRegistry } from '../../src/features/providers/provider-registry.js';
 import { createSimulatorProvider, simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
@@ -145,6 +146,8 @@ await forEachDialect('Webhook endpoints made before batches (migration 0009)', (
     const handle = openDatabase(database.config);
     try {
       await migrateToLatest(handle.db);
+      // As a rollback would: the later migration that indexes 0009's columns first (SQLite drops no indexed column).
+      await callFiltersMigration.down(handle.db);
       await batchesMigration.down(handle.db);
       const at = '2026-01-01T00:00:00.000Z';
       await handle.db.insertInto('accounts').values({ id: 'acct_old', name: 'Old', created_at: at }).execute();

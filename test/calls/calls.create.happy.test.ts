@@ -10,12 +10,14 @@ await forEachDialect('POST /v1/calls succeeds', (dialect) => {
   });
   after(async () => t.close());
 
-  it('answers 201 with exactly the fields of spec 2.2 and a Location', async () => {
+  it('answers 201 with exactly the fields of spec 2.2, then livemode, and a Location', async () => {
     const before = Date.now();
     const res = await t.createCall(callBody(t, { metadata: { customer_name: 'Ada', vip: true, visits: 3, note: null } }));
     assert.equal(res.statusCode, 201);
     const body = res.json();
-    assert.deepEqual(Object.keys(body).sort(), ['agent_id', 'created_at', 'id', 'status', 'to']);
+    // Spec 2.2's fields, then livemode (the seeded key is live), in that order.
+    assert.deepEqual(Object.keys(body), ['id', 'agent_id', 'to', 'status', 'created_at', 'livemode']);
+    assert.equal(body.livemode, true);
     assert.match(body.id, /^call_conv_[0-9a-z]{26}$/);
     assert.equal(body.agent_id, t.seed.agentId);
     assert.equal(body.to, '+14155550123');

@@ -275,9 +275,16 @@ await forEachDialect('callgate CLI', (dialect) => {
     assert.doesNotMatch(text.stdout, /agent_elsewhere/);
   });
 
-  it('keys create makes live and test keys, shows each token once, and keys list never shows it', async () => {
-    // Without --mode, a live key (the CLI's default; the portal's form starts on test), and it says so.
-    const live = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'billing-integration']);
+  it('keys create makes test keys by default and live ones when asked, shows each token once, and keys list never shows it', async () => {
+    // Without --mode, a test key (the CLI's default, as the portal's form), and it says so.
+    const byDefault = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'rehearsal']);
+    assert.equal(byDefault.mode, 'test');
+    assert.match(byDefault.token, /^cg_test_[0-9a-f]{64}$/);
+    const defaultText = await runCli(env, ['keys', 'create', '--account', accountId, '--name', 'rehearsal-text']);
+    assert.match(defaultText.stdout, /^Created test key key_/);
+    assert.match(defaultText.stdout, /mode: +test: simulated calls only \(--mode live for real calls\)/);
+
+    const live = await runJson(env, ['keys', 'create', '--account', accountId, '--name', 'billing-integration', '--mode', 'live']);
     assert.match(live.id, /^key_[0-9a-z]{26}$/);
     assert.equal(live.account_id, accountId);
     assert.equal(live.name, 'billing-integration');
@@ -299,7 +306,7 @@ await forEachDialect('callgate CLI', (dialect) => {
     assert.equal(shown.length, 1, 'the token appears exactly once');
     assert.match(text.stdout, /^Created test key key_/);
     assert.match(text.stdout, /mode: +test: simulated calls only \(--mode live for real calls\)/);
-    const liveText = await runCli(env, ['keys', 'create', '--account', accountId, '--name', 'human-live']);
+    const liveText = await runCli(env, ['keys', 'create', '--account', accountId, '--name', 'human-live', '--mode', 'live']);
     assert.match(liveText.stdout, /^Created live key key_/);
     assert.match(liveText.stdout, /mode: +live: real calls through the voice provider/);
     assert.match(text.stdout, /shown only this once/);
@@ -318,7 +325,7 @@ await forEachDialect('callgate CLI', (dialect) => {
       assert.doesNotMatch(run.stdout, /token/);
     }
     const listed = await runJson(env, ['keys', 'list', '--account', accountId]);
-    assert.equal(listed.data.length, 4);
+    assert.equal(listed.data.length, 6);
     for (const key of listed.data) {
       assert.deepEqual(Object.keys(key).sort(), [
         'account_id',

@@ -89,13 +89,18 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     assert.deepEqual(endpoint.event_types, ['call.completed', 'call.failed']);
     assert.equal(endpoint.enabled, true);
     assert.equal(endpoint.description, 'CRM');
+    assert.equal(endpoint.mode, 'test', 'test unless told, as the portal');
+    assert.equal(endpoint.created_by_key_id, null);
 
-    const completedOnly = await runJson(env, [...create, `${receiver.url}?completed`, '--events', 'call.completed']);
+    const completedOnly = await runJson(env, [...create, `${receiver.url}?completed`, '--events', 'call.completed', '--mode', 'live']);
     assert.deepEqual(completedOnly.event_types, ['call.completed']);
+    assert.equal(completedOnly.mode, 'live');
+    await runFailing(env, [...create, receiver.url, '--mode', 'production'], 2, /--mode/);
 
     const text = await runCli(env, [...create, `${receiver.url}?human`]);
     assert.equal(text.code, 0, text.stderr);
-    assert.match(text.stdout, /^Created webhook endpoint we_[0-9a-z]{26} for account acct_/);
+    assert.match(text.stdout, /^Created test webhook endpoint we_[0-9a-z]{26} for account acct_/);
+    assert.match(text.stdout, /mode: +test: receives the events of test-mode keys' calls and batches only \(--mode live for production\)/);
     assert.match(text.stdout, /receivers verify the webhook-signature header with it/);
     assert.equal(text.stdout.match(/whsec_\S+/g)?.length, 1, 'the secret appears once');
   });
@@ -111,8 +116,8 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
 
     const text = await runCli(env, ['webhooks', 'list', '--account', accountId]);
     assert.equal(text.code, 0);
-    assert.match(text.stdout, /^ID +URL +EVENTS +ENABLED +DESCRIPTION +CREATED\n/);
-    assert.ok(text.stdout.includes(`${endpoint.id}  ${receiver.url} `));
+    assert.match(text.stdout, /^ID +MODE +URL +EVENTS +ENABLED +DESCRIPTION +CREATED\n/);
+    assert.ok(text.stdout.includes(`${endpoint.id}  test  ${receiver.url} `));
     assert.doesNotMatch(text.stdout, /whsec_/);
 
     const empty = await runJson(env, ['accounts', 'create', '--name', 'No endpoints']);
@@ -163,8 +168,9 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     } finally {
       await app.close();
     }
-    // Two test events to `endpoint`, then the call's outcome to each of the three endpoints (all want it).
-    const data = await deliveriesWhen([], (rows) => rows.length === 5 && rows.every((row) => row.status === 'succeeded'));
+    // Two test events to `endpoint`, then the test call's outcome to each of the two test endpoints (the live
+    // one, ?completed, gets none).
+    const data = await deliveriesWhen([], (rows) => rows.length === 4 && rows.every((row) => row.status === 'succeeded'));
     assert.deepEqual(
       data.map((row) => row.id),
       data
@@ -176,7 +182,8 @@ await forEachDialect('callgate CLI webhooks', (dialect) => {
     const [newest] = data;
     assert.equal(newest?.event_type, 'call.completed');
     assert.equal(newest?.call_id, callId);
-    const oldest = data[4];
+    assert.equal(data.filter((row) => row.endpoint_url.endsWith('?completed')).length, 0);
+    const oldest = data[3];
     assert.deepEqual(
       { ...oldest, created_at: undefined, last_attempt_at: undefined },
       {

@@ -57,6 +57,7 @@ function schemaOf(example: Json): string | undefined {
   if (id.startsWith('batch_')) return 'Batch';
   if (id.startsWith('rcp_')) return 'Recipient';
   if (id.startsWith('sup_')) return 'Suppression';
+  if (id.startsWith('we_')) return 'secret' in example ? 'WebhookEndpointWithSecret' : 'WebhookEndpoint';
   if (id.startsWith('call_')) return Object.keys(example).every((key) => key in schemas.CallCreated!.properties) ? 'CallCreated' : 'Call';
   return undefined;
 }
@@ -164,6 +165,7 @@ it('catches an example that lacks a required field or has one the schema lacks (
     max_concurrency: 1,
     created_at: 't',
     completed_at: null,
+    livemode: false,
   };
   const counts = { total: 1, queued: 1, dialing: 0, in_progress: 0, completed: 0, failed: 0, cancelled: 0 };
   assert.equal(schemaOf({ data: [{ id: 'rcp_x' }], has_more: false }), 'RecipientList');

@@ -194,6 +194,44 @@ await forEachDialect('Every operation answers as the OpenAPI document says', (di
     expectStatus(await deleteSuppression(t, '+14155550888'), 404, 'not_found');
   });
 
+  it('webhook endpoints: 201, replay, 200, 204, 400, 404, 409', async () => {
+    const path = '/v1/webhook_endpoints';
+    const body = { url: 'https://example.com/oa-hooks', enabled_events: ['call.completed'], description: 'OpenAPI' };
+    const created = await postApi(t, path, body, { idempotencyKey: 'oa-we-1' });
+    expectStatus(created, 201);
+    const replay = await postApi(t, path, body, { idempotencyKey: 'oa-we-1' });
+    expectStatus(replay, 201);
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    expectStatus(await postApi(t, path, { ...body, description: 'other' }, { idempotencyKey: 'oa-we-1' }), 409, 'idempotency_conflict');
+    expectStatus(await postApi(t, path, { ...body, enabled_events: ['call.nope'] }), 400, 'invalid_request');
+    const id = created.json().id as string;
+    const send = (method: 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
+      t.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${t.seed.token}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
+      });
+    expectStatus(await apiGet(t, `${path}?url=${encodeURIComponent(body.url)}`), 200);
+    expectStatus(await apiGet(t, `${path}?limit=0`), 400, 'invalid_request');
+    expectStatus(await apiGet(t, `${path}/${id}`), 200);
+    expectStatus(await apiGet(t, `${path}/we_unknown`), 404, 'not_found');
+    expectStatus(await send('PATCH', `${path}/${id}`, { disabled: true }), 200);
+    expectStatus(await send('PATCH', `${path}/${id}`, {}), 400, 'invalid_request');
+    expectStatus(await send('PATCH', `${path}/we_unknown`, { disabled: false }), 404, 'not_found');
+    expectStatus(await apiPost(t, `${path}/${id}/rotate_secret`), 200);
+    expectStatus(await apiPost(t, `${path}/we_unknown/rotate_secret`), 404, 'not_found');
+    expectStatus(await send('DELETE', `${path}/${id}`), 204);
+    expectStatus(await send('DELETE', `${path}/${id}`), 404, 'not_found');
+  });
+
+  it('agents: 200, 400, 404', async () => {
+    expectStatus(await apiGet(t, '/v1/agents'), 200);
+    expectStatus(await apiGet(t, '/v1/agents?limit=0'), 400, 'invalid_request');
+    expectStatus(await apiGet(t, `/v1/agents/${t.seed.agentId}`), 200);
+    expectStatus(await apiGet(t, '/v1/agents/agent_unknown'), 404, 'not_found');
+  });
+
   it('events: 200 for each type of event, 400, 404', async () => {
     const types = ['call.completed', 'call.failed', 'batch.completed'];
     const events = await eventually('an event of each type', async () => {

@@ -213,6 +213,9 @@ else {
       await page.getByRole('link', { name: 'Add endpoint' }).click();
       await page.getByLabel('Endpoint URL').fill(receiver.url);
       await page.getByLabel(/^Description/).fill('Local receiver');
+      // Test is chosen unless live is: the calls below are made with a live key.
+      assert.equal(await page.getByRole('radio', { name: /^Test/ }).isChecked(), true);
+      await page.getByRole('radio', { name: /^Live/ }).check();
       await screenshot(page, '08-webhook-new');
       await page.getByRole('button', { name: 'Add endpoint' }).click();
       await page.getByRole('status').filter({ hasText: 'The endpoint is added' }).waitFor();

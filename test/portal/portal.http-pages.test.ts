@@ -283,8 +283,14 @@ await forEachDialect('Portal pages: calls and the request log', (dialect) => {
   it("shows each call as test or live, and names each delivery's endpoint in its summary", async () => {
     receiver.fallback = { status: 200, body: 'ok' };
     const { db, clock } = t.services;
-    const named = await createEndpoint(db, clock, true, { accountId: t.seed.accountId, url: receiver.url, description: 'CRM <sync>' });
-    const bare = await createEndpoint(db, clock, true, { accountId: t.seed.accountId, url: `${receiver.url}?bare=1` });
+    // Test endpoints: the test call's event goes to them (a live one would get only the live call's).
+    const named = await createEndpoint(db, clock, true, {
+      accountId: t.seed.accountId,
+      url: receiver.url,
+      description: 'CRM <sync>',
+      mode: 'test',
+    });
+    const bare = await createEndpoint(db, clock, true, { accountId: t.seed.accountId, url: `${receiver.url}?bare=1`, mode: 'test' });
     const testToken = (await createApiKey(db, clock, { accountId: t.seed.accountId, name: 'test', mode: 'test' })).token;
     const live = (await t.createCall(callBody(t))).json();
     const test = (await t.createCall(callBody(t), { token: testToken })).json();

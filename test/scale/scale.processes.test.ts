@@ -316,7 +316,7 @@ await forEachDialect('Scale: 3 API processes and 2 workers on one PostgreSQL, li
         systemClock,
         Array.from({ length: 150 }, (_, n) => ({
           accountId: seed.accountId,
-          mode: 'test',
+          mode: 'live',
           type: 'call.completed',
           callId: null,
           data: { n },

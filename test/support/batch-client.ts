@@ -15,6 +15,7 @@ export const batchFields = [
   'counts',
   'created_at',
   'id',
+  'livemode',
   'max_concurrency',
   'name',
   'retry',

@@ -47,6 +47,9 @@ await forEachDialect('Events API', (dialect) => {
     const { db, clock } = t.services;
     receiver = await startWebhookReceiver();
     secret = (await createEndpoint(db, clock, true, { accountId: t.seed.accountId, url: receiver.url })).secret;
+    // The test key's events go to a test endpoint of their own (signed with the same secret here, for brevity).
+    const testEndpoint = await createEndpoint(db, clock, true, { accountId: t.seed.accountId, url: receiver.url, mode: 'test' });
+    await db.updateTable('webhook_endpoints').set({ secret }).where('id', '=', testEndpoint.id).execute();
     testToken = (await createApiKey(db, clock, { accountId: t.seed.accountId, name: 'test key', mode: 'test' })).token;
     other = await t.newAccount({ agentId: 'agent_other' });
     otherSecret = (await createEndpoint(db, clock, true, { accountId: other.accountId, url: receiver.url })).secret;

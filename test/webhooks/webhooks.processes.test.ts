@@ -293,7 +293,7 @@ await forEachDialect('Two webhook worker processes', (dialect) => {
       for (let i = 0; i < eventCount; i++) {
         await enqueueEvent(trx, systemClock, {
           accountId: seeded.seed.accountId,
-          mode: 'test',
+          mode: 'live',
           type: 'call.completed',
           callId: null,
           data: { n: i },

@@ -272,7 +272,7 @@ await forEachDialect('Endpoints failing for 5 days', (dialect) => {
     await sleep(100);
     assert.equal(receiver.received.length, 7);
     // New events no longer get a delivery to it.
-    await enqueueEvent(t.services.db, clock, { accountId: t.seed.accountId, mode: 'test', type: 'call.completed', callId: null, data: {} });
+    await enqueueEvent(t.services.db, clock, { accountId: t.seed.accountId, mode: 'live', type: 'call.completed', callId: null, data: {} });
     t.services.notifier.notify();
     await sleep(100);
     assert.equal(receiver.received.length, 7);

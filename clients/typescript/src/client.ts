@@ -2,6 +2,7 @@
 import { PageIterator, type Page } from './pagination.js';
 import { Transport, type ApiRequest, type RequestOptions, type ResponseInfo, type TransportOptions } from './http.js';
 import type {
+  Agent,
   Batch,
   Call,
   CallCreated,
@@ -10,6 +11,7 @@ import type {
   CreateCallParams,
   CreateSuppressionParams,
   Event,
+  ListAgentsParams,
   ListBatchesParams,
   ListCallsParams,
   ListEventsParams,
@@ -17,6 +19,11 @@ import type {
   ListSuppressionsParams,
   Recipient,
   Suppression,
+  CreateWebhookEndpointParams,
+  ListWebhookEndpointsParams,
+  UpdateWebhookEndpointParams,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
 } from './types.js';
 import { webhooks } from './webhooks.js';
 
@@ -94,6 +101,23 @@ export class Calls extends Resource {
       arrayBuffer: () => response.arrayBuffer(),
       lastResponse: info,
     };
+  }
+}
+
+export class Agents extends Resource {
+  /** GET /v1/agents/{id}: an agent of the key's account (`agent_…`); another account's is a NotFoundError. */
+  retrieve(agentId: string, options?: RequestOptions): Promise<WithResponse<Agent>> {
+    return this.send({ method: 'GET', path: `/v1/agents/${id(agentId)}` }, options);
+  }
+
+  /** Every agent of the account (newest first), across pages: `for await (const agent of client.agents.list())`. */
+  list(params: ListAgentsParams = {}, options?: RequestOptions): PageIterator<Agent> {
+    return this.iterate('/v1/agents', params, options);
+  }
+
+  /** GET /v1/agents: one page. */
+  listPage(params: ListAgentsParams = {}, options?: RequestOptions): Promise<WithResponse<Page<Agent>>> {
+    return this.page('/v1/agents', params, options);
   }
 }
 
@@ -191,19 +215,71 @@ export class Events extends Resource {
   }
 }
 
+export class WebhookEndpoints extends Resource {
+  /**
+   * POST /v1/webhook_endpoints: an endpoint in the key's mode, answered with its `secret` (whsec_…), which no
+   * other read shows: store it. One Idempotency-Key across its tries (as calls.create), so a retry after a
+   * lost answer gets the same endpoint and secret, never a second endpoint.
+   */
+  create(params: CreateWebhookEndpointParams, options?: RequestOptions): Promise<WithResponse<WebhookEndpointWithSecret>> {
+    return this.send({ method: 'POST', path: '/v1/webhook_endpoints', body: params, idempotent: true }, options);
+  }
+
+  /** GET /v1/webhook_endpoints/{id}: an endpoint of the key's account and mode (any other is a NotFoundError). */
+  retrieve(endpointId: string, options?: RequestOptions): Promise<WithResponse<WebhookEndpoint>> {
+    return this.send({ method: 'GET', path: `/v1/webhook_endpoints/${id(endpointId)}` }, options);
+  }
+
+  /** Every endpoint of the key (newest first), across pages; `{url}` finds those of one URL. */
+  list(params: ListWebhookEndpointsParams = {}, options?: RequestOptions): PageIterator<WebhookEndpoint> {
+    return this.iterate('/v1/webhook_endpoints', params, options);
+  }
+
+  /** GET /v1/webhook_endpoints: one page. */
+  listPage(params: ListWebhookEndpointsParams = {}, options?: RequestOptions): Promise<WithResponse<Page<WebhookEndpoint>>> {
+    return this.page('/v1/webhook_endpoints', params, options);
+  }
+
+  /**
+   * PATCH /v1/webhook_endpoints/{id}: the fields given change (`disabled: false` enables it again). Setting
+   * fields twice gives the same endpoint, so it is retried like a GET.
+   */
+  update(endpointId: string, params: UpdateWebhookEndpointParams, options?: RequestOptions): Promise<WithResponse<WebhookEndpoint>> {
+    return this.send({ method: 'PATCH', path: `/v1/webhook_endpoints/${id(endpointId)}`, body: params }, options);
+  }
+
+  /** DELETE /v1/webhook_endpoints/{id}: nothing more is sent to it. One deleted already is a NotFoundError. */
+  async delete(endpointId: string, options?: RequestOptions): Promise<ResponseInfo> {
+    return (await this.send<object>({ method: 'DELETE', path: `/v1/webhook_endpoints/${id(endpointId)}` }, options)).lastResponse;
+  }
+
+  /**
+   * POST /v1/webhook_endpoints/{id}/rotate_secret: a new `secret`; the old one signs beside it for 24 hours.
+   * Not retried unless `options.maxRetries` says so: a second rotation, after an answer lost on the way,
+   * would end the old secret's 24 hours at once for a new one nobody saw.
+   */
+  rotateSecret(endpointId: string, options?: RequestOptions): Promise<WithResponse<WebhookEndpointWithSecret>> {
+    return this.send({ method: 'POST', path: `/v1/webhook_endpoints/${id(endpointId)}/rotate_secret` }, { maxRetries: 0, ...options });
+  }
+}
+
 export class Callgate {
   readonly calls: Calls;
+  readonly agents: Agents;
   readonly batches: Batches;
   readonly suppressions: Suppressions;
   readonly events: Events;
+  readonly webhookEndpoints: WebhookEndpoints;
   /** `webhooks.verify(payload, headers, secret)`; needs no API key (also exported on its own). */
   readonly webhooks = webhooks;
 
   constructor(options: CallgateOptions) {
     const transport = new Transport(options);
     this.calls = new Calls(transport);
+    this.agents = new Agents(transport);
     this.batches = new Batches(transport);
     this.suppressions = new Suppressions(transport);
     this.events = new Events(transport);
+    this.webhookEndpoints = new WebhookEndpoints(transport);
   }
 }

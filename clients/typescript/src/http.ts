@@ -53,7 +53,7 @@ export interface ResponseInfo {
 }
 
 export interface ApiRequest {
-  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** The path after the base URL, starting with `/v1/`, its parts already encoded. */
   readonly path: string;
   readonly query?: Readonly<Record<string, string | number | undefined>>;

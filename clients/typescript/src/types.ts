@@ -25,6 +25,10 @@ export type TranscriptTurn = CallTranscript['turns'][number];
 export type CallAnalysis = NonNullable<Call['analysis']>;
 export type Metadata = NonNullable<CreateCallParams['metadata']>;
 
+/** An agent of the account (GET /v1/agents): what a call or a batch is placed with, never a provider credential. */
+export type Agent = Success<'retrieveAgent', 200>;
+export type ListAgentsParams = ListQuery<'listAgents'>;
+
 export type CreateBatchParams = RequestBody<'createBatch'>;
 export type Batch = Success<'retrieveBatch', 200>;
 export type ListBatchesParams = ListQuery<'listBatches'>;
@@ -38,6 +42,14 @@ export type ListSuppressionsParams = ListQuery<'listSuppressions'>;
 /** An event as GET /v1/events answers it: call.completed, call.failed or batch.completed. */
 export type Event = Success<'retrieveEvent', 200>;
 export type ListEventsParams = ListQuery<'listEvents'>;
+
+export type CreateWebhookEndpointParams = RequestBody<'createWebhookEndpoint'>;
+export type UpdateWebhookEndpointParams = RequestBody<'updateWebhookEndpoint'>;
+/** An endpoint as every read answers it: never with its secret. */
+export type WebhookEndpoint = Success<'retrieveWebhookEndpoint', 200>;
+/** The answer of a creation or a rotation: the endpoint with its `secret` (whsec_…), shown there only. */
+export type WebhookEndpointWithSecret = Success<'createWebhookEndpoint', 201>;
+export type ListWebhookEndpointsParams = ListQuery<'listWebhookEndpoints'>;
 
 /** The body of each webhook of the document's `webhooks` section, by event type. */
 export type WebhookEvents = { [Type in keyof webhooks]: BodyOf<webhooks[Type]['post']> };

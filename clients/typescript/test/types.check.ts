@@ -13,6 +13,10 @@ import type {
   Suppression,
   WebhookEvent,
   CallFailedEvent,
+  CallTranscript,
+  Agent,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
 } from '../src/index.js';
 type IsNever<T> = [T] extends [never] ? true : false;
 type IsAny<T> = 0 extends 1 & T ? true : false;
@@ -28,7 +32,11 @@ const checks: [
   IsNever<WebhookEvent>,
   IsAny<WebhookEvent>,
   IsNever<CallFailedEvent>,
-] = [false, false, false, false, false, false, false, false, false, false, false];
+  IsNever<CallTranscript>,
+  IsNever<Agent>,
+  IsNever<WebhookEndpoint>,
+  IsNever<WebhookEndpointWithSecret>,
+] = [false, false, false, false, false, false, false, false, false, false, false, false, false, false, false];
 const limit: ListCallsParams = { limit: 2, status: 'failed' };
 declare const b: Batch;
 const total: number = b.counts.total;
@@ -41,9 +49,20 @@ if (e.type === 'webhook.test') {
   const d: string = e.data.endpoint_id;
   void d;
 }
+declare const c: Call;
+const judged: boolean | null | undefined = c.analysis?.successful;
+const live: boolean = c.livemode;
+declare const t: CallTranscript;
+const role: 'agent' | 'user' | undefined = t.turns[0]?.role;
+declare const w: WebhookEndpointWithSecret;
+const secret: string = w.secret;
 declare const r: Recipient;
 const ids: string[] = r.call_ids;
 void checks;
 void limit;
 void total;
 void ids;
+void judged;
+void live;
+void role;
+void secret;

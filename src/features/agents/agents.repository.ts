@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { olderThan, type ListCursor } from '../../db/cursor.js';
 import type { AgentRow, NewAgentRow } from './agents.tables.js';
 
 export async function insertAgent(db: Db, row: NewAgentRow): Promise<void> {
@@ -12,6 +13,19 @@ export async function findAgentInAccount(db: Db, accountId: string, agentId: str
 
 export async function listAgentsByAccount(db: Db, accountId: string): Promise<AgentRow[]> {
   return db.selectFrom('agents').selectAll().where('account_id', '=', accountId).orderBy('name').orderBy('id').execute();
+}
+
+/**
+ * A page of the account's agents, newest first by creation time and then row id, after `startingAfter` (the
+ * last agent of the page before). The unique (account_id, agent_id) index finds them; an account has few.
+ */
+export async function listAgentsPage(
+  db: Db,
+  filter: { accountId: string; limit: number; startingAfter?: ListCursor },
+): Promise<AgentRow[]> {
+  let query = db.selectFrom('agents').selectAll().where('account_id', '=', filter.accountId);
+  if (filter.startingAfter) query = query.where(olderThan(filter.startingAfter));
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }
 
 export async function updateAgent(

@@ -5,6 +5,7 @@ import { newId } from '../../lib/ids.js';
 import { providerIdRule } from '../providers/provider-http.js';
 import { agentProviders, isRealProvider, missingSetting, providerEntry, type ProviderConfig } from '../providers/provider-catalogue.js';
 import * as repo from './agents.repository.js';
+import type { Agent } from './agents.schemas.js';
 import type { AgentProvider, AgentRow } from './agents.tables.js';
 
 /** An agent as shown to people: every stored field is public within its account. */
@@ -127,6 +128,52 @@ export async function upsertAgent(
 
 export async function listAgents(db: Db, accountId: string): Promise<AgentView[]> {
   return (await repo.listAgentsByAccount(db, accountId)).map(toAgentView);
+}
+
+/**
+ * An agent as the API shows it. The provider's id of it is what a call is placed with (dial-driver.ts):
+ * its own column for the providers that have one, callgate's agent id for the others.
+ */
+export function toAgent(row: AgentRow): Agent {
+  return {
+    id: row.agent_id,
+    name: row.name,
+    provider: row.provider,
+    provider_agent_id: row.provider_agent_id ?? row.agent_id,
+    created_at: row.created_at,
+  };
+}
+
+/** True for text that PostgreSQL refuses as a query parameter; such a value names no agent. */
+const hasNul = (text: string) => text.includes('\u0000');
+
+/**
+ * GET /v1/agents: a page of the account's agents, newest first. A starting_after that is no agent of the
+ * account is a 400 naming it (a cursor cannot probe other accounts).
+ */
+export async function listAgentsPage(
+  db: Db,
+  accountId: string,
+  query: { readonly limit: number; readonly startingAfter?: string },
+): Promise<{ data: Agent[]; has_more: boolean }> {
+  let cursor: AgentRow | undefined;
+  if (query.startingAfter !== undefined) {
+    cursor = hasNul(query.startingAfter) ? undefined : await repo.findAgentInAccount(db, accountId, query.startingAfter);
+    if (!cursor) throw new ApiError('invalid_request', 'starting_after is not an agent of this account.', { param: 'starting_after' });
+  }
+  const rows = await repo.listAgentsPage(db, {
+    accountId,
+    limit: query.limit + 1,
+    ...(cursor === undefined ? {} : { startingAfter: { createdAt: cursor.created_at, id: cursor.id } }),
+  });
+  return { data: rows.slice(0, query.limit).map(toAgent), has_more: rows.length > query.limit };
+}
+
+/** GET /v1/agents/{id}: the account's agent, or a 404 (another account's agent is as absent as an unknown one). */
+export async function retrieveAgent(db: Db, accountId: string, agentId: string): Promise<Agent> {
+  const row = hasNul(agentId) ? undefined : await repo.findAgentInAccount(db, accountId, agentId);
+  if (row) return toAgent(row);
+  throw new ApiError('not_found', agentId === '' ? 'An agent id is needed: GET /v1/agents/{id}.' : `No agent ${agentId} in this account.`);
 }
 
 export async function findAgent(db: Db, accountId: string, agentId: string): Promise<AgentRow | undefined> {

@@ -36,6 +36,7 @@ export function toBatch(row: BatchRow, counts: BatchCounts): Batch {
     retry: row.retry === null ? null : (JSON.parse(row.retry) as Batch['retry']),
     created_at: row.created_at,
     completed_at: row.completed_at,
+    livemode: row.mode === 'live',
   };
 }
 
@@ -51,9 +52,10 @@ export async function batchesWithCounts(db: Db, rows: readonly BatchRow[]): Prom
 
 /**
  * A recipient as every representation shows it (API, CLI's --json, portal), its fields in the order of the
- * schema: the row's failure columns hold the latest failed call's, kept while a retry waits.
+ * schema: the row's failure columns hold the latest failed call's, kept while a retry waits. A recipient has
+ * its batch's mode (`livemode`), which its row does not repeat.
  */
-export function toRecipient(row: RecipientRow): Recipient {
+export function toRecipient(row: RecipientRow, batch: Pick<Batch, 'livemode'>): Recipient {
   const failed = row.status === 'failed';
   return {
     id: row.id,
@@ -69,5 +71,6 @@ export function toRecipient(row: RecipientRow): Recipient {
     next_attempt_at: row.status === 'queued' ? row.next_attempt_at : null,
     ...(failed ? { failure_reason: row.failure_reason ?? 'unknown', failure_message: row.failure_message } : {}),
     updated_at: row.updated_at,
+    livemode: batch.livemode,
   };
 }

@@ -4,7 +4,7 @@ import { ListLimitQuery } from '../../http/list-limit.js';
 import { pathIdMaxLength } from '../../lib/ids.js';
 import type { PatternHints } from '../../errors/validation-messages.js';
 import { e164Pattern } from '../../lib/phone-numbers.js';
-import { Metadata } from '../calls/calls.schemas.js';
+import { Livemode, Metadata } from '../calls/calls.schemas.js';
 import { weekdays } from './calling-window.js';
 import { batchStatuses, recipientStatuses } from './batches.tables.js';
 import { IdempotencyHeaders } from '../idempotency/idempotency.schemas.js';
@@ -141,6 +141,7 @@ export const Batch = Type.Object({
   ]),
   created_at: Type.String(),
   completed_at: Type.Union([Type.String(), Type.Null()]),
+  livemode: Livemode,
 });
 export type Batch = Static<typeof Batch>;
 
@@ -171,6 +172,8 @@ export const Recipient = Type.Object({
   failure_reason: Type.Optional(Type.String({ description: 'Once failed for good: why (the same as last_failure_reason)' })),
   failure_message: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   updated_at: Type.String(),
+  /** Its batch's. */
+  livemode: Livemode,
 });
 export type Recipient = Static<typeof Recipient>;
 

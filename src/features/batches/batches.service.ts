@@ -280,14 +280,15 @@ export async function listBatches(
 }
 
 /**
- * A page of a batch's recipients in the order sent; `batchId` must already be known to be in the caller's
+ * A page of a batch's recipients in the order sent; `batch` must already be known to be in the caller's
  * scope. `startingAfter` must be a recipient of this batch.
  */
 export async function listRecipients(
   db: Db,
-  batchId: string,
+  batch: Pick<Batch, 'id' | 'livemode'>,
   query: { limit: number; startingAfter?: string; status?: RecipientStatus },
 ): Promise<{ data: Recipient[]; has_more: boolean }> {
+  const batchId = batch.id;
   let afterPosition: number | undefined;
   if (query.startingAfter !== undefined) {
     const cursor = await repo.findRecipient(db, batchId, query.startingAfter);
@@ -300,7 +301,7 @@ export async function listRecipients(
     ...(afterPosition === undefined ? {} : { afterPosition }),
     ...(query.status === undefined ? {} : { status: query.status }),
   });
-  return { data: rows.slice(0, query.limit).map(toRecipient), has_more: rows.length > query.limit };
+  return { data: rows.slice(0, query.limit).map((row) => toRecipient(row, batch)), has_more: rows.length > query.limit };
 }
 
 /** A page of the recipients of a batch within `scope` (a `not_found` outside it). */
@@ -311,7 +312,7 @@ export async function listBatchRecipients(
   query: { limit: number; startingAfter?: string; status?: RecipientStatus },
 ): Promise<{ data: Recipient[]; has_more: boolean }> {
   const batch = await retrieveBatch(db, batchId, scope);
-  return listRecipients(db, batch.id, query);
+  return listRecipients(db, batch, query);
 }
 
 export type BatchAction = 'pause' | 'resume' | 'cancel';

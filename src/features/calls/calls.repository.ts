@@ -3,6 +3,7 @@ import type { Db } from '../../db/database.js';
 import { claimRows, jsonUpdate } from '../../db/claim.js';
 import type { CallRow } from './calls.tables.js';
 import { olderThan } from '../../db/cursor.js';
+import { notByIndex } from '../../db/functions.js';
 
 /** Every column given, none left to a default: the row is the whole call. */
 export async function insertCall(db: Db, row: CallRow): Promise<void> {
@@ -100,6 +101,13 @@ export interface CallListFilter {
   startingAfter?: { readonly createdAt: string; readonly id: string };
   status?: CallRow['status'];
   agentId?: string;
+  /** Only the calls to this number (E.164). */
+  to?: string;
+  batchId?: string;
+  reference?: string;
+  /** Exclusive bounds on created_at (ISO 8601 UTC, as stored). */
+  createdAfter?: string;
+  createdBefore?: string;
   /** Only the calls made in this mode (an API key's); all of them when absent (the portal). */
   mode?: CallRow['mode'];
 }
@@ -116,6 +124,17 @@ export async function listCalls(db: Db, filter: CallListFilter): Promise<CallRow
   }
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.agentId) query = query.where('agent_id', '=', filter.agentId);
+  // Each equality has an index of (account_id, <column>, created_at, id) (0025-call-filters.ts): the page is
+  // read in order from its range, with the bounds on created_at as its ends.
+  if (filter.to !== undefined) query = query.where('to_number', '=', filter.to);
+  if (filter.batchId !== undefined) query = query.where('batch_id', '=', filter.batchId);
+  if (filter.reference !== undefined) query = query.where('reference', '=', filter.reference);
+  // With one of those (a number's, a batch's or a recipient's few calls), its index drives the query: SQLite
+  // would take a time span of (account_id, created_at, id) for narrower, and walk every call in it.
+  const selective = filter.to !== undefined || filter.batchId !== undefined || filter.reference !== undefined;
+  const createdAt = selective ? notByIndex(db, 'created_at') : sql.ref('created_at');
+  if (filter.createdAfter !== undefined) query = query.where(createdAt, '>', filter.createdAfter);
+  if (filter.createdBefore !== undefined) query = query.where(createdAt, '<', filter.createdBefore);
   if (filter.mode) query = query.where('mode', '=', filter.mode);
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }

@@ -4,6 +4,7 @@ import { registerMethodNotAllowed } from '../../errors/error-handler.js';
 import { errorResponses } from '../../errors/error-schemas.js';
 import { parseListLimit } from '../../http/list-limit.js';
 import { requireApiKey } from '../../http/api-auth.plugin.js';
+import { parseQueryDateTime, parseQueryPhoneNumber } from '../../http/query-values.js';
 import {
   Call,
   CallCreated,
@@ -15,8 +16,25 @@ import {
   ListCallsQuery,
   createCallPatternHints,
 } from './calls.schemas.js';
-import { createCall, listCallsOfKey, retrieveCall, type CallsDeps } from './calls.service.js';
-import { extensionOf, openRecording, readTranscript } from './call-content.service.js';
+import { createCall, listCallsOfKey, retrieveCall, type CallPageQuery, type CallsDeps } from './calls.service.js';
+import { openRecording, readTranscript } from './call-content.service.js';
+import { sendRecording } from './recording-reply.js';
+
+/** GET /v1/calls's query as the service takes it: the limit, the number and the times parsed (each a 400 naming it). */
+function callPageQueryOf(query: ListCallsQuery): Omit<CallPageQuery, 'mode'> {
+  const { starting_after: startingAfter, status, agent_id: agentId, batch_id: batchId, reference } = query;
+  return {
+    limit: parseListLimit(query.limit),
+    ...(startingAfter === undefined ? {} : { startingAfter }),
+    ...(status === undefined ? {} : { status }),
+    ...(agentId === undefined ? {} : { agentId }),
+    ...(query.to === undefined ? {} : { to: parseQueryPhoneNumber(query.to, 'to') }),
+    ...(batchId === undefined ? {} : { batchId }),
+    ...(reference === undefined ? {} : { reference }),
+    ...(query.created_after === undefined ? {} : { createdAfter: parseQueryDateTime(query.created_after, 'created_after') }),
+    ...(query.created_before === undefined ? {} : { createdBefore: parseQueryDateTime(query.created_before, 'created_before') }),
+  };
+}
 
 export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async (app, { deps }) => {
   app.post(
@@ -62,19 +80,14 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     operationId: 'listCalls',
     tags: ['Calls'],
     summary: 'List calls',
-    description: "The key's calls of its mode, newest first, a page at a time: pass the last id as starting_after for the next page.",
+    description:
+      "The key's calls of its mode, newest first, a page at a time: pass the last id as starting_after for the next page. The filters combine (a call must match each one given); created_after and created_before are exclusive bounds.",
     querystring: ListCallsQuery,
     response: { 200: CallList, ...errorResponses([]) },
   };
-  app.get('/calls', { schema: listSchema }, async (request) => {
-    const { starting_after: startingAfter, status, agent_id: agentId } = request.query;
-    return listCallsOfKey(deps.db, requireApiKey(request), {
-      limit: parseListLimit(request.query.limit),
-      ...(startingAfter === undefined ? {} : { startingAfter }),
-      ...(status === undefined ? {} : { status }),
-      ...(agentId === undefined ? {} : { agentId }),
-    });
-  });
+  app.get('/calls', { schema: listSchema }, async (request) =>
+    listCallsOfKey(deps.db, requireApiKey(request), callPageQueryOf(request.query)),
+  );
   registerMethodNotAllowed(app, '/calls', ['GET', 'POST']);
 
   const retrieveSchema = {
@@ -101,7 +114,7 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     params: CallParams,
     response: { 200: CallTranscript, ...errorResponses(['not_found', 'call_not_ended']) },
   };
-  app.get('/calls/:id/transcript', { schema: transcriptSchema }, async (request) =>
+  app.get('/calls/:id/transcript', { schema: transcriptSchema, config: { logResponseBody: false } }, async (request) =>
     readTranscript(deps.db, scopeOf(request), request.params.id),
   );
   registerMethodNotAllowed(app, '/calls/:id/transcript', ['GET']);
@@ -115,19 +128,17 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     params: CallParams,
     response: {
       200: {
-        description: 'The recording, in the content type its provider gave.',
+        description:
+          'The recording, in the content type its provider gave, streamed as it arrives. Sent with Cache-Control: private, no-store (it is personal data), Accept-Ranges: none (ask for the whole file; no HEAD) and Content-Disposition: inline with a file name.',
         content: { 'audio/*': { schema: { type: 'string', format: 'binary' } } },
       },
       ...errorResponses(['not_found', 'recording_not_available', 'call_not_ended', 'provider_unavailable']),
     },
   };
-  app.get('/calls/:id/recording', { schema: recordingSchema }, async (request, reply) => {
-    const recording = await openRecording(deps.db, deps.providers, scopeOf(request), request.params.id);
-    // The audio is personal data: kept by no shared cache, and never rendered as anything but audio.
-    reply.header('content-type', recording.contentType).header('cache-control', 'private, no-store');
-    reply.header('content-disposition', `inline; filename="${request.params.id}.${extensionOf(recording.contentType)}"`);
-    if (recording.contentLength !== null) reply.header('content-length', recording.contentLength);
-    return reply.send(recording.body);
+  // No HEAD: it would download the whole recording from the provider to answer headers only.
+  app.get('/calls/:id/recording', { schema: recordingSchema, exposeHeadRoute: false }, async (request, reply) => {
+    const recording = await openRecording(deps.db, deps.providers, scopeOf(request), request.params.id, request.log);
+    return sendRecording(request, reply, recording, request.params.id);
   });
-  registerMethodNotAllowed(app, '/calls/:id/recording', ['GET']);
+  registerMethodNotAllowed(app, '/calls/:id/recording', ['GET'], { head: false });
 };

@@ -35,12 +35,16 @@ export type CreateCallBody = Static<typeof CreateCallBody>;
 
 export const CreateCallHeaders = IdempotencyHeaders;
 
+/** As in Stripe: true for an object of live mode (a cg_live_ key's), false for test mode's. */
+export const Livemode = Type.Boolean({ description: 'true when made in live mode (with a cg_live_ key), false in test mode' });
+
 export const CallCreated = Type.Object({
   id: Type.String(),
   agent_id: Type.String(),
   to: Type.String(),
   status: Type.Literal('initiated'),
   created_at: Type.String({ format: 'date-time' }),
+  livemode: Livemode,
 });
 export type CallCreated = Static<typeof CallCreated>;
 
@@ -57,6 +61,8 @@ export const Call = Type.Object({
   status: CallStatus,
   metadata: Nullable(Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]))),
   created_at: Type.String(),
+  // With the fields every call has, before those of its outcome: in the same place whatever the status.
+  livemode: Livemode,
   duration_seconds: Type.Optional(Type.Integer()),
   transcript_summary: Type.Optional(Type.String()),
   started_at: Type.Optional(Type.String()),
@@ -75,7 +81,12 @@ export const Call = Type.Object({
 export type Call = Static<typeof Call>;
 
 export const TranscriptTurn = Type.Object({
-  role: Type.Union([Type.Literal('agent'), Type.Literal('user')]),
+  // An enum, not a union of literals: one list of values in the document and its generated clients.
+  role: Type.Unsafe<'agent' | 'user'>({
+    type: 'string',
+    enum: ['agent', 'user'],
+    description: 'Who spoke: the agent, or the person called',
+  }),
   text: Type.String(),
   offset_seconds: Nullable(Type.Number({ description: 'Seconds from the start of the call, when the provider says.' })),
 });
@@ -98,6 +109,18 @@ export const ListCallsQuery = Type.Object(
     // An enum, not a union of literals: its validation error lists the allowed values.
     status: Type.Optional(Type.Unsafe<(typeof callStatuses)[number]>({ type: 'string', enum: [...callStatuses] })),
     agent_id: Type.Optional(Type.String({ maxLength: 200 })),
+    // Checked by the service, which says what is wrong (a + sent unencoded reads as a space).
+    to: Type.Optional(Type.String({ maxLength: 64, description: 'Only calls to this number (E.164, its + URL-encoded as %2B)' })),
+    batch_id: Type.Optional(Type.String({ maxLength: 200, description: 'Only the calls this batch placed' })),
+    reference: Type.Optional(
+      Type.String({ maxLength: 255, description: "Only calls of batch recipients with this reference (the recipient's own id)" }),
+    ),
+    created_after: Type.Optional(
+      Type.String({ maxLength: 64, description: 'ISO 8601 with a time zone: only calls created after it (exclusive)' }),
+    ),
+    created_before: Type.Optional(
+      Type.String({ maxLength: 64, description: 'ISO 8601 with a time zone: only calls created before it (exclusive)' }),
+    ),
   },
   { additionalProperties: false },
 );

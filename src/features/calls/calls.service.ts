@@ -50,6 +50,7 @@ export function toCall(row: CallRow): Call {
     status: row.status,
     metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Call['metadata']),
     created_at: row.created_at,
+    livemode: row.mode === 'live',
   };
   if (row.status === 'completed') {
     call.duration_seconds = row.duration_seconds ?? 0;
@@ -164,8 +165,9 @@ export async function listCalls(db: Db, accountId: string, query: CallPageQuery)
 }
 
 /**
- * GET /v1/calls: a page of the key's calls of its mode, newest first. An empty agent_id, or a starting_after
- * that is no call of the account in this mode, is a 400 naming the parameter.
+ * GET /v1/calls: a page of the key's calls of its mode, newest first, filtered by any of the query's filters
+ * at once. An empty agent_id, batch_id or reference, or a starting_after that is no call of the account in
+ * this mode, is a 400 naming the parameter.
  */
 export async function listCallsOfKey(
   db: Db,
@@ -175,6 +177,16 @@ export async function listCallsOfKey(
   // An empty filter is a mistake, not "no filter" (Stripe refuses empty strings the same way).
   if (query.agentId === '') {
     throw new ApiError('invalid_request', "agent_id must not be empty; leave it out to list every agent's calls.", { param: 'agent_id' });
+  }
+  if (query.batchId === '') {
+    throw new ApiError('invalid_request', 'batch_id must not be empty; leave it out to list calls of every batch and none.', {
+      param: 'batch_id',
+    });
+  }
+  if (query.reference === '') {
+    throw new ApiError('invalid_request', 'reference must not be empty; leave it out to list calls of every reference and none.', {
+      param: 'reference',
+    });
   }
   const page = await listCalls(db, apiKey.account_id, { ...query, mode: apiKey.mode });
   if (!page) throw new ApiError('invalid_request', 'starting_after is not a call of this account.', { param: 'starting_after' });
@@ -198,12 +210,24 @@ export async function listCallsWithMode(
   return page && { data: page.rows.map(toCallWithMode), has_more: page.hasMore };
 }
 
-interface CallPageQuery {
+export interface CallPageQuery {
   limit: number;
   startingAfter?: string;
   status?: CallRow['status'];
   agentId?: string;
+  /** A number in E.164 form (the caller checked it). */
+  to?: string;
+  batchId?: string;
+  reference?: string;
+  /** Exclusive bounds on the creation time. */
+  createdAfter?: Date;
+  createdBefore?: Date;
   mode?: CallRow['mode'];
+}
+
+/** The filters of a page that no stored call can match: text with a NUL, which PostgreSQL refuses as a parameter. */
+function matchesNothing(query: CallPageQuery): boolean {
+  return [query.agentId, query.batchId, query.reference].some((text) => text !== undefined && hasNul(text));
 }
 
 async function pageOfCalls(db: Db, accountId: string, query: CallPageQuery): Promise<{ rows: CallRow[]; hasMore: boolean } | null> {
@@ -212,13 +236,18 @@ async function pageOfCalls(db: Db, accountId: string, query: CallPageQuery): Pro
     cursor = hasNul(query.startingAfter) ? undefined : await repo.findCallInAccount(db, accountId, query.startingAfter, query.mode);
     if (!cursor) return null;
   }
-  if (query.agentId !== undefined && hasNul(query.agentId)) return { rows: [], hasMore: false };
+  if (matchesNothing(query)) return { rows: [], hasMore: false };
   const rows = await repo.listCalls(db, {
     accountId,
     limit: query.limit + 1,
     ...(cursor === undefined ? {} : { startingAfter: { createdAt: cursor.created_at, id: cursor.id } }),
     ...(query.status === undefined ? {} : { status: query.status }),
     ...(query.agentId === undefined ? {} : { agentId: query.agentId }),
+    ...(query.to === undefined ? {} : { to: query.to }),
+    ...(query.batchId === undefined ? {} : { batchId: query.batchId }),
+    ...(query.reference === undefined ? {} : { reference: query.reference }),
+    ...(query.createdAfter === undefined ? {} : { createdAfter: isoTimestamp(query.createdAfter) }),
+    ...(query.createdBefore === undefined ? {} : { createdBefore: isoTimestamp(query.createdBefore) }),
     ...(query.mode === undefined ? {} : { mode: query.mode }),
   });
   return { rows: rows.slice(0, query.limit), hasMore: rows.length > query.limit };

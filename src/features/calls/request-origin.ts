@@ -21,6 +21,7 @@ import {
   type StoredResponse,
 } from '../idempotency/idempotency.service.js';
 import type { ProviderFailure } from '../providers/provider.interface.js';
+import type { CallCreated } from './calls.schemas.js';
 import type { CallRow } from './calls.tables.js';
 import type { DialOrigin, DialOriginPort } from './dial-origin.js';
 import type { DialRow } from './dials.tables.js';
@@ -29,7 +30,14 @@ import type { DialRow } from './dials.tables.js';
 export function createdResponse(row: CallRow): StoredResponse {
   return {
     status: 201,
-    body: { id: row.id, agent_id: row.agent_id, to: row.to_number, status: 'initiated', created_at: row.created_at },
+    body: {
+      id: row.id,
+      agent_id: row.agent_id,
+      to: row.to_number,
+      status: 'initiated',
+      created_at: row.created_at,
+      livemode: row.mode === 'live',
+    } satisfies CallCreated,
     headers: { location: `/v1/calls/${row.id}` },
   };
 }

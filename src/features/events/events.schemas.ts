@@ -62,6 +62,10 @@ const envelope = <T extends string, D extends TSchema>(type: T, data: D, descrip
       id: Type.String({ description: 'evt_…, also the webhook-id header of its deliveries' }),
       type: Type.Literal(type),
       created_at: Type.String({ format: 'date-time' }),
+      livemode: Type.Boolean({
+        description:
+          "true for a live-mode event, false for a test-mode one (a test-mode key's calls and batches); an endpoint receives only its own mode's events",
+      }),
       data,
     },
     { description },

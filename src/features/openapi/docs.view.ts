@@ -173,7 +173,7 @@ ${errorCodes ? html`<p>An error body: <code>error</code>, <code>message</code>, 
 function operationSection(method: string, path: string, operation: Operation, document: OpenApiDocument): SafeHtml {
   const body = operation.requestBody?.content?.['application/json']?.schema;
   return html`<section class="operation" id="${operation.operationId ?? `${method}-${path}`}">
-<h3><span class="method method-${method}">${method.toUpperCase()}</span> <code>${path}</code></h3>
+<h3><span class="method method-${method}">${method.toUpperCase()}</span> <code>${pathBreakingAtSlashes(path)}</code></h3>
 <p class="summary">${operation.summary ?? ''}</p>
 ${prose(operation.description)}
 ${parametersTable(operation.parameters, document)}

@@ -10,10 +10,12 @@ import type { TSchema } from '@sinclair/typebox';
 import { errorCatalogue } from '../../errors/catalogue.js';
 import { ErrorResponse, errorCodes } from '../../errors/error-schemas.js';
 import { ListLimitQuery, documentedListLimit } from '../../http/list-limit.js';
+import { Agent, AgentList } from '../agents/agents.schemas.js';
 import { Batch, BatchList, Recipient, RecipientList } from '../batches/batches.schemas.js';
-import { Call, CallCreated, CallList } from '../calls/calls.schemas.js';
+import { Call, CallCreated, CallList, CallTranscript } from '../calls/calls.schemas.js';
 import { Suppression, SuppressionList } from '../suppressions/suppressions.schemas.js';
 import { EventList, eventSchemas } from '../events/events.schemas.js';
+import { WebhookEndpoint, WebhookEndpointList, WebhookEndpointWithSecret } from '../webhook-endpoints/endpoints.schemas.js';
 
 export const openApiPath = '/v1/openapi.json';
 
@@ -155,6 +157,9 @@ const namedSchemas: Record<string, TSchema> = {
   Call,
   CallCreated,
   CallList,
+  CallTranscript,
+  Agent,
+  AgentList,
   Batch,
   BatchList,
   Recipient,
@@ -162,6 +167,9 @@ const namedSchemas: Record<string, TSchema> = {
   Suppression,
   SuppressionList,
   EventList,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+  WebhookEndpointList,
   Error: ErrorResponse,
   ...Object.fromEntries(Object.entries(eventSchemas).map(([type, schema]) => [componentName(type), schema])),
 };
@@ -224,9 +232,14 @@ export function swaggerOptions(version: string): FastifyDynamicSwaggerOptions {
       security: [{ apiKey: [] }],
       tags: [
         { name: 'Calls', description: 'One outbound call: create it, then read its outcome.' },
+        { name: 'Agents', description: "The account's voice agents, which calls and batches are placed with." },
         { name: 'Batches', description: 'Many calls by one agent, paced, windowed and retried.' },
         { name: 'Suppressions', description: 'Numbers the account never calls.' },
         { name: 'Events', description: 'The events webhooks carried, of the last 30 days.' },
+        {
+          name: 'Webhook endpoints',
+          description: "Where the key's events are sent: subscribe and unsubscribe from code or an automation tool.",
+        },
       ],
       webhooks: Object.fromEntries(Object.entries(eventSchemas).map(([type, schema]) => [type, webhookOperation(type, schema)])),
     } as FastifyDynamicSwaggerOptions['openapi'],

@@ -56,7 +56,11 @@ export async function enqueueEvents(
       accountId: input.accountId,
       mode: input.mode,
       endpointIds: (endpointsOf.get(input.accountId) ?? [])
-        .filter((endpoint) => (input.endpointId === undefined || endpoint.id === input.endpointId) && endpointWants(endpoint, input.type))
+        .filter(
+          (endpoint) =>
+            (input.endpointId === undefined ? endpoint.mode === input.mode : endpoint.id === input.endpointId) &&
+            endpointWants(endpoint, input.type),
+        )
         .map((endpoint) => endpoint.id),
       trigger: input.trigger ?? 'event',
     })),
@@ -81,12 +85,15 @@ export async function resendEvent(
   }
   // A test event belongs to the endpoint it tested: resent without --endpoint, it goes there only.
   const testedEndpoints = event.type === 'webhook.test' && options.endpointId === undefined ? await endpointIdsOfEvent(db, event.id) : null;
+  // An event goes to endpoints of its own mode only (a test event, in no mode, to the endpoint it tested).
   const endpoints = (await listEnabledEndpoints(db, event.account_id)).filter((endpoint) =>
-    options.endpointId !== undefined
-      ? endpoint.id === options.endpointId
-      : testedEndpoints
-        ? testedEndpoints.has(endpoint.id)
-        : endpointWants(endpoint, event.type as EventType),
+    event.mode !== null && endpoint.mode !== event.mode
+      ? false
+      : options.endpointId !== undefined
+        ? endpoint.id === options.endpointId
+        : testedEndpoints
+          ? testedEndpoints.has(endpoint.id)
+          : endpointWants(endpoint, event.type as EventType),
   );
   if (options.endpointId !== undefined && endpoints.length === 0) {
     throw new ApiError('not_found', `no enabled endpoint ${options.endpointId} in the event's account`, { param: 'endpoint_id' });
@@ -115,6 +122,7 @@ export async function sendTestEvent(
     // A test of an endpoint, in no mode: the events API does not list it.
     mode: null,
     type: 'webhook.test',
+    livemode: endpoint.mode === 'live',
     callId: null,
     data: { endpoint_id: endpoint.id, message: 'This is a test event from callgate.' },
     endpointId: endpoint.id,

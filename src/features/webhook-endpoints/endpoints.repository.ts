@@ -1,5 +1,5 @@
 /** The statements of the webhook_endpoints table. */
-import type { Insertable } from 'kysely';
+import type { Insertable, Updateable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { WebhookEndpointRow, WebhookEndpointsTable } from './endpoints.tables.js';
 
@@ -49,6 +49,40 @@ export async function listEnabledEndpointsOfAccounts(db: Db, accountIds: readonl
     .execute();
 }
 
-export async function updateEndpoint(db: Db, id: string, changes: Partial<WebhookEndpointsTable>): Promise<void> {
+export async function updateEndpoint(db: Db, id: string, changes: Updateable<WebhookEndpointsTable>): Promise<void> {
   await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
+}
+
+/** The endpoints of an account in one mode that are not deleted. */
+export async function countEndpointsOfMode(db: Db, accountId: string, mode: WebhookEndpointRow['mode']): Promise<number> {
+  const row = await db
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('account_id', '=', accountId)
+    .where('mode', '=', mode)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** A page of an account's endpoints of one mode, newest first (ids sort by creation), after `startingAfter` when given. */
+export async function listEndpointsPage(
+  db: Db,
+  filter: {
+    readonly accountId: string;
+    readonly mode: WebhookEndpointRow['mode'];
+    readonly limit: number;
+    readonly url?: string;
+    readonly startingAfter?: string;
+  },
+): Promise<WebhookEndpointRow[]> {
+  let query = db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('account_id', '=', filter.accountId)
+    .where('mode', '=', filter.mode)
+    .where('deleted_at', 'is', null);
+  if (filter.url !== undefined) query = query.where('url', '=', filter.url);
+  if (filter.startingAfter !== undefined) query = query.where('id', '<', filter.startingAfter);
+  return query.orderBy('id', 'desc').limit(filter.limit).execute();
 }

@@ -38,6 +38,8 @@ export interface EndpointView {
   disabled_reason: string | null;
   created_at: string;
   updated_at: string;
+  mode: WebhookEndpointRow['mode'];
+  created_by_key_id: string | null;
 }
 
 export function toEndpointView(row: WebhookEndpointRow): EndpointView {
@@ -52,6 +54,8 @@ export function toEndpointView(row: WebhookEndpointRow): EndpointView {
     disabled_reason: row.disabled_reason,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    mode: row.mode,
+    created_by_key_id: row.created_by_key_id,
   };
 }
 
@@ -78,6 +82,10 @@ export interface EndpointInput {
   url: string;
   description?: string;
   eventTypes?: readonly string[];
+  /** The mode of the events it receives; live unless said (the portal and the CLI default to test themselves). */
+  mode?: WebhookEndpointRow['mode'];
+  /** The API key that makes it, over the API. */
+  createdByKeyId?: string;
 }
 
 const descriptionMaxChars = 500;
@@ -103,6 +111,8 @@ export function newEndpointRow(fields: {
   readonly eventTypes: readonly string[];
   readonly secret: string;
   readonly now: string;
+  readonly mode?: WebhookEndpointRow['mode'];
+  readonly createdByKeyId?: string | null;
 }): WebhookEndpointRow {
   return {
     id: fields.id,
@@ -119,6 +129,8 @@ export function newEndpointRow(fields: {
     created_at: fields.now,
     updated_at: fields.now,
     deleted_at: null,
+    mode: fields.mode ?? 'live',
+    created_by_key_id: fields.createdByKeyId ?? null,
   };
 }
 
@@ -129,10 +141,21 @@ export async function createEndpoint(
   allowPrivate: boolean,
   input: EndpointInput,
 ): Promise<EndpointView & { secret: string }> {
+  const row = await checkedEndpointRow(clock, allowPrivate, input);
+  await repo.insertEndpoint(db, row);
+  return { ...toEndpointView(row), secret: row.secret };
+}
+
+/**
+ * The row of a new endpoint, its fields checked (the URL's host resolved for the SSRF guard), not yet
+ * stored: for a caller that stores it in a transaction of its own, which then holds no lock while a name
+ * resolves. A refused field is `invalid_request`.
+ */
+export async function checkedEndpointRow(clock: Clock, allowPrivate: boolean, input: EndpointInput): Promise<WebhookEndpointRow> {
   const description = checkedDescription(input.description ?? '');
   const url = await checkedUrl(input.url, allowPrivate);
   const now = isoTimestamp(clock.now());
-  const row = newEndpointRow({
+  return newEndpointRow({
     id: newId('webhookEndpoint', clock.now().getTime()),
     accountId: input.accountId,
     url,
@@ -140,9 +163,9 @@ export async function createEndpoint(
     eventTypes: normaliseEventTypes(input.eventTypes),
     secret: generateWebhookSecret(),
     now,
+    mode: input.mode ?? 'live',
+    createdByKeyId: input.createdByKeyId ?? null,
   });
-  await repo.insertEndpoint(db, row);
-  return { ...toEndpointView(row), secret: row.secret };
 }
 
 export async function listEndpoints(db: Db, accountId: string): Promise<EndpointView[]> {

@@ -1,5 +1,6 @@
 /** Webhook endpoints: where an account's events are POSTed, signed with the endpoint's secret. */
-import type { Selectable } from 'kysely';
+import type { ColumnType, Selectable } from 'kysely';
+import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 
 export interface WebhookEndpointsTable {
   id: string;
@@ -21,6 +22,10 @@ export interface WebhookEndpointsTable {
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
+  /** The mode of the events it receives: a test endpoint gets test-mode events only, a live one live ones. */
+  mode: ColumnType<ApiKeyMode, ApiKeyMode | undefined, ApiKeyMode>;
+  /** The API key that made it over POST /v1/webhook_endpoints; null for one made in the portal or with the CLI. */
+  created_by_key_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface EndpointsTables {

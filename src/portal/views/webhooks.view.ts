@@ -26,7 +26,8 @@ export function webhooksPage(
   backoffs: ReadonlyMap<string, EndpointBackoff> = new Map(),
 ): string {
   const rows = endpoints.map((endpoint) => [
-    html`<a href="${portalPath('webhooks', endpoint.id)}" class="break">${endpoint.url}</a>${endpoint.description ? html`<div class="muted small">${endpoint.description}</div>` : ''}`,
+    html`<a href="${portalPath('webhooks', endpoint.id)}" class="break">${endpoint.url}</a>${endpoint.description ? html`<div class="muted small">${endpoint.description}</div>` : ''}${endpoint.created_by_key_id ? html`<div class="muted small">Made over the API by key <code>${endpoint.created_by_key_id}</code></div>` : ''}`,
+    badge(endpoint.mode),
     endpoint.event_types.map((type) => html`<code class="tag">${type}</code> `),
     endpointStatus(endpoint, backoffs.get(endpoint.id)),
     time(endpoint.created_at),
@@ -38,7 +39,7 @@ export function webhooksPage(
   <a class="button button-primary" href="/developers/webhooks/new">Add endpoint</a>
 </div>
 <section class="card">
-  ${table('Webhook endpoints', [{ label: 'URL' }, { label: 'Events' }, { label: 'Status' }, { label: 'Created' }], rows, html`No endpoints yet. <a href="/developers/webhooks/new">Add one</a> to learn how your calls end.`)}
+  ${table('Webhook endpoints', [{ label: 'URL' }, { label: 'Mode' }, { label: 'Events' }, { label: 'Status' }, { label: 'Created' }], rows, html`No endpoints yet. <a href="/developers/webhooks/new">Add one</a> to learn how your calls end.`)}
 </section>`,
   );
 }
@@ -48,6 +49,8 @@ export interface EndpointFormValues {
   readonly description: string;
   readonly eventTypes: readonly string[];
   readonly enabled: boolean;
+  /** Chosen on the new-endpoint form only: an endpoint keeps the mode it was made in. */
+  readonly mode: 'test' | 'live';
 }
 
 export function endpointFormPage(
@@ -73,6 +76,15 @@ export function endpointFormPage(
       <label for="description">Description <span class="muted">(optional)</span></label>
       <input id="description" name="description" type="text" maxlength="500" value="${values.description}" placeholder="CRM production">
     </div>
+    ${
+      endpoint
+        ? html`<p class="hint">Mode: ${badge(endpoint.mode)} (an endpoint keeps the mode it was made in)</p>`
+        : html`<fieldset class="field">
+      <legend>Mode</legend>
+      <label class="choice"><input type="radio" name="mode" value="test"${values.mode === 'test' ? html` checked` : ''}> Test: the events of test-mode keys' simulated calls and batches</label>
+      <label class="choice"><input type="radio" name="mode" value="live"${values.mode === 'live' ? html` checked` : ''}> Live: the events of real calls and batches</label>
+    </fieldset>`
+    }
     <fieldset class="field">
       <legend>Events to send</legend>
       ${webhookEventTypes.map(
@@ -156,8 +168,9 @@ export function endpointPage(input: EndpointPageInput): string {
   <h2 id="settings">Settings</h2>
   <dl class="facts">
     <dt>Status</dt><dd>${endpointStatus(view, input.backoff)}${view.disabled_reason ? html` <span class="muted small">${view.disabled_reason}</span>` : ''}</dd>
+    <dt>Mode</dt><dd>${badge(endpoint.mode)} <span class="muted small">${endpoint.mode === 'test' ? "receives the events of test-mode keys' calls and batches only" : 'receives the events of live calls and batches only'}</span></dd>
     <dt>Events</dt><dd>${view.event_types.map((type) => html`<code class="tag">${type}</code> `)}</dd>
-    <dt>Endpoint id</dt><dd><code>${endpoint.id}</code></dd>
+    <dt>Endpoint id</dt><dd><code>${endpoint.id}</code></dd>${endpoint.created_by_key_id ? html`<dt>Made</dt><dd>over the API by key <code>${endpoint.created_by_key_id}</code></dd>` : ''}
     <dt>Created</dt><dd>${time(endpoint.created_at)}</dd>
     ${endpoint.failing_since ? html`<dt>Failing since</dt><dd class="text-bad">${time(endpoint.failing_since)}</dd>` : ''}
   </dl>

@@ -12,7 +12,7 @@ export interface paths {
         };
         /**
          * List calls
-         * @description The key's calls of its mode, newest first, a page at a time: pass the last id as starting_after for the next page.
+         * @description The key's calls of its mode, newest first, a page at a time: pass the last id as starting_after for the next page. The filters combine (a call must match each one given); created_after and created_before are exclusive bounds.
          */
         get: operations["listCalls"];
         put?: never;
@@ -79,6 +79,46 @@ export interface paths {
          * @description The audio of an ended call, streamed from its voice provider with this server's credentials, in the provider's format (audio/mpeg from ElevenLabs, audio/wav from Retell and the simulator, …: read Content-Type). 404 recording_not_available when the provider kept none or the retention period has passed.
          */
         get: operations["getCallRecording"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List agents
+         * @description The account's agents (whatever the key's mode), newest first, a page at a time: pass the last id as starting_after for the next page.
+         */
+        get: operations["listAgents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve an agent
+         * @description One agent of the account, by its id (agent_…).
+         */
+        get: operations["retrieveAgent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -299,6 +339,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhook_endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The key's endpoints (its account's, of its mode), newest first, a page at a time; `url` finds those of one URL.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description An endpoint in the key's mode (a test key's receives test-mode events only, a live key's live-mode ones), enabled at once. The answer's secret (whsec_…) is shown here and after a rotation only: store it to verify the deliveries. The URL must be https on a public address (400 invalid_request, param url, otherwise); an account has at most 50 endpoints per mode (400 invalid_request). Send an Idempotency-Key to retry safely: a retry answers the first 201 again and creates nothing.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a webhook endpoint
+         * @description The endpoint, without its secret. Another account's endpoint, or one of the other mode, is 404 not_found.
+         */
+        get: operations["retrieveWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Nothing more is sent to it; its pending deliveries end as failed. Deleting it again is 404 not_found.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook endpoint
+         * @description Changes the fields sent (at least one). disabled: true stops its deliveries (pending ones end as failed); disabled: false enables it again, after a 410 Gone or 5 days of failures too, its failure count afresh (events of the time it was disabled are not sent).
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}/rotate_secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's secret
+         * @description A new secret, in this answer only; for 24 hours deliveries carry a signature by the old secret beside the new one, time to deploy it. A second rotation within those hours ends the old secret at once.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "call.completed": {
@@ -398,6 +510,8 @@ export interface components {
                 [key: string]: string | number | boolean | null;
             } | null;
             created_at: string;
+            /** @description true when made in live mode (with a cg_live_ key), false in test mode */
+            livemode: boolean;
             duration_seconds?: number;
             transcript_summary?: string;
             started_at?: string;
@@ -426,9 +540,42 @@ export interface components {
             status: "initiated";
             /** Format: date-time */
             created_at: string;
+            /** @description true when made in live mode (with a cg_live_ key), false in test mode */
+            livemode: boolean;
         };
         CallList: {
             data: components["schemas"]["Call"][];
+            has_more: boolean;
+        };
+        CallTranscript: {
+            call_id: string;
+            /** @description The conversation in order; empty when the provider kept none, or once CALLGATE_TRANSCRIPT_RETENTION has passed. System and tool messages are left out. */
+            turns: {
+                /**
+                 * @description Who spoke: the agent, or the person called
+                 * @enum {string}
+                 */
+                role: "agent" | "user";
+                text: string;
+                offset_seconds: number | null;
+            }[];
+        };
+        Agent: {
+            /** @description The agent's id in callgate (agent_…): the agent_id of POST /v1/calls and /v1/batches */
+            id: string;
+            name: string;
+            /**
+             * @description The voice provider that runs it
+             * @enum {string}
+             */
+            provider: "simulator" | "elevenlabs" | "retell" | "vapi";
+            /** @description The id the provider knows the agent by: a Retell agent id, a Vapi assistant id; for ElevenLabs and the simulator, the same as id */
+            provider_agent_id: string;
+            /** @description When it was added to the account */
+            created_at: string;
+        };
+        AgentList: {
+            data: components["schemas"]["Agent"][];
             has_more: boolean;
         };
         Batch: {
@@ -462,6 +609,8 @@ export interface components {
             } | null;
             created_at: string;
             completed_at: string | null;
+            /** @description true when made in live mode (with a cg_live_ key), false in test mode */
+            livemode: boolean;
         };
         BatchList: {
             data: components["schemas"]["Batch"][];
@@ -489,6 +638,8 @@ export interface components {
             failure_reason?: string;
             failure_message?: string | null;
             updated_at: string;
+            /** @description true when made in live mode (with a cg_live_ key), false in test mode */
+            livemode: boolean;
         };
         RecipientList: {
             data: components["schemas"]["Recipient"][];
@@ -506,6 +657,42 @@ export interface components {
         };
         EventList: {
             data: (components["schemas"]["CallCompletedEvent"] | components["schemas"]["CallFailedEvent"] | components["schemas"]["BatchCompletedEvent"])[];
+            has_more: boolean;
+        };
+        WebhookEndpoint: {
+            /** @description we_… */
+            id: string;
+            url: string;
+            /** @description The event types it receives; ["*"] for all */
+            enabled_events: string[];
+            description: string;
+            /** @description true for a live endpoint (live-mode events), false for a test one: the mode of the key that made it */
+            livemode: boolean;
+            /** @enum {string} */
+            status: "enabled" | "disabled";
+            /** @description Why it is disabled (by a PATCH, a 410 Gone answer, or 5 days of failed deliveries); null while enabled */
+            disabled_reason: string | null;
+            created_at: string;
+        };
+        WebhookEndpointWithSecret: {
+            /** @description we_… */
+            id: string;
+            url: string;
+            /** @description The event types it receives; ["*"] for all */
+            enabled_events: string[];
+            description: string;
+            /** @description true for a live endpoint (live-mode events), false for a test one: the mode of the key that made it */
+            livemode: boolean;
+            /** @enum {string} */
+            status: "enabled" | "disabled";
+            /** @description Why it is disabled (by a PATCH, a 410 Gone answer, or 5 days of failed deliveries); null while enabled */
+            disabled_reason: string | null;
+            created_at: string;
+            /** @description whsec_…: verify the webhook-signature of its deliveries with it. Shown in this answer only: store it now */
+            secret: string;
+        };
+        WebhookEndpointList: {
+            data: components["schemas"]["WebhookEndpoint"][];
             has_more: boolean;
         };
         Error: {
@@ -529,6 +716,8 @@ export interface components {
             type: "call.completed";
             /** Format: date-time */
             created_at: string;
+            /** @description true for a live-mode event, false for a test-mode one (a test-mode key's calls and batches); an endpoint receives only its own mode's events */
+            livemode: boolean;
             data: {
                 /** @description The call id, as returned by POST /v1/calls */
                 id: string;
@@ -569,6 +758,8 @@ export interface components {
             type: "call.failed";
             /** Format: date-time */
             created_at: string;
+            /** @description true for a live-mode event, false for a test-mode one (a test-mode key's calls and batches); an endpoint receives only its own mode's events */
+            livemode: boolean;
             data: {
                 /** @description The call id, as returned by POST /v1/calls */
                 id: string;
@@ -598,6 +789,8 @@ export interface components {
             type: "batch.completed";
             /** Format: date-time */
             created_at: string;
+            /** @description true for a live-mode event, false for a test-mode one (a test-mode key's calls and batches); an endpoint receives only its own mode's events */
+            livemode: boolean;
             data: components["schemas"]["Batch"];
         };
         /** @description A test event, requested for one endpoint. */
@@ -608,6 +801,8 @@ export interface components {
             type: "webhook.test";
             /** Format: date-time */
             created_at: string;
+            /** @description true for a live-mode event, false for a test-mode one (a test-mode key's calls and batches); an endpoint receives only its own mode's events */
+            livemode: boolean;
             data: {
                 endpoint_id: string;
                 message: string;
@@ -646,6 +841,16 @@ export interface operations {
                 starting_after?: string;
                 status?: "initiated" | "completed" | "failed";
                 agent_id?: string;
+                /** @description Only calls to this number (E.164, its + URL-encoded as %2B) */
+                to?: string;
+                /** @description Only the calls this batch placed */
+                batch_id?: string;
+                /** @description Only calls of batch recipients with this reference (the recipient's own id) */
+                reference?: string;
+                /** @description ISO 8601 with a time zone: only calls created after it (exclusive) */
+                created_after?: string;
+                /** @description ISO 8601 with a time zone: only calls created before it (exclusive) */
+                created_before?: string;
             };
             header?: never;
             path?: never;
@@ -1285,15 +1490,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        call_id: string;
-                        /** @description The conversation in order; empty when the provider kept none, or once CALLGATE_TRANSCRIPT_RETENTION has passed. System and tool messages are left out. */
-                        turns: {
-                            role: "agent" | "user";
-                            text: string;
-                            offset_seconds: number | null;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["CallTranscript"];
                 };
             };
             /** @description Error: invalid_request */
@@ -1478,7 +1675,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The recording, in the content type its provider gave. */
+            /** @description The recording, in the content type its provider gave, streamed as it arrives. Sent with Cache-Control: private, no-store (it is personal data), Accept-Ranges: none (ask for the whole file; no HEAD) and Content-Disposition: inline with a file name. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1650,6 +1847,325 @@ export interface operations {
                          * @enum {string}
                          */
                         error: "provider_unavailable" | "database_unavailable" | "service_unavailable";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+        };
+    };
+    listAgents: {
+        parameters: {
+            query?: {
+                /** @description An integer from 1 to 100, default 20 */
+                limit?: number;
+                /** @description An agent id (agent_…): the page starts after it */
+                starting_after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentList"];
+                };
+            };
+            /** @description Error: invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "invalid_request";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unauthorized */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unauthorized";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: rate_limit_exceeded */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "rate_limit_exceeded";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: database_unavailable, service_unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "database_unavailable" | "service_unavailable";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+        };
+    };
+    retrieveAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            /** @description Error: invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "invalid_request";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unauthorized */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unauthorized";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: not_found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "not_found";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: rate_limit_exceeded */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "rate_limit_exceeded";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: database_unavailable, service_unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "database_unavailable" | "service_unavailable";
                         /** @description What went wrong and what to do, for people (its wording may change) */
                         message: string;
                         /** @description req_…, also the X-Request-Id header: quote it to support */
@@ -4191,6 +4707,1226 @@ export interface operations {
                          * @enum {string}
                          */
                         error: "not_found";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: rate_limit_exceeded */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "rate_limit_exceeded";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: database_unavailable, service_unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "database_unavailable" | "service_unavailable";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description An integer from 1 to 100, default 20 */
+                limit?: number;
+                /** @description An endpoint id (we_…): the page starts after it */
+                starting_after?: string;
+                /** @description Only endpoints of exactly this URL (as the endpoint shows it) */
+                url?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            /** @description Error: invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "invalid_request";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unauthorized */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unauthorized";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: rate_limit_exceeded */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "rate_limit_exceeded";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: database_unavailable, service_unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "database_unavailable" | "service_unavailable";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Idempotency-Key: 1 to 255 printable ASCII characters, one per logical request. A retry with the same key and body answers the first success again (Idempotent-Replayed: true) and creates nothing; the same key with another body is 409 idempotency_conflict. Keys are kept 24 hours. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Where the events are POSTed: https, on a public address (http and private addresses only where the operator allows them) */
+                    url: string;
+                    /** @description Event types to receive (call.completed, call.failed, batch.completed), or ["*"] for all of them, those added later too; default ["*"] */
+                    enabled_events?: string[];
+                    /** @description Your note, at most 500 characters */
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /** @description Error: invalid_request, invalid_json, invalid_idempotency_key */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "invalid_request" | "invalid_json" | "invalid_idempotency_key";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unauthorized */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unauthorized";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: idempotency_conflict */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "idempotency_conflict";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "payload_too_large";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unsupported_media_type */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unsupported_media_type";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: rate_limit_exceeded */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "rate_limit_exceeded";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: database_unavailable, service_unavailable, idempotency_in_progress */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "database_unavailable" | "service_unavailable" | "idempotency_in_progress";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+        };
+    };
+    retrieveWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description Error: invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "invalid_request";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unauthorized */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unauthorized";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: not_found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "not_found";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: rate_limit_exceeded */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "rate_limit_exceeded";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: database_unavailable, service_unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "database_unavailable" | "service_unavailable";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error: invalid_request, invalid_json */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "invalid_request" | "invalid_json";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unauthorized */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unauthorized";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: not_found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "not_found";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "payload_too_large";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unsupported_media_type */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unsupported_media_type";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: rate_limit_exceeded */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "rate_limit_exceeded";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: database_unavailable, service_unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "database_unavailable" | "service_unavailable";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description At least one field */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Where the events are POSTed: https, on a public address (http and private addresses only where the operator allows them) */
+                    url?: string;
+                    /** @description Event types to receive (call.completed, call.failed, batch.completed), or ["*"] for all of them, those added later too */
+                    enabled_events?: string[];
+                    /** @description Your note, at most 500 characters */
+                    description?: string;
+                    /** @description true stops deliveries (pending ones end as failed); false enables it again, also after a 410 or 5 days of failures, its failure count afresh */
+                    disabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description Error: invalid_request, invalid_json */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "invalid_request" | "invalid_json";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unauthorized */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unauthorized";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: not_found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "not_found";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "payload_too_large";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unsupported_media_type */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unsupported_media_type";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: rate_limit_exceeded */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "rate_limit_exceeded";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: database_unavailable, service_unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "database_unavailable" | "service_unavailable";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /** @description Error: invalid_request, invalid_json */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "invalid_request" | "invalid_json";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unauthorized */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unauthorized";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: not_found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "not_found";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "payload_too_large";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unsupported_media_type */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unsupported_media_type";
                         /** @description What went wrong and what to do, for people (its wording may change) */
                         message: string;
                         /** @description req_…, also the X-Request-Id header: quote it to support */

@@ -14,17 +14,16 @@ export const createKeyCommand: Command = {
     name: { value: 'NAME', description: 'What the key is for (one key per integration or environment)', required: true },
     mode: {
       value: apiKeyModes.join('|'),
-      description:
-        'live places real calls, test only simulated ones (default live: the operator makes production keys; the portal form starts on test)',
+      description: 'test places simulated calls only, live real ones (default test, as in the portal: a live key is asked for by name)',
     },
   },
   prepare(args) {
     const input = {
       accountId: requiredOption(args, 'account'),
       name: requiredOption(args, 'name').trim(),
-      // Live by default, as before: scripts that make production keys rely on it. The mode is printed
-      // on every answer, so nobody takes one kind for the other.
-      mode: choiceOption(args, 'mode', apiKeyModes, 'live'),
+      // Test by default, as the portal's form and Stripe's CLI: a key that reaches real people is asked for
+      // with --mode live. The mode is printed on every answer, so nobody takes one kind for the other.
+      mode: choiceOption(args, 'mode', apiKeyModes, 'test'),
     };
     return async ({ db, clock }) => {
       await requireAccount(db, input.accountId);

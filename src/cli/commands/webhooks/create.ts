@@ -2,9 +2,12 @@ import { ApiError } from '../../../errors/api-error.js';
 import { webhookEventTypes } from '../../../features/events/event-types.js';
 import { createEndpoint } from '../../../features/webhook-endpoints/endpoints.service.js';
 import { refusedOnlyAsPrivate } from '../../../features/webhook-endpoints/ssrf-guard.js';
-import { listOption, optionalOption, requiredOption } from '../../args.js';
+import type { ApiKeyMode } from '../../../features/api-keys/api-keys.tables.js';
+import { choiceOption, listOption, optionalOption, requiredOption } from '../../args.js';
 import { requireAccount, type Command } from '../../command.js';
 import { formatFields } from '../../output.js';
+
+const endpointModes: readonly ApiKeyMode[] = ['test', 'live'];
 
 export const createWebhookCommand: Command = {
   name: 'create',
@@ -18,6 +21,10 @@ export const createWebhookCommand: Command = {
     },
     events: { value: webhookEventTypes.join(','), description: 'Event types to send, comma-separated (default all)' },
     description: { value: 'TEXT', description: 'What the endpoint is for, shown to people' },
+    mode: {
+      value: 'test|live',
+      description: "The mode of the events it receives: test (a test-mode key's calls and batches; the default) or live",
+    },
   },
   prepare(args) {
     const input = {
@@ -25,6 +32,8 @@ export const createWebhookCommand: Command = {
       url: requiredOption(args, 'url'),
       eventTypes: listOption(args, 'events'),
       description: optionalOption(args, 'description'),
+      // Test unless told, as the portal and Stripe's CLI: a receiver being tried out never gets live events.
+      mode: choiceOption(args, 'mode', endpointModes, 'test'),
     };
     return async ({ config, db, clock }) => {
       await requireAccount(db, input.accountId);
@@ -39,8 +48,14 @@ export const createWebhookCommand: Command = {
         throw error;
       });
       const text = [
-        `Created webhook endpoint ${endpoint.id} for account ${endpoint.account_id}.`,
+        `Created ${endpoint.mode} webhook endpoint ${endpoint.id} for account ${endpoint.account_id}.`,
         formatFields([
+          [
+            'mode',
+            endpoint.mode === 'test'
+              ? "test: receives the events of test-mode keys' calls and batches only (--mode live for production)"
+              : 'live: receives the events of live calls and batches only',
+          ],
           ['url', endpoint.url],
           ['events', endpoint.event_types.join(', ')],
           ['description', endpoint.description || null],

@@ -33,13 +33,16 @@ export const listWebhooksCommand: Command = {
         endpoints.length === 0
           ? `Account ${accountId} has no webhook endpoints yet.`
           : formatTable(
-              ['id', 'url', 'events', 'enabled', 'description', 'created'],
+              ['id', 'mode', 'url', 'events', 'enabled', 'description', 'created'],
               endpoints.map((endpoint) => [
                 endpoint.id,
+                endpoint.mode,
                 endpoint.url,
                 endpoint.event_types.join(','),
                 enabled(endpoint),
-                endpoint.description || null,
+                endpoint.created_by_key_id
+                  ? `${endpoint.description || '-'} (made over the API by key ${endpoint.created_by_key_id})`
+                  : endpoint.description || null,
                 endpoint.created_at,
               ]),
             );
