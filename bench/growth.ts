@@ -6,7 +6,7 @@
 import { createDatabase, log, type Dialect } from './harness.js';
 import { drainBacklog, seedAccount, startReceiver } from './dispatcher.js';
 import { createCall, openLoop, type Latency, type RequestMaker } from './load.js';
-import { loadCalls, storedCallId } from './seed.js';
+import { loadCalls, storedCallId, storedCallNumber } from './seed.js';
 
 export interface GrowthSettings {
   readonly sizes: readonly number[];
@@ -22,6 +22,8 @@ export interface GrowthPoint {
   readonly create: Latency;
   readonly get: Latency;
   readonly list: Latency;
+  /** GET /v1/calls?to=… (one number of 100,000: about one call in 100,000 matches), first page. */
+  readonly filtered: Latency;
   readonly dispatcherPerSecond: number;
 }
 
@@ -54,6 +56,11 @@ export async function growthRun(dialect: Dialect, settings: GrowthSettings): Pro
           // Stored calls in a scattered order, so that the reads are not all from one page of the table.
           get: await measure((i) => ({ method: 'GET', path: `/v1/calls/${storedCallId((i * 7_919) % known)}`, headers: auth })),
           list: await measure(() => ({ method: 'GET', path: '/v1/calls', headers: auth })),
+          filtered: await measure((i) => ({
+            method: 'GET',
+            path: `/v1/calls?to=${encodeURIComponent(storedCallNumber((i * 7_919) % known))}`,
+            headers: auth,
+          })),
           // Last: each created call's outcome event goes to the 20 endpoints, which the reads would run beside.
           create: await measure(createCall(seed.token, 'agent_test_simulator', `g${size}`)),
           dispatcherPerSecond: result.perSecond,

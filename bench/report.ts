@@ -167,6 +167,7 @@ export function renderTable(results: Results): string {
     row(`Growth ${at}: create p99 (ms)`, ratioBudget, (d) => growth(d, (p) => p.create.p99Ms, 2)),
     row(`Growth ${at}: get p99 (ms)`, ratioBudget, (d) => growth(d, (p) => p.get.p99Ms, 2)),
     row(`Growth ${at}: list p99 (ms)`, ratioBudget, (d) => growth(d, (p) => p.list.p99Ms, 2)),
+    row(`Growth ${at}: list by number p99 (ms)`, ratioBudget, (d) => growth(d, (p) => p.filtered?.p99Ms ?? Number.NaN, 2)),
     row(`Growth ${at}: create p50 (ms)`, ratioBudget, (d) => growth(d, (p) => p.create.p50Ms, 2)),
     row(`Growth ${at}: get p50 (ms)`, ratioBudget, (d) => growth(d, (p) => p.get.p50Ms, 2)),
     row(`Growth ${at}: list p50 (ms)`, ratioBudget, (d) => growth(d, (p) => p.list.p50Ms, 2)),

@@ -39,6 +39,16 @@ function dialectSql(database: BenchDatabase) {
   };
 }
 
+/** The number the stored call `g` went to: one of 100,000, each called every 100,000th call (a CRM's contacts). */
+export function benchNumber(g: string): string {
+  return `'+1415' || (5500000 + ${g} % 100000)`;
+}
+
+/** The number of stored call `g`, as `benchNumber` wrote it. */
+export function storedCallNumber(g: number): string {
+  return `+1415${5_500_000 + (g % 100_000)}`;
+}
+
 /**
  * Calls [from, to) of `total`: 80 % completed, 20 % failed, each with its event, its delivery (succeeded)
  * and its attempt. Created in the order of their ids, as ids made from the time are, over the span.
@@ -63,7 +73,7 @@ export async function loadCalls(
       'calls',
       'id, account_id, api_key_id, agent_id, agent_ref, mode, provider, provider_conversation_id, to_number, metadata, status, created_at, updated_at, started_at, ended_at, duration_seconds, transcript_summary, failure_reason, failure_message, failed_at',
       `'call_conv_bench' || ${pad('g')}, ${s(seed.accountId)}, ${s(seed.keyId)}, 'agent_test_simulator', ${s(seed.agentRef)}, 'test',
-       'simulator', 'conv_bench' || ${pad('g')}, '+14155550123', '{"customer_id":"cus_' || g || '"}',
+       'simulator', 'conv_bench' || ${pad('g')}, ${benchNumber('g')}, '{"customer_id":"cus_' || g || '"}',
        case when ${completed} then 'completed' else 'failed' end, ${iso(created)}, ${iso(ended)},
        case when ${completed} then ${iso(`${created} + 5000`)} end, case when ${completed} then ${iso(ended)} end,
        case when ${completed} then 55 end, case when ${completed} then 'The appointment was confirmed.' end,
