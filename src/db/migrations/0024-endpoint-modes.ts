@@ -12,6 +12,9 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
  * Every event envelope now says `livemode`. The stored envelopes (each the exact bytes its deliveries sign)
  * gain it before their `data`, so that the events API and the deliveries still to be made say it too: the
  * first `"data":` of an envelope is its own (`id`, `type` and `created_at` come before it and hold none).
+ *
+ * A test-mode event's delivery still pending to an endpoint that is now live would reach a production
+ * receiver at its next retry: it ends as failed, saying why (its event stays readable with a test key).
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -30,6 +33,17 @@ export async function up(db: Kysely<any>): Promise<void> {
       || substr(payload, ${position})
     where ${position} > 0 and payload not like '%"livemode":%'
   `.execute(db);
+  await db
+    .updateTable('webhook_deliveries')
+    .set({
+      status: 'failed',
+      next_attempt_at: null,
+      last_error: 'Not sent: its endpoint became a live endpoint, which receives no test-mode events. Add a test endpoint for them.',
+      updated_at: new Date().toISOString(),
+    })
+    .where('status', '=', 'pending')
+    .where('mode', '=', 'test')
+    .execute();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -74,6 +74,8 @@ function normaliseEventTypes(types: readonly string[] | undefined): string[] {
 async function checkedUrl(url: string, allowPrivate: boolean): Promise<string> {
   const check = await checkWebhookTarget(url.trim(), allowPrivate);
   if (!check.ok) throw new ApiError('invalid_request', `the URL ${check.reason}`, { param: 'url' });
+  // A fragment is never sent in a request: kept, it would only make the same target look like another.
+  check.url.hash = '';
   return check.url.toString();
 }
 
