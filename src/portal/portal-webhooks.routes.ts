@@ -11,7 +11,7 @@ import { endpointBackoffs } from '../features/webhook-delivery/deliveries.servic
 import type { WebhookEndpointRow } from '../features/webhook-endpoints/endpoints.tables.js';
 import { frameUser, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
 import { DeliveryParams, EmptyForm, EndpointForm, IdParams, NoticeQuery, ResendForm } from './portal.schemas.js';
-import { loadEndpointPage, resendDelivery } from './portal.service.js';
+import { keyNamesOf, loadEndpointPage, resendDelivery } from './portal.service.js';
 import { portalPath } from './views/components.js';
 import { noticeFor } from './views/layout.view.js';
 import { endpointFormPage, endpointPage, webhooksPage, type EndpointFormValues } from './views/webhooks.view.js';
@@ -64,7 +64,10 @@ export const portalWebhooksRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps 
       endpoints.map((endpoint) => endpoint.id),
       deps.clock.now(),
     );
-    return sendPage(reply, 200, webhooksPage(frameUser(session), endpoints, noticeFor(request.query.notice), backoffs));
+    const keyNames = endpoints.some((endpoint) => endpoint.created_by_key_id !== null)
+      ? await keyNamesOf(deps.db, session.accountId)
+      : new Map<string, string>();
+    return sendPage(reply, 200, webhooksPage(frameUser(session), endpoints, noticeFor(request.query.notice), backoffs, keyNames));
   });
 
   app.get('/webhooks/new', async (request, reply) => {

@@ -52,7 +52,13 @@ export async function loadEndpointPage(db: Db, accountId: string, endpointId: st
   if (!endpoint) return null;
   const deliveries = await listDeliveriesWithAttempts(db, { accountId, endpointId, limit: endpointDeliveriesShown });
   const backoff = (await endpointBackoffs(db, [endpoint.id], now)).get(endpoint.id) ?? null;
-  return { endpoint, deliveries, backoff };
+  const madeBy = endpoint.created_by_key_id === null ? null : ((await keyNamesOf(db, accountId)).get(endpoint.created_by_key_id) ?? null);
+  return { endpoint, deliveries, backoff, madeBy };
+}
+
+/** How the account's keys are named for people: by id, `name (cg_live_1a2b…)`, revoked ones too. */
+export async function keyNamesOf(db: Db, accountId: string): Promise<Map<string, string>> {
+  return new Map((await listApiKeys(db, accountId)).map((key) => [key.id, `${key.name} (${key.prefix}…)`]));
 }
 
 export async function loadCallPage(db: Db, accountId: string, callId: string) {

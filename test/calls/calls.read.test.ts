@@ -95,7 +95,11 @@ await forEachDialect('Reading calls: GET /v1/calls and /v1/calls/{id}', (dialect
       ['limit=', 'limit', limitMessage],
       ['limit=1000', 'limit', limitMessage],
       ['status=ringing', 'status', 'status must be one of initiated, completed, failed.'],
-      ['starting_after=call_unknown', 'starting_after', 'starting_after is not a call of this account.'],
+      [
+        'starting_after=call_unknown',
+        'starting_after',
+        'starting_after is not a live-mode call of this account: pass the id of the last call of the page before, listed with this key.',
+      ],
       ['bogus=1', 'bogus', 'Unknown query parameter: bogus.'],
       ['limit=1&limit=2', 'limit', 'limit must be given once.'],
       ['status=failed&status=completed', 'status', 'status must be given once.'],

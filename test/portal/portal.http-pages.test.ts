@@ -213,6 +213,25 @@ await forEachDialect('Portal pages: API keys and webhook endpoints', (dialect) =
     assert.match(disabledPage.body, /badge-bad">disabled</);
     assert.equal((await client.post(`${page}/test`, {})).statusCode, 409);
   }
+
+  it('shows each endpoint with its mode, and one made over the API with the name of the key that made it', async () => {
+    const key = await createApiKey(t.services.db, t.services.clock, { accountId: t.seed.accountId, name: 'Zapier <hooks>', mode: 'test' });
+    const made = await t.inject({
+      method: 'POST',
+      url: '/v1/webhook_endpoints',
+      headers: { authorization: `Bearer ${key.token}`, 'content-type': 'application/json' },
+      payload: { url: 'https://hooks.example.com/zapier', description: 'From Zapier' },
+    });
+    assert.equal(made.statusCode, 201, made.body);
+    const madeBy = `Zapier &lt;hooks&gt; (${key.token.slice(0, 12)}`;
+    const list = (await client.get('/developers/webhooks')).body;
+    const row = list.split('<tr>').find((cells) => cells.includes('hooks.example.com/zapier')) ?? '';
+    assert.match(row, /badge-\w+">test</);
+    assert.ok(row.includes(`Made over the API by the key ${madeBy}`), row);
+    const page = (await client.get(`/developers/webhooks/${made.json().id}`)).body;
+    assert.ok(page.includes(`over the API by the key ${madeBy}`), 'on its page too');
+    assert.match(page, /<dt>Mode<\/dt><dd><span class="badge badge-\w+">test<\/span>/);
+  });
 });
 
 await forEachDialect('Portal pages: calls and the request log', (dialect) => {

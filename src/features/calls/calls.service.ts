@@ -189,7 +189,12 @@ export async function listCallsOfKey(
     });
   }
   const page = await listCalls(db, apiKey.account_id, { ...query, mode: apiKey.mode });
-  if (!page) throw new ApiError('invalid_request', 'starting_after is not a call of this account.', { param: 'starting_after' });
+  if (!page)
+    throw new ApiError(
+      'invalid_request',
+      `starting_after is not a ${apiKey.mode}-mode call of this account: pass the id of the last call of the page before, listed with this key.`,
+      { param: 'starting_after' },
+    );
   return page;
 }
 

@@ -87,7 +87,11 @@ export const ListWebhookEndpointsQuery = Type.Object(
     limit: ListLimitQuery,
     starting_after: Type.Optional(Type.String({ maxLength: 200, description: 'An endpoint id (we_…): the page starts after it' })),
     url: Type.Optional(
-      Type.String({ maxLength: endpointUrlMaxLength, description: 'Only endpoints of exactly this URL (as the endpoint shows it)' }),
+      Type.String({
+        minLength: 1,
+        maxLength: endpointUrlMaxLength,
+        description: 'Only endpoints of exactly this URL (as the endpoint shows it); leave it out for every endpoint',
+      }),
     ),
   },
   { additionalProperties: false },

@@ -24,9 +24,10 @@ export function webhooksPage(
   endpoints: readonly EndpointView[],
   notice: string | undefined,
   backoffs: ReadonlyMap<string, EndpointBackoff> = new Map(),
+  keyNames: ReadonlyMap<string, string> = new Map(),
 ): string {
   const rows = endpoints.map((endpoint) => [
-    html`<a href="${portalPath('webhooks', endpoint.id)}" class="break">${endpoint.url}</a>${endpoint.description ? html`<div class="muted small">${endpoint.description}</div>` : ''}${endpoint.created_by_key_id ? html`<div class="muted small">Made over the API by key <code>${endpoint.created_by_key_id}</code></div>` : ''}`,
+    html`<a href="${portalPath('webhooks', endpoint.id)}" class="break">${endpoint.url}</a>${endpoint.description ? html`<div class="muted small">${endpoint.description}</div>` : ''}${endpoint.created_by_key_id ? html`<div class="muted small">Made over the API by the key ${keyNames.get(endpoint.created_by_key_id) ?? html`<code>${endpoint.created_by_key_id}</code>`}</div>` : ''}`,
     badge(endpoint.mode),
     endpoint.event_types.map((type) => html`<code class="tag">${type}</code> `),
     endpointStatus(endpoint, backoffs.get(endpoint.id)),
@@ -124,6 +125,8 @@ export interface EndpointPageInput {
   readonly backoff?: EndpointBackoff | null;
   /** The signing secret, only when the user asked to reveal it (or has just rotated it). */
   readonly secret?: string;
+  /** The name of the key that made it over the API, when one did. */
+  readonly madeBy?: string | null;
   readonly notice?: string | undefined;
   readonly error?: string | undefined;
 }
@@ -170,7 +173,7 @@ export function endpointPage(input: EndpointPageInput): string {
     <dt>Status</dt><dd>${endpointStatus(view, input.backoff)}${view.disabled_reason ? html` <span class="muted small">${view.disabled_reason}</span>` : ''}</dd>
     <dt>Mode</dt><dd>${badge(endpoint.mode)} <span class="muted small">${endpoint.mode === 'test' ? "receives the events of test-mode keys' calls and batches only" : 'receives the events of live calls and batches only'}</span></dd>
     <dt>Events</dt><dd>${view.event_types.map((type) => html`<code class="tag">${type}</code> `)}</dd>
-    <dt>Endpoint id</dt><dd><code>${endpoint.id}</code></dd>${endpoint.created_by_key_id ? html`<dt>Made</dt><dd>over the API by key <code>${endpoint.created_by_key_id}</code></dd>` : ''}
+    <dt>Endpoint id</dt><dd><code>${endpoint.id}</code></dd>${endpoint.created_by_key_id ? html`<dt>Made</dt><dd>over the API by the key ${input.madeBy ?? ''} <code>${endpoint.created_by_key_id}</code></dd>` : ''}
     <dt>Created</dt><dd>${time(endpoint.created_at)}</dd>
     ${endpoint.failing_since ? html`<dt>Failing since</dt><dd class="text-bad">${time(endpoint.failing_since)}</dd>` : ''}
   </dl>

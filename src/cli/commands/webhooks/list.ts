@@ -1,3 +1,4 @@
+import { listApiKeys } from '../../../features/api-keys/api-keys.service.js';
 import { listEndpoints } from '../../../features/webhook-endpoints/endpoints.service.js';
 import { describeBackoff, endpointBackoffs } from '../../../features/webhook-delivery/deliveries.service.js';
 import { requiredOption } from '../../args.js';
@@ -19,6 +20,7 @@ export const listWebhooksCommand: Command = {
     return async ({ db, clock }) => {
       await requireAccount(db, accountId);
       const endpoints = await listEndpoints(db, accountId);
+      const keyNames = new Map((await listApiKeys(db, accountId)).map((key) => [key.id, `${key.name} (${key.prefix}…)`]));
       const backoffs = await endpointBackoffs(
         db,
         endpoints.map((endpoint) => endpoint.id),
@@ -41,7 +43,7 @@ export const listWebhooksCommand: Command = {
                 endpoint.event_types.join(','),
                 enabled(endpoint),
                 endpoint.created_by_key_id
-                  ? `${endpoint.description || '-'} (made over the API by key ${endpoint.created_by_key_id})`
+                  ? `${endpoint.description || '-'} (made over the API by the key ${keyNames.get(endpoint.created_by_key_id) ?? endpoint.created_by_key_id})`
                   : endpoint.description || null,
                 endpoint.created_at,
               ]),
