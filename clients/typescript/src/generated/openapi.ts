@@ -4799,7 +4799,7 @@ export interface operations {
                 limit?: number;
                 /** @description An endpoint id (we_…): the page starts after it */
                 starting_after?: string;
-                /** @description Only endpoints of exactly this URL (as the endpoint shows it) */
+                /** @description Only endpoints of exactly this URL (as the endpoint shows it); leave it out for every endpoint */
                 url?: string;
             };
             header?: never;
