@@ -9,7 +9,8 @@
  *   fetched only at the provider API's own origin or over https at a public address (the webhook targets'
  *   SSRF guard): a signed payload is trusted to say where the audio is, not to reach inside our network.
  */
-import { Agent, request } from 'undici';
+import http from 'node:http';
+import https from 'node:https';
 import { err, ok, type Result } from '../../lib/result.js';
 import { blockedLiteralHost, guardedLookup } from '../webhook-endpoints/ssrf-guard.js';
 import type { RecordingFailure, RecordingSource, RecordingStream } from './provider.interface.js';
@@ -18,7 +19,7 @@ export interface RecordingFetchOptions {
   readonly baseUrl: string;
   /** The credential headers, sent to the provider's API only. */
   readonly headers: Readonly<Record<string, string>>;
-  /** For the answer's headers to arrive, and the longest pause between two pieces of the body. */
+  /** For the answer's headers to arrive. */
   readonly timeoutMs: number;
 }
 
@@ -41,58 +42,72 @@ function unavailable(message: string, retryAfterSeconds?: number): RecordingFail
 
 export function createRecordingFetcher(options: RecordingFetchOptions): RecordingFetcher {
   const apiOrigin = new URL(options.baseUrl).origin;
-  const timeouts = { headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs };
-  // Connections are made per fetch and not kept: recordings are read seldom, and a kept pool would hold
-  // sockets to hosts we have no reason to stay connected to.
-  const api = new Agent({ ...timeouts, pipelining: 0, connect: { timeout: options.timeoutMs } });
-  const outside = new Agent({ ...timeouts, pipelining: 0, connect: { timeout: options.timeoutMs, lookup: guardedLookup(false) } });
-
-  return async (target) => {
-    let url: URL;
-    let headers: Record<string, string> = {};
-    let dispatcher = api;
-    try {
-      url = 'path' in target ? new URL(`${options.baseUrl}${target.path}`) : new URL(target.url);
-    } catch {
-      return err({ kind: 'not_available' });
-    }
-    if ('path' in target) {
-      headers = { ...options.headers };
-    } else if (url.origin !== apiOrigin) {
-      if (url.protocol !== 'https:' || blockedLiteralHost(url, false) !== null) return err({ kind: 'not_available' });
-      dispatcher = outside;
-    }
-    try {
-      const answer = await request(url, { method: 'GET', headers: { ...headers, accept: 'audio/*, */*;q=0.5' }, dispatcher });
-      if (answer.statusCode >= 200 && answer.statusCode < 300) {
-        const length = Number(answer.headers['content-length']);
-        return ok({
-          contentType: safeContentType(answer.headers['content-type']),
-          contentLength: Number.isSafeInteger(length) && length >= 0 ? length : null,
-          body: answer.body,
-        });
+  // node:http rather than undici: undici's HTTP/1 parser asserts (an uncaught exception, which would end the
+  // process) when the provider ends its connection while a slow client holds the body back; node:http
+  // pauses the socket and reads the rest when the client does. A connection of its own per recording
+  // (`agent: false`): recordings are read seldom, and nothing is kept open to a host we had no reason to keep.
+  return (target) =>
+    new Promise((resolve) => {
+      let url: URL;
+      try {
+        url = 'path' in target ? new URL(`${options.baseUrl}${target.path}`) : new URL(target.url);
+      } catch {
+        return resolve(err({ kind: 'not_available' }));
       }
-      // Read and dropped, so that the connection is freed.
-      await answer.body.dump();
-      if (notThere.has(answer.statusCode) && !(answer.statusCode === 403 && 'path' in target)) return err({ kind: 'not_available' });
-      if (answer.statusCode === 401 || answer.statusCode === 403)
-        return err(
-          unavailable("The voice provider refused callgate's credentials for the recording; the operator must check its API key."),
+      const outside = !('path' in target) && url.origin !== apiOrigin;
+      if (outside && (url.protocol !== 'https:' || blockedLiteralHost(url, false) !== null)) return resolve(err({ kind: 'not_available' }));
+      const headers = { ...('path' in target ? options.headers : {}), accept: 'audio/*, */*;q=0.5' };
+      const client = url.protocol === 'https:' ? https : http;
+      let settled = false;
+      const settle = (result: Result<RecordingStream, RecordingFailure>) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(result);
+      };
+      const request = client.request(url, {
+        method: 'GET',
+        headers,
+        agent: false,
+        ...(outside ? { lookup: guardedLookup(false) as unknown as http.RequestOptions['lookup'] } : {}),
+      });
+      // For the answer's headers only: once the audio flows, a client that reads slowly may take its time.
+      const timer = setTimeout(() => {
+        settle(err({ kind: 'timeout', message: 'The voice provider did not answer in time for the recording.', retryable: true }));
+        request.destroy();
+      }, options.timeoutMs);
+      request.on('error', () => settle(err(unavailable('The voice provider could not be reached for the recording.'))));
+      request.on('response', (answer) => {
+        const status = answer.statusCode ?? 0;
+        if (status >= 200 && status < 300) {
+          const length = Number(answer.headers['content-length']);
+          return settle(
+            ok({
+              contentType: safeContentType(answer.headers['content-type']),
+              contentLength: Number.isSafeInteger(length) && length >= 0 ? length : null,
+              body: answer,
+            }),
+          );
+        }
+        // Read and dropped, so that the connection ends.
+        answer.resume();
+        if (notThere.has(status) && !(status === 403 && 'path' in target)) return settle(err({ kind: 'not_available' }));
+        if (status === 401 || status === 403)
+          return settle(
+            err(unavailable("The voice provider refused callgate's credentials for the recording; the operator must check its API key.")),
+          );
+        const retryAfter = Number(answer.headers['retry-after']);
+        return settle(
+          err(
+            unavailable(
+              `The voice provider could not serve the recording (HTTP ${status}).`,
+              Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(3_600, Math.ceil(retryAfter)) : undefined,
+            ),
+          ),
         );
-      const retryAfter = Number(answer.headers['retry-after']);
-      return err(
-        unavailable(
-          `The voice provider could not serve the recording (HTTP ${answer.statusCode}).`,
-          Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(3_600, Math.ceil(retryAfter)) : undefined,
-        ),
-      );
-    } catch (error) {
-      const code = (error as { code?: string }).code;
-      if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT')
-        return err({ kind: 'timeout', message: 'The voice provider did not answer in time for the recording.', retryable: true });
-      return err(unavailable('The voice provider could not be reached for the recording.'));
-    }
-  };
+      });
+      request.end();
+    });
 }
 
 /**
