@@ -157,7 +157,7 @@ function filesUnder(dir: string): string[] {
 let compiledEntry: string | undefined;
 
 /**
- * src/server.js in a folder of the temporary directory named after the sources' contents, with src/'s
+ * src/server.js in a folder of the temporary directory named after the checkout and its sources' contents, with src/'s
  * other files (the portal's assets) beside their modules and the checkout's node_modules linked in. Made
  * by the first test process of a run that needs it; the others find it.
  */
@@ -165,11 +165,14 @@ async function compiledServerEntry(): Promise<string> {
   if (compiledEntry) return compiledEntry;
   const srcDir = path.join(repoRoot, 'src');
   const sources = filesUnder(srcDir).sort();
-  const hash = createHash('sha256');
+  // The checkout's path is part of the name: the copy links that checkout's node_modules, and a copy made
+  // by another checkout (a clone since deleted) would hold a dangling link.
+  const hash = createHash('sha256').update(repoRoot);
   for (const file of sources) hash.update(path.relative(srcDir, file)).update(fs.readFileSync(file));
   const target = path.join(os.tmpdir(), `callgate-test-server-${hash.digest('hex').slice(0, 16)}`);
   const entry = path.join(target, 'src/server.js');
-  if (!fs.existsSync(entry)) {
+  if (!fs.existsSync(entry) || !fs.existsSync(path.join(target, 'node_modules', 'fastify'))) {
+    if (fs.existsSync(target)) fs.rmSync(target, { recursive: true, force: true });
     // Loaded only here: most test processes find the compiled copy made.
     const { default: ts } = await import('typescript');
     const { options } = ts.parseJsonConfigFileContent(
