@@ -27,8 +27,11 @@ function findTests(dir) {
 
 const filters = process.argv.slice(2);
 const startsProcesses = (file) => /\b(startServerProcess|processesOf|spawn|launchBrowser)\(/.test(readFileSync(file, 'utf8'));
-// The TypeScript client's tests run against the real server too (clients/typescript/test).
-const matched = [...findTests('test'), ...findTests('clients/typescript/test')]
+// The clients' tests (clients/*/test: TypeScript, Python through python3, the n8n node) run against the real server too.
+const clientTests = readdirSync('clients')
+  .map((name) => path.join('clients', name, 'test'))
+  .filter((dir) => statSync(dir, { throwIfNoEntry: false })?.isDirectory());
+const matched = [...findTests('test'), ...clientTests.flatMap(findTests)]
   .filter((file) => filters.length === 0 || filters.some((filter) => file.includes(filter)))
   .sort();
 if (matched.length === 0) {
