@@ -16,7 +16,13 @@ const maxDescribeLines = 300;
  * no longer over the limit fails the test too, so that the list only shrinks.
  */
 const waitingForSplit = new Set<string>([]);
-const testRoots = ['test', 'clients/typescript/test'];
+const testRoots = [
+  'test',
+  ...fs
+    .readdirSync(path.join(repoRoot, 'clients'))
+    .map((name) => `clients/${name}/test`)
+    .filter((dir) => fs.existsSync(path.join(repoRoot, dir))),
+];
 
 function filesUnder(dir: string): string[] {
   return fs.readdirSync(path.join(repoRoot, dir), { withFileTypes: true }).flatMap((entry) => {
