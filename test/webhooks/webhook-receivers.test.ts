@@ -1,9 +1,9 @@
 /**
  * The example receivers of docs/webhooks.md (examples/webhooks/) run as child processes against real signed
- * deliveries from the app, and must refuse forged ones. Node and Python always run; Go, PHP and Ruby run
- * where their runtime is on PATH and are skipped with the reason where it is not. The document's own
- * signature example and payload examples are checked against what callgate sends. SQLite only: the
- * database does not change what is signed.
+ * deliveries from the app, and must refuse forged ones. Node and Python (by hand, and with the callgate
+ * Python client of clients/python) always run; Go, PHP and Ruby run where their runtime is on PATH and
+ * are skipped with the reason where it is not. The document's own signature example and payload examples
+ * are checked against what callgate sends. SQLite only: the database does not change what is signed.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -26,6 +26,7 @@ interface Command {
   readonly file: string;
   readonly args: readonly string[];
   readonly cwd?: string;
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 interface Example {
@@ -47,6 +48,17 @@ const examples: readonly Example[] = [
   },
   { name: 'Node with node:crypto', runtime: null, required: true, prepare: () => ({ file: process.execPath, args: ['node-crypto.mjs'] }) },
   { name: 'Python', runtime: 'python3', required: true, prepare: () => ({ file: 'python3', args: ['python/receiver.py'] }) },
+  {
+    name: 'Python with the callgate client',
+    runtime: 'python3',
+    required: true,
+    // The client from this checkout, as `pip install ./clients/python` would provide it.
+    prepare: () => ({
+      file: 'python3',
+      args: ['python/receiver_client.py'],
+      env: { PYTHONPATH: path.join(repoDir, 'clients', 'python', 'src'), PYTHONDONTWRITEBYTECODE: '1' },
+    }),
+  },
   {
     name: 'Go',
     runtime: 'go',
@@ -120,7 +132,7 @@ class ReceiverProcess {
   constructor(command: Command, port: number, secret: string) {
     this.child = spawn(command.file, command.args, {
       cwd: command.cwd ?? examplesDir,
-      env: { ...process.env, WEBHOOK_SECRET: secret, PORT: String(port) },
+      env: { ...process.env, ...command.env, WEBHOOK_SECRET: secret, PORT: String(port) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
