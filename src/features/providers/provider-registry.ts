@@ -2,12 +2,17 @@ import { err } from '../../lib/result.js';
 import { isRealProvider, providerEntry, type AgentProvider } from './provider-catalogue.js';
 import type { AgentRow } from '../agents/agents.tables.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
-import type { VoiceProvider } from './provider.interface.js';
+import type { CannotCancel, VoiceProvider } from './provider.interface.js';
 
 /** Picks the provider of a call. Test-mode keys always get the simulator: they never place real calls. */
 export interface ProviderRegistry {
   forCall(agent: AgentRow, mode: ApiKeyMode): VoiceProvider;
   byName(name: AgentProvider): VoiceProvider;
+}
+
+function cannotCancelOf(name: AgentProvider): CannotCancel | undefined {
+  const reason = isRealProvider(name) ? providerEntry(name).cannotCancel : undefined;
+  return reason === undefined ? undefined : { reason };
 }
 
 /** Stands in for a provider that is not configured on this server, so calls through it fail clearly. */
@@ -24,6 +29,8 @@ export function unconfiguredProvider(name: AgentProvider, missingSetting: string
     checkCall: async () => err(failure),
     findDial: async () => err(failure),
     fetchRecording: async () => err(failure),
+    // A provider that cannot end calls says so, configured or not; the others cannot be asked now.
+    cancel: cannotCancelOf(name) ?? (async () => err(failure)),
   };
 }
 
