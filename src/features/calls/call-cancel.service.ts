@@ -63,6 +63,33 @@ async function askToEnd(
   return answer;
 }
 
+/** Calls of one batch asked to end at once: each is a request to its provider. */
+const batchHangUpConcurrency = 4;
+
+/**
+ * Asks the providers to end every call of the batch that is under way (a batch cancelled with hang_up). A
+ * call that ends meanwhile, or whose provider cannot end calls (ElevenLabs), is left to end on its own; the
+ * failures of providers that could not be asked are returned, for the caller to say that a retry is needed.
+ */
+export async function hangUpCallsOfBatch(deps: CallCancelDeps, batchId: string): Promise<{ asked: number; failed: ApiError[] }> {
+  const calls = await repo.openCallsOfBatch(deps.db, batchId);
+  const failed: ApiError[] = [];
+  let next = 0;
+  const lane = async () => {
+    while (next < calls.length) {
+      const call = calls[next++]!;
+      try {
+        await cancelCall(deps, { accountId: call.account_id, mode: call.mode }, call.id);
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        if (error.code === 'provider_error' || error.code === 'provider_unavailable') failed.push(error);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(batchHangUpConcurrency, calls.length) }, lane));
+  return { asked: calls.length, failed };
+}
+
 /**
  * Cancels the key's call: the 202's call, with `cancel_requested_at`. A call whose cancel was agreed already
  * answers the same, and nothing more is asked of the provider.

@@ -90,6 +90,17 @@ export async function claimDueCalls(db: Db, now: string, leaseUntil: string, lim
     .execute();
 }
 
+/** The calls of a batch that have not ended and nobody asked to end yet (a cancel with hang_up). */
+export async function openCallsOfBatch(db: Db, batchId: string): Promise<CallRow[]> {
+  return db
+    .selectFrom('calls')
+    .selectAll()
+    .where('batch_id', '=', batchId)
+    .where('status', '=', 'initiated')
+    .where('cancel_requested_at', 'is', null)
+    .execute();
+}
+
 /**
  * Notes that the provider agreed to end the call, and has the monitor look at it now: only for a call that has
  * not ended and had no cancel yet. Returns the call as it is then, or undefined when the guard did not hold.

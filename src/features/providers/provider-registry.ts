@@ -1,5 +1,7 @@
 import { err } from '../../lib/result.js';
-import { isRealProvider, providerEntry, type AgentProvider } from './provider-catalogue.js';
+import type { Clock } from '../../lib/clock.js';
+import { isRealProvider, providerEntry, voiceProvidersFor, type AgentProvider, type ProviderConfig } from './provider-catalogue.js';
+import { createSimulatorProvider } from './simulator.provider.js';
 import type { AgentRow } from '../agents/agents.tables.js';
 import type { ApiKeyMode } from '../api-keys/api-keys.tables.js';
 import type { CannotCancel, VoiceProvider } from './provider.interface.js';
@@ -43,4 +45,15 @@ export function createProviderRegistry(
     byName,
     forCall: (agent, mode) => (mode === 'test' ? providers.simulator : byName(agent.provider)),
   };
+}
+
+/** The registry of the configured providers beside the simulator: the server's, and the CLI's for `calls cancel`. */
+export function providerRegistryFor(
+  config: ProviderConfig & { readonly simulatorDelayMs: number; readonly reconcileAfterMs: number },
+  clock: Clock,
+): ProviderRegistry {
+  return createProviderRegistry({
+    simulator: createSimulatorProvider({ clock, delayMs: config.simulatorDelayMs }),
+    ...voiceProvidersFor(config, { clock, reconcileAfterMs: config.reconcileAfterMs }),
+  });
 }
