@@ -5,6 +5,7 @@
  * (HTTP status, unreachable before or after sending, timed out), and the credentials never leave this file
  * and the adapter's own.
  */
+import { isIP } from 'node:net';
 import type { ProviderFailure } from './provider.interface.js';
 import { createRecordingFetcher, type RecordingFetcher } from './recording-fetch.js';
 
@@ -87,14 +88,23 @@ export function createProviderHttpClient(options: ProviderHttpOptions): Provider
   };
 }
 
-/** Whether `url` is at the API's host or another host of its domain (api.vapi.ai and phone-call-….vapi.ai). */
+/**
+ * Whether `url` is at the API's host or another host of its domain (api.vapi.ai and phone-call-….vapi.ai),
+ * over https or the API's own scheme. An API at an IP address (or a one-label host) has no domain: only that
+ * very host counts (127.0.0.1 and 10.0.0.1 share a suffix, not an owner).
+ */
 export function sameProviderDomain(url: string, baseUrl: string): boolean {
   try {
-    const host = new URL(url).hostname;
-    const apiHost = new URL(baseUrl).hostname;
+    const target = new URL(url);
+    const api = new URL(baseUrl);
+    if (target.protocol !== 'https:' && target.protocol !== api.protocol) return false;
+    const host = target.hostname.toLowerCase();
+    const apiHost = api.hostname.toLowerCase();
+    if (host === apiHost) return true;
     const labels = apiHost.split('.');
+    if (isIP(apiHost.replace(/^\[|\]$/g, '')) !== 0 || labels.length < 2) return false;
     const domain = labels.length > 2 ? labels.slice(1).join('.') : apiHost;
-    return host === apiHost || host === domain || host.endsWith(`.${domain}`);
+    return host === domain || host.endsWith(`.${domain}`);
   } catch {
     return false;
   }
@@ -152,6 +162,14 @@ export function cancelRequestFailure(response: ProviderErrorResponse): ProviderF
     return { kind: 'timeout', message: 'The voice provider did not answer the request to end the call in time. Retry.', retryable: true };
   }
   if (response.kind === 'unreachable') {
+    // A connection dropped after sending is an answer lost: the stop may have been done; asked again, safely.
+    if (response.sent) {
+      return {
+        kind: 'uncertain',
+        message: 'The connection to the voice provider dropped before it answered the request to end the call. Retry.',
+        retryable: true,
+      };
+    }
     return {
       kind: 'unavailable',
       message: 'The voice provider could not be reached to end the call. Retry with backoff.',
