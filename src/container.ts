@@ -26,9 +26,8 @@ import { Metrics } from './features/metrics/metrics.js';
 import { instrumentProviders } from './features/metrics/provider-metrics.js';
 import { jobObserver, watchWorker } from './features/metrics/worker-metrics.js';
 import type { CallsDeps } from './features/calls/calls.service.js';
-import { createProviderRegistry, type ProviderRegistry } from './features/providers/provider-registry.js';
-import { createSimulatorProvider } from './features/providers/simulator.provider.js';
-import { agentDirectoriesFor, voiceProvidersFor, type RealProvider } from './features/providers/provider-catalogue.js';
+import { providerRegistryFor, type ProviderRegistry } from './features/providers/provider-registry.js';
+import { agentDirectoriesFor, type RealProvider } from './features/providers/provider-catalogue.js';
 import type { AgentDirectory } from './features/providers/provider.interface.js';
 import type { RateLimiter } from './features/rate-limit/rate-limit.interface.js';
 import { createLocalNotifier, createPostgresNotifier, type DeliveryNotifier } from './features/webhook-delivery/delivery-notifier.js';
@@ -178,14 +177,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       }),
     };
 
-    const providers = instrumentProviders(
-      overrides.providers ??
-        createProviderRegistry({
-          simulator: createSimulatorProvider({ clock, delayMs: config.simulatorDelayMs }),
-          ...voiceProvidersFor(config, { clock, reconcileAfterMs: config.reconcileAfterMs }),
-        }),
-      metrics,
-    );
+    const providers = instrumentProviders(overrides.providers ?? providerRegistryFor(config, clock), metrics);
 
     const notifier =
       database.dialect === 'postgres' && config.database.dialect === 'postgres'
@@ -283,7 +275,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       ...(overrides.dialerSweepIntervalMs === undefined ? {} : { sweepIntervalMs: overrides.dialerSweepIntervalMs }),
       ...(overrides.random === undefined ? {} : { random: overrides.random }),
     });
-    const batches: BatchesDeps = { db: database.db, clock, idempotency, wakeWorkers: () => notifier.notify() };
+    const batches: BatchesDeps = {
+      db: database.db,
+      clock,
+      idempotency,
+      providers,
+      wakeWorkers: () => notifier.notify(),
+      onCallPlaced: (callId, checkAt) => callMonitor.schedule(callId, checkAt),
+    };
     const suppressions: SuppressionsDeps = { db: database.db, clock, idempotency };
 
     if (config.roles.has('worker')) watchWorker(metrics, { db: database.db, clock, jobs });

@@ -9,6 +9,7 @@ import { ApiError } from '../errors/api-error.js';
 import { getAccount } from '../features/identity/accounts.service.js';
 import type { AccountRow } from '../features/identity/identity.tables.js';
 import type { Clock } from '../lib/clock.js';
+import type { ProviderRegistry } from '../features/providers/provider-registry.js';
 import type { CommandArgs, OptionSpecs } from './args.js';
 
 export interface CommandContext {
@@ -16,6 +17,8 @@ export interface CommandContext {
   readonly config: Config;
   readonly db: Db;
   readonly clock: Clock;
+  /** The configured voice providers and the simulator, as the server has them (`calls cancel`). */
+  providers(): Promise<ProviderRegistry>;
   /**
    * Wakes the delivery workers of other processes after this command queued deliveries: NOTIFY on
    * PostgreSQL; nothing on SQLite, where the server's periodic sweep finds them within a second.

@@ -84,7 +84,9 @@ async function withDatabase(config: Config, progress: (line: string) => void, ru
   };
   try {
     await prepareSchema(database.db, { migrate: config.migrateOnStart });
-    return await run({ config, db: database.db, clock: systemClock, wakeDeliveryWorkers, progress });
+    // Loaded when a command asks: only `calls cancel` and `batches cancel --hang-up` speak to the providers.
+    const providers = async () => (await import('../features/providers/provider-registry.js')).providerRegistryFor(config, systemClock);
+    return await run({ config, db: database.db, clock: systemClock, providers, wakeDeliveryWorkers, progress });
   } finally {
     await database.destroy();
   }

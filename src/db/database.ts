@@ -43,6 +43,7 @@ import * as webhookWorkers from './migrations/0022-webhook-workers.js';
 import * as callContent from './migrations/0023-call-content.js';
 import * as endpointModes from './migrations/0024-endpoint-modes.js';
 import * as callFilters from './migrations/0025-call-filters.js';
+import * as callCancel from './migrations/0026-call-cancel.js';
 import type { Database } from './schema.js';
 import { startCheckpointer } from './sqlite-checkpointer.js';
 
@@ -291,6 +292,7 @@ const migrations: Record<string, Migration> = {
   '0023-call-content': callContent,
   '0024-endpoint-modes': endpointModes,
   '0025-call-filters': callFilters,
+  '0026-call-cancel': callCancel,
 };
 
 /** Kysely's record of the migrations applied to a database. */

@@ -44,6 +44,15 @@ export const errorCatalogue = {
     status: 409,
     message: 'The call has not ended yet. Wait for its call.completed or call.failed event, then read it again.',
   },
+  call_already_ended: {
+    status: 409,
+    message: 'The call has already ended, so it cannot be cancelled. Read its outcome with GET /v1/calls/{id}.',
+  },
+  cancel_not_supported: {
+    status: 409,
+    message:
+      "The call's voice provider offers no way to end a call through its API, so callgate cannot cancel it; it ends when the conversation does.",
+  },
   batch_not_resumable: { status: 409, message: 'Only a paused batch can be resumed; a completed or cancelled batch cannot.' },
   batch_finished: { status: 409, message: 'The batch has ended (completed or cancelled); it can no longer be paused or cancelled.' },
   payload_too_large: { status: 413, message: 'The request body is larger than 64 KB.' },

@@ -8,13 +8,17 @@ import { ApiError } from '../errors/api-error.js';
 import { listAgents } from '../features/agents/agents.service.js';
 import { openRecording } from '../features/calls/call-content.service.js';
 import { sendRecording } from '../features/calls/recording-reply.js';
-import { listCallsWithMode } from '../features/calls/calls.service.js';
+import { getCallWithMode, listCallsWithMode } from '../features/calls/calls.service.js';
+import { cancelCall } from '../features/calls/call-cancel.service.js';
+import { statusOf } from '../errors/catalogue.js';
 import type { CallRow } from '../features/calls/calls.tables.js';
 import type { RecordingStream } from '../features/providers/provider.interface.js';
-import { frameUser, isPlainId, sendErrorPage, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
-import { CallsQuery, IdParams } from './portal.schemas.js';
+import { frameUser, isPlainId, seeOther, sendErrorPage, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
+import { CallsQuery, EmptyForm, IdParams, NoticeQuery } from './portal.schemas.js';
 import { loadCallPage } from './portal.service.js';
-import { callPage, callsPage, callStatuses } from './views/calls.view.js';
+import { callPage, callsPage, callStatuses, cancelCallPage } from './views/calls.view.js';
+import { portalPath } from './views/components.js';
+import { noticeFor } from './views/layout.view.js';
 
 const pageSize = 25;
 
@@ -93,11 +97,41 @@ export const portalCallsRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> 
     );
   });
 
-  app.get('/calls/:id', { schema: { params: IdParams } }, async (request, reply) => {
+  app.get('/calls/:id', { schema: { params: IdParams, querystring: NoticeQuery } }, async (request, reply) => {
     const session = sessionOf(request);
     const data = await loadCallPage(deps.db, session.accountId, request.params.id);
     if (!data) return sendNotFound(request, reply);
-    return sendPage(reply, 200, callPage({ user: frameUser(session), ...data }));
+    return sendPage(reply, 200, callPage({ user: frameUser(session), ...data, notice: noticeFor(request.query.notice) }));
+  });
+
+  // Cancelling: a page that asks first, then the API's cancel for the session's account (either mode).
+  app.get('/calls/:id/cancel', { schema: { params: IdParams } }, async (request, reply) => {
+    const session = sessionOf(request);
+    const call = await getCallWithMode(deps.db, session.accountId, request.params.id);
+    if (!call) return sendNotFound(request, reply);
+    if (call.status !== 'initiated' || call.cancel_requested_at) return seeOther(reply, portalPath('calls', call.id));
+    return sendPage(reply, 200, cancelCallPage(frameUser(session), call));
+  });
+
+  app.post('/calls/:id/cancel', { schema: { params: IdParams, body: EmptyForm } }, async (request, reply) => {
+    const session = sessionOf(request);
+    const call = await getCallWithMode(deps.db, session.accountId, request.params.id);
+    if (!call) return sendNotFound(request, reply);
+    try {
+      await cancelCall({ db: deps.db, clock: deps.clock, ...deps.calls }, { accountId: session.accountId, mode: call.mode }, call.id);
+      return seeOther(reply, `${portalPath('calls', call.id)}?notice=call_cancelling`);
+    } catch (error) {
+      // Refused (ended meanwhile, a provider that cannot, one that failed): the call's page, saying why.
+      if (!(error instanceof ApiError) || error.code === 'not_found') throw error;
+      const data = await loadCallPage(deps.db, session.accountId, call.id);
+      if (!data) return sendNotFound(request, reply);
+      if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(Math.ceil(error.retryAfterSeconds)));
+      return sendPage(
+        reply,
+        statusOf(error.code),
+        callPage({ user: frameUser(session), ...data, error: `${error.message} (${error.code})` }),
+      );
+    }
   });
 
   // The call page's player: the session's account (either mode) stands in for an API key.

@@ -25,8 +25,8 @@ export interface PortalDeps {
   readonly agentDirectories: ReadonlyMap<RealProvider, AgentDirectory>;
   /** Batches are created, paused, resumed and cancelled through the service the API uses. */
   readonly batches: BatchesDeps;
-  /** The providers a call's recording is streamed from (the call page's player). */
-  readonly calls: { readonly providers: ProviderRegistry };
+  /** The providers a call's recording is streamed from (the call page's player) and a cancel asks; the monitor's wake-up. */
+  readonly calls: { readonly providers: ProviderRegistry; readonly onCallPlaced?: (callId: string, checkAt: Date) => void };
 }
 
 declare module 'fastify' {

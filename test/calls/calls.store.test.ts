@@ -72,6 +72,8 @@ await forEachDialect('Storing a call with its idempotency key', (dialect) => {
       found_after_lost_answer: 0,
       analysis_successful: null,
       analysis_data: null,
+      cancel_requested_at: null,
+      provider_control: null,
     };
   }
   const insertCallCompletingKey = (db: Db, row: CallRow, key: HeldKey) =>

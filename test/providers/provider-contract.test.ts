@@ -9,7 +9,9 @@
  * analysis (on the call and in call.completed, also when it comes late), the transcript, the recording
  * streamed byte for byte (a recording URL fetched with no credential), each refused as the spec says before
  * the end, to another account, without a recording or with its source down, and never showing the
- * provider's URL or key. A new provider gets all of it by adding its contract fake.
+ * provider's URL or key. A call is cancelled where the provider can end calls (stopped once however often
+ * asked; a ringing one ends call.failed / cancelled, an answered one call.completed, one event each) and
+ * answered 409 cancel_not_supported where it cannot. A new provider gets all of it by adding its contract fake.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -20,6 +22,7 @@ import { createApiKey } from '../../src/features/api-keys/api-keys.service.js';
 import { agentDirectoryFor, providerCatalogue } from '../../src/features/providers/provider-catalogue.js';
 import { assertErrorShape } from '../support/api-errors.js';
 import { forEachDialect } from '../support/dialects.js';
+import { until } from '../support/wait.js';
 import { analysisOf, storedNumberId, type CompletedOutcome, type ContractOutcome } from '../support/provider-contract.js';
 import {
   completedOutcome,
@@ -471,6 +474,68 @@ function contentCases(h: ContractHarness): void {
   });
 }
 
+function cancelCases(h: ContractHarness): void {
+  const cancel = (callId: string) =>
+    h.t.inject({ method: 'POST', url: `/v1/calls/${callId}/cancel`, headers: { authorization: `Bearer ${h.t.seed.token}` } });
+  const stopped = () => {
+    const ways = h.fake.cancel;
+    if (!ways) throw new Error(`${h.entry.name} ends no calls`);
+    return ways;
+  };
+  /**
+   * An agreed cancel has the monitor look at the call at once: that look is let through (it finds the call
+   * still running) before the provider ends it, so that what follows is the webhooks' alone.
+   */
+  const promptedLook = async (providerCallId: string, before: number) => {
+    await until('the look a cancel prompts', () => (h.fake.lookupsOf(providerCallId) > before ? true : undefined));
+    await h.t.services.callMonitor.pass();
+  };
+
+  it('a provider that can end calls stops a ringing one once: 202, then one call.failed / cancelled; one that cannot says 409', async () => {
+    const { id, providerCallId } = await h.placeCall();
+    const before = h.fake.requestCount();
+    if (h.fake.cancel === null) {
+      const body = assertErrorShape(await cancel(id), 409, 'cancel_not_supported');
+      assert.match(String(body.message), new RegExp(h.entry.label));
+      assert.equal(h.fake.requestCount(), before, 'the provider was not asked');
+      const call = await h.readCall(id);
+      assert.deepEqual([call.status, call.cancel_requested_at], ['initiated', undefined]);
+      return;
+    }
+    const looks = h.fake.lookupsOf(providerCallId);
+    const res = await cancel(id);
+    assert.equal(res.statusCode, 202, res.body);
+    assert.equal(res.json().cancel_requested_at, h.clock.now().toISOString());
+    await promptedLook(providerCallId, looks);
+    const again = await cancel(id);
+    assert.deepEqual([again.statusCode, again.json()], [202, res.json()]);
+    const stops = stopped().stopRequests(providerCallId);
+    assert.equal(stops.length, 1, 'one stop');
+    assert.ok(stopped().isStopRequest(stops[0]!, providerCallId), `the vendor's stop: ${stops[0]!.method} ${stops[0]!.path}`);
+    const failedAt = new Date(Math.floor(h.clock.now().getTime() / 1000) * 1000 - 1_000);
+    const outcome: ContractOutcome = { status: 'failed', reason: 'cancelled', failedAt };
+    const handlings = await h.deliver(stopped().stoppedWebhooks(providerCallId, outcome, { timestampMs: h.clock.now().getTime() }));
+    assert.equal(handlings.filter((handling) => handling === 'recorded').length, 1, handlings.join());
+    await assertOneEvent(h, id, outcome);
+    assertErrorShape(await cancel(id), 409, 'call_already_ended');
+    assert.equal(stopped().stopRequests(providerCallId).length, 1);
+  });
+
+  it('an answered call stopped: one call.completed as the provider reports it (duration, summary, analysis)', async () => {
+    if (h.fake.cancel === null) return;
+    const { id, providerCallId } = await h.placeCall();
+    const outcome = completedOutcome(h, 'Stopped mid-call.', 37);
+    stopped().answer(providerCallId, outcome.startedAt);
+    const looks = h.fake.lookupsOf(providerCallId);
+    assert.equal((await cancel(id)).statusCode, 202);
+    await promptedLook(providerCallId, looks);
+    assert.equal(stopped().stopRequests(providerCallId).length, 1);
+    const handlings = await h.deliver(stopped().stoppedWebhooks(providerCallId, outcome, { timestampMs: h.clock.now().getTime() }));
+    assert.equal(handlings.filter((handling) => handling === 'recorded').length, 1, handlings.join());
+    await assertOneEvent(h, id, outcome);
+  });
+}
+
 for (const entry of providerCatalogue) {
   await forEachDialect(`Provider contract: ${entry.label}`, (dialect) => {
     const h = contractHarness(dialect, entry);
@@ -481,5 +546,6 @@ for (const entry of providerCatalogue) {
     describe('a webhook that never comes', () => lookupCases(h));
     describe('what a completed call kept', () => contentCases(h));
     describe('agents sync', () => agentSyncCases(h));
+    describe('cancelling a call', () => cancelCases(h));
   });
 }

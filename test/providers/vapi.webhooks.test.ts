@@ -121,7 +121,8 @@ await forEachDialect('Vapi server messages', (dialect) => {
       ['twilio-failed-to-connect-call', 'provider_error'],
       ['call.start.error-subscription-concurrency-limit-reached', 'provider_error'],
       ['call.in-progress.error-providerfault-outbound-sip-503-service-unavailable', 'provider_error'],
-      ['manually-canceled', 'provider_error'],
+      // Ended through the API (a cancel) before anyone answered: no startedAt.
+      ['manually-canceled', 'cancelled'],
     ];
     for (const [theirs, ours] of cases) {
       it(`${theirs} → call.failed with failure_reason ${ours} and their reason in failure_message`, async () => {

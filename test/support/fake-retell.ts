@@ -8,7 +8,12 @@
  * (1 to 1000) and `pageSize` items, `{items, has_more, pagination_key}`, the key an opaque token this fake
  * issued. The lists Retell removed in 2026 (`GET /list-agents`, `GET /list-chat-agents`,
  * `GET /list-phone-numbers`) answer 404 in that shape (the words of their real answer are unconfirmed), so
- * nothing can lean on them unnoticed. An ended call's `recording_url` points at this fake's own server
+ * nothing can lean on them unnoticed. `POST /v2/stop-call/{call_id}` (no body) answers 204 with nothing for a call
+ * still `registered` (ringing) or `ongoing`, as documented ("Stop an ongoing call"; that it works while ringing
+ * is unconfirmed), and only records it: the call ends when the test says so (`endCall`, their reason
+ * `manual_stopped`), as Retell ends it a moment later and reports it by webhook. For a call already over it
+ * answers 400, for an id it does not know 422 (their documented errors are 400/401/422/500; which one each case
+ * gets, and the words, are unconfirmed). An ended call's `recording_url` points at this fake's own server
  * (`GET /recordings/{call_id}.wav`), public as Retell's are: it asks for no key. It also builds their webhooks (`{event, call}`) signed as they sign them:
  * `x-retell-signature: v=<ms>,d=<hex HMAC-SHA256(body + ms)>` keyed with the API key, over the compact JSON sent.
  */
@@ -21,7 +26,7 @@ import {
   type FakeProviderServer,
 } from './fake-provider-server.js';
 
-export type RetellRoute = 'create' | 'getCall' | 'listCalls' | 'agents' | 'phoneNumbers' | 'concurrency' | 'removed' | 'recording';
+export type RetellRoute = 'create' | 'getCall' | 'listCalls' | 'stop' | 'agents' | 'phoneNumbers' | 'concurrency' | 'removed' | 'recording';
 export type RetellRequest = FakeProviderRequest<RetellRoute>;
 
 export interface RetellAgent {
@@ -64,6 +69,10 @@ export interface FakeRetell extends FakeProviderServer<RetellRoute> {
   phoneNumbers: RetellNumber[];
   /** The call id the next create will return. */
   nextCallId(id: string): void;
+  /** The call is answered (`ongoing`, their `call_started`) at `startMs` (now by default). */
+  answerCall(callId: string, startMs?: number): RetellCall;
+  /** The `POST /v2/stop-call/{call_id}` requests received for a call, answered or not. */
+  stopsOf(callId: string): RetellRequest[];
   /**
    * Ends a call as Retell records it: `not_connected` / `error` with a reason, or `ended` after `durationMs`
    * (answered at `startMs`) with its transcript and recording, and `analysis` once analysed.
@@ -132,6 +141,7 @@ function routeOf(method: string, path: string): RetellRoute | 'other' {
   if (method === 'POST' && path === '/v2/create-phone-call') return 'create';
   if (method === 'GET' && /^\/v2\/get-call\/[^/]+$/.test(path)) return 'getCall';
   if (method === 'POST' && path === '/v3/list-calls') return 'listCalls';
+  if (method === 'POST' && /^\/v2\/stop-call\/[^/]+$/.test(path)) return 'stop';
   if (method === 'POST' && path === '/v2/list-agents') return 'agents';
   if (method === 'GET' && path === '/v2/list-phone-numbers') return 'phoneNumbers';
   if (['/list-agents', '/list-chat-agents', '/list-phone-numbers'].includes(path)) return 'removed';
@@ -218,6 +228,12 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
         const call = calls.get(decodeURIComponent(request.path.slice('/v2/get-call/'.length)));
         return call ? { status: 200, body: call } : error(422, 'Cannot find requested asset under given api key.');
       }
+      case 'stop': {
+        const call = calls.get(decodeURIComponent(request.path.slice('/v2/stop-call/'.length)));
+        if (!call) return error(422, 'Cannot find requested asset under given api key.');
+        if (call.call_status !== 'registered' && call.call_status !== 'ongoing') return error(400, 'Call is not ongoing.');
+        return { status: 204 };
+      }
       case 'listCalls': {
         const body = (request.body ?? {}) as {
           filter_criteria?: { metadata?: { key: string; value: string; op: string }[] };
@@ -270,10 +286,18 @@ export async function startFakeRetell(options: { apiKey: string }): Promise<Fake
     pageSize: 1_000,
     phoneNumbers: [] as RetellNumber[],
     nextCallId: (id: string) => void pendingIds.push(id),
+    answerCall(callId: string, startMs = Date.now()): RetellCall {
+      const call = calls.get(callId);
+      if (!call) throw new Error(`the fake Retell has no call ${callId}`);
+      return Object.assign(call, { call_status: 'ongoing', start_timestamp: startMs });
+    },
+    stopsOf: (callId: string) => server.requestsTo('stop').filter((request) => request.path === `/v2/stop-call/${callId}`),
     endCall(callId: string, end: RetellEnd): RetellCall {
       const call = calls.get(callId);
       if (!call) throw new Error(`the fake Retell has no call ${callId}`);
-      const startMs = end.startMs ?? Date.now() - (end.durationMs ?? 0);
+      // Answered earlier (answerCall): the call keeps that start unless told another.
+      const answeredMs = typeof call.start_timestamp === 'number' ? call.start_timestamp : undefined;
+      const startMs = end.startMs ?? answeredMs ?? Date.now() - (end.durationMs ?? 0);
       const turns = end.transcriptObject ?? defaultTurns;
       const file = end.recording === undefined ? { contentType: 'audio/wav', bytes: Buffer.alloc(64, 3) } : end.recording;
       if (end.status === 'ended' && file) recordings.set(callId, file);

@@ -7,6 +7,16 @@
  * does by default: `x-signature` = hex HMAC-SHA256 of `"{x-timestamp}.{body}"`. An ended call's
  * `artifact.recordingUrl` points at this fake's own server (`GET /recordings/{id}.wav`), public as Vapi's
  * storage is: it asks for no key.
+ *
+ * A call's `monitor` (in the create answer and `GET /call/{id}`) carries a `listenUrl` and a `controlUrl`. Vapi's
+ * live control URLs are on another host than api.vapi.ai (e.g.
+ * `https://phone-call-websocket.aws-us-west-2-backend-production2.vapi.ai/<id>/control`); this fake's is on its
+ * own server, `POST /control/{id}`. It takes `{"type":"end-call"}` with or without a key (their
+ * `monitorPlan.controlAuthenticationEnabled` is off by default) and answers 200 `{"ok":true}` while the call
+ * lives, only recording the request: the call ends when the test says so (`endCall`, their reason
+ * `manually-canceled` for one ended through the API). Once the call ended, or for a call it does not know, it
+ * answers 404 (the control channel lives as long as the call: what Vapi answers then is unconfirmed); another
+ * body is 400.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import {
@@ -17,7 +27,7 @@ import {
   type FakeProviderServer,
 } from './fake-provider-server.js';
 
-export type VapiRoute = 'create' | 'getCall' | 'listCalls' | 'assistants' | 'phoneNumbers' | 'recording';
+export type VapiRoute = 'create' | 'getCall' | 'listCalls' | 'control' | 'assistants' | 'phoneNumbers' | 'recording';
 export type VapiRequest = FakeProviderRequest<VapiRoute>;
 
 export interface VapiAssistant {
@@ -53,6 +63,10 @@ export interface FakeVapi extends FakeProviderServer<VapiRoute> {
    * analysis), messages and recording.
    */
   endCall(callId: string, end: VapiEnd): VapiCall;
+  /** The call is answered (`in-progress`) at `startedAt` (now by default). */
+  answerCall(callId: string, startedAt?: string): VapiCall;
+  /** The requests to the call's control URL (`POST /control/{id}`), answered or not. */
+  controlsOf(callId: string): VapiRequest[];
   /** An `end-of-call-report` server message for a call, as Vapi sends it (compact JSON). */
   endOfCallReport(call: VapiCall): string;
   /** A `status-update` server message. */
@@ -90,6 +104,7 @@ function routeOf(method: string, path: string): VapiRoute | 'other' {
   if (method === 'POST' && path === '/call') return 'create';
   if (method === 'GET' && path === '/call') return 'listCalls';
   if (method === 'GET' && /^\/call\/[^/]+$/.test(path)) return 'getCall';
+  if (method === 'POST' && /^\/control\/[^/]+$/.test(path)) return 'control';
   if (method === 'GET' && path === '/assistant') return 'assistants';
   if (method === 'GET' && path === '/phone-number') return 'phoneNumbers';
   if (method === 'GET' && /^\/recordings\/[^/]+\.wav$/.test(path)) return 'recording';
@@ -113,6 +128,15 @@ export async function startFakeVapi(options: {
       return file
         ? { status: 200, body: file.bytes, headers: { 'content-type': file.contentType } }
         : nestError(404, 'Not Found', 'Not Found');
+    }
+    if (request.route === 'control') {
+      // The control channel of a live call: no key needed (their controlAuthenticationEnabled is off by default).
+      const call = calls.get(decodeURIComponent(request.path.slice('/control/'.length)));
+      if (!call || call.status === 'ended') return nestError(404, 'Call not found or already ended.', 'Not Found');
+      if ((request.body as { type?: unknown } | null)?.type !== 'end-call') {
+        return nestError(400, ['type must be one of the following values: end-call, say, add-message, transfer'], 'Bad Request');
+      }
+      return { status: 200, body: { ok: true } };
     }
     if (request.headers.authorization !== `Bearer ${fake.apiKey}`) {
       return nestError(
@@ -151,7 +175,7 @@ export async function startFakeVapi(options: {
           updatedAt: createdAt,
           cost: 0,
           phoneCallProvider: 'twilio',
-          monitor: { listenUrl: `wss://fake.vapi/${id}/listen`, controlUrl: `https://fake.vapi/${id}/control` },
+          monitor: { listenUrl: `wss://${new URL(fake.url).host}/${id}/listen`, controlUrl: `${fake.url}/control/${id}` },
         };
         calls.set(id, call);
         const subscriptionLimits = { concurrencyBlocked: fake.concurrencyBlocked, concurrencyLimit: 10, remainingConcurrentCalls: 8 };
@@ -202,8 +226,9 @@ export async function startFakeVapi(options: {
     endCall(callId: string, end: VapiEnd): VapiCall {
       const call = calls.get(callId);
       if (!call) throw new Error(`the fake Vapi has no call ${callId}`);
-      // A call never answered has said nothing and recorded nothing.
-      const answered = end.startedAt !== undefined;
+      // A call never answered has said nothing and recorded nothing; one answered earlier (answerCall) keeps its start.
+      const startedAt = end.startedAt ?? (typeof call.startedAt === 'string' ? call.startedAt : undefined);
+      const answered = startedAt !== undefined;
       const messages = end.messages ?? (answered ? defaultMessages : []);
       const file =
         end.recording === undefined && answered ? { contentType: 'audio/wav', bytes: Buffer.alloc(64, 5) } : (end.recording ?? null);
@@ -218,13 +243,19 @@ export async function startFakeVapi(options: {
       Object.assign(call, {
         status: 'ended',
         endedReason: end.endedReason,
-        ...(end.startedAt ? { startedAt: end.startedAt } : {}),
+        ...(startedAt ? { startedAt } : {}),
         endedAt: end.endedAt ?? new Date(now()).toISOString(),
         ...(end.summary === undefined ? {} : { analysis: { summary: end.summary, ...(end.analysis ?? { successEvaluation: 'true' }) } }),
         artifact: { transcript, messages, ...(recordingUrl ? { recordingUrl } : {}) },
       });
       return call;
     },
+    answerCall(callId: string, startedAt = new Date(now()).toISOString()): VapiCall {
+      const call = calls.get(callId);
+      if (!call) throw new Error(`the fake Vapi has no call ${callId}`);
+      return Object.assign(call, { status: 'in-progress', startedAt });
+    },
+    controlsOf: (callId: string) => server.requestsTo('control').filter((request) => request.path === `/control/${callId}`),
     endOfCallReport(call: VapiCall): string {
       const artifact = (call.artifact ?? {}) as Record<string, unknown>;
       return JSON.stringify({

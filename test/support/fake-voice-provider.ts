@@ -79,6 +79,9 @@ export function createFakeProvider(): FakeProvider {
     async fetchRecording() {
       return err({ kind: 'not_available' as const });
     },
+    async cancel() {
+      return ok({ state: 'ending' as const });
+    },
     async checkCall() {
       // Calls never end here: these tests look at creation only.
       const check: CallCheck = { state: 'running', checkAgainAt: new Date(Date.now() + 3_600_000) };

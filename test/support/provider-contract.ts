@@ -89,6 +89,24 @@ export interface ContractAgent {
   readonly number: ContractNumber | null;
 }
 
+/**
+ * How a provider ends a call it is asked to end (POST /v1/calls/{id}/cancel): its stop requests, a call
+ * answered, and the webhooks it sends for a call it stopped.
+ */
+export interface ContractCancel {
+  /** The requests to end the call the fake received, oldest first: each the vendor's (path, body, credentials). */
+  stopRequests(callId: string): readonly FakeProviderRequest<string>[];
+  /** Whether a stop request is as the vendor documents it (its method, path, body and credentials). */
+  isStopRequest(request: FakeProviderRequest<string>, callId: string): boolean;
+  /** The call is answered at `startedAt` (it rang until then). */
+  answer(callId: string, startedAt: Date): void;
+  /**
+   * The webhooks the vendor sends for a call it ended on request, signed at `timestampMs`: one nobody had
+   * answered (`failed` / `cancelled`, at `failedAt`), or one answered (`completed`) with its content.
+   */
+  stoppedWebhooks(callId: string, outcome: ContractOutcome, options: { timestampMs: number }): SignedWebhook[];
+}
+
 /** What a contract fake is started with. */
 export interface ContractFakeContext {
   /** The app's time in ms (a manual clock): what the fake stamps its calls with. */
@@ -154,6 +172,8 @@ export interface ProviderContractFake {
   agentPagesServed(): number;
   /** Every request the fake received. */
   requestCount(): number;
+  /** How it ends a call on request; null where its API cannot (callgate answers 409 cancel_not_supported). */
+  readonly cancel: ContractCancel | null;
   close(): Promise<void>;
 }
 

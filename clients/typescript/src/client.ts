@@ -81,6 +81,16 @@ export class Calls extends Resource {
     return this.page('/v1/calls', params, options);
   }
 
+  /**
+   * POST /v1/calls/{id}/cancel: asks the call's provider to end it (cancelled while it rings, hung up once
+   * answered); the call then carries `cancel_requested_at`, and ends with one event as usual. Cancelling
+   * again changes nothing, so it is retried like a GET. 409 call_already_ended once it has ended; 409
+   * cancel_not_supported where the provider cannot end calls (ElevenLabs).
+   */
+  cancel(callId: string, options?: RequestOptions): Promise<WithResponse<Call>> {
+    return this.send({ method: 'POST', path: `/v1/calls/${id(callId)}/cancel` }, options);
+  }
+
   /** GET /v1/calls/{id}/transcript: the ended call's conversation, turn by turn (409 call_not_ended before its end). */
   getTranscript(callId: string, options?: RequestOptions): Promise<WithResponse<CallTranscript>> {
     return this.send({ method: 'GET', path: `/v1/calls/${id(callId)}/transcript` }, options);
@@ -169,8 +179,12 @@ export class Batches extends Resource {
     return this.send({ method: 'POST', path: `/v1/batches/${id(batchId)}/resume` }, options);
   }
 
-  cancel(batchId: string, options?: RequestOptions): Promise<WithResponse<Batch>> {
-    return this.send({ method: 'POST', path: `/v1/batches/${id(batchId)}/cancel` }, options);
+  /** With `{ hang_up: true }`, the batch's calls under way are asked to end too (as calls.cancel). */
+  cancel(batchId: string, params: { hang_up?: boolean } = {}, options?: RequestOptions): Promise<WithResponse<Batch>> {
+    return this.send(
+      { method: 'POST', path: `/v1/batches/${id(batchId)}/cancel`, ...(params.hang_up === undefined ? {} : { body: params }) },
+      options,
+    );
   }
 }
 

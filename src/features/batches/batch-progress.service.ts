@@ -113,7 +113,8 @@ export async function endRecipientsOfCalls(
     }
     endings.push({
       id: recipient.id,
-      status: failed ? 'failed' : 'completed',
+      // A call cancelled before anyone answered ends its recipient cancelled, as a cancelled batch's queued ones.
+      status: failed ? (call.failure_reason === 'cancelled' ? 'cancelled' : 'failed') : 'completed',
       failure_reason: failed ? call.failure_reason : null,
       failure_message: failed ? call.failure_message : null,
       updated_at: updatedAt,

@@ -179,7 +179,8 @@ export async function cancelDialingRecipient(db: Db, recipientId: string, now: s
 
 export type RecipientEnding = Readonly<{
   id: string;
-  status: 'completed' | 'failed';
+  /** `cancelled` for a call that was cancelled before anyone answered (its failure_reason says so too). */
+  status: 'completed' | 'failed' | 'cancelled';
   failure_reason: string | null;
   failure_message: string | null;
   updated_at: string;

@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ErrorCode } from '../../errors/catalogue.js';
 import { registerMethodNotAllowed } from '../../errors/error-handler.js';
@@ -41,14 +42,23 @@ const actionDocs: Record<BatchAction, { operationId: string; summary: string; de
     operationId: 'cancelBatch',
     summary: 'Cancel a batch',
     description:
-      'Recipients not yet dialed end cancelled; calls under way go on, and batch.completed (status cancelled) follows once they ended. Cancelling again changes nothing.',
+      'Recipients not yet dialed end cancelled; calls under way go on, or, with {"hang_up": true}, are asked to end as POST /v1/calls/{id}/cancel does (those of a provider that cannot end calls go on). batch.completed (status cancelled) follows once they ended, counting calls cancelled before anyone answered as cancelled. Cancelling again changes nothing (with hang_up, it asks to end the calls still under way).',
   },
 };
 const actionErrors: Record<BatchAction, ErrorCode[]> = {
   pause: ['not_found', 'batch_finished'],
   resume: ['not_found', 'batch_not_resumable'],
-  cancel: ['not_found', 'batch_finished'],
+  cancel: ['not_found', 'batch_finished', 'provider_error', 'provider_unavailable'],
 };
+
+const CancelBatchBody = Type.Object(
+  {
+    hang_up: Type.Optional(
+      Type.Boolean({ description: 'Also end the calls under way (cancel those ringing, hang up answered ones); default false' }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = async (app, { deps }) => {
   app.post(
@@ -148,12 +158,18 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
           ...actionDocs[action],
           tags: ['Batches'],
           params: BatchParams,
+          ...(action === 'cancel' ? { body: CancelBatchBody } : {}),
           response: { 200: Batch, ...errorResponses(actionErrors[action], { body: true }) },
+        },
+        // The body is optional: a cancel without one is the cancel of before (hang_up false).
+        preValidation: async (request) => {
+          if (request.body === undefined || request.body === null) request.body = {};
         },
       },
       async (request) => {
         const apiKey = requireApiKey(request);
-        return changeBatch(deps, request.params.id, action, { accountId: apiKey.account_id, mode: apiKey.mode });
+        const hangUp = action === 'cancel' && (request.body as { hang_up?: boolean } | undefined)?.hang_up === true;
+        return changeBatch(deps, request.params.id, action, { accountId: apiKey.account_id, mode: apiKey.mode }, { hangUp });
       },
     );
     registerMethodNotAllowed(app, `/batches/:id/${action}`, ['POST']);

@@ -11,6 +11,7 @@ import { isoTimestamp, parseIsoDateTime, type Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { findAgent } from '../agents/agents.service.js';
 import { metadataSizeProblem } from '../calls/calls.service.js';
+import { hangUpCallsOfBatch, type CallCancelDeps } from '../calls/call-cancel.service.js';
 import { completeKey, type HeldKey, type IdempotencySettings, type StoredResponse } from '../idempotency/idempotency.service.js';
 import { finishBatchesIfDone } from './batch-progress.service.js';
 import { allQueued, batchesWithCounts, toBatch, toRecipient } from './batch-view.js';
@@ -19,7 +20,7 @@ import { maxConcurrencyDefault, retryDefaults, type Batch, type CreateBatchBody,
 import type { BatchRow, BatchStatus, RecipientRow, RecipientStatus } from './batches.tables.js';
 import * as repo from './batches.repository.js';
 
-export interface BatchesDeps {
+export interface BatchesDeps extends CallCancelDeps {
   readonly db: Db;
   readonly clock: Clock;
   readonly idempotency: IdempotencySettings;
@@ -331,7 +332,13 @@ const finished: readonly BatchStatus[] = ['completed', 'cancelled'];
  * `cancelled`, and so does the batch) a batch within `scope`. The same action twice gives the same batch.
  * Pausing or resuming a batch that ended, and cancelling a completed one, is refused (409, nothing changed).
  */
-export async function changeBatch(deps: BatchesDeps, id: string, action: BatchAction, scope: repo.BatchScope = {}): Promise<Batch> {
+export async function changeBatch(
+  deps: BatchesDeps,
+  id: string,
+  action: BatchAction,
+  scope: repo.BatchScope = {},
+  options: { readonly hangUp?: boolean } = {},
+): Promise<Batch> {
   const { db, clock } = deps;
   let wake = false;
   const result = await db.transaction().execute(async (trx): Promise<Batch> => {
@@ -362,5 +369,23 @@ export async function changeBatch(deps: BatchesDeps, id: string, action: BatchAc
     return show(changed ?? row);
   });
   if (wake) deps.wakeWorkers?.();
+  if (action === 'cancel' && options.hangUp) return hangUp(deps, result);
   return result;
+}
+
+/**
+ * Ends the calls under way of a batch just cancelled (hang_up): the batch as it is then, or, when a provider
+ * could not be asked for some, the 503 that says so (cancelling again with hang_up asks for those only).
+ */
+async function hangUp(deps: BatchesDeps, batch: Batch): Promise<Batch> {
+  const { asked, failed } = await hangUpCallsOfBatch(deps, batch.id);
+  if (failed.length > 0) {
+    throw new ApiError(
+      failed.every((error) => error.code === 'provider_error') ? 'provider_error' : 'provider_unavailable',
+      `The batch is cancelled, but ${failed.length} of its ${asked} calls under way could not be ended: ${failed[0]!.message} Cancel again with {"hang_up": true} to ask for those only (the others are ending).`,
+      failed.some((error) => error.code === 'provider_unavailable') ? { retryAfterSeconds: 2 } : {},
+    );
+  }
+  const [row] = await batchesWithCounts(deps.db, [(await repo.findBatch(deps.db, batch.id))!]);
+  return row ?? batch;
 }

@@ -123,6 +123,7 @@ export class CallMonitor extends WorkerJob<CallMonitorOptions> {
       to: call.to_number,
       createdAt: new Date(call.created_at),
       metadata: call.metadata === null ? null : (JSON.parse(call.metadata) as CallReference['metadata']),
+      cancelRequestedAt: call.cancel_requested_at === null ? null : new Date(call.cancel_requested_at),
     });
     if (!result.ok) {
       logger.warn({ callId, failure: result.error.kind }, 'provider could not tell how a call stands; will ask again');

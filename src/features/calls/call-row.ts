@@ -39,6 +39,8 @@ export function newCallRow(call: {
   readonly now: Date;
   readonly firstCheckAt: Date;
   readonly foundAfterLostAnswer: boolean;
+  /** What the provider gave for ending the call later (PlacedCall.control); null when nothing. */
+  readonly control?: string | null;
 }): CallRow {
   const { origin } = call;
   return {
@@ -61,5 +63,7 @@ export function newCallRow(call: {
     reference: origin.reference,
     dial_id: call.dialId,
     found_after_lost_answer: call.foundAfterLostAnswer ? 1 : 0,
+    cancel_requested_at: null,
+    provider_control: call.control ?? null,
   };
 }

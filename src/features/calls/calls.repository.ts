@@ -90,6 +90,32 @@ export async function claimDueCalls(db: Db, now: string, leaseUntil: string, lim
     .execute();
 }
 
+/** The calls of a batch that have not ended and nobody asked to end yet (a cancel with hang_up). */
+export async function openCallsOfBatch(db: Db, batchId: string): Promise<CallRow[]> {
+  return db
+    .selectFrom('calls')
+    .selectAll()
+    .where('batch_id', '=', batchId)
+    .where('status', '=', 'initiated')
+    .where('cancel_requested_at', 'is', null)
+    .execute();
+}
+
+/**
+ * Notes that the provider agreed to end the call, and has the monitor look at it now: only for a call that has
+ * not ended and had no cancel yet. Returns the call as it is then, or undefined when the guard did not hold.
+ */
+export async function markCancelRequested(db: Db, id: string, at: string): Promise<CallRow | undefined> {
+  return db
+    .updateTable('calls')
+    .set({ cancel_requested_at: at, next_check_at: at, updated_at: at })
+    .where('id', '=', id)
+    .where('status', '=', 'initiated')
+    .where('cancel_requested_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
 export async function setNextCheck(db: Db, id: string, next: string): Promise<void> {
   await db.updateTable('calls').set({ next_check_at: next }).where('id', '=', id).where('status', '=', 'initiated').execute();
 }

@@ -19,6 +19,7 @@ import {
 import { createCall, listCallsOfKey, retrieveCall, type CallPageQuery, type CallsDeps } from './calls.service.js';
 import { openRecording, readTranscript } from './call-content.service.js';
 import { sendRecording } from './recording-reply.js';
+import { cancelCall } from './call-cancel.service.js';
 
 /** GET /v1/calls's query as the service takes it: the limit, the number and the times parsed (each a 400 naming it). */
 function callPageQueryOf(query: ListCallsQuery): Omit<CallPageQuery, 'mode'> {
@@ -141,4 +142,22 @@ export const callsRoutes: FastifyPluginAsyncTypebox<{ deps: CallsDeps }> = async
     return sendRecording(request, reply, recording, request.params.id);
   });
   registerMethodNotAllowed(app, '/calls/:id/recording', ['GET'], { head: false });
+
+  const cancelSchema = {
+    operationId: 'cancelCall',
+    tags: ['Calls'],
+    summary: 'Cancel a call',
+    description:
+      'Ends the call: cancels it while it rings, hangs up once answered. Answers 202 with the call, which carries cancel_requested_at once its voice provider agreed; the call then ends as usual, with one event: call.failed with failure_reason cancelled if nobody had answered, call.completed otherwise. Cancelling again changes nothing (the same 202). Retell, Vapi and the simulator (test mode) can end calls; ElevenLabs cannot (409 cancel_not_supported). No body.',
+    params: CallParams,
+    response: {
+      202: Call,
+      ...errorResponses(['not_found', 'call_already_ended', 'cancel_not_supported', 'provider_error', 'provider_unavailable']),
+    },
+  };
+  app.post('/calls/:id/cancel', { schema: cancelSchema }, async (request, reply) => {
+    const call = await cancelCall(deps, scopeOf(request), request.params.id);
+    return reply.code(202).send(call);
+  });
+  registerMethodNotAllowed(app, '/calls/:id/cancel', ['POST']);
 };

@@ -77,6 +77,14 @@ export const Call = Type.Object({
   // Only on a call whose create answer was lost and which callgate then found at the provider (its dial's
   // history is on the portal's call page); every other call keeps its shape.
   found_after_lost_answer: Type.Optional(Type.Literal(true)),
+  // Only on a call someone cancelled (POST /v1/calls/{id}/cancel): when its provider agreed to end it.
+  cancel_requested_at: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description:
+        'When its voice provider agreed to end the call (POST /v1/calls/{id}/cancel); absent when nobody cancelled it. The call then ends as usual: call.failed with failure_reason cancelled if nobody had answered, call.completed otherwise.',
+    }),
+  ),
 });
 export type Call = Static<typeof Call>;
 

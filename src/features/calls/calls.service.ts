@@ -68,6 +68,7 @@ export function toCall(row: CallRow): Call {
     call.reference = row.reference;
   }
   if (row.found_after_lost_answer) call.found_after_lost_answer = true;
+  if (row.cancel_requested_at !== null) call.cancel_requested_at = row.cancel_requested_at;
   return call;
 }
 

@@ -38,6 +38,10 @@ export interface CallsTable {
   analysis_successful: number | null;
   /** The structured results of an ended call (JSON, '{}' when none); null before its end and after the retention purge. */
   analysis_data: string | null;
+  /** When the provider agreed to end the call (POST /v1/calls/{id}/cancel); null when nobody asked. */
+  cancel_requested_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** What the provider gave at creation for ending the call later (Vapi's control URL), as given; null when nothing. */
+  provider_control: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /**

@@ -104,6 +104,7 @@ export async function dial(deps: DialDeps, origin: DialOrigin, agent: AgentRow, 
     now,
     firstCheckAt,
     foundAfterLostAnswer: false,
+    control: answer.value.control ?? null,
   });
   const store = () =>
     deps.db.transaction().execute(async (trx) => {

@@ -4,10 +4,17 @@
  * kind, without a line in the adapters. A call placed is counted here too, by provider and outcome.
  */
 import type { ProviderRegistry } from '../providers/provider-registry.js';
-import { mayHavePlaced, type VoiceProvider } from '../providers/provider.interface.js';
+import type { Result } from '../../lib/result.js';
+import {
+  mayHavePlaced,
+  type CallToCancel,
+  type CancelAnswer,
+  type ProviderFailure,
+  type VoiceProvider,
+} from '../providers/provider.interface.js';
 import type { Metrics } from './metrics.js';
 
-type Operation = 'place_call' | 'check_call' | 'find_dial' | 'fetch_recording';
+type Operation = 'place_call' | 'check_call' | 'find_dial' | 'fetch_recording' | 'cancel_call';
 
 export function instrumentProviders(registry: ProviderRegistry, metrics: Metrics): ProviderRegistry {
   const wrapped = new WeakMap<VoiceProvider, VoiceProvider>();
@@ -32,6 +39,7 @@ function instrumentProvider(provider: VoiceProvider, metrics: Metrics): VoicePro
     check_call: { provider: provider.name, operation: 'check_call' },
     find_dial: { provider: provider.name, operation: 'find_dial' },
     fetch_recording: { provider: provider.name, operation: 'fetch_recording' },
+    cancel_call: { provider: provider.name, operation: 'cancel_call' },
   } as const;
   const timed = async <T extends { ok: boolean; error?: { kind: string } }>(
     operation: Operation,
@@ -52,6 +60,8 @@ function instrumentProvider(provider: VoiceProvider, metrics: Metrics): VoicePro
       throw error;
     }
   };
+  const timedCancel = (cancel: (call: CallToCancel) => Promise<Result<CancelAnswer, ProviderFailure>>) => (call: CallToCancel) =>
+    timed('cancel_call', () => cancel(call));
   return {
     name: provider.name,
     firstCheckDelayMs: provider.firstCheckDelayMs,
@@ -64,5 +74,6 @@ function instrumentProvider(provider: VoiceProvider, metrics: Metrics): VoicePro
     checkCall: (call) => timed('check_call', () => provider.checkCall(call)),
     findDial: (dial) => timed('find_dial', () => provider.findDial(dial)),
     fetchRecording: (call, source) => timed('fetch_recording', () => provider.fetchRecording(call, source)),
+    cancel: typeof provider.cancel === 'function' ? timedCancel(provider.cancel) : provider.cancel,
   };
 }

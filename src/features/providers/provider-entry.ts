@@ -77,6 +77,11 @@ export interface ProviderEntry<Name extends string = string> {
     readonly providerAgentId: string | undefined;
     readonly number: AgentNumberOption;
   };
+  /**
+   * Why it cannot end a call through its API (POST /v1/calls/{id}/cancel answers 409 cancel_not_supported with
+   * it, configured or not); absent when it can.
+   */
+  readonly cannotCancel?: string;
   /** Its API client, which never retries and returns failures as values; the key never leaves it. */
   createClient(settings: { readonly apiKey: string; readonly baseUrl: string }, timeoutMs: number): ProviderHttpClient;
   createProvider(client: ProviderHttpClient, context: ProviderContext): VoiceProvider;

@@ -5,6 +5,7 @@
  * (HTTP status, unreachable before or after sending, timed out), and the credentials never leave this file
  * and the adapter's own.
  */
+import { isIP } from 'node:net';
 import type { ProviderFailure } from './provider.interface.js';
 import { createRecordingFetcher, type RecordingFetcher } from './recording-fetch.js';
 
@@ -26,6 +27,11 @@ export type ProviderErrorResponse = Exclude<ProviderResponse, { kind: 'ok' }>;
 
 export interface ProviderHttpClient {
   request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ProviderResponse>;
+  /**
+   * A POST to a URL the provider gave (Vapi's control URL), as given; with the credentials only when it is at
+   * one of the provider's own hosts.
+   */
+  postTo(url: string, body: unknown): Promise<ProviderResponse>;
   /** A recording, streamed: from the API's `path` with the credentials, or from a `url` the provider gave without them. */
   recording: RecordingFetcher;
 }
@@ -44,37 +50,64 @@ async function readBody(response: Response): Promise<unknown> {
 }
 
 export function createProviderHttpClient(options: ProviderHttpOptions): ProviderHttpClient {
+  const send = async (method: 'GET' | 'POST', url: string, body: unknown, credentials: boolean): Promise<ProviderResponse> => {
+    const init: RequestInit = {
+      method,
+      headers: {
+        ...(credentials ? options.headers : {}),
+        accept: 'application/json',
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      signal: AbortSignal.timeout(options.timeoutMs),
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    };
+    try {
+      const response = await fetch(url, init);
+      const parsed = await readBody(response);
+      if (response.ok) return { kind: 'ok', status: response.status, body: parsed };
+      return { kind: 'http_error', status: response.status, body: parsed, retryAfter: response.headers.get('retry-after') };
+    } catch (error) {
+      const name = (error as { name?: string }).name;
+      if (name === 'TimeoutError' || name === 'AbortError') return { kind: 'timeout' };
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      const code = cause?.code;
+      return {
+        kind: 'unreachable',
+        message: code ?? cause?.message ?? (error as Error).message,
+        sent: code === undefined || !notSentCodes.has(code),
+      };
+    }
+  };
   return {
     recording: createRecordingFetcher(options),
-    async request(method, path, body) {
-      const init: RequestInit = {
-        method,
-        headers: {
-          ...options.headers,
-          accept: 'application/json',
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        signal: AbortSignal.timeout(options.timeoutMs),
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      };
-      try {
-        const response = await fetch(`${options.baseUrl}${path}`, init);
-        const parsed = await readBody(response);
-        if (response.ok) return { kind: 'ok', status: response.status, body: parsed };
-        return { kind: 'http_error', status: response.status, body: parsed, retryAfter: response.headers.get('retry-after') };
-      } catch (error) {
-        const name = (error as { name?: string }).name;
-        if (name === 'TimeoutError' || name === 'AbortError') return { kind: 'timeout' };
-        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-        const code = cause?.code;
-        return {
-          kind: 'unreachable',
-          message: code ?? cause?.message ?? (error as Error).message,
-          sent: code === undefined || !notSentCodes.has(code),
-        };
-      }
+    request: (method, path, body) => send(method, `${options.baseUrl}${path}`, body, true),
+    postTo(url, body) {
+      // The credentials go only to the provider's own hosts: its API's, or another of the same domain.
+      return send('POST', url, body, sameProviderDomain(url, options.baseUrl));
     },
   };
+}
+
+/**
+ * Whether `url` is at the API's host or another host of its domain (api.vapi.ai and phone-call-….vapi.ai),
+ * over https or the API's own scheme. An API at an IP address (or a one-label host) has no domain: only that
+ * very host counts (127.0.0.1 and 10.0.0.1 share a suffix, not an owner).
+ */
+export function sameProviderDomain(url: string, baseUrl: string): boolean {
+  try {
+    const target = new URL(url);
+    const api = new URL(baseUrl);
+    if (target.protocol !== 'https:' && target.protocol !== api.protocol) return false;
+    const host = target.hostname.toLowerCase();
+    const apiHost = api.hostname.toLowerCase();
+    if (host === apiHost) return true;
+    const labels = apiHost.split('.');
+    if (isIP(apiHost.replace(/^\[|\]$/g, '')) !== 0 || labels.length < 2) return false;
+    const domain = labels.length > 2 ? labels.slice(1).join('.') : apiHost;
+    return host === domain || host.endsWith(`.${domain}`);
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -118,6 +151,48 @@ export function callRequestFailure(response: ProviderErrorResponse, refusal: (st
     };
   }
   return { kind: 'rejected', message: refusal(status, response.body), retryable: false };
+}
+
+/**
+ * A failed request to end a call, in words for the integrator: whatever went wrong, the call is as it was
+ * (or ending), and asking again is safe, since every provider's stop is idempotent.
+ */
+export function cancelRequestFailure(response: ProviderErrorResponse): ProviderFailure {
+  if (response.kind === 'timeout') {
+    return { kind: 'timeout', message: 'The voice provider did not answer the request to end the call in time. Retry.', retryable: true };
+  }
+  if (response.kind === 'unreachable') {
+    // A connection dropped after sending is an answer lost: the stop may have been done; asked again, safely.
+    if (response.sent) {
+      return {
+        kind: 'uncertain',
+        message: 'The connection to the voice provider dropped before it answered the request to end the call. Retry.',
+        retryable: true,
+      };
+    }
+    return {
+      kind: 'unavailable',
+      message: 'The voice provider could not be reached to end the call. Retry with backoff.',
+      retryable: true,
+    };
+  }
+  const { status } = response;
+  if (status === 429) return concurrencyFailure(response.retryAfter);
+  if (status >= 500) {
+    return {
+      kind: 'uncertain',
+      message: `The voice provider answered HTTP ${status} to the request to end the call. Retry.`,
+      retryable: true,
+    };
+  }
+  if (status === 401 || status === 403) {
+    return {
+      kind: 'rejected',
+      message: "The voice provider refused this server's credentials; the operator must check its configuration.",
+      retryable: false,
+    };
+  }
+  return { kind: 'rejected', message: `The voice provider refused to end the call (HTTP ${status}).`, retryable: false };
 }
 
 /** The provider could take no call now (a 429, or its concurrency limit): nothing was dialed. */

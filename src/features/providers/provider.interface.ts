@@ -28,6 +28,11 @@ export interface PlaceCallRequest {
 export interface PlacedCall {
   /** The provider's conversation id; the public call id is `call_<conversationId>`. */
   readonly conversationId: string;
+  /**
+   * What the provider gave for ending the call later, kept as given (Vapi's `monitor.controlUrl`); absent
+   * where it needs nothing. A call found after a lost answer has none: `cancelCall` reads it from the provider.
+   */
+  readonly control?: string | null;
 }
 
 /**
@@ -48,7 +53,7 @@ export function mayHavePlaced(failure: ProviderFailure): boolean {
 }
 
 /** Why a call failed (its `failure_reason`), in the order the portal's charts stack them. */
-export const failureReasons = ['busy', 'no_answer', 'voicemail', 'rejected', 'provider_error', 'timeout', 'unknown'] as const;
+export const failureReasons = ['busy', 'no_answer', 'voicemail', 'rejected', 'cancelled', 'provider_error', 'timeout', 'unknown'] as const;
 export type FailureReason = (typeof failureReasons)[number];
 
 /** A value of the structured results an agent collects (the call's `analysis.data`). */
@@ -115,6 +120,8 @@ export type CallCheck =
 
 export interface CallReference {
   readonly conversationId: string;
+  /** When the provider agreed to end the call (a cancel), if it did: the simulator ends it then. */
+  readonly cancelRequestedAt?: Date | null;
   readonly to: string;
   readonly createdAt: Date;
   /** The call's metadata as sent (the simulator draws its analysis from it). */
@@ -130,6 +137,26 @@ export interface RecordingStream {
 
 /** Why a recording cannot be had: the provider has none (any more), or it cannot be reached now. */
 export type RecordingFailure = { readonly kind: 'not_available' } | ProviderFailure;
+
+/** A call to end, as `cancelCall` is given it. */
+export interface CallToCancel {
+  readonly conversationId: string;
+  /** What the provider gave at creation for ending it (PlacedCall.control), or null. */
+  readonly control: string | null;
+  readonly to: string;
+  readonly createdAt: Date;
+}
+
+/**
+ * What the provider said to a cancel: it is ending the call (its end comes as usual, by webhook or the
+ * monitor), or the call had ended already (its end is to be read as usual too).
+ */
+export type CancelAnswer = { readonly state: 'ending' } | { readonly state: 'already_ended' };
+
+/** A provider that cannot end calls: why, and what a client can do instead (the 409's message). */
+export interface CannotCancel {
+  readonly reason: string;
+}
 
 /** A dial whose answer was lost, as `findDial` looks for it. */
 export interface DialReference {
@@ -159,6 +186,11 @@ export interface VoiceProvider {
    * it. `not_found` only says the provider lists none now; the caller decides when that is final.
    */
   findDial(dial: DialReference): Promise<Result<DialSearch, ProviderFailure>>;
+  /**
+   * Ends the call: hangs up a live one, cancels one still ringing. Only on providers whose `cancel` is not a
+   * `CannotCancel`. Safe to repeat: asking again to end a call that is ending or over changes nothing.
+   */
+  readonly cancel: ((call: CallToCancel) => Promise<Result<CancelAnswer, ProviderFailure>>) | CannotCancel;
   /** The call's recording from `source`, streamed (never read whole into memory). */
   fetchRecording(call: { readonly conversationId: string }, source: RecordingSource): Promise<Result<RecordingStream, RecordingFailure>>;
 }

@@ -167,8 +167,32 @@ export function simulatedRecording(conversationId: string): Buffer {
   return wav;
 }
 
+/**
+ * The end of a simulated call that was cancelled at `at`, before its own end: still ringing, it fails as
+ * `cancelled`; answered, it completes with what was said until then. A magic number's call never answers.
+ */
+function cancelledOutcome(call: CallReference, delayMs: number, at: Date): CallOutcome {
+  const answeredAt = call.createdAt.getTime() + Math.min(maxRingMs, Math.floor(delayMs / 3));
+  const neverAnswers = [simulatorMagicNumbers.busy, simulatorMagicNumbers.noAnswer, simulatorMagicNumbers.voicemail] as string[];
+  if (neverAnswers.includes(call.to) || at.getTime() < answeredAt) {
+    return { status: 'failed', reason: 'cancelled', message: 'The call was cancelled before it was answered.', failedAt: at };
+  }
+  const durationSeconds = Math.floor((at.getTime() - answeredAt) / 1000);
+  const pick = conversations[digest(call.conversationId).readUInt8(2) % conversations.length] ?? conversations[0];
+  return {
+    status: 'completed',
+    startedAt: new Date(at.getTime() - durationSeconds * 1000),
+    endedAt: at,
+    durationSeconds,
+    transcriptSummary: 'The call was ended early: it was cancelled while the agent was speaking with the contact.',
+    content: simulatedContent(call, durationSeconds, pick),
+  };
+}
+
 export function simulatedOutcome(call: CallReference, delayMs: number): CallOutcome {
   const endsAt = new Date(call.createdAt.getTime() + delayMs);
+  const cancelledAt = call.cancelRequestedAt;
+  if (cancelledAt && cancelledAt.getTime() < endsAt.getTime()) return cancelledOutcome(call, delayMs, cancelledAt);
   if (call.to === simulatorMagicNumbers.busy) {
     return { status: 'failed', reason: 'busy', message: 'The line was busy.', failedAt: endsAt };
   }
@@ -275,8 +299,14 @@ export function createSimulatorProvider(options: { clock: Clock; delayMs: number
       const conversationId = placedDials.get(dial.dialId);
       return ok(conversationId === undefined ? { state: 'not_found' } : { state: 'found', conversationId });
     },
+    // Any simulated call can be ended during its simulated seconds: it ends when the cancel was agreed,
+    // which the call's row keeps (cancel_requested_at), so that the outcome can be worked out again.
+    async cancel(call) {
+      const ended = options.clock.now().getTime() >= call.createdAt.getTime() + options.delayMs;
+      return ok({ state: ended ? 'already_ended' : 'ending' });
+    },
     async checkCall(call) {
-      const endsAt = call.createdAt.getTime() + options.delayMs;
+      const endsAt = Math.min(call.createdAt.getTime() + options.delayMs, call.cancelRequestedAt?.getTime() ?? Number.POSITIVE_INFINITY);
       if (options.clock.now().getTime() < endsAt) {
         const check: CallCheck = { state: 'running', checkAgainAt: new Date(endsAt) };
         return ok(check);

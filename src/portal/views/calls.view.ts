@@ -6,7 +6,7 @@ import type { CallRow } from '../../features/calls/calls.tables.js';
 import type { DeliveryWithAttempts } from '../../features/webhook-delivery/deliveries.service.js';
 import type { WebhookEventRow } from '../../features/events/events.tables.js';
 import { callContentSection, type CallContentView } from './call-content.view.js';
-import { badge, copyable, portalPath, pretty, table, time } from './components.js';
+import { badge, copyable, csrfField, portalPath, pretty, table, time } from './components.js';
 import { deliveryList } from './deliveries.view.js';
 import { html, type SafeHtml } from '../../lib/html.js';
 import { layout, type PageFrame } from './layout.view.js';
@@ -86,6 +86,9 @@ export interface CallPageInput {
   readonly events: readonly { event: WebhookEventRow; deliveries: DeliveryWithAttempts[] }[];
   /** The transcript and whether there is a recording, once the call has ended (null before). */
   readonly content: CallContentView | null;
+  readonly notice?: string | undefined;
+  /** Why a cancel was refused (its page again, 409 or 503). */
+  readonly error?: string | undefined;
 }
 
 /** The dial's steps: what callgate asked the provider, what came back, and how a lost answer was resolved. */
@@ -119,7 +122,28 @@ function outcome(call: Call): SafeHtml {
   <dt>Failed</dt><dd>${time(call.failed_at)}</dd>
 </dl>`;
   }
+  if (call.cancel_requested_at) {
+    return html`<p>Cancelled at ${time(call.cancel_requested_at)}: the voice provider is ending the call. Its outcome arrives as a <code>call.completed</code> (it was answered) or <code>call.failed</code> with reason <code>cancelled</code> event.</p>`;
+  }
   return html`<p>The call is under way. Its outcome arrives as a <code>call.completed</code> or <code>call.failed</code> event.</p>`;
+}
+
+/** Asks before a call is ended: it cannot be undone, and the person may be speaking with the agent. */
+export function cancelCallPage(user: NonNullable<PageFrame['user']>, call: CallWithMode): string {
+  return layout(
+    { title: 'Cancel call', user, active: 'calls' },
+    html`<p class="crumbs"><a href="/developers/calls">Calls</a> / <a href="${portalPath('calls', call.id)}">${call.id}</a> /</p>
+<section class="card narrow card-danger" aria-labelledby="cancel">
+  <h1 id="cancel">Cancel the call to ${call.to}?</h1>
+  <p>Call <code>${call.id}</code> (${call.mode}), agent <code>${call.agent_id}</code>, created ${time(call.created_at)}.</p>
+  <p><strong>Its voice provider ends the call now:</strong> if it is still ringing it is cancelled (<code>call.failed</code>, reason <code>cancelled</code>); if someone answered, the agent hangs up (<code>call.completed</code>). This cannot be undone.</p>
+  <form method="post" action="${portalPath('calls', call.id, 'cancel')}" class="actions">
+    ${csrfField(user.csrfToken)}
+    <button type="submit" class="button button-danger">Cancel the call now</button>
+    <a class="button button-quiet" href="${portalPath('calls', call.id)}">Keep it</a>
+  </form>
+</section>`,
+  );
 }
 
 export function callPage(input: CallPageInput): string {
@@ -132,10 +156,14 @@ export function callPage(input: CallPageInput): string {
   ${deliveries.length === 0 ? html`<p class="empty">No endpoint was subscribed when this event was written.</p>` : deliveryList(deliveries, { showEndpoint: true, csrfToken: user.csrfToken, back })}
 </article>`,
   );
+  const cancellable = call.status === 'initiated' && !call.cancel_requested_at;
   return layout(
-    { title: `Call ${call.id}`, user, active: 'calls' },
+    { title: `Call ${call.id}`, user, active: 'calls', notice: input.notice, error: input.error },
     html`<p class="crumbs"><a href="/developers/calls">Calls</a> /</p>
-<div class="page-head"><h1 class="break">${copyable('call-id', call.id)}</h1><p>${badge(call.status)} ${badge(call.mode)}</p></div>
+<div class="page-head page-head-actions">
+  <div><h1 class="break">${copyable('call-id', call.id)}</h1><p>${badge(call.status)} ${badge(call.mode)}</p></div>
+  ${cancellable ? html`<div class="actions"><a class="button button-danger-quiet" href="${portalPath('calls', call.id, 'cancel')}">Cancel call…</a></div>` : ''}
+</div>
 <div class="grid-2">
 <section class="card" aria-labelledby="req">
   <h2 id="req">Request</h2>

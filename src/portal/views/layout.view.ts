@@ -31,6 +31,8 @@ export const notices = {
   suppression_added: 'The number is on the list: it is not called any more, in test or live mode.',
   suppression_exists: 'The number was already on the list; its entry is unchanged.',
   suppression_removed: 'The number is off the list: it may be called again.',
+  call_cancelling:
+    'The voice provider agreed to end the call. Its outcome follows as usual: failed (cancelled) if nobody had answered, completed otherwise.',
 } as const;
 export type NoticeKey = keyof typeof notices;
 

@@ -242,6 +242,8 @@ export async function startElevenLabsContract(context: ContractFakeContext): Pro
     },
     agentPagesServed: () => fake.requestsTo('agents').length,
     requestCount: () => fake.requests.length,
+    // Their API has no hang-up (the end-call command is an Enterprise monitoring socket's).
+    cancel: null,
     close: () => fake.close(),
   };
 }

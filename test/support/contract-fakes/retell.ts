@@ -4,7 +4,8 @@
  * signed `x-retell-signature` with the API key (5 minutes' tolerance), a silent call is read by
  * `GET /v2/get-call`, and agents and numbers are listed by pagination key. An answered call's
  * `transcript_object` and `recording_url` come with call_ended, its `call_analysis` with call_analyzed; the
- * recording is a public URL on the fake's own server.
+ * recording is a public URL on the fake's own server. A call is ended by `POST /v2/stop-call/{call_id}` and
+ * then reported `manual_stopped`, `not_connected` when nobody had answered.
  */
 import type { FailureReason } from '../../../src/features/providers/provider.interface.js';
 import { carriesCredential, recordingOutage } from '../fake-provider-server.js';
@@ -153,6 +154,24 @@ export async function startRetellContract(_context: ContractFakeContext): Promis
     },
     agentPagesServed: () => fake.requestsTo('agents').length,
     requestCount: () => fake.requests.length,
+    // `POST /v2/stop-call/{call_id}`, no body, with the key; the call ends `manual_stopped`, answered or not.
+    cancel: {
+      stopRequests: (callId) => fake.stopsOf(callId),
+      isStopRequest: (request, callId) =>
+        request.method === 'POST' &&
+        request.path === `/v2/stop-call/${callId}` &&
+        request.body === null &&
+        request.headers.authorization === `Bearer ${retellKey}`,
+      answer: (callId, startedAt) => void fake.answerCall(callId, startedAt.getTime()),
+      stoppedWebhooks(callId, outcome, { timestampMs }) {
+        const end: RetellEnd =
+          outcome.status === 'completed'
+            ? { ...retellEnd(outcome), reason: 'manual_stopped' }
+            : { status: 'not_connected', reason: 'manual_stopped', endMs: outcome.failedAt.getTime(), analysis: {} };
+        const call = fake.endCall(callId, end);
+        return signed([fake.webhookBody('call_ended', call), fake.webhookBody('call_analyzed', call)], timestampMs);
+      },
+    },
     close: () => fake.close(),
   };
 }

@@ -4,7 +4,8 @@
  * over `<x-timestamp>.<body>` with the server credential's secret (5 minutes' tolerance), a silent call is
  * read by `GET /call/{id}`, and assistants are listed by `createdAtLt`. A call's `artifact` (messages with a
  * system prompt and tool calls among them, `recordingUrl` on the fake's own server) and `analysis` come in
- * the report and in `GET /call/{id}` alike.
+ * the report and in `GET /call/{id}` alike. A call is ended by `{"type":"end-call"}` to its `monitor.controlUrl`
+ * and then reported `manually-canceled`, without a `startedAt` when nobody had answered.
  */
 import type { FailureReason } from '../../../src/features/providers/provider.interface.js';
 import { carriesCredential, recordingOutage } from '../fake-provider-server.js';
@@ -169,6 +170,25 @@ export async function startVapiContract(context: ContractFakeContext): Promise<P
     },
     agentPagesServed: () => fake.requestsTo('assistants').length,
     requestCount: () => fake.requests.length,
+    // `{"type":"end-call"}` to the call's monitor.controlUrl (the fake's own server, so the key goes with it);
+    // the call then ends `manually-canceled`, with a startedAt when it had been answered.
+    cancel: {
+      stopRequests: (callId) => fake.controlsOf(callId),
+      isStopRequest: (request, callId) =>
+        request.method === 'POST' &&
+        `${fake.url}${request.path}` === (fake.calls.get(callId)?.monitor as { controlUrl?: string } | undefined)?.controlUrl &&
+        JSON.stringify(request.body) === JSON.stringify({ type: 'end-call' }) &&
+        request.headers.authorization === `Bearer ${vapiKey}`,
+      answer: (callId, startedAt) => void fake.answerCall(callId, startedAt.toISOString()),
+      stoppedWebhooks(callId, outcome, { timestampMs }) {
+        const end: VapiEnd =
+          outcome.status === 'completed'
+            ? { ...vapiEnd(outcome), endedReason: 'manually-canceled' }
+            : { endedReason: 'manually-canceled', endedAt: outcome.failedAt.toISOString() };
+        const call = fake.endCall(callId, end);
+        return signed([fake.statusUpdate(call, 'ended'), fake.endOfCallReport(call)], timestampMs);
+      },
+    },
     close: () => fake.close(),
   };
 }

@@ -87,6 +87,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/calls/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a call
+         * @description Ends the call: cancels it while it rings, hangs up once answered. Answers 202 with the call, which carries cancel_requested_at once its voice provider agreed; the call then ends as usual, with one event: call.failed with failure_reason cancelled if nobody had answered, call.completed otherwise. Cancelling again changes nothing (the same 202). Retell, Vapi and the simulator (test mode) can end calls; ElevenLabs cannot (409 cancel_not_supported). No body.
+         */
+        post: operations["cancelCall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
@@ -242,7 +262,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a batch
-         * @description Recipients not yet dialed end cancelled; calls under way go on, and batch.completed (status cancelled) follows once they ended. Cancelling again changes nothing.
+         * @description Recipients not yet dialed end cancelled; calls under way go on, or, with {"hang_up": true}, are asked to end as POST /v1/calls/{id}/cancel does (those of a provider that cannot end calls go on). batch.completed (status cancelled) follows once they ended, counting calls cancelled before anyone answered as cancelled. Cancelling again changes nothing (with hang_up, it asks to end the calls still under way).
          */
         post: operations["cancelBatch"];
         delete?: never;
@@ -500,7 +520,7 @@ export interface components {
          * @description The error catalogue: every code an error body's `error` can have, with its status. Codes never change.
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "recording_not_available" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "call_not_ended" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "idempotency_in_progress" | "provider_timeout";
+        ErrorCode: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "recording_not_available" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "call_not_ended" | "call_already_ended" | "cancel_not_supported" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "idempotency_in_progress" | "provider_timeout";
         Call: {
             id: string;
             agent_id: string;
@@ -531,6 +551,11 @@ export interface components {
             reference?: string | null;
             /** @enum {boolean} */
             found_after_lost_answer?: true;
+            /**
+             * Format: date-time
+             * @description When its voice provider agreed to end the call (POST /v1/calls/{id}/cancel); absent when nobody cancelled it. The call then ends as usual: call.failed with failure_reason cancelled if nobody had answered, call.completed otherwise.
+             */
+            cancel_requested_at?: string;
         };
         CallCreated: {
             id: string;
@@ -700,7 +725,7 @@ export interface components {
              * @description A stable code of the error catalogue
              * @enum {string}
              */
-            error: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "recording_not_available" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "call_not_ended" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "idempotency_in_progress" | "provider_timeout";
+            error: "invalid_request" | "invalid_json" | "invalid_idempotency_key" | "unauthorized" | "agent_not_found" | "number_suppressed" | "not_found" | "recording_not_available" | "method_not_allowed" | "request_timeout" | "idempotency_conflict" | "call_not_ended" | "call_already_ended" | "cancel_not_supported" | "batch_not_resumable" | "batch_finished" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "rate_limit_exceeded" | "concurrency_limit_exceeded" | "internal_error" | "provider_error" | "provider_unavailable" | "database_unavailable" | "service_unavailable" | "idempotency_in_progress" | "provider_timeout";
             /** @description What went wrong and what to do, for people (its wording may change) */
             message: string;
             /** @description req_…, also the X-Request-Id header: quote it to support */
@@ -1822,6 +1847,224 @@ export interface operations {
                          * @enum {string}
                          */
                         error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: provider_unavailable, database_unavailable, service_unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "provider_unavailable" | "database_unavailable" | "service_unavailable";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+        };
+    };
+    cancelCall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Call"];
+                };
+            };
+            /** @description Error: invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "invalid_request";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: unauthorized */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "unauthorized";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: not_found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "not_found";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: call_already_ended, cancel_not_supported */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "call_already_ended" | "cancel_not_supported";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: rate_limit_exceeded */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "rate_limit_exceeded";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "internal_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: provider_error */
+            502: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "provider_error";
                         /** @description What went wrong and what to do, for people (its wording may change) */
                         message: string;
                         /** @description req_…, also the X-Request-Id header: quote it to support */
@@ -3454,7 +3697,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Also end the calls under way (cancel those ringing, hang up answered ones); default false */
+                    hang_up?: boolean;
+                };
+            };
+        };
         responses: {
             /** @description OK */
             200: {
@@ -3660,7 +3910,31 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: database_unavailable, service_unavailable */
+            /** @description Error: provider_error */
+            502: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A stable code of the error catalogue
+                         * @enum {string}
+                         */
+                        error: "provider_error";
+                        /** @description What went wrong and what to do, for people (its wording may change) */
+                        message: string;
+                        /** @description req_…, also the X-Request-Id header: quote it to support */
+                        request_id: string;
+                        /** @description The request field at fault, when exactly one is */
+                        param?: string;
+                    };
+                };
+            };
+            /** @description Error: provider_unavailable, database_unavailable, service_unavailable */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3675,7 +3949,7 @@ export interface operations {
                          * @description A stable code of the error catalogue
                          * @enum {string}
                          */
-                        error: "database_unavailable" | "service_unavailable";
+                        error: "provider_unavailable" | "database_unavailable" | "service_unavailable";
                         /** @description What went wrong and what to do, for people (its wording may change) */
                         message: string;
                         /** @description req_…, also the X-Request-Id header: quote it to support */

@@ -2,7 +2,7 @@
 import { defineProvider, headerOf, type ProviderEntry } from '../provider-entry.js';
 import { createProviderHttpClient } from '../provider-http.js';
 import { createElevenLabsDirectory } from './elevenlabs.directory.js';
-import { createElevenLabsProvider } from './elevenlabs.provider.js';
+import { createElevenLabsProvider, elevenLabsCannotCancel } from './elevenlabs.provider.js';
 import { parseSignatureHeader, verifyElevenLabsSignature, type SignatureFailure } from './elevenlabs.signature.js';
 import { handleElevenLabsWebhook } from './elevenlabs.webhook.service.js';
 
@@ -30,6 +30,7 @@ export const elevenlabsEntry: ProviderEntry<'elevenlabs'> = defineProvider({
   warnWithoutKey: true,
   // Their agent ids look like `agent_…`, so callgate's agent_id is theirs; the number is their phone number id.
   agents: { providerAgentId: undefined, number: 'phone-number-id' },
+  cannotCancel: elevenLabsCannotCancel,
   createClient: ({ apiKey, baseUrl }, timeoutMs) => createProviderHttpClient({ baseUrl, headers: { 'xi-api-key': apiKey }, timeoutMs }),
   createProvider: (client, { clock, reconcileAfterMs }) => createElevenLabsProvider({ client, clock, reconcileAfterMs }),
   createDirectory: (client) => createElevenLabsDirectory(client, workspace),

@@ -120,6 +120,7 @@ export function initiationFailureOutcome(data: unknown, at: Date): CallOutcome {
     no_answer: 'Nobody answered.',
     voicemail: 'The call reached voicemail.',
     rejected: 'The call was rejected.',
+    cancelled: 'The call was cancelled.',
     provider_error: 'The voice provider could not place the call.',
     timeout: 'The call did not end in time.',
     unknown: 'The call could not be connected.',

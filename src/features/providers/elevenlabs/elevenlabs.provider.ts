@@ -49,6 +49,9 @@ async function listPhoneNumbers(client: ElevenLabsClient): Promise<DirectoryPhon
   );
 }
 
+export const elevenLabsCannotCancel =
+  "ElevenLabs offers no way to end a call through its API (its end-call command is an Enterprise-only monitoring socket), so callgate cannot stop this call; it ends when the conversation does. To stop calls to come, cancel their batch or add the number to the suppression list; to end a live call, use the agent's own end-call tool or the telephony provider's console.";
+
 export function createElevenLabsProvider(options: { client: ElevenLabsClient; clock: Clock; reconcileAfterMs: number }): VoiceProvider {
   const { client, clock } = options;
   let phoneKinds: { at: number; kinds: Map<string, string> } | undefined;
@@ -73,6 +76,8 @@ export function createElevenLabsProvider(options: { client: ElevenLabsClient; cl
   return {
     name: 'elevenlabs',
     firstCheckDelayMs: options.reconcileAfterMs,
+    // Their API has no hang-up: the end-call command is on a monitoring socket for Enterprise workspaces only.
+    cancel: { reason: elevenLabsCannotCancel },
 
     async placeCall(request) {
       if (!request.phoneNumberId) {

@@ -21,6 +21,9 @@ const reasonsOf: Readonly<Record<string, FailureReason>> = {
   invalid_destination: 'rejected',
 };
 
+/** Their reason for a call ended by `POST /v2/stop-call` (a cancel), answered or not. */
+export const retellStoppedReason = 'manual_stopped';
+
 /** Their reason that the call was refused at the concurrency limit: nobody was dialed. */
 export const retellConcurrencyReason = 'concurrency_limit_reached';
 
@@ -45,6 +48,7 @@ function failed(reason: FailureReason, disconnection: string, at: Date, concurre
     no_answer: 'Nobody answered.',
     voicemail: 'The call reached voicemail.',
     rejected: 'The call was rejected.',
+    cancelled: 'The call was cancelled before it was answered.',
   };
   const lead =
     messages[reason] ??
@@ -95,6 +99,12 @@ export function retellContent(value: unknown): CallContent | undefined {
   });
 }
 
+/** Whether someone answered: the call connected (`ended`, not `not_connected`) with a start or a length. */
+function wasAnswered(call: Record<string, unknown>): boolean {
+  if (call.call_status !== 'ended') return false;
+  return finiteNumber(call.start_timestamp) !== null || (finiteNumber(call.duration_ms) ?? 0) > 0;
+}
+
 /**
  * A call object as our state. Signed (a webhook) or from their API: values out of range are replaced and
  * reported to `onAdjusted`, never refused, so the call still ends.
@@ -112,6 +122,10 @@ export function retellCallState(value: unknown, reference: Date, onAdjusted?: On
   if (status === 'registered' || status === 'ongoing') return { kind: 'running' };
   const content = retellContent(call);
   const withContent = content === undefined ? {} : { content };
+  // A stopped call ends `manual_stopped` whether or not anyone answered: the call's own data tells which.
+  if (disconnection === retellStoppedReason && !wasAnswered(call)) {
+    return { kind: 'ended', outcome: { ...failed('cancelled', disconnection, endedAt), ...withContent } };
+  }
   const known = reasonsOf[disconnection];
   if (known) return { kind: 'ended', outcome: { ...failed(known, disconnection, endedAt), ...withContent } };
   if (status === 'not_connected' || status === 'error') {

@@ -9,7 +9,14 @@ import { recordingFromSource } from '../recording-fetch.js';
 import type { Clock } from '../../../lib/clock.js';
 import { err, ok } from '../../../lib/result.js';
 import { checkLater, dialIdKey, givenUp, isPastGiveUp, providerCallIdRule, stringVariables } from '../provider-checks.js';
-import { callRequestFailure, concurrencyFailure, record, type ProviderErrorResponse, type ProviderHttpClient } from '../provider-http.js';
+import {
+  callRequestFailure,
+  cancelRequestFailure,
+  concurrencyFailure,
+  record,
+  type ProviderErrorResponse,
+  type ProviderHttpClient,
+} from '../provider-http.js';
 import type { CallCheck, ProviderFailure, VoiceProvider } from '../provider.interface.js';
 import { retellCallState, retellConcurrencyReason } from './retell.mapping.js';
 
@@ -97,6 +104,16 @@ export function createRetellProvider(options: { client: ProviderHttpClient; cloc
         }
       }
       return ok({ state: 'not_found' });
+    },
+
+    // `POST /v2/stop-call/{id}` (no body, 204) hangs up an ongoing call and ends a ringing one; the call
+    // then ends as usual, `manual_stopped`. A refusal (their 4xx for a call that is no longer ongoing) is
+    // read as "over already": the caller reads the call to tell.
+    async cancel(call) {
+      const response = await client.request('POST', `/v2/stop-call/${encodeURIComponent(call.conversationId)}`);
+      if (response.kind === 'ok') return ok({ state: 'ending' });
+      if (response.kind === 'http_error' && [400, 404, 409, 422].includes(response.status)) return ok({ state: 'already_ended' });
+      return err(cancelRequestFailure(response));
     },
 
     async fetchRecording(_call, source) {

@@ -19,6 +19,9 @@ const reasonsOf: Readonly<Record<string, FailureReason>> = {
   'twilio-reported-customer-misdialed': 'rejected',
 };
 
+/** Their end of a call ended through the API (the control URL's `end-call`, a cancel), answered or not. */
+export const vapiCancelledReason = 'manually-canceled';
+
 /** Their end of a call refused at the account's concurrency limit: nobody was dialed. */
 export const vapiConcurrencyReason = 'call.start.error-subscription-concurrency-limit-reached';
 
@@ -42,6 +45,7 @@ function failed(reason: FailureReason, endedReason: string, at: Date): CallOutco
     no_answer: 'Nobody answered.',
     voicemail: 'The call reached voicemail.',
     rejected: 'The call was rejected.',
+    cancelled: 'The call was cancelled before it was answered.',
   };
   const concurrency = endedReason === vapiConcurrencyReason;
   const lead =
@@ -107,11 +111,14 @@ export function vapiOutcome(source: unknown, reference: Date, onAdjusted?: OnAdj
   const endedAt = end ?? reference;
   const content = vapiContent(data);
   const withContent = content === undefined ? {} : { content };
+  const start = saneIsoTime(data.startedAt, reference);
+  // A cancelled call ends `manually-canceled` whether or not anyone answered: a start time says it was.
+  const cancelled = endedReason === vapiCancelledReason;
+  if (cancelled && start === null) return { ...failed('cancelled', endedReason, endedAt), ...withContent };
   const known = reasonsOf[endedReason];
   if (known) return { ...failed(known, endedReason, endedAt), ...withContent };
-  if (isFailureReason(endedReason)) return failed('provider_error', endedReason, endedAt);
+  if (!cancelled && isFailureReason(endedReason)) return failed('provider_error', endedReason, endedAt);
 
-  const start = saneIsoTime(data.startedAt, reference);
   if (start === null && data.startedAt !== undefined && data.startedAt !== null)
     onAdjusted?.('startedAt', data.startedAt, 'the end less the duration');
   const sentSeconds = start !== null ? (endedAt.getTime() - start.getTime()) / 1000 : finiteNumber(data.durationSeconds);

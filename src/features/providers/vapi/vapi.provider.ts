@@ -9,7 +9,14 @@ import { recordingFromSource } from '../recording-fetch.js';
 import type { Clock } from '../../../lib/clock.js';
 import { err, ok } from '../../../lib/result.js';
 import { checkLater, dialIdKey, givenUp, isPastGiveUp, searchMarginMs } from '../provider-checks.js';
-import { callRequestFailure, concurrencyFailure, record, type ProviderErrorResponse, type ProviderHttpClient } from '../provider-http.js';
+import {
+  callRequestFailure,
+  cancelRequestFailure,
+  concurrencyFailure,
+  record,
+  type ProviderErrorResponse,
+  type ProviderHttpClient,
+} from '../provider-http.js';
 import type { ProviderFailure, VoiceProvider } from '../provider.interface.js';
 import { providerCallIdRule } from '../provider-checks.js';
 import { vapiOutcome } from './vapi.mapping.js';
@@ -31,6 +38,13 @@ export function vapiCallFailure(response: ProviderErrorResponse): ProviderFailur
 function isCallOfDial(value: unknown, dialId: string): boolean {
   const call = record(value);
   return record(call.customer).externalId === dialId || record(record(call.assistantOverrides).metadata)[dialIdKey] === dialId;
+}
+
+/** The call's `monitor.controlUrl`, when it is an http(s) URL. */
+function controlUrlOf(call: Record<string, unknown>): string | null {
+  const url = record(call.monitor).controlUrl;
+  if (typeof url !== 'string' || url.length > 2_000) return null;
+  return /^https?:\/\/[^\s]+$/i.test(url) ? url : null;
 }
 
 export function createVapiProvider(options: { client: ProviderHttpClient; clock: Clock; reconcileAfterMs: number }): VoiceProvider {
@@ -68,7 +82,7 @@ export function createVapiProvider(options: { client: ProviderHttpClient; clock:
           retryable: true,
         });
       }
-      return ok({ conversationId: call.id });
+      return ok({ conversationId: call.id, control: controlUrlOf(call) });
     },
 
     async findDial(dial) {
@@ -86,6 +100,31 @@ export function createVapiProvider(options: { client: ProviderHttpClient; clock:
       const found = listed.body.find((call) => isCallOfDial(call, dial.dialId));
       const id = record(found).id;
       return ok(typeof id === 'string' && providerCallIdRule.test(id) ? { state: 'found', conversationId: id } : { state: 'not_found' });
+    },
+
+    // `{"type":"end-call"}` to the call's `monitor.controlUrl` (kept from the create answer, or read from the
+    // call when its answer was lost) ends it, ringing or live; the call then ends as usual.
+    async cancel(call) {
+      let controlUrl = call.control;
+      if (controlUrl === null) {
+        const read = await client.request('GET', `/call/${encodeURIComponent(call.conversationId)}`);
+        if (read.kind !== 'ok') return err(cancelRequestFailure(read));
+        if (record(read.body).status === 'ended') return ok({ state: 'already_ended' });
+        controlUrl = controlUrlOf(record(read.body));
+        if (controlUrl === null) {
+          return err({
+            kind: 'rejected',
+            message:
+              "The voice provider gave no control URL for this call (its assistant's monitorPlan.controlEnabled may be off), so it cannot be ended through callgate.",
+            retryable: false,
+          });
+        }
+      }
+      const response = await client.postTo(controlUrl, { type: 'end-call' });
+      if (response.kind === 'ok') return ok({ state: 'ending' });
+      // The control URL lives as long as the call: a 4xx for it means the call is over.
+      if (response.kind === 'http_error' && [400, 404, 409, 410, 422].includes(response.status)) return ok({ state: 'already_ended' });
+      return err(cancelRequestFailure(response));
     },
 
     async fetchRecording(_call, source) {
