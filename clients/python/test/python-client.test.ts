@@ -16,7 +16,7 @@ import { startTestApp, type TestApp } from '../../../test/support/test-app.js';
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const python = process.env.CALLGATE_TEST_PYTHON ?? 'python3';
 /** Accounts handed to the Python tests, one per test that needs its own (support.take_account). */
-const accountsPerMode = { test: 14, live: 2 } as const;
+const accountsPerMode = { test: 15, live: 2 } as const;
 
 /** Why the Python tests cannot run here, or null. */
 function pythonProblem(): string | null {

@@ -303,3 +303,31 @@ class ResourcesTest(ServerCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CancelTest(ServerCase):
+    def test_cancel_a_call_a_second_time_after_its_end_and_a_batch_with_hang_up(self) -> None:
+        account = take_account()
+        client = self.client_for(account.key)
+        call = client.create_call(agent_id=account.agent_id, to="+14155550501")
+        cancelled = client.cancel_call(call["id"])
+        self.assertEqual(client.last_response and client.last_response.status, 202)
+        self.assertEqual((cancelled["id"], cancelled["status"]), (call["id"], "initiated"))
+        self.assertTrue(cancelled["cancel_requested_at"].endswith("Z"))
+        ended = ended_call(client, call["id"])
+        self.assertEqual(ended["cancel_requested_at"], cancelled["cancel_requested_at"])
+        # Cancelled during its ring (a third of its second): failed, cancelled.
+        self.assertEqual((ended["status"], ended["failure_reason"]), ("failed", "cancelled"))
+        self.proxy.tries.clear()
+        with self.assertRaises(callgate.ConflictError) as raised:
+            client.cancel_call(call["id"])
+        self.assertEqual(raised.exception.code, "call_already_ended")
+        self.assertEqual(len(self.proxy.tries), 1, "a 409 is not retried")
+        with self.assertRaises(callgate.NotFoundError):
+            client.cancel_call("call_nope")
+
+        later = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=20)
+        batch = client.create_batch(account.agent_id, [{"to": "+14155550502"}], scheduled_at=later)
+        self.assertEqual(client.cancel_batch(batch["id"], hang_up=True)["status"], "cancelled")
+        sent = self.proxy.tries_of("POST", f"/v1/batches/{batch['id']}/cancel")
+        self.assertEqual([t.body for t in sent], [b'{"hang_up":true}'])

@@ -134,6 +134,14 @@ class Client:
         """GET /v1/calls: one page (``data``, ``has_more``); the next one is ``starting_after=page.data[-1]["id"]``."""
         return cast("Page[Call]", self._page("/v1/calls", dict(filters)))
 
+    def cancel_call(self, call_id: str) -> Call:
+        """POST /v1/calls/{id}/cancel: the call's provider ends it (cancelled while it rings, hung up once
+        answered); the call then carries ``cancel_requested_at`` and ends with one event as usual
+        (call.failed with failure_reason cancelled if nobody had answered). Cancelling again changes nothing,
+        so it is retried like a GET. ConflictError call_already_ended once it ended, cancel_not_supported
+        where the provider cannot end calls (ElevenLabs)."""
+        return cast(Call, self._transport.request("POST", f"/v1/calls/{_id(call_id)}/cancel"))
+
     def get_transcript(self, call_id: str) -> CallTranscript:
         """GET /v1/calls/{id}/transcript: the ended call's turns in order (ConflictError call_not_ended
         while the call is initiated)."""
@@ -226,8 +234,11 @@ class Client:
     def resume_batch(self, batch_id: str) -> Batch:
         return cast(Batch, self._transport.request("POST", f"/v1/batches/{_id(batch_id)}/resume"))
 
-    def cancel_batch(self, batch_id: str) -> Batch:
-        return cast(Batch, self._transport.request("POST", f"/v1/batches/{_id(batch_id)}/cancel"))
+    def cancel_batch(self, batch_id: str, *, hang_up: bool = False) -> Batch:
+        """Recipients not yet dialed end cancelled; with ``hang_up=True`` the calls under way are asked to
+        end too (as ``cancel_call``)."""
+        body = {"hang_up": True} if hang_up else None
+        return cast(Batch, self._transport.request("POST", f"/v1/batches/{_id(batch_id)}/cancel", body=body))
 
     # -- suppressions --------------------------------------------------------------------------------
 

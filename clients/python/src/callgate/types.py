@@ -90,6 +90,7 @@ class Call(_CallRequired, total=False):
     batch_id: str
     reference: Optional[str]
     found_after_lost_answer: bool
+    cancel_requested_at: str
 
 
 class TranscriptTurn(TypedDict):
