@@ -11,6 +11,10 @@ import { encodingProblem, inexactNumber, jsonMaxDepth, nestsDeeperThan, parsesAs
 import { findLoneSurrogate, findNul, loneSurrogateError, nulError } from './nul-text.js';
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's body may be left out (a batch's cancel, whose `hang_up` is optional): an empty body reads as none. */
+    optionalBody?: boolean;
+  }
   interface FastifyRequest {
     /** The JSON body as sent (UTF-8 text), kept for the request log; null without a readable body. */
     jsonBodyText: string | null;
@@ -30,7 +34,9 @@ async function jsonBody(app: FastifyInstance): Promise<void> {
     const bytes = body as Buffer;
     // Many HTTP clients send `Content-Type: application/json` on every request, bodiless POSTs and DELETEs
     // included (pause, resume, cancel, a suppression's removal): a route that takes no body reads none.
-    if (bytes.length === 0 && request.routeOptions.schema?.body === undefined) return done(null, undefined);
+    if (bytes.length === 0 && (request.routeOptions.schema?.body === undefined || request.routeOptions.config.optionalBody)) {
+      return done(null, undefined);
+    }
     if (!isUtf8(bytes)) return done(new ApiError('invalid_json', 'The request body is not valid UTF-8; send JSON as UTF-8.'), undefined);
     const text = bytes.toString('utf8');
     // A reference, not a copy: the request log cuts it after the answer (even a refused body has a story).

@@ -105,6 +105,8 @@ await forEachDialect('Every operation answers as the OpenAPI document says', (di
     const pending = await t.createCall(callBody(t));
     expectStatus(await apiGet(t, `/v1/calls/${pending.json().id}/transcript`), 409, 'call_not_ended');
     expectStatus(await apiGet(t, `/v1/calls/${pending.json().id}/recording`), 409, 'call_not_ended');
+    // Cancelled while it rings (the simulator ends it then), twice: the same 202.
+    expectStatus(await apiPost(t, `/v1/calls/${pending.json().id}/cancel`), 202);
     const id = created.json().id as string;
     await eventually('the call to end', async () =>
       (await apiGet(t, `/v1/calls/${id}`)).json().status === 'completed' ? true : undefined,
@@ -113,6 +115,8 @@ await forEachDialect('Every operation answers as the OpenAPI document says', (di
     expectStatus(await apiGet(t, `/v1/calls/${id}/recording`), 200);
     expectStatus(await apiGet(t, '/v1/calls/call_unknown/transcript'), 404, 'not_found');
     expectStatus(await apiGet(t, '/v1/calls/call_unknown/recording'), 404, 'not_found');
+    expectStatus(await apiPost(t, `/v1/calls/${id}/cancel`), 409, 'call_already_ended');
+    expectStatus(await apiPost(t, '/v1/calls/call_unknown/cancel'), 404, 'not_found');
     const busy = (await t.createCall(callBody(t, { to: simulatorMagicNumbers.busy }))).json().id as string;
     await eventually('the busy call to end', async () =>
       (await apiGet(t, `/v1/calls/${busy}`)).json().status === 'failed' ? true : undefined,
@@ -254,6 +258,6 @@ await forEachDialect('Every operation answers as the OpenAPI document says', (di
       [],
     );
     const statuses = new Set([...t.responseCheck.seen].map((seen) => Number(seen.split(' ').at(-1))));
-    assert.deepEqual([...statuses].sort(), [200, 201, 204, 400, 401, 403, 404, 409, 413, 415, 429, 502, 503, 504]);
+    assert.deepEqual([...statuses].sort(), [200, 201, 202, 204, 400, 401, 403, 404, 409, 413, 415, 429, 502, 503, 504]);
   });
 });

@@ -162,6 +162,7 @@ export const batchesRoutes: FastifyPluginAsyncTypebox<{ deps: BatchesDeps }> = a
           response: { 200: Batch, ...errorResponses(actionErrors[action], { body: true }) },
         },
         // The body is optional: a cancel without one is the cancel of before (hang_up false).
+        config: { optionalBody: action === 'cancel' },
         preValidation: async (request) => {
           if (request.body === undefined || request.body === null) request.body = {};
         },
