@@ -184,4 +184,18 @@ await forEachDialect('Cancelling a call: repeats and providers that cannot', (di
     assert.match(String(body.message), /ElevenLabs/);
     assert.match(String(body.message), /suppression list/);
   });
+  it('a cancelled call keeps its place in the concurrency limit until its end is reported (last: starts the monitor)', async () => {
+    const account = await t.newAccount({ agentId: 'agent_cancel_limit' });
+    await t.services.db.updateTable('accounts').set({ max_concurrent_calls: 1 }).where('id', '=', account.accountId).execute();
+    const call = (to: string) => t.createCall({ agent_id: account.agentId, to }, { token: account.token });
+    const first = (await call('+14155550131')).json();
+    assert.equal((await cancel(first.id, account.token)).statusCode, 202);
+    assertErrorShape(await call('+14155550132'), 429, 'concurrency_limit_exceeded');
+    t.services.jobs.start([t.services.callMonitor.name]);
+    await until('the cancelled call to end', async () => {
+      const row = await t.services.db.selectFrom('calls').select('status').where('id', '=', first.id).executeTakeFirstOrThrow();
+      return row.status === 'failed' ? true : undefined;
+    });
+    assert.equal((await call('+14155550132')).statusCode, 201);
+  });
 });
