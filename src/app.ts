@@ -20,7 +20,8 @@ import requestLog from './http/request-log.plugin.js';
 import { suppressionsRoutes } from './features/suppressions/suppressions.routes.js';
 import { webhookEndpointsRoutes } from './features/webhook-delivery/endpoints-api.routes.js';
 import accessLog from './http/access-log.plugin.js';
-import { answerFrameworkError, sendUnknownApiPath } from './http/api-edge.js';
+import { answerFrameworkError, unknownApiPathHandler } from './http/api-edge.js';
+import type { KnownRoute } from './http/route-suggestion.js';
 import clientErrors from './http/client-errors.plugin.js';
 import errorHandler from './http/error-handler.plugin.js';
 import inFlight from './http/in-flight.plugin.js';
@@ -36,6 +37,12 @@ import { portalRoutes } from './portal/portal.routes.js';
 
 /** The JSON API under /v1: every request authenticated, counted and logged, unknown paths included. */
 const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { services }) => {
+  // Learned as they are added: an unknown path's 404 names the closest of them.
+  const routes: KnownRoute[] = [];
+  v1.addHook('onRoute', (route) => {
+    if (route.config?.methodNotAllowed) return;
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
+  });
   // The gate: the key identified, the request counted (per key, or per client IP without one), then a 401 without a key.
   await v1.register(apiAuth, { db: services.db, clock: services.clock });
   await v1.register(rateLimit, { perKeyLimiter: services.perKeyLimiter, perIpLimiter: services.perIpLimiter });
@@ -52,7 +59,7 @@ const apiRoutes: FastifyPluginAsync<{ services: Services }> = async (v1, { servi
   await v1.register(webhookEndpointsRoutes, {
     deps: { db: services.db, clock: services.clock, allowPrivate: services.config.webhookAllowPrivate },
   });
-  v1.setNotFoundHandler(sendUnknownApiPath);
+  v1.setNotFoundHandler(unknownApiPathHandler(routes));
 };
 
 export function buildApp(services: Services): FastifyInstance {

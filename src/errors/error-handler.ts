@@ -56,6 +56,13 @@ declare module 'fastify' {
 }
 
 /** Answers 405 with an `Allow` header for the methods a path does not have. */
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A route that only answers 405 for the methods its path does not take (never a route to suggest). */
+    methodNotAllowed?: boolean;
+  }
+}
+
 export function registerMethodNotAllowed(
   app: FastifyInstance,
   url: string,
@@ -72,6 +79,7 @@ export function registerMethodNotAllowed(
   app.route({
     method: others,
     url,
+    config: { methodNotAllowed: true },
     // The body of a request to the wrong method is never read.
     onRequest: async (request, reply) => {
       reply.header('allow', allowHeader);

@@ -13,14 +13,31 @@ import { isPortalUrl, sendPortalFrameworkError } from '../portal/portal.routes.j
 import { identifyApiKey, refuseWithoutApiKey } from './api-auth.plugin.js';
 import { countRequest } from './rate-limit.plugin.js';
 import { setSecurityHeaders } from './security-headers.plugin.js';
+import { closestRoute, type KnownRoute } from './route-suggestion.js';
 
 /**
  * An unknown path under /v1 is still an API request: authenticated, counted against the key's limit and
- * listed in the request log (where a mistyped URL is found), then answered 404 with the path named.
+ * listed in the request log (where a mistyped URL is found), then answered 404 with the path named, the
+ * route it most likely meant when one is close, and where every route is listed.
  */
-export function sendUnknownApiPath(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const path = request.url.split('?')[0]!.slice(0, 200);
-  return sendError(request, reply, new ApiError('not_found', `Unrecognized request URL: ${request.method} ${path}.`));
+export function unknownApiPathHandler(routes: readonly KnownRoute[]): (request: FastifyRequest, reply: FastifyReply) => FastifyReply {
+  return (request, reply) => {
+    const path = request.url.split('?')[0]!.slice(0, 200);
+    const meant = closestRoute(
+      routes.filter((route) => route.method !== 'HEAD'),
+      request.method,
+      path,
+    );
+    const hint = meant === undefined ? '' : ` Did you mean ${meant}?`;
+    return sendError(
+      request,
+      reply,
+      new ApiError(
+        'not_found',
+        `Unrecognized request URL: ${request.method} ${path}.${hint} Every route is listed in the API reference at /docs.`,
+      ),
+    );
+  };
 }
 
 /** A URL of the JSON API under /v1. */

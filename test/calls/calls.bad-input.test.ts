@@ -348,7 +348,7 @@ await forEachDialect('Bad input to the API: methods, paths, sockets and garbage'
         assertErrorShape(await t.inject({ method: 'GET', url }), 401, 'unauthorized');
         const res = await t.inject({ method: 'GET', url: `${url}?q=1`, headers: auth() });
         const error = assertErrorShape(res, 404, 'not_found');
-        assert.equal(error.message, `Unrecognized request URL: GET ${url}.`);
+        assert.equal(error.message, `Unrecognized request URL: GET ${url}. Every route is listed in the API reference at /docs.`);
         assert.ok(res.headers.ratelimit, `${url} is counted against the key's limit`);
       }
       assertErrorShape(
