@@ -3,6 +3,7 @@
  * key, or per client IP for a request without a valid key (which is then refused 401). Every answer past the
  * count carries the RateLimit fields; a refusal is 429 rate_limit_exceeded with Retry-After.
  */
+import { spokenDuration } from '../lib/duration.js';
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError } from '../errors/api-error.js';
@@ -20,7 +21,7 @@ function tooManyRequests(reply: FastifyReply, decision: RateLimitDecision, polic
   reply.headers(rateLimitHeaders(decision, policy));
   return new ApiError(
     'rate_limit_exceeded',
-    `Rate limit of ${decision.limit} requests per ${decision.windowSeconds} seconds exceeded. Retry after ${seconds} seconds.`,
+    `Rate limit of ${decision.limit} requests per ${decision.windowSeconds} seconds exceeded. Retry after ${spokenDuration(seconds * 1000)}.`,
     { retryAfterSeconds: seconds },
   );
 }

@@ -30,7 +30,8 @@ await forEachDialect('Lost answers in test mode: the magic numbers', (dialect) =
     const first = await create('+15005550004', key);
     assert.equal(first.statusCode, 504, first.body);
     assert.equal(first.json().error, 'provider_timeout');
-    assert.equal(first.headers['retry-after'], '1');
+    assert.equal(first.headers['retry-after'], '4', 'the test search (3 s) and a look after it');
+    assert.match(first.json().message, /Retry after 4 seconds with the same key/);
     const found = await until('the call to be found', async () => {
       const retry = await create('+15005550004', key);
       if (retry.statusCode === 201) return retry;

@@ -5,6 +5,7 @@
  * with the call's 201 in the transaction that stores the call, found after a lost answer too, and is freed
  * when the dial placed nothing or can never be known. A request without a key holds nothing.
  */
+import { spokenDuration } from '../../lib/duration.js';
 import type { Db } from '../../db/database.js';
 import { addMs, type Clock } from '../../lib/clock.js';
 import {
@@ -44,11 +45,14 @@ export function createdResponse(row: CallRow): StoredResponse {
 
 /** What a request gets while its dial is checked: a 504 (no answer) or 503 (a 5xx, a dropped answer) to retry. */
 export function lostAnswer(dial: DialRow, failure: ProviderFailure, keyed: boolean): HeldAnswer {
-  const retryAfterSeconds = dial.mode === 'test' ? 1 : 5;
+  // A test-mode dial is searched for a few seconds (the simulator's rehearsal): a retry after its search
+  // ended (and a second for the dial job's look) gets the call or places it, not another 504.
+  const testSearchSeconds = Math.ceil((Date.parse(dial.search_until) - Date.parse(dial.asked_at)) / 1000) + 1;
+  const retryAfterSeconds = dial.mode === 'test' ? Math.max(1, testSearchSeconds) : 5;
   const what =
     failure.kind === 'timeout' ? 'The voice provider did not answer in time' : `The voice provider's answer was lost (${failure.message})`;
   const next = keyed
-    ? `callgate is checking with the provider whether the call was placed (dial ${dial.id}) and holds this Idempotency-Key meanwhile. Retry after ${retryAfterSeconds} seconds with the same key: you get the call if it was placed, or the call is placed if it was not; never a second one.`
+    ? `callgate is checking with the provider whether the call was placed (dial ${dial.id}) and holds this Idempotency-Key meanwhile. Retry after ${spokenDuration(retryAfterSeconds * 1000)} with the same key: you get the call if it was placed, or the call is placed if it was not; never a second one.`
     : `callgate is checking with the provider whether the call was placed (dial ${dial.id}); if it was, it appears in GET /v1/calls and its outcome event follows. Do not retry without an Idempotency-Key: that could place a second call.`;
   return { code: failure.kind === 'timeout' ? 'provider_timeout' : 'provider_unavailable', message: `${what}. ${next}`, retryAfterSeconds };
 }
