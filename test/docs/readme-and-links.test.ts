@@ -1,8 +1,8 @@
 /**
  * The README is a landing page: at most 200 lines, opening with the two commands of a fresh machine, its
  * magic-number table the simulator's own, and a link to every page of docs/. Every relative link of the
- * README and docs/ (and of the other pages beside them) reaches a file that exists, and a heading there
- * when it names one.
+ * README and docs/ (and of the other pages beside them: BENCHMARKS.md, each client's README) reaches a file
+ * that exists, and a heading there when it names one.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -18,7 +18,11 @@ const docPages = fs
   .readdirSync(path.join(repoRoot, 'docs'))
   .filter((file) => file.endsWith('.md'))
   .map((file) => `docs/${file}`);
-const pages = ['README.md', ...docPages, 'BENCHMARKS.md', 'clients/typescript/README.md'];
+const clientPages = fs
+  .readdirSync(path.join(repoRoot, 'clients'))
+  .map((name) => `clients/${name}/README.md`)
+  .filter((file) => fs.existsSync(path.join(repoRoot, file)));
+const pages = ['README.md', ...docPages, 'BENCHMARKS.md', ...clientPages];
 
 /** The targets of a page's inline links, outside code blocks and code spans. */
 function linksOf(text: string): string[] {
