@@ -3,7 +3,9 @@
  * second key), revoke after a confirmation.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { listAgents } from '../features/agents/agents.service.js';
 import { getApiKey, listApiKeys, revokeApiKey } from '../features/api-keys/api-keys.service.js';
+import type { Db } from '../db/database.js';
 import type { ApiKeyMode } from '../features/api-keys/api-keys.tables.js';
 import { createKeyOnce, isFormToken, newFormToken } from './portal-keys.service.js';
 import { frameUser, seeOther, sendNotFound, sendPage, sessionOf, type PortalDeps } from './portal-request.js';
@@ -13,12 +15,18 @@ import { keysPage, revokePage } from './views/keys.view.js';
 
 const keyNameMaxLength = 100;
 
+/** The account's keys, and its agents: whose provider says whether a live key's calls are real or simulated. */
+async function keysAndAgents(db: Db, accountId: string) {
+  const [keys, agents] = await Promise.all([listApiKeys(db, accountId), listAgents(db, accountId)]);
+  return { keys, agents };
+}
+
 export const portalKeysRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> = async (app, { deps }) => {
   app.get('/api-keys', { schema: { querystring: NoticeQuery } }, async (request, reply) => {
     const session = sessionOf(request);
-    const keys = await listApiKeys(deps.db, session.accountId);
+    const { keys, agents } = await keysAndAgents(deps.db, session.accountId);
     const form = { name: '', mode: 'test' as const, formToken: newFormToken() };
-    return sendPage(reply, 200, keysPage({ user: frameUser(session), keys, form, notice: noticeFor(request.query.notice) }));
+    return sendPage(reply, 200, keysPage({ user: frameUser(session), keys, agents, form, notice: noticeFor(request.query.notice) }));
   });
 
   app.post('/api-keys', { schema: { body: KeyForm } }, async (request, reply) => {
@@ -34,18 +42,18 @@ export const portalKeysRoutes: FastifyPluginAsyncTypebox<{ deps: PortalDeps }> =
           ? `A name has at most ${keyNameMaxLength} characters.`
           : undefined;
     if (error) {
-      const keys = await listApiKeys(deps.db, session.accountId);
+      const { keys, agents } = await keysAndAgents(deps.db, session.accountId);
       const formToken = isFormToken(sentToken) ? sentToken : newFormToken();
-      return sendPage(reply, 400, keysPage({ user: frameUser(session), keys, form: { name, mode, formToken, error } }));
+      return sendPage(reply, 400, keysPage({ user: frameUser(session), keys, agents, form: { name, mode, formToken, error } }));
     }
     const result = await createKeyOnce(deps.db, deps.clock, { accountId: session.accountId, name, mode, formToken: sentToken });
-    const keys = await listApiKeys(deps.db, session.accountId);
+    const { keys, agents } = await keysAndAgents(deps.db, session.accountId);
     const form = { name: '', mode: 'test' as const, formToken: newFormToken() };
     if (result.kind === 'already_sent') {
-      return sendPage(reply, 409, keysPage({ user: frameUser(session), keys, form, alreadySent: { key: result.key } }));
+      return sendPage(reply, 409, keysPage({ user: frameUser(session), keys, agents, form, alreadySent: { key: result.key } }));
     }
     // Rendered, not redirected: the token exists only in this answer and is stored nowhere.
-    return sendPage(reply, 200, keysPage({ user: frameUser(session), keys, form, created: result.key }));
+    return sendPage(reply, 200, keysPage({ user: frameUser(session), keys, agents, form, created: result.key }));
   });
 
   app.get('/api-keys/:id/revoke', { schema: { params: IdParams } }, async (request, reply) => {

@@ -64,10 +64,12 @@ export async function keyNamesOf(db: Db, accountId: string): Promise<Map<string,
 export async function loadCallPage(db: Db, accountId: string, callId: string) {
   const call = await getCallWithMode(db, accountId, callId);
   if (!call) return null;
-  const [events, dial, content] = await Promise.all([
+  const [events, dial, content, placedWith] = await Promise.all([
     listEventsOfCall(db, accountId, call.id),
     dialHistoryOfCall(db, accountId, call.id),
     callContentOf(db, accountId, call),
+    // The provider that placed it: a live call on a simulator agent is simulated, yet counted as live.
+    db.selectFrom('calls').select('provider').where('account_id', '=', accountId).where('id', '=', call.id).executeTakeFirstOrThrow(),
   ]);
   const eventsWithDeliveries = await Promise.all(
     events.map(async (event) => ({
@@ -75,7 +77,7 @@ export async function loadCallPage(db: Db, accountId: string, callId: string) {
       deliveries: await listDeliveriesWithAttempts(db, { accountId, eventId: event.id, limit: 50 }),
     })),
   );
-  return { call, dial, events: eventsWithDeliveries, content };
+  return { call, provider: placedWith.provider, dial, events: eventsWithDeliveries, content };
 }
 
 /** What was said on an ended call: its transcript, and whether it has a recording to play (null before its end). */

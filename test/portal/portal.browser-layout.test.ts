@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { simulatorMagicNumbers } from '../../src/features/providers/simulator.provider.js';
+import { failureReasons } from '../../src/features/providers/provider.interface.js';
 import { addUser } from '../../src/features/identity/users.service.js';
 import { createEndpoint } from '../../src/features/webhook-endpoints/endpoints.service.js';
 import { allRecipients, createBatch, numbers } from '../support/batch-client.js';
@@ -17,6 +18,7 @@ import { browserSkipReason, launchBrowser, screenshot } from '../support/browser
 import { freePort } from '../support/server-process.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 import { until } from '../support/wait.js';
+import { contrastRatio, deltaE2000, parseRgb } from './colour-difference.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const email = 'layout@example.test';
@@ -37,6 +39,58 @@ const overflowing = `(() => {
   }
   if (document.documentElement.scrollWidth > document.documentElement.clientWidth + 1) found.push('the page scrolls sideways');
   return found;
+})()`;
+
+/** Each element's text and how many lines it takes (its text boxes' tops, apart by more than 4 px). */
+const linesOf = (selector: string) => `[...document.querySelectorAll(${JSON.stringify(selector)})]
+  .filter((element) => element.getClientRects().length > 0)
+  .map((element) => {
+    const range = document.createRange();
+    range.selectNodeContents(element);
+    const tops = [...range.getClientRects()].map((rect) => rect.top).sort((a, b) => a - b);
+    return { text: element.textContent.trim(), lines: tops.filter((top, index) => index === 0 || top - tops[index - 1] > 4).length };
+  })`;
+
+/**
+ * The cards at the top of the overview (before its charts), each with the cards beside it: one beside a
+ * taller one, or alone on its line without filling it, leaves an empty column.
+ */
+const cardsAboveTheCharts = `(() => {
+  const activity = document.querySelector('#activity').getBoundingClientRect();
+  const cards = [...document.querySelectorAll('main .card')]
+    .filter((card) => !card.parentElement.closest('.card') && card.getBoundingClientRect().bottom <= activity.top)
+    .map((card) => ({ name: card.querySelector('h2').textContent.trim(), box: card.getBoundingClientRect().toJSON() }));
+  return { rowWidth: activity.width, cards: cards.map((card) => ({
+    ...card,
+    beside: cards.filter((other) => other !== card && other.box.top < card.box.bottom && other.box.bottom > card.box.top).map((other) => other.name),
+  })) };
+})()`;
+
+/** The series of the calls chart, in the chart's order: each a colour of its own. */
+const callSeries = ['completed', ...failureReasons.map((reason) => `failed-${reason}`), 'initiated'];
+
+/** The colour each series is drawn with, as a legend key (`color`) and as a bar (`fill`), and the card's. */
+const seriesColours = `(() => {
+  const legend = document.createElement('ul');
+  legend.className = 'chart-legend';
+  const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  document.querySelector('main .card').append(legend, svg);
+  const colours = {};
+  for (const key of ${JSON.stringify(callSeries)}) {
+    const item = document.createElement('li');
+    const swatch = document.createElement('span');
+    swatch.className = 'chart-key series-' + key;
+    item.append(swatch);
+    legend.append(item);
+    const bar = document.createElementNS('http://www.w3.org/2000/svg', 'rect');
+    bar.setAttribute('class', 'series-' + key);
+    svg.append(bar);
+    colours[key] = { key: getComputedStyle(swatch).color, bar: getComputedStyle(bar).fill };
+  }
+  const card = getComputedStyle(document.querySelector('main .card')).backgroundColor;
+  legend.remove();
+  svg.remove();
+  return { colours, card };
 })()`;
 
 const skipReason = browserSkipReason();
@@ -108,6 +162,9 @@ else {
     await fetch(`${baseUrl}/v1/batches/${batchId}/recipients?status=failed&limit=100&starting_after=rcp_01m87nzs5g4bvs6f92extmzq1n`, {
       headers: { authorization: `Bearer ${t.seed.token}` },
     });
+    // A long error code: the request log shows it whole or not at all.
+    const badKey = await post('/v1/calls', callBody(t), 'k'.repeat(300));
+    assert.equal(badKey.body.error, 'invalid_idempotency_key');
     await t.services.requestLog.flush();
 
     browser = await launchBrowser();
@@ -222,6 +279,31 @@ else {
       assert.match((await curl.textContent()) ?? '', /"customer_name": "Ada"\}\}'$/);
     });
 
+    it('the request log shows each time on one line and each error code whole', async () => {
+      await page.goto(`${baseUrl}/developers/requests`);
+      await screenshot(page, '1280-requests-lines');
+      const times = await page.evaluate<{ text: string; lines: number }[]>(linesOf('.table-wrap tbody time'));
+      assert.ok(times.length >= 8, `times are shown (${times.length})`);
+      assert.deepEqual(
+        times.filter((shown) => shown.lines !== 1),
+        [],
+        'no time on two lines',
+      );
+      const codes = (await page.evaluate<{ text: string; lines: number }[]>(linesOf('.table-wrap tbody code'))).filter((code) =>
+        ['invalid_request', 'invalid_idempotency_key'].includes(code.text),
+      );
+      assert.deepEqual(codes.map((code) => code.text).sort(), ['invalid_idempotency_key', 'invalid_request'], 'both error codes are shown');
+      assert.deepEqual(
+        codes.filter((code) => code.lines !== 1),
+        [],
+        'no error code split across lines',
+      );
+      const [path] = (await page.evaluate<{ text: string; lines: number }[]>(linesOf('.table-wrap tbody code.path'))).filter((shown) =>
+        shown.text.includes('starting_after='),
+      );
+      assert.ok(path && path.lines <= 3, `the longest path takes ${path?.lines} lines`);
+    });
+
     it("/docs' contents list shows each path on one line, and the Webhooks page names every event an endpoint receives", async () => {
       await page.goto(`${baseUrl}/docs`);
       const wrapped = await page.evaluate<string[]>(
@@ -231,6 +313,91 @@ else {
       await page.goto(`${baseUrl}/developers/webhooks`);
       const lead = (await page.locator('.lead').first().textContent()) ?? '';
       for (const type of ['call.completed', 'call.failed', 'batch.completed']) assert.ok(lead.includes(type), lead);
+    });
+  });
+
+  describe('Portal at 1280 px [sqlite]: the overview and the CSV form read whole', () => {
+    it('the overview with its quick start folded leaves no empty column', async () => {
+      await page.goto(`${baseUrl}/developers`);
+      assert.equal(await page.locator('details.quick-start').getAttribute('open'), null, 'the quick start is folded');
+      const { rowWidth, cards } = await page.evaluate<{
+        rowWidth: number;
+        cards: { name: string; box: { top: number; bottom: number; width: number }; beside: string[] }[];
+      }>(cardsAboveTheCharts);
+      assert.deepEqual(
+        cards.map((card) => card.name),
+        ['Your integration', 'Quick start'],
+      );
+      for (const card of cards) {
+        if (card.beside.length === 0) {
+          assert.ok(card.box.width >= rowWidth - 2, `${card.name}, alone on its line, is ${card.box.width} px wide of ${rowWidth}`);
+        } else {
+          for (const name of card.beside) {
+            const other = cards.find((candidate) => candidate.name === name)!;
+            assert.ok(
+              Math.abs(other.box.bottom - card.box.bottom) <= 2,
+              `${card.name} ends at ${card.box.bottom} px beside ${name} ending at ${other.box.bottom} px: an empty column`,
+            );
+          }
+        }
+      }
+      assert.deepEqual(cards.find((card) => card.name === 'Quick start')?.beside, [], 'the folded quick start has its line');
+    });
+
+    it('shows every placeholder of the CSV batch form whole', async () => {
+      await page.goto(`${baseUrl}/developers/batches/new`);
+      const clipped = await page.evaluate<string[]>(`[...document.querySelectorAll('form.batch-form input[placeholder]')]
+        .filter((input) => input.getClientRects().length > 0)
+        .flatMap((input) => {
+          const style = getComputedStyle(input);
+          const context = document.createElement('canvas').getContext('2d');
+          context.font = style.font;
+          const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+          const needs = context.measureText(input.placeholder).width;
+          return input.scrollWidth > input.clientWidth || needs > room
+            ? [input.id + ': "' + input.placeholder + '" needs ' + Math.ceil(needs) + ' px in ' + Math.floor(room)]
+            : [];
+        })`);
+      assert.deepEqual(clipped, []);
+      assert.ok(await page.locator('#window_time_zone').isVisible(), 'the time zone field is checked');
+    });
+
+    it('an empty chart says so once', async () => {
+      // The seed key is live: in test mode the account has no call, delivery or request to draw.
+      await page.goto(`${baseUrl}/developers?period=24h&mode=test`);
+      for (const sentence of [
+        'No calls in the last 24 hours.',
+        'No webhook deliveries in the last 24 hours.',
+        'No POST /v1/calls requests in the last 24 hours.',
+      ]) {
+        const shown = await page.evaluate<number>(`[...document.querySelectorAll('main *')]
+          .filter((element) => !element.closest('.visually-hidden, title, desc') && element.getClientRects().length > 0)
+          .filter((element) => [...element.childNodes].some((node) => node.nodeType === 3 && node.textContent.includes(${JSON.stringify(sentence)})))
+          .length`);
+        assert.equal(shown, 1, `"${sentence}" shown ${shown} times`);
+      }
+      await screenshot(page, '1280-overview-empty-charts');
+    });
+
+    it("draws each series of the calls chart in a colour of its own: voicemail far from completed's green, cancelled too", async () => {
+      await page.goto(`${baseUrl}/developers`);
+      const { colours, card } = await page.evaluate<{ colours: Record<string, { key: string; bar: string }>; card: string }>(seriesColours);
+      const tooClose: string[] = [];
+      for (const [index, first] of callSeries.entries()) {
+        for (const second of callSeries.slice(index + 1)) {
+          const difference = deltaE2000(parseRgb(colours[first]!.key), parseRgb(colours[second]!.key));
+          if (difference < 15)
+            tooClose.push(`${first} ${colours[first]!.key} and ${second} ${colours[second]!.key}: ΔE2000 ${difference.toFixed(1)}`);
+        }
+      }
+      assert.deepEqual(tooClose, [], 'every two series at least 15 apart (ΔE2000)');
+      const voicemail = deltaE2000(parseRgb(colours['failed-voicemail']!.key), parseRgb(colours.completed!.key));
+      assert.ok(voicemail >= 30, `Failed: voicemail is ${voicemail.toFixed(1)} from Completed`);
+      for (const key of callSeries) assert.equal(colours[key]!.key, colours[key]!.bar, `${key}: its key and its bars agree`);
+      for (const key of callSeries.filter((series) => series !== 'initiated')) {
+        const ratio = contrastRatio(parseRgb(colours[key]!.key), parseRgb(card));
+        assert.ok(ratio >= 3, `${key} ${colours[key]!.key} has ${ratio.toFixed(2)}:1 against the card`);
+      }
     });
   });
 }

@@ -378,7 +378,7 @@ await forEachDialect('Portal pages: calls and the request log', (dialect) => {
     await t.services.requestLog.flush();
     const found = await client.get(`/developers/requests?request_id=${requestId}`);
     assert.ok(found.body.includes(requestId));
-    assert.match(found.body.replaceAll('<wbr>', ''), /<code>agent_not_found<\/code>/);
+    assert.match(found.body, /<code class="error-code">agent_not_found<\/code>/);
     assert.match(found.body, /badge-warn">403</);
     const missing = await client.get('/developers/requests?request_id=req_nothing');
     assert.match(missing.body, /No request <code>req_nothing<\/code>/);

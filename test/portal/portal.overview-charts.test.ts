@@ -305,8 +305,17 @@ await forEachDialect('Portal overview charts', (dialect) => {
       const svg = chartOf(page.body, 'chart-calls');
       assert.match(svg, new RegExp(`<text class="chart-empty"[^>]*>No calls in ${words}\\.</text>`));
       assert.equal((svg.match(/<rect /g) ?? []).length, 0);
-      assert.match(page.body, new RegExp(`<p class="chart-empty-text">No webhook deliveries in ${words}\\.</p>`));
-      assert.match(page.body, new RegExp(`<p class="chart-empty-text">No POST /v1/calls requests in ${words}\\.</p>`));
+      assert.match(
+        chartOf(page.body, 'chart-deliveries'),
+        new RegExp(`<text class="chart-empty"[^>]*>No webhook deliveries in ${words}\\.</text>`),
+      );
+      assert.match(
+        chartOf(page.body, 'chart-latency'),
+        new RegExp(`<text class="chart-empty"[^>]*>No POST /v1/calls requests in ${words}\\.</text>`),
+      );
+      for (const sentence of [`No calls in ${words}.`, `No webhook deliveries in ${words}.`, `No POST /v1/calls requests in ${words}.`]) {
+        assert.equal(page.body.split(sentence).length - 1, 1, `"${sentence}" said once, across its chart`);
+      }
       assert.ok(!page.body.includes('chart-calls-table'), 'no table of nothing');
     }
   });

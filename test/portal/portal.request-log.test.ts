@@ -80,13 +80,18 @@ await forEachDialect('Portal request log', (dialect) => {
     for (const { id, line, status, error } of seen) {
       await t.services.requestLog.flush();
       const page = (await own.get(`/developers/requests?request_id=${id}`)).body;
-      assert.match(page, /<time class="wrap" datetime="\d{4}-\d\d-\d\dT/, `${id}: the time`);
+      // On one line, its zone in the column's heading (Time (UTC)) and in its tooltip.
+      assert.match(
+        page,
+        /<time datetime="\d{4}-\d\d-\d\dT[^"]*" title="[^"]* UTC">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d<\/time>/,
+        `${id}: the time`,
+      );
       assert.ok(page.includes(`<code class="id">${keyPrefix}…</code>`), `${id}: the key prefix`);
       const path = /<code class="path">(.*?)<\/code>/.exec(page)?.[1];
       assert.equal(path?.replace(/<[^>]+>/g, ''), line, `${id}: method and path ${line}`);
       assert.ok(page.includes(`">${status}</span>`), `${id}: status ${status}`);
-      // A code may break after its underscores (<wbr>), so that a long one keeps the table on the page.
-      if (error) assert.ok(page.replaceAll('<wbr>', '').includes(`<code>${error}</code>`), `${id}: error code ${error}`);
+      // The code whole under its status, never broken after an underscore.
+      if (error) assert.ok(page.includes(`<code class="error-code">${error}</code>`), `${id}: error code ${error}`);
       assert.ok(page.includes(`<code class="id">${id}</code>`), `${id}: the request id`);
     }
     // The seed account's user sees none of them.

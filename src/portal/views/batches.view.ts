@@ -342,10 +342,10 @@ function windowFields(values: BatchFormValues): SafeHtml {
             html`<label class="choice"><input type="checkbox" name="window_days" value="${day}"${values.windowDays.includes(day) ? html` checked` : ''}> ${day}</label>`,
         )}</div>
       </fieldset>
-      <div class="field-row">
+      <div class="field-row field-row-inputs-aligned">
         <div class="field">
-          <label for="window_time_zone">Time zone</label>
-          <input id="window_time_zone" name="window_time_zone" type="text" maxlength="100" spellcheck="false" value="${values.windowTimeZone}" placeholder="America/New_York or ${recipientZone}">
+          <label for="window_time_zone">Time zone <span class="muted">(a name or ${recipientZone})</span></label>
+          <input id="window_time_zone" name="window_time_zone" type="text" maxlength="100" spellcheck="false" value="${values.windowTimeZone}" placeholder="America/New_York">
         </div>
         <div class="field">
           <label for="window_fallback_time_zone">Fallback time zone <span class="muted">(with ${recipientZone})</span></label>

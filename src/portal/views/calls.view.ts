@@ -81,6 +81,8 @@ export function callsPage(input: CallsPageInput): string {
 export interface CallPageInput {
   readonly user: NonNullable<PageFrame['user']>;
   readonly call: CallWithMode;
+  /** The voice provider that placed the call (the simulator for every test-mode call, and for a live one on a simulator agent). */
+  readonly provider: CallRow['provider'];
   /** The dial that placed the call, when it was recorded (calls made before dials were kept have none). */
   readonly dial: DialHistory | undefined;
   readonly events: readonly { event: WebhookEventRow; deliveries: DeliveryWithAttempts[] }[];
@@ -146,6 +148,20 @@ export function cancelCallPage(user: NonNullable<PageFrame['user']>, call: CallW
   );
 }
 
+/** A live-mode call that the simulator placed: its agent's provider is the simulator; nobody was phoned. */
+function simulatedLive(mode: CallWithMode['mode'], provider: CallRow['provider']): boolean {
+  return mode === 'live' && provider === 'simulator';
+}
+
+/** The call's mode said plainly: which key placed it, and whether anyone was phoned. */
+function modeLine(mode: CallWithMode['mode'], provider: CallRow['provider']): SafeHtml {
+  if (mode === 'test') return html`test (a test-mode key: simulated)`;
+  if (simulatedLive(mode, provider)) {
+    return html`live: simulated (the agent's provider is the simulator), counted as live<br><span class="muted small">A live key placed it: it is a live call (<code>"livemode": true</code>, sent to live endpoints, in the live charts and among the live calls of the concurrency limit), yet nobody was phoned.</span>`;
+  }
+  return html`live (a live key: a real call through <code>${provider}</code>)`;
+}
+
 export function callPage(input: CallPageInput): string {
   const { call, user } = input;
   const back = portalPath('calls', call.id);
@@ -161,7 +177,7 @@ export function callPage(input: CallPageInput): string {
     { title: `Call ${call.id}`, user, active: 'calls', notice: input.notice, error: input.error },
     html`<p class="crumbs"><a href="/developers/calls">Calls</a> /</p>
 <div class="page-head page-head-actions">
-  <div><h1 class="break">${copyable('call-id', call.id)}</h1><p>${badge(call.status)} ${badge(call.mode)}</p></div>
+  <div><h1 class="break">${copyable('call-id', call.id)}</h1><p>${badge(call.status)} ${badge(call.mode)}${simulatedLive(call.mode, input.provider) ? html` ${badge('simulated')}` : ''}</p></div>
   ${cancellable ? html`<div class="actions"><a class="button button-danger-quiet" href="${portalPath('calls', call.id, 'cancel')}">Cancel call…</a></div>` : ''}
 </div>
 <div class="grid-2">
@@ -169,7 +185,7 @@ export function callPage(input: CallPageInput): string {
   <h2 id="req">Request</h2>
   <dl class="facts">
     <dt>Agent</dt><dd><code>${call.agent_id}</code></dd>
-    <dt>Mode</dt><dd>${call.mode === 'test' ? 'test (a test-mode key: simulated)' : 'live'}</dd>
+    <dt>Mode</dt><dd id="call-mode">${modeLine(call.mode, input.provider)}</dd>
     <dt>To</dt><dd>${call.to}</dd>
     <dt>Created</dt><dd>${time(call.created_at)}</dd>
     <dt>Metadata</dt><dd>${call.metadata ? html`<pre class="json">${pretty(call.metadata)}</pre>` : html`<span class="muted">none</span>`}</dd>

@@ -98,7 +98,7 @@ export interface ChartText {
   readonly summary: string;
   readonly yTitle: string;
   readonly xTitle: string;
-  /** Shown across an empty chart, e.g. `No calls in the last 24 hours.` */
+  /** Shown across an empty chart (once: its plot, nowhere else), e.g. `No calls in the last 24 hours.` */
   readonly emptyText: string;
   /** Drawn across the whole card rather than half of it. */
   readonly wide?: boolean;
@@ -174,15 +174,16 @@ export function stackedBarChart(text: ChartText, slots: readonly ChartSlot[], se
   const empty = shown.length === 0;
   return html`<figure class="chart-figure">
 ${frame(f, text, empty, html`${axes(f, { slots, unit: text.unit, top, ticks, yTitle: text.yTitle, xTitle: text.xTitle })}<g class="chart-bars">${bars}</g>`)}
-<figcaption>${
-    empty
-      ? html`<p class="chart-empty-text">${text.emptyText}</p>`
-      : legend(
-          shown,
-          shown.map((line) => formatNumber(line.values.reduce((sum, value) => sum + value, 0))),
-          `${text.title}: totals`,
-        )
-  }</figcaption>
+${
+  // An empty chart says so across its plot, once: no legend, and no caption saying it again.
+  empty
+    ? ''
+    : html`<figcaption>${legend(
+        shown,
+        shown.map((line) => formatNumber(line.values.reduce((sum, value) => sum + value, 0))),
+        `${text.title}: totals`,
+      )}</figcaption>`
+}
 ${hiddenTable(text, slots, shown, (value) => formatNumber(value ?? 0))}
 </figure>`;
 }
@@ -216,7 +217,7 @@ export function lineChart(
   });
   return html`<figure class="chart-figure">
 ${frame(f, text, empty, html`${axes(f, { slots, unit: text.unit, top, ticks, yTitle: text.yTitle, xTitle: text.xTitle })}${lines}`)}
-<figcaption>${empty ? html`<p class="chart-empty-text">${text.emptyText}</p>` : legend(series, options.totals, `${text.title}: over the period`)}</figcaption>
+${empty ? '' : html`<figcaption>${legend(series, options.totals, `${text.title}: over the period`)}</figcaption>`}
 ${hiddenTable(text, slots, series, (value) => (value === null ? '—' : options.format(value)))}
 </figure>`;
 }

@@ -3,11 +3,13 @@ import { html, type SafeHtml } from '../../lib/html.js';
 
 /**
  * A timestamp as `2026-11-22 07:32:01 UTC`, machine-readable in `datetime`. `wrap`: the date and the time
- * may go on two lines (a table of many columns), never broken inside either.
+ * may go on two lines (a table of many columns), never broken inside either. `zone: false`: without ` UTC`
+ * (a table column whose heading says UTC), the zone still in the tooltip.
  */
-export function time(iso: string | null | undefined, options: { readonly wrap?: boolean } = {}): SafeHtml {
+export function time(iso: string | null | undefined, options: { readonly wrap?: boolean; readonly zone?: boolean } = {}): SafeHtml {
   if (!iso) return html`<span class="muted">—</span>`;
   const text = iso.replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
+  if (options.zone === false) return html`<time datetime="${iso}" title="${text}">${text.replace(/ UTC$/, '')}</time>`;
   if (!options.wrap) return html`<time datetime="${iso}">${text}</time>`;
   return html`<time class="wrap" datetime="${iso}"><span>${text.slice(0, 10)}</span> <span>${text.slice(11)}</span></time>`;
 }

@@ -1,3 +1,4 @@
+import type { AgentView } from '../../features/agents/agents.service.js';
 import type { ApiKeyView } from '../../features/api-keys/api-keys.service.js';
 import type { ApiKeyMode } from '../../features/api-keys/api-keys.tables.js';
 import { badge, copyButton, csrfField, portalPath, table, time } from './components.js';
@@ -7,6 +8,8 @@ import { layout, type PageFrame } from './layout.view.js';
 export interface KeysPageInput {
   readonly user: NonNullable<PageFrame['user']>;
   readonly keys: readonly ApiKeyView[];
+  /** The account's agents: a live key's calls on a simulator agent are simulated, yet counted as live. */
+  readonly agents: readonly Pick<AgentView, 'agent_id' | 'provider'>[];
   /** The key just created, with its token: only on the answer to the create form. */
   readonly created?: ApiKeyView & { token: string };
   /** The create form was sent again; `key` is the key its first submission made. */
@@ -16,12 +19,27 @@ export interface KeysPageInput {
   readonly notice?: string | undefined;
 }
 
-function createdPanel(key: ApiKeyView & { token: string }): SafeHtml {
+/** What a live key's calls are, where the account's agents are (some of them) the simulator; null otherwise. */
+function simulatorAgentsOf(agents: KeysPageInput['agents']): { all: boolean; ids: string[] } | null {
+  const ids = agents.filter((agent) => agent.provider === 'simulator').map((agent) => agent.agent_id);
+  return ids.length === 0 ? null : { all: ids.length === agents.length, ids };
+}
+
+/** The live mode said plainly for an account with simulator agents: whose calls are simulated, yet live. */
+function liveOnSimulator(simulator: { all: boolean; ids: string[] }): SafeHtml {
+  const who = simulator.all
+    ? html`Your account's agents are the simulator: a live key's calls are simulated`
+    : html`A live key's calls to ${simulator.ids.length === 1 ? 'the simulator agent' : 'the simulator agents'} ${simulator.ids.map((id, index) => html`${index > 0 ? ', ' : ''}<code>${id}</code>`)} are simulated`;
+  return html`${who} (nobody is phoned) but counted as live: <code>"livemode": true</code>, sent to live endpoints, in the live charts and among the live calls of the concurrency limit. An agent of a real voice provider places real calls.`;
+}
+
+function createdPanel(key: ApiKeyView & { token: string }, simulator: { all: boolean; ids: string[] } | null): SafeHtml {
   return html`<section class="card card-highlight" aria-labelledby="new-key">
   <h2 id="new-key">Your new ${key.mode} key “${key.name}”</h2>
   <p><strong>Copy the token now. It is shown only this once</strong> and cannot be shown again. A lost token cannot be recovered: revoke the key and create another.</p>
   <div class="secret-box"><code id="new-token" class="token">${key.token}</code>${copyButton('new-token', 'Copy token')}</div>
   <p class="muted small">Use it as <code>Authorization: Bearer &lt;token&gt;</code>, on your servers only, never in a browser or a mobile app.</p>
+  ${key.mode === 'live' && simulator ? html`<p class="simulated-live">${liveOnSimulator(simulator)}</p>` : ''}
 </section>`;
 }
 
@@ -33,7 +51,11 @@ function alreadySentPanel(key: ApiKeyView | null): SafeHtml {
 </section>`;
 }
 
-function createForm(user: NonNullable<PageFrame['user']>, form: KeysPageInput['form']): SafeHtml {
+function createForm(
+  user: NonNullable<PageFrame['user']>,
+  form: KeysPageInput['form'],
+  simulator: { all: boolean; ids: string[] } | null,
+): SafeHtml {
   const mode = form.mode;
   return html`<section class="card" aria-labelledby="create-key">
   <h2 id="create-key">Create a key</h2>
@@ -48,7 +70,11 @@ function createForm(user: NonNullable<PageFrame['user']>, form: KeysPageInput['f
     <fieldset class="field">
       <legend>Mode</legend>
       <label class="choice"><input type="radio" name="mode" value="test"${mode === 'test' ? html` checked` : ''}> <span><strong>Test</strong>: simulated calls only, nobody is phoned</span></label>
-      <label class="choice"><input type="radio" name="mode" value="live"${mode === 'live' ? html` checked` : ''}> <span><strong>Live</strong>: real calls through your voice provider</span></label>
+      <label class="choice"><input type="radio" name="mode" value="live"${mode === 'live' ? html` checked` : ''}> <span><strong>Live</strong>: ${
+        simulator?.all
+          ? "live calls through each agent's voice provider; your agents are the simulator, so they are simulated (nobody is phoned) but counted as live"
+          : 'real calls through your voice provider'
+      }${simulator && !simulator.all ? ' (simulated, yet counted as live, on a simulator agent)' : ''}</span></label>
     </fieldset>
     <div><button type="submit" class="button button-primary">Create key</button></div>
   </form>
@@ -56,10 +82,13 @@ function createForm(user: NonNullable<PageFrame['user']>, form: KeysPageInput['f
 }
 
 export function keysPage(input: KeysPageInput): string {
+  const simulator = simulatorAgentsOf(input.agents);
   const rows = input.keys.map((key) => [
     key.name,
     html`<code>${key.prefix}…</code>`,
-    badge(key.mode),
+    key.mode === 'live' && simulator?.all
+      ? html`${badge(key.mode)} <span class="muted small">calls simulated (simulator agents), counted as live</span>`
+      : badge(key.mode),
     time(key.created_at),
     key.last_used_at ? time(key.last_used_at) : html`<span class="muted">never</span>`,
     html`${badge(key.status)}${key.revoked_at ? html` <span class="muted small">${time(key.revoked_at)}</span>` : ''}`,
@@ -87,12 +116,13 @@ export function keysPage(input: KeysPageInput): string {
       ...(input.created || input.alreadySent ? { replaceUrl: '/developers/api-keys' } : {}),
     },
     html`<div class="page-head"><h1>API keys</h1><p class="lead">Keys authenticate requests to the API. The full token is shown once, when the key is created.</p></div>
-${input.created ? createdPanel(input.created) : ''}${input.alreadySent ? alreadySentPanel(input.alreadySent.key) : ''}
+${input.created ? createdPanel(input.created, simulator) : ''}${input.alreadySent ? alreadySentPanel(input.alreadySent.key) : ''}
 <section class="card" aria-labelledby="keys">
   <h2 id="keys">Keys</h2>
   ${table('API keys', columns, rows, 'No keys yet. Create one below.')}
+  ${simulator && input.keys.some((key) => key.mode === 'live') ? html`<p class="muted small simulated-live" id="live-on-simulator">${liveOnSimulator(simulator)}</p>` : ''}
 </section>
-${createForm(input.user, input.form)}`,
+${createForm(input.user, input.form, simulator)}`,
   );
 }
 

@@ -67,6 +67,22 @@ function webhooksState(enabled: number, troubled: OverviewInput['troubledEndpoin
   }${healthy > 0 ? html`<div class="muted small">${String(healthy)} other endpoint${healthy === 1 ? '' : 's'} enabled</div>` : ''}`;
 }
 
+/** The account's ids, base URL, agent, limits and webhooks: what an integration is configured with. */
+function integrationCard(input: OverviewInput, agent: AgentView | undefined, enabledEndpoints: number, factsClass: string) {
+  return html`<section class="card" aria-labelledby="details">
+  <h2 id="details">Your integration</h2>
+  <dl class="${factsClass}">
+    <dt>Account id</dt><dd>${copyable('account-id', input.user.accountId)} <span class="muted small">${input.user.accountName}</span></dd>
+    <dt>Base URL</dt><dd>${copyable('base-url', input.baseUrl)}</dd>
+    <dt>Agent id</dt><dd>${agent ? html`${copyable('agent-id', agent.agent_id)} <span class="muted small">${agent.name}</span>` : html`<span class="muted">none yet</span>`}</dd>
+    <dt>Endpoint</dt><dd><code>POST /v1/calls</code></dd>
+    <dt>Auth</dt><dd><code>Authorization: Bearer &lt;token&gt;</code></dd>
+    <dt>Concurrent calls</dt><dd id="concurrent-calls">${concurrentCalls(input.concurrency)}</dd>
+    <dt>Webhooks</dt><dd id="webhooks-state">${webhooksState(enabledEndpoints, input.troubledEndpoints)}</dd>
+  </dl>
+</section>`;
+}
+
 export function overviewPage(input: OverviewInput): string {
   const agent = input.agents[0];
   const agentId = agent?.agent_id ?? 'agent_…';
@@ -103,6 +119,7 @@ export function overviewPage(input: OverviewInput): string {
       }</p>`,
     )}
   </ol>`;
+  const integration = (factsClass: string) => integrationCard(input, agent, enabledEndpoints, factsClass);
   return layout(
     { title: 'Overview', user: input.user, active: 'overview' },
     html`<div class="page-head">
@@ -114,31 +131,23 @@ export function overviewPage(input: OverviewInput): string {
   <p class="lead">Three steps: a key, one request, and a webhook for the outcome.</p>`
   }
 </div>
-<div class="grid-2">
 ${
   allDone
-    ? html`<details class="card quick-start">
+    ? // Every step done: the account across the page, the folded steps on one line under it (beside it, the
+      // folded card left an empty column as tall as the account's facts).
+      html`${integration('facts facts-wide')}
+<details class="card quick-start">
   <summary><h2 id="qs">Quick start</h2> <span class="muted small">all three steps done: a key, a call, a webhook endpoint</span></summary>
   ${steps}
 </details>`
-    : html`<section class="card" aria-labelledby="qs">
+    : html`<div class="grid-2">
+<section class="card" aria-labelledby="qs">
   <h2 id="qs">Quick start</h2>
   ${steps}
-</section>`
-}
-<section class="card" aria-labelledby="details">
-  <h2 id="details">Your integration</h2>
-  <dl class="facts">
-    <dt>Account id</dt><dd>${copyable('account-id', input.user.accountId)} <span class="muted small">${input.user.accountName}</span></dd>
-    <dt>Base URL</dt><dd>${copyable('base-url', input.baseUrl)}</dd>
-    <dt>Agent id</dt><dd>${agent ? html`${copyable('agent-id', agent.agent_id)} <span class="muted small">${agent.name}</span>` : html`<span class="muted">none yet</span>`}</dd>
-    <dt>Endpoint</dt><dd><code>POST /v1/calls</code></dd>
-    <dt>Auth</dt><dd><code>Authorization: Bearer &lt;token&gt;</code></dd>
-    <dt>Concurrent calls</dt><dd id="concurrent-calls">${concurrentCalls(input.concurrency)}</dd>
-    <dt>Webhooks</dt><dd id="webhooks-state">${webhooksState(enabledEndpoints, input.troubledEndpoints)}</dd>
-  </dl>
 </section>
-</div>
+${integration('facts')}
+</div>`
+}
 ${overviewCharts(input.charts)}
 <section class="card" aria-labelledby="recent">
   <div class="card-head"><h2 id="recent">Recent calls</h2><a href="/developers/calls">All calls</a></div>

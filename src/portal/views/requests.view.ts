@@ -14,25 +14,23 @@ export function requestsPage(
   pages: { readonly paged: boolean; readonly olderUrl: string | undefined } = { paged: false, olderUrl: undefined },
 ): string {
   const lines = rows.map((row) => [
-    time(row.created_at, { wrap: true }),
-    html`<code class="id">${row.key_prefix}…</code>`,
-    // A long path (a query with every filter) wraps, or it would push the id and duration off the page; the
-    // ids in it stay whole.
+    // The time on one line (the zone in the column's heading: a date and a time broken apart read as two
+    // values), the key under it: a column of its own left the path too little room.
+    html`${time(row.created_at, { zone: false })}<span class="request-key"><code class="id">${row.key_prefix}…</code></span>`,
+    // A long path (a query with every filter) wraps after a / ? or &, never inside an id or a segment.
     html`<code class="path">${row.method} ${wrapKeepingIds(row.path)}</code>`,
-    html`${statusCode(row.status)}${row.replayed ? html` ${replayedBadge}` : ''}`,
-    // A long code (invalid_idempotency_key) may break after its underscores, or it pushes the duration off.
-    row.error_code
-      ? html`<code>${row.error_code.split(/(?<=_)/).map((part) => html`${part}<wbr>`)}</code>`
-      : html`<span class="muted">—</span>`,
+    // The status with its error code under it, the code whole (`invalid_idempotency_key`, never `invalid_` /
+    // `idempotency_key`): one column for both leaves the path the room it needs.
+    html`<span class="status-line">${statusCode(row.status)}${row.replayed ? html` ${replayedBadge}` : ''}</span>${
+      row.error_code ? html`<code class="error-code">${row.error_code}</code>` : ''
+    }`,
     html`<a href="${portalPath('requests', row.id)}"><code class="id">${row.id}</code></a>`,
     `${row.duration_ms} ms`,
   ]);
   const columns = [
-    { label: 'Time' },
-    { label: 'Key' },
+    { label: 'Time (UTC), key' },
     { label: 'Request' },
     { label: 'Status' },
-    { label: 'Error' },
     { label: 'Request id' },
     { label: 'Duration', numeric: true },
   ];
