@@ -2,7 +2,9 @@
  * The one place that reads `process.env`. Every setting is parsed, validated and documented here, and the
  * result is frozen: the rest of the code receives a `Config` and never looks at the environment itself.
  */
+import fs from 'node:fs';
 import path from 'node:path';
+import { parseEnv } from 'node:util';
 import { providerCatalogue, type ProviderSettingsByName } from './features/providers/provider-catalogue.js';
 import { parseDuration, parseDurationList } from './lib/duration.js';
 
@@ -156,6 +158,26 @@ function baseUrl(env: Env, name: string, fallback: string): string {
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** Parses and validates the environment; throws `ConfigError` with a message naming the bad variable. */
+/**
+ * The environment with the settings of a `.env` file in `dir` (the working directory) beneath it: the server
+ * and the CLI read the same file, so a setting is written once; a variable set in the real environment wins.
+ * No `.env` is no error. Its values are never printed (a parse problem names the file only).
+ */
+export function withDotEnv(env: Env, dir: string = process.cwd()): Env {
+  const file = path.join(dir, '.env');
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return env;
+    throw new ConfigError(
+      `${file} could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); fix its permissions or remove it`,
+    );
+  }
+  const fromFile = parseEnv(text) as Env;
+  return { ...fromFile, ...Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined)) };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65_535);
   const host = env.HOST?.trim() || '127.0.0.1';

@@ -3,7 +3,7 @@
  * jobs, and close it all in order on SIGTERM or SIGINT.
  */
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, withDotEnv, type Config } from './config.js';
 import { createServices } from './container.js';
 import { cliSettingsFor, demoBanner, findDemoAccount, seedDemoIfEmpty, startLine } from './features/bootstrap/demo-seed.js';
 import { buildMetricsApp } from './features/metrics/metrics.server.js';
@@ -17,7 +17,7 @@ const releaseMarginMs = 1_500;
 async function main(): Promise<void> {
   let config: Config;
   try {
-    config = loadConfig();
+    config = loadConfig(withDotEnv(process.env));
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`callgate: configuration error: ${error.message}\n`);

@@ -1,7 +1,10 @@
 /** The configuration module on its own: how CALLGATE_ROLES, the HTTP server timeouts, HSTS and the dial search window are read. */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig, withDotEnv } from '../src/config.js';
 
 describe('CALLGATE_ROLES', () => {
   const roles = (value: string | undefined) => [...loadConfig(value === undefined ? {} : { CALLGATE_ROLES: value }).roles].sort();
@@ -63,5 +66,47 @@ describe('CALLGATE_DIAL_SEARCH_WINDOW', () => {
     );
     assert.throws(() => loadConfig({ CALLGATE_DIAL_SEARCH_WINDOW: '500ms', CALLGATE_PROVIDER_TIMEOUT_MS: '200' }), /between 1s and 24h/);
     assert.throws(() => loadConfig({ CALLGATE_DIAL_SEARCH_WINDOW: '25h' }), /between 1s and 24h/);
+  });
+});
+
+describe('.env in the working directory (withDotEnv)', () => {
+  const dirWith = (text: string | null) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'callgate-dotenv-'));
+    if (text !== null) fs.writeFileSync(path.join(dir, '.env'), text);
+    return dir;
+  };
+
+  it("adds the file's settings beneath the environment: a variable set for real wins, comments and quotes as dotenv reads them", () => {
+    const dir = dirWith(
+      '# local work\nDATABASE_URL=postgres://from-file/db\nCALLGATE_WEBHOOK_ALLOW_PRIVATE=true\nCALLGATE_PUBLIC_URL="http://127.0.0.1:3000"\n',
+    );
+    try {
+      const env = withDotEnv({ DATABASE_URL: 'postgres://from-env/db', PATH: '/bin' }, dir);
+      assert.equal(env.DATABASE_URL, 'postgres://from-env/db');
+      assert.equal(env.CALLGATE_WEBHOOK_ALLOW_PRIVATE, 'true');
+      assert.equal(env.CALLGATE_PUBLIC_URL, 'http://127.0.0.1:3000');
+      assert.equal(env.PATH, '/bin');
+      assert.equal(loadConfig(env).webhookAllowPrivate, true);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('no .env is the environment as it is; an unreadable one is a ConfigError naming the file, never its contents', () => {
+    const empty = dirWith(null);
+    const unreadable = dirWith(null);
+    try {
+      const env = { PORT: '4000' };
+      assert.deepEqual(withDotEnv(env, empty), env);
+      // A folder where the file should be cannot be read as one (root reads any file, whatever its mode).
+      fs.mkdirSync(path.join(unreadable, '.env'));
+      assert.throws(
+        () => withDotEnv({}, unreadable),
+        (error: unknown) => error instanceof ConfigError && error.message.includes(path.join(unreadable, '.env')),
+      );
+    } finally {
+      fs.rmSync(empty, { recursive: true, force: true });
+      fs.rmSync(unreadable, { recursive: true, force: true });
+    }
   });
 });

@@ -82,7 +82,7 @@ export async function requireAccount(db: Db, accountId: string): Promise<Account
     // The usual cause is a CLI pointed at another database than the server's (its own environment decides).
     throw new ApiError(
       'not_found',
-      `no account with id "${accountId}" in this database; \`callgate accounts list\` shows the ids, and the CLI reads DATABASE_URL or CALLGATE_DATA_DIR from its own environment: give it the server's`,
+      `no account with id "${accountId}" in this database; \`npx callgate accounts list\` shows the ids, and the CLI reads DATABASE_URL or CALLGATE_DATA_DIR from its environment or a .env file in its folder: give it the server's`,
       { param: 'account' },
     );
   }

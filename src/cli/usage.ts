@@ -5,7 +5,7 @@ import type { Command, CommandGroup, ToolCommand } from './command.js';
 const footer = [
   "The database is the server's: DATABASE_URL (PostgreSQL) when set, else the SQLite file in",
   'CALLGATE_DATA_DIR (default ./data). Migrations run first, as at server start, unless',
-  'CALLGATE_MIGRATE_ON_START=false (then run "callgate migrate").',
+  'CALLGATE_MIGRATE_ON_START=false (then run "npx callgate migrate").',
   'Exit status: 0 on success, 1 when the command failed, 2 on a usage error.',
 ];
 

@@ -355,7 +355,7 @@ export async function prepareSchema(db: Db, options: { readonly migrate: boolean
   }
   if (state.pending.length > 0) {
     throw new SchemaMismatchError(
-      `the database is behind this version of callgate (pending migration${state.pending.length === 1 ? '' : 's'}: ${state.pending.join(', ')}) and CALLGATE_MIGRATE_ON_START is false: run \`callgate migrate\` first, then start again`,
+      `the database is behind this version of callgate (pending migration${state.pending.length === 1 ? '' : 's'}: ${state.pending.join(', ')}) and CALLGATE_MIGRATE_ON_START is false: run \`npx callgate migrate\` first, then start again`,
     );
   }
 }

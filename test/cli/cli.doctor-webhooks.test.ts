@@ -101,7 +101,7 @@ await forEachDialect('callgate doctor on failing webhook endpoints', (dialect) =
           `Last error: HTTP 500 "receiver down for maintenance", at ${literally(iso(start))} \\(1 hour ago\\)\\. ` +
           `Next try: ${literally(iso(start + 5 * day))} \\(in 4 days\\), the retry of its first waiting delivery\n` +
           ` {6}what to do: fix the receiver .*/developers/webhooks/${failing.id} of account ${t.seed.accountId}.*` +
-          `callgate webhooks test ${failing.id} .*after ${literally(iso(start + 5 * day))} disables it$`,
+          `npx callgate webhooks test ${failing.id} .*after ${literally(iso(start + 5 * day))} disables it$`,
         'm',
       ),
     );
@@ -144,7 +144,7 @@ await forEachDialect('callgate doctor on failing webhook endpoints', (dialect) =
           `Every delivery failed for 5 days \\(since ${literally(iso(start))}\\), so the endpoint was disabled\\. ` +
           `Last error: HTTP 500 "still down", at ${literally(iso(disabledAt))} \\(\\d+ minutes ago\\)\\. ` +
           'Next try: none, nothing is sent to it \\(new events are not queued for it\\) until it is enabled again\n' +
-          ` {6}what to do: fix the receiver, then enable the endpoint: callgate webhooks enable ${tired.id} .*callgate webhooks test ${tired.id}`,
+          ` {6}what to do: fix the receiver, then enable the endpoint: npx callgate webhooks enable ${tired.id} .*npx callgate webhooks test ${tired.id}`,
         'm',
       ),
     );

@@ -69,7 +69,7 @@ await forEachDialect('callgate backup, doctor and reads', (dialect) => {
   it('users list and calls list show the account’s users and calls, with --status and --limit', async () => {
     assert.deepEqual(await runJson(env, ['users', 'list', '--account', accountId]), { data: [] });
     const empty = await runCli(env, ['users', 'list', '--account', accountId]);
-    assert.match(empty.stdout, /has no users\. Add one with: callgate users add/);
+    assert.match(empty.stdout, /has no users\. Add one with: npx callgate users add/);
     await runJson(env, ['users', 'add', '--account', accountId, '--email', 'ops@example.com', '--password', 'long enough password']);
     const users = await runJson(env, ['users', 'list', '--account', accountId]);
     assert.deepEqual(

@@ -391,7 +391,7 @@ await forEachDialect('callgate CLI', (dialect) => {
     const cases: [string[], RegExp][] = [
       [
         ['agents', 'list', '--account', 'acct_missing'],
-        /^callgate: no account with id "acct_missing" in this database; `callgate accounts list` shows the ids, and the CLI reads DATABASE_URL or CALLGATE_DATA_DIR from its own environment: give it the server's\n$/,
+        /^callgate: no account with id "acct_missing" in this database; `npx callgate accounts list` shows the ids, and the CLI reads DATABASE_URL or CALLGATE_DATA_DIR from its environment or a .env file in its folder: give it the server's\n$/,
       ],
       [['agents', 'add', '--account', 'acct_missing', '--agent-id', 'agent_x', '--name', 'X'], /no account with id "acct_missing"/],
       [['keys', 'create', '--account', 'acct_missing', '--name', 'k', '--json'], /no account with id "acct_missing"/],

@@ -347,7 +347,7 @@ await forEachDialect('callgate CLI webhooks: an endpoint disabled by a 410', (di
         ['webhooks', 'test', created.id],
         1,
         new RegExp(
-          `^callgate: webhook endpoint ${created.id} is disabled \\(The endpoint answered 410 Gone, so it was disabled\\.\\); enable it first with "callgate webhooks enable ${created.id}"\n$`,
+          `^callgate: webhook endpoint ${created.id} is disabled \\(The endpoint answered 410 Gone, so it was disabled\\.\\); enable it first with "npx callgate webhooks enable ${created.id}"\n$`,
         ),
       );
 

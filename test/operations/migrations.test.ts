@@ -50,19 +50,19 @@ await forEachDialect('Migrations apart from a start', (dialect) => {
     await assert.rejects(createServices(config({ CALLGATE_MIGRATE_ON_START: 'false' })), (error: Error) => {
       assert.match(
         error.message,
-        /the database is behind this version of callgate \(pending migrations: 0001-initial, .*\) and CALLGATE_MIGRATE_ON_START is false: run `callgate migrate` first/,
+        /the database is behind this version of callgate \(pending migrations: 0001-initial, .*\) and CALLGATE_MIGRATE_ON_START is false: run `npx callgate migrate` first/,
       );
       return true;
     });
     const refused = await runCli({ ...env, CALLGATE_MIGRATE_ON_START: 'false' }, ['accounts', 'list']);
     assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /run `callgate migrate` first/);
+    assert.match(refused.stderr, /run `npx callgate migrate` first/);
     assert.deepEqual((await migrationState(handle.db)).applied, [], 'nothing was migrated by the refusals');
 
     const server = startServerProcess({ env: { ...database.env, CALLGATE_MIGRATE_ON_START: 'false' } });
     await assert.rejects(
       server,
-      /exited \(1\) before it was healthy:[\s\S]*callgate: failed to start: the database is behind[\s\S]*run `callgate migrate` first/,
+      /exited \(1\) before it was healthy:[\s\S]*callgate: failed to start: the database is behind[\s\S]*run `npx callgate migrate` first/,
     );
 
     const migrated = await runJson(env, ['migrate']);

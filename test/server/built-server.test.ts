@@ -137,3 +137,15 @@ it('SIGTERM to `npm start` stops the node server gracefully', { timeout: 120_000
   await npm.closed;
   assert.match(npm.output(), /"signal":"SIGTERM","msg":"shutting down"/, npm.output());
 });
+
+it('a second build of the same sources does nothing and leaves dist/ as it was (npx in a clone runs it under a running server)', {
+  timeout: 60_000,
+}, async () => {
+  const out = path.join(workDir, 'dist');
+  const entry = path.join(out, 'server.js');
+  const before = fs.statSync(entry).mtimeMs;
+  const again = await run(process.execPath, ['scripts/build.mjs', '--out-dir', out]);
+  assert.equal(again.code, 0, again.output);
+  assert.match(again.output, /is up to date with src\//);
+  assert.equal(fs.statSync(entry).mtimeMs, before, 'dist/ was not rewritten');
+});

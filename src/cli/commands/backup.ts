@@ -14,7 +14,7 @@ export const backupCommand: ToolCommand = {
       const config = loadConfig(env);
       if (config.database.dialect !== 'sqlite') {
         throw new Error(
-          'callgate backup copies the SQLite database only; this installation uses PostgreSQL (DATABASE_URL): back it up with pg_dump, e.g. pg_dump --format=custom --file callgate.dump "$DATABASE_URL"',
+          'npx callgate backup copies the SQLite database only; this installation uses PostgreSQL (DATABASE_URL): back it up with pg_dump, e.g. pg_dump --format=custom --file callgate.dump "$DATABASE_URL"',
         );
       }
       const { backupSqlite } = await import('../../db/backup.js');

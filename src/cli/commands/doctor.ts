@@ -99,13 +99,13 @@ function troubleCheck(
     return warn(
       name,
       `${endpoint.url} was disabled at ${when(trouble.disabled_at, now)} by its failures: ${trouble.disabled_reason} Last error: ${lastError(last, now)}. Next try: none, nothing is sent to it (new events are not queued for it) until it is enabled again`,
-      `fix the receiver, then enable the endpoint: callgate webhooks enable ${endpoint.id} (or Edit, Enabled on ${page}), and check it with callgate webhooks test ${endpoint.id}; send the events it missed again with callgate events resend EVT_ID --endpoint ${endpoint.id}`,
+      `fix the receiver, then enable the endpoint: npx callgate webhooks enable ${endpoint.id} (or Edit, Enabled on ${page}), and check it with npx callgate webhooks test ${endpoint.id}; send the events it missed again with npx callgate events resend EVT_ID --endpoint ${endpoint.id}`,
     );
   }
   return warn(
     name,
     `${endpoint.url} is failing since ${when(trouble.failing_since, now)}. Last error: ${lastError(last, now)}. Next try: ${nextTry(trouble, now)}`,
-    `fix the receiver so that it answers 2xx within CALLGATE_WEBHOOK_TIMEOUT_MS (each attempt is on ${page}, and in callgate deliveries list --account ${endpoint.account_id} --endpoint ${endpoint.id}); waiting deliveries go out by themselves at their next try, callgate webhooks test ${endpoint.id} sends one more. If none succeeds, its first failed attempt after ${trouble.disabled_after} disables it`,
+    `fix the receiver so that it answers 2xx within CALLGATE_WEBHOOK_TIMEOUT_MS (each attempt is on ${page}, and in npx callgate deliveries list --account ${endpoint.account_id} --endpoint ${endpoint.id}); waiting deliveries go out by themselves at their next try, npx callgate webhooks test ${endpoint.id} sends one more. If none succeeds, its first failed attempt after ${trouble.disabled_after} disables it`,
   );
 }
 
@@ -122,7 +122,7 @@ async function endpointCheck(
 ): Promise<Check> {
   const { checkWebhookTarget } = await import('../../features/webhook-endpoints/ssrf-guard.js');
   const name = `webhook endpoint ${endpoint.id}`;
-  const fix = `change its URL in the portal's Webhooks page of account ${endpoint.account_id}, or delete it: callgate webhooks delete ${endpoint.id}`;
+  const fix = `change its URL in the portal's Webhooks page of account ${endpoint.account_id}, or delete it: npx callgate webhooks delete ${endpoint.id}`;
   const target = await checkWebhookTarget(endpoint.url, allowPrivate);
   if (!target.ok && !allowPrivate && (await checkWebhookTarget(endpoint.url, true)).ok) {
     return fail(
@@ -183,12 +183,12 @@ async function databaseChecks(config: Config): Promise<Check[]> {
         fail(
           name,
           `${label} is behind this version (pending: ${state.pending.join(', ')}) and CALLGATE_MIGRATE_ON_START is false`,
-          'run callgate migrate',
+          'run npx callgate migrate',
         ),
       );
     } else if (state.pending.length > 0) {
       checks.push(
-        ok(name, `${label} reachable; ${state.pending.length} pending migration(s), applied at the next start (or run callgate migrate)`),
+        ok(name, `${label} reachable; ${state.pending.length} pending migration(s), applied at the next start (or run npx callgate migrate)`),
       );
     } else {
       checks.push(ok(name, `${label} reachable, migrations current (${state.applied.length} applied)`));

@@ -30,8 +30,8 @@ export const createAccountCommand: Command = {
           ...(agent ? [['agent', `${agent.agent_id} (simulator: test calls work at once)`] as const] : []),
         ]),
         '',
-        `Next: callgate keys create --account ${account.id} --name NAME --mode test   (then POST /v1/calls with agent_id ${agent?.agent_id ?? 'agent_...'})`,
-        `      callgate agents add --account ${account.id} --agent-id agent_... --name NAME   (or agents sync, for real calls)`,
+        `Next: npx callgate keys create --account ${account.id} --name NAME --mode test   (then POST /v1/calls with agent_id ${agent?.agent_id ?? 'agent_...'})`,
+        `      npx callgate agents add --account ${account.id} --agent-id agent_... --name NAME   (or agents sync, for real calls)`,
       ].join('\n');
       return { json: account, text };
     };

@@ -12,7 +12,7 @@ export const listAccountsCommand: Command = {
       const accounts = await listAccounts(db);
       const text =
         accounts.length === 0
-          ? 'No accounts yet. Create one with: callgate accounts create --name NAME'
+          ? 'No accounts yet. Create one with: npx callgate accounts create --name NAME'
           : formatTable(
               ['id', 'name', 'users', 'max concurrent calls', 'created'],
               accounts.map((account) => [

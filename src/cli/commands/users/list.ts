@@ -16,7 +16,7 @@ export const listUsersCommand: Command = {
       const users = await listUsers(db, accountId);
       const text =
         users.length === 0
-          ? `Account ${accountId} has no users. Add one with: callgate users add --account ${accountId} --email EMAIL --password PASSWORD`
+          ? `Account ${accountId} has no users. Add one with: npx callgate users add --account ${accountId} --email EMAIL --password PASSWORD`
           : formatTable(
               ['id', 'email', 'created'],
               users.map((user) => [user.id, user.email, user.created_at]),

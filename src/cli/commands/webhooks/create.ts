@@ -66,8 +66,8 @@ export const createWebhookCommand: Command = {
         `  ${endpoint.secret}`,
         '',
         `Give it to the receiver now: the CLI does not show it again (the portal's endpoint page can).`,
-        `A leaked secret is replaced with "callgate webhooks rotate-secret ${endpoint.id}".`,
-        `Next: callgate webhooks test ${endpoint.id}`,
+        `A leaked secret is replaced with "npx callgate webhooks rotate-secret ${endpoint.id}".`,
+        `Next: npx callgate webhooks test ${endpoint.id}`,
       ].join('\n');
       return { json: endpoint, text };
     };

@@ -26,7 +26,7 @@ export const enableWebhookCommand: Command = {
         `It had been disabled: ${endpoint.disabled_reason ?? 'no reason recorded'}`,
         '',
         'New events go to it again. Events of the time it was disabled were not queued for it; send one again with',
-        `  callgate events resend EVT_ID --endpoint ${view.id}`,
+        `  npx callgate events resend EVT_ID --endpoint ${view.id}`,
       ].join('\n');
       return { json: view, text };
     };

@@ -16,7 +16,7 @@ export const testWebhookCommand: Command = {
       if (endpoint.enabled !== 1) {
         throw new ApiError(
           'invalid_request',
-          `webhook endpoint ${endpoint.id} is disabled (${endpoint.disabled_reason ?? 'no reason recorded'}); enable it first with "callgate webhooks enable ${endpoint.id}"`,
+          `webhook endpoint ${endpoint.id} is disabled (${endpoint.disabled_reason ?? 'no reason recorded'}); enable it first with "npx callgate webhooks enable ${endpoint.id}"`,
         );
       }
       const { eventId, deliveryId } = await sendTestEvent(db, clock, endpoint);
@@ -29,7 +29,7 @@ export const testWebhookCommand: Command = {
         ]),
         '',
         'A running callgate worker delivers it. See how it went:',
-        `  callgate deliveries list --account ${endpoint.account_id} --endpoint ${endpoint.id}`,
+        `  npx callgate deliveries list --account ${endpoint.account_id} --endpoint ${endpoint.id}`,
       ].join('\n');
       return { json: { event_id: eventId, delivery_id: deliveryId ?? null, endpoint_id: endpoint.id }, text };
     };
