@@ -18,7 +18,7 @@ import { browserSkipReason, launchBrowser, screenshot } from '../support/browser
 import { freePort } from '../support/server-process.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 import { until } from '../support/wait.js';
-import { contrastRatio, deltaE2000, parseRgb } from './colour-difference.js';
+import { contrastRatio, deltaE2000, parseRgb } from '../support/colour-difference.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const email = 'layout@example.test';
