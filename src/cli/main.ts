@@ -3,7 +3,7 @@
  * call monitor, no logger, so nothing is logged and no secret leaves except a new key's token or an
  * endpoint's signing secret in the output), runs the migrations (or checks them, with
  * CALLGATE_MIGRATE_ON_START=false) and calls the same service functions as the HTTP server. The one-word
- * tools (`migrate`, `backup`, `doctor`) open what they need themselves. `runCli` turns a command line into output and an exit code without touching the
+ * tools (`migrate`, `backup`, `copy-data`, `doctor`) open what they need themselves. `runCli` turns a command line into output and an exit code without touching the
  * process, so tests run it in-process; bin.ts (run by bin/callgate.js) binds it to argv and the streams.
  */
 import { ConfigError, loadConfig, type Config } from '../config.js';
@@ -13,6 +13,7 @@ import type { Command, CommandGroup, CommandResult, CommandRunner, ToolCommand }
 import { accountsGroup } from './commands/accounts/root.js';
 import { agentsGroup } from './commands/agents/root.js';
 import { backupCommand } from './commands/backup.js';
+import { copyDataCommand } from './commands/copy-data.js';
 import { batchesGroup } from './commands/batches/root.js';
 import { callsGroup } from './commands/calls/root.js';
 import { deliveriesGroup } from './commands/deliveries/root.js';
@@ -38,7 +39,7 @@ const commandGroups: readonly CommandGroup[] = [
   callsGroup,
 ];
 
-const toolCommands: readonly ToolCommand[] = [migrateCommand, backupCommand, doctorCommand];
+const toolCommands: readonly ToolCommand[] = [migrateCommand, backupCommand, copyDataCommand, doctorCommand];
 
 export interface CliIo {
   /** Writes one block of text followed by a newline. */
