@@ -188,7 +188,10 @@ async function databaseChecks(config: Config): Promise<Check[]> {
       );
     } else if (state.pending.length > 0) {
       checks.push(
-        ok(name, `${label} reachable; ${state.pending.length} pending migration(s), applied at the next start (or run npx callgate migrate)`),
+        ok(
+          name,
+          `${label} reachable; ${state.pending.length} pending migration(s), applied at the next start (or run npx callgate migrate)`,
+        ),
       );
     } else {
       checks.push(ok(name, `${label} reachable, migrations current (${state.applied.length} applied)`));
