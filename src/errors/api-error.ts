@@ -1,10 +1,12 @@
-import { errorCatalogue, type ErrorCode } from './catalogue.js';
+import { errorCatalogue, isRetryable, type ErrorCode } from './catalogue.js';
 
 export interface ApiErrorOptions {
   /** The request field at fault, when exactly one is. */
   readonly param?: string;
   /** Seconds after which trying again can work; the HTTP edge sends it as `Retry-After`. */
   readonly retryAfterSeconds?: number;
+  /** Whether the same request can succeed later, where the code's default (`isRetryable`) does not say it. */
+  readonly retryable?: boolean;
   readonly cause?: unknown;
 }
 
@@ -18,11 +20,13 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly param: string | undefined;
   readonly retryAfterSeconds: number | undefined;
+  readonly retryable: boolean;
 
   constructor(code: ErrorCode, message?: string, options: ApiErrorOptions = {}) {
     super(message ?? errorCatalogue[code].message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.param = options.param;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.retryable = options.retryable ?? isRetryable(code);
   }
 }

@@ -98,3 +98,16 @@ export type ErrorCode = keyof typeof errorCatalogue;
 export function statusOf(code: ErrorCode): number {
   return errorCatalogue[code].status;
 }
+
+/**
+ * Whether sending the same request again can succeed (after Retry-After where one is sent): too many requests,
+ * a request that came too slowly, and every 5xx but `provider_error`, a definite refusal by the voice provider
+ * (retrying it only spends the key's rate limit). Every error body says it as `retryable`, so a client need
+ * not know the codes; one that reads nothing else may still retry every 5xx, and an Idempotency-Key keeps
+ * that safe.
+ */
+export function isRetryable(code: ErrorCode): boolean {
+  const status = statusOf(code);
+  if (code === 'provider_error') return false;
+  return status === 408 || status === 429 || status >= 500;
+}

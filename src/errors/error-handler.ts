@@ -1,5 +1,5 @@
 /**
- * The one renderer of error responses: every failure leaves as `{error, message, request_id[, param]}`
+ * The one renderer of error responses: every failure leaves as `{error, message, request_id[, param], retryable}`
  * with the catalogue's status for its code (to-api-error.ts turns any failure into an ApiError first).
  * Internals are never shown at 5xx. The error-handler plugin (src/http/error-handler.plugin.ts) sends
  * through it.
@@ -16,18 +16,19 @@ export interface ErrorBody {
   message: string;
   request_id: string;
   param?: string;
+  retryable: boolean;
 }
 
 /** The JSON body an ApiError is answered with. */
 export function errorBody(request: FastifyRequest, apiError: ApiError): ErrorBody {
-  const body: ErrorBody = {
+  return {
     error: apiError.code,
     // Internals stay internal: a 5xx caused by a bug shows only the catalogue's words.
     message: apiError.code === 'internal_error' ? errorCatalogue.internal_error.message : apiError.message,
     request_id: request.id,
+    ...(apiError.param === undefined ? {} : { param: apiError.param }),
+    retryable: apiError.retryable,
   };
-  if (apiError.param !== undefined) body.param = apiError.param;
-  return body;
 }
 
 /** Renders an ApiError as HTTP: the catalogue's status for its code, Retry-After when it says when. */

@@ -1,7 +1,7 @@
 /**
  * The response schemas of errors, from the catalogue: a route names the codes its own logic can answer,
  * and gets one schema per status whose `error` is an enum of exactly those codes (plus the ones every /v1
- * route can answer). Fastify serializes error bodies with them (the same four fields, in the same order, as
+ * route can answer). Fastify serializes error bodies with them (the same five fields, in the same order, as
  * `sendError` writes them) and the OpenAPI document (src/features/openapi) shows them.
  */
 import { Type, type TObject } from '@sinclair/typebox';
@@ -14,6 +14,10 @@ const errorFields = (codes: readonly ErrorCode[]) => ({
   message: Type.String({ description: 'What went wrong and what to do, for people (its wording may change)' }),
   request_id: Type.String({ description: 'req_…, also the X-Request-Id header: quote it to support' }),
   param: Type.Optional(Type.String({ description: 'The request field at fault, when exactly one is' })),
+  retryable: Type.Boolean({
+    description:
+      'Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal',
+  }),
 });
 
 /** Any error body, whatever its code (the document's `Error` component). */

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { errorCatalogue, type ErrorCode } from '../errors/catalogue.js';
+import { errorCatalogue, isRetryable, type ErrorCode } from '../errors/catalogue.js';
 import { newId } from '../lib/ids.js';
 
 // Fastify types rawPacket as a JSON-ed Buffer; at run time Node hands over the Buffer itself.
@@ -52,7 +52,7 @@ function classify(error: ParserError): { code: ErrorCode; statusLine: string; me
  */
 function endWithJsonError(socket: Duplex, statusLine: string, code: ErrorCode, message: string): void {
   const requestId = newId('request');
-  const body = JSON.stringify({ error: code, message, request_id: requestId });
+  const body = JSON.stringify({ error: code, message, request_id: requestId, retryable: isRetryable(code) });
   socket.end(
     `HTTP/1.1 ${statusLine}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
   );
@@ -88,7 +88,12 @@ export function answerConnect(_request: IncomingMessage, socket: Duplex): void {
 /** The server's 'checkExpectation' event: an `Expect` other than `100-continue`, which HTTP says to refuse. */
 export function answerExpectation(request: IncomingMessage, response: ServerResponse): void {
   const requestId = newId('request');
-  const body = JSON.stringify({ error: 'expectation_failed', message: errorCatalogue.expectation_failed.message, request_id: requestId });
+  const body = JSON.stringify({
+    error: 'expectation_failed',
+    message: errorCatalogue.expectation_failed.message,
+    request_id: requestId,
+    retryable: false,
+  });
   response.writeHead(errorCatalogue.expectation_failed.status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),

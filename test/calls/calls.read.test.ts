@@ -109,7 +109,7 @@ await forEachDialect('Reading calls: GET /v1/calls and /v1/calls/{id}', (dialect
       assert.equal(res.statusCode, 400, query);
       const { request_id: requestId, ...body } = res.json<Record<string, unknown>>();
       assert.match(String(requestId), /^req_/);
-      assert.deepEqual(body, { error: 'invalid_request', message, param }, query);
+      assert.deepEqual(body, { error: 'invalid_request', message, param, retryable: false }, query);
     }
     assert.equal((await get('/v1/calls?limit=100')).statusCode, 200);
     assert.equal((await get('/v1/calls?limit=1')).json().data.length, 1);

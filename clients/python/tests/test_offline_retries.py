@@ -71,6 +71,15 @@ class RetriedTest(FakeServerCase):
         self.assertEqual(error.idempotency_key, "my-key-1")
         self.assertIn("502 provider_error", str(error))
 
+    def test_an_answer_that_says_retryable_false_is_raised_after_one_try(self) -> None:
+        refusal = dict(error_body("provider_error", "The provider refused.", "req_502"), retryable=False)
+        server = self.serve(Answer(502, refusal), Answer(201, {"id": "call_never"}))
+        client = self.client(server, max_retries=3)
+        with self.assertRaises(callgate.ServerError) as raised:
+            client.create_call(agent_id="agent_x", to="+14155550123")
+        self.assertEqual(len(server.seen), 1)
+        self.assertEqual((raised.exception.code, raised.exception.retryable), ("provider_error", False))
+
     def test_backoff_grows_and_stays_under_its_cap(self) -> None:
         server = self.serve(Answer(500, error_body("internal_error")))
         client = self.client(server, max_retries=4, initial_retry_delay=0.1, max_retry_delay=0.2)

@@ -18,6 +18,11 @@ export interface CallgateErrorFields {
   readonly retry_after_seconds?: number | undefined;
   /** The Idempotency-Key the request carried, so a caller can retry the same logical create later. */
   readonly idempotency_key?: string | undefined;
+  /**
+   * Whether the same request can succeed if sent again, as the API's answer says (`retryable`); undefined
+   * when no answer said (the network, a timeout, a body that is not callgate's).
+   */
+  readonly retryable?: boolean | undefined;
   readonly cause?: unknown;
 }
 
@@ -29,6 +34,7 @@ export class CallgateError extends Error {
   readonly param: string | undefined;
   readonly retry_after_seconds: number | undefined;
   readonly idempotency_key: string | undefined;
+  readonly retryable: boolean | undefined;
 
   constructor(fields: CallgateErrorFields) {
     super(fields.message, fields.cause === undefined ? undefined : { cause: fields.cause });
@@ -38,6 +44,7 @@ export class CallgateError extends Error {
     this.param = fields.param;
     this.retry_after_seconds = fields.retry_after_seconds;
     this.idempotency_key = fields.idempotency_key;
+    this.retryable = fields.retryable;
   }
 }
 

@@ -1,7 +1,8 @@
 /**
- * One request to the API, tried again when trying again is safe (spec 4.1 rule 4): on 429, on 5xx and when
- * no answer came (connection refused or broken, timeout), with exponential backoff and full jitter, or after
- * the server's `Retry-After`; never on another 4xx. A create carries one Idempotency-Key across all its
+ * One request to the API, tried again when trying again is safe and can help: when the answer says
+ * `retryable` (429 and 5xx but a provider's definite refusal, `502 provider_error`; without a callgate body,
+ * every 429 and 5xx) and when no answer came (connection refused or broken, timeout), with exponential
+ * backoff and full jitter, or after the server's `Retry-After`; never on another 4xx. A create carries one Idempotency-Key across all its
  * tries, so the server places it once however many tries reach it (after a lost provider answer the server
  * holds the key until it knows whether the call was placed: a retry gets that call, never a second one).
  */
@@ -217,7 +218,9 @@ export class Transport {
       }
       const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
       const error = apiErrorOf(response, text, requestId, retryAfterMs, idempotencyKey);
-      const retryable = response.status === 429 || response.status >= 500;
+      // The answer says whether trying again can help (a 502 provider_error is a definite no); without a
+      // callgate body (a proxy's page), 429 and 5xx are tried again.
+      const retryable = error.retryable ?? (response.status === 429 || response.status >= 500);
       if (!retryable || !retriesLeft) throw error;
       if (retryAfterMs !== undefined && retryAfterMs > this.options.maxRetryAfterMs) throw error;
       await this.wait(retryAfterMs ?? this.backoffMs(attempt), options.signal, idempotencyKey);
@@ -358,7 +361,7 @@ function apiErrorOf(
   retryAfterMs: number | undefined,
   idempotencyKey: string | undefined,
 ): CallgateError {
-  let body: { error?: unknown; message?: unknown; request_id?: unknown; param?: unknown } = {};
+  let body: { error?: unknown; message?: unknown; request_id?: unknown; param?: unknown; retryable?: unknown } = {};
   try {
     const parsed: unknown = JSON.parse(text);
     if (parsed !== null && typeof parsed === 'object') body = parsed as typeof body;
@@ -377,5 +380,6 @@ function apiErrorOf(
     param: typeof body.param === 'string' ? body.param : undefined,
     retry_after_seconds: retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
     idempotency_key: idempotencyKey,
+    retryable: typeof body.retryable === 'boolean' ? body.retryable : undefined,
   });
 }

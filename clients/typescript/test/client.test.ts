@@ -144,19 +144,19 @@ await forEachDialect('TypeScript client against the real server', (dialect) => {
       assert.equal(error.idempotency_key, recorder.attempts[0]!.idempotencyKey);
     });
 
-    it('a 5xx (the provider refuses: 502) is retried with the same key, then thrown with its code and request id', async () => {
+    it('a definite refusal (502 provider_error, retryable false) is thrown at once with its code and request id, never tried again', async () => {
       const account = await t.newAccount({ agentId: 'agent_502' });
-      const { callgate, attempts } = faulty(account, [], { maxRetries: 1 });
+      const { callgate, attempts } = faulty(account, [], { maxRetries: 2 });
       const error = await thrown(callgate.calls.create({ agent_id: account.agentId, to: simulatorMagicNumbers.refused }));
       assert.ok(error instanceof ServerError);
       assert.equal(error.status, 502);
       assert.equal(error.code, 'provider_error');
+      assert.equal(error.retryable, false);
       assert.match(String(error.request_id), /^req_/);
       assert.deepEqual(
         attempts.map((attempt) => attempt.status),
-        [502, 502],
+        [502],
       );
-      assert.equal(attempts[1]!.idempotencyKey, attempts[0]!.idempotencyKey);
       assert.equal(await callsOf(t, account), 0);
     });
   });

@@ -82,3 +82,40 @@ describe('a caller’s AbortSignal', () => {
     assert.equal(error.request_id, 'req_2');
   });
 });
+
+describe('the answer’s retryable', () => {
+  const answering = (answers: { status: number; body: string }[]) => {
+    let tries = 0;
+    const fetch = async () => {
+      const answer = answers[Math.min(tries++, answers.length - 1)]!;
+      return new Response(answer.body, { status: answer.status, headers: { 'content-type': 'application/json' } });
+    };
+    return { fetch, tries: () => tries };
+  };
+  const quick = { apiKey: 'cg_test_x', baseUrl: 'http://callgate.invalid', initialRetryDelayMs: 1, maxRetryDelayMs: 2, maxRetries: 2 };
+
+  it('a 5xx that says retryable false is thrown after one try; one that says true is tried again', async () => {
+    const refused = answering([
+      { status: 503, body: '{"error":"provider_unavailable","message":"m","request_id":"req_1","retryable":false}' },
+    ]);
+    const error = await new Callgate({ ...quick, fetch: refused.fetch }).calls.retrieve('call_x').catch((reason: unknown) => reason);
+    assert.ok(error instanceof CallgateError);
+    assert.equal(error.retryable, false);
+    assert.equal(refused.tries(), 1);
+    const busy = answering([
+      { status: 503, body: '{"error":"database_unavailable","message":"m","request_id":"req_2","retryable":true}' },
+      { status: 200, body: '{"id":"call_x"}' },
+    ]);
+    assert.equal((await new Callgate({ ...quick, fetch: busy.fetch }).calls.retrieve('call_x')).id, 'call_x');
+    assert.equal(busy.tries(), 2);
+  });
+
+  it('a 5xx without callgate’s body (a proxy’s page) is tried again, as every client that reads nothing would', async () => {
+    const proxy = answering([
+      { status: 502, body: '<html>Bad Gateway</html>' },
+      { status: 200, body: '{"id":"call_x"}' },
+    ]);
+    assert.equal((await new Callgate({ ...quick, fetch: proxy.fetch }).calls.retrieve('call_x')).id, 'call_x');
+    assert.equal(proxy.tries(), 2);
+  });
+});

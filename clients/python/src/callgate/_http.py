@@ -1,7 +1,8 @@
-"""One request to the API, tried again when trying again is safe (spec 4.1 rule 4).
+"""One request to the API, tried again when trying again is safe and can help.
 
-Retried: no answer (connection refused or broken, a try that timed out, an answer cut off), 429 and 5xx
-(503 idempotency_in_progress, the server's "still working on this key", among them), with exponential
+Retried: no answer (connection refused or broken, a try that timed out, an answer cut off), and an answer
+that says ``retryable`` (429 and 5xx but 502 provider_error, a definite refusal; without callgate's body,
+every 429 and 5xx), 503 idempotency_in_progress (the server's "still working on this key") among them, with exponential
 backoff and full jitter, or after the server's ``Retry-After``. Never retried: any other 4xx. A creating
 POST carries one Idempotency-Key, made before its first try and sent on every try, so the server places it
 once however many tries reach it: a retry after a lost answer is the server's replay of the first.
@@ -197,7 +198,8 @@ class Transport:
                 return answer, info
             retry_after = parse_retry_after(answer.headers.get("retry-after"))
             error = _api_error(answer, request_id, retry_after, key)
-            retryable = answer.status == 429 or answer.status >= 500
+            # The answer says whether trying again can help; without callgate's body, 429 and 5xx are tried again.
+            retryable = error.retryable if error.retryable is not None else (answer.status == 429 or answer.status >= 500)
             if not retryable or not retries_left:
                 raise error
             if retry_after is not None and retry_after > self.max_retry_after:
@@ -319,6 +321,7 @@ def _api_error(answer: _Answer, request_id: Optional[str], retry_after: Optional
     message = body.get("message")
     body_request_id = body.get("request_id")
     param = body.get("param")
+    retryable = body.get("retryable")
     cls = error_class_for(answer.status)
     return cls(
         message if isinstance(message, str) else f"callgate answered {answer.status}: {text[:200]}",
@@ -328,4 +331,5 @@ def _api_error(answer: _Answer, request_id: Optional[str], retry_after: Optional
         param=param if isinstance(param, str) else None,
         retry_after=None if retry_after is None else int(math.ceil(retry_after)),
         idempotency_key=key,
+        retryable=retryable if isinstance(retryable, bool) else None,
     )

@@ -41,6 +41,8 @@ class CallgateError(Exception):
     """Seconds the server asked to wait before trying again (``Retry-After``), when it did."""
     idempotency_key: Optional[str]
     """The Idempotency-Key the request carried: retry the same create later with it."""
+    retryable: Optional[bool]
+    """Whether the same request can succeed if sent again, as the API's answer says; None when no answer said."""
 
     def __init__(
         self,
@@ -52,6 +54,7 @@ class CallgateError(Exception):
         param: Optional[str] = None,
         retry_after: Optional[int] = None,
         idempotency_key: Optional[str] = None,
+        retryable: Optional[bool] = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -61,6 +64,7 @@ class CallgateError(Exception):
         self.param = param
         self.retry_after = retry_after
         self.idempotency_key = idempotency_key
+        self.retryable = retryable
 
     def __str__(self) -> str:
         details = [self.code if self.status is None else f"{self.status} {self.code}"]

@@ -732,6 +732,8 @@ export interface components {
             request_id: string;
             /** @description The request field at fault, when exactly one is */
             param?: string;
+            /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+            retryable: boolean;
         };
         /** @description The call took place and has ended. */
         CallCompletedEvent: {
@@ -916,6 +918,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -939,6 +943,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -964,6 +970,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -988,6 +996,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1013,6 +1023,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1078,6 +1090,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1101,6 +1115,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1125,6 +1141,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1150,6 +1168,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1174,6 +1194,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1198,6 +1220,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1223,6 +1247,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1247,6 +1273,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1271,6 +1299,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1296,6 +1326,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1320,6 +1352,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1369,6 +1403,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1392,6 +1428,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1416,6 +1454,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1441,6 +1481,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1465,6 +1507,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1490,6 +1534,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1539,6 +1585,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1562,6 +1610,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1586,6 +1636,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1610,6 +1662,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1635,6 +1689,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1659,6 +1715,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1684,6 +1742,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1733,6 +1793,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1756,6 +1818,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1780,6 +1844,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1804,6 +1870,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1829,6 +1897,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1853,6 +1923,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1878,6 +1950,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1927,6 +2001,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1950,6 +2026,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1974,6 +2052,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -1998,6 +2078,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2023,6 +2105,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2047,6 +2131,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2071,6 +2157,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2096,6 +2184,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2148,6 +2238,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2171,6 +2263,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2196,6 +2290,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2220,6 +2316,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2245,6 +2343,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2294,6 +2394,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2317,6 +2419,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2341,6 +2445,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2366,6 +2472,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2390,6 +2498,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2415,6 +2525,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2468,6 +2580,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2491,6 +2605,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2516,6 +2632,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2540,6 +2658,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2565,6 +2685,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2659,6 +2781,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2682,6 +2806,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2706,6 +2832,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2731,6 +2859,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2755,6 +2885,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2779,6 +2911,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2804,6 +2938,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2828,6 +2964,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2853,6 +2991,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2902,6 +3042,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2925,6 +3067,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2949,6 +3093,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2974,6 +3120,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -2998,6 +3146,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3023,6 +3173,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3078,6 +3230,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3101,6 +3255,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3125,6 +3281,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3150,6 +3308,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3174,6 +3334,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3199,6 +3361,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3248,6 +3412,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3271,6 +3437,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3295,6 +3463,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3319,6 +3489,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3343,6 +3515,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3367,6 +3541,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3392,6 +3568,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3416,6 +3594,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3441,6 +3621,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3490,6 +3672,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3513,6 +3697,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3537,6 +3723,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3561,6 +3749,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3585,6 +3775,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3609,6 +3801,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3634,6 +3828,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3658,6 +3854,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3683,6 +3881,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3739,6 +3939,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3762,6 +3964,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3786,6 +3990,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3810,6 +4016,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3834,6 +4042,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3858,6 +4068,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3883,6 +4095,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3907,6 +4121,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3931,6 +4147,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -3956,6 +4174,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4008,6 +4228,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4031,6 +4253,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4056,6 +4280,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4080,6 +4306,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4105,6 +4333,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4183,6 +4413,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4206,6 +4438,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4231,6 +4465,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4255,6 +4491,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4279,6 +4517,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4304,6 +4544,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4328,6 +4570,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4353,6 +4597,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4402,6 +4648,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4425,6 +4673,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4449,6 +4699,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4474,6 +4726,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4498,6 +4752,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4523,6 +4779,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4570,6 +4828,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4593,6 +4853,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4617,6 +4879,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4641,6 +4905,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4665,6 +4931,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4690,6 +4958,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4714,6 +4984,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4739,6 +5011,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4794,6 +5068,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4817,6 +5093,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4842,6 +5120,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4866,6 +5146,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4891,6 +5173,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4940,6 +5224,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4963,6 +5249,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -4987,6 +5275,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5012,6 +5302,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5036,6 +5328,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5061,6 +5355,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5115,6 +5411,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5138,6 +5436,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5163,6 +5463,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5187,6 +5489,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5212,6 +5516,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5275,6 +5581,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5298,6 +5606,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5323,6 +5633,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5347,6 +5659,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5371,6 +5685,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5396,6 +5712,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5420,6 +5738,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5445,6 +5765,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5494,6 +5816,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5517,6 +5841,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5541,6 +5867,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5566,6 +5894,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5590,6 +5920,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5615,6 +5947,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5662,6 +5996,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5685,6 +6021,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5709,6 +6047,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5733,6 +6073,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5757,6 +6099,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5782,6 +6126,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5806,6 +6152,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5831,6 +6179,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5894,6 +6244,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5917,6 +6269,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5941,6 +6295,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5965,6 +6321,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -5989,6 +6347,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -6014,6 +6374,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -6038,6 +6400,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -6063,6 +6427,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -6112,6 +6478,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -6135,6 +6503,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -6159,6 +6529,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -6183,6 +6555,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -6207,6 +6581,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -6232,6 +6608,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -6256,6 +6634,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
@@ -6281,6 +6661,8 @@ export interface operations {
                         request_id: string;
                         /** @description The request field at fault, when exactly one is */
                         param?: string;
+                        /** @description Whether the same request can succeed if sent again (after Retry-After, when sent): true for 408, 429 and 5xx but provider_error; false for every other 4xx and for provider_error, a definite refusal */
+                        retryable: boolean;
                     };
                 };
             };
