@@ -99,6 +99,16 @@ export function newIdBody(nowMs: number = Date.now()): string {
   return encodeBase32(nowMs, 10) + encodeBase32(random.high, 8) + encodeBase32(random.low, 8);
 }
 
+/**
+ * An id body of the same shape as `newIdBody`'s, made from `seed` instead of drawn: the same time and seed
+ * always give the same id, which any process can work out again (the simulator's call found after a lost
+ * answer, from its dial). The seed's first 10 bytes are its random part.
+ */
+export function derivedIdBody(timeMs: number, seed: Buffer): string {
+  if (seed.length < 10) throw new RangeError('derivedIdBody: the seed needs 10 bytes');
+  return encodeBase32(timeMs, 10) + encodeBase32(seed.readUIntBE(0, 5), 8) + encodeBase32(seed.readUIntBE(5, 5), 8);
+}
+
 /** A new id such as `call_01j9…`. */
 export function newId(kind: IdKind, nowMs?: number): string {
   return `${idPrefixes[kind]}_${newIdBody(nowMs)}`;

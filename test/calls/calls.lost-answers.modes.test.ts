@@ -13,6 +13,7 @@ import { createFakeProvider, failures } from '../support/fake-voice-provider.js'
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.js';
 import { callBody, startTestApp, type TestApp } from '../support/test-app.js';
 import { until } from '../support/wait.js';
+import { lostAnswerConversationId } from '../../src/features/providers/simulator.provider.js';
 
 await forEachDialect('Lost answers in test mode: the magic numbers', (dialect) => {
   let t: TestApp;
@@ -31,6 +32,7 @@ await forEachDialect('Lost answers in test mode: the magic numbers', (dialect) =
     assert.equal(first.statusCode, 504, first.body);
     assert.equal(first.json().error, 'provider_timeout');
     assert.equal(first.headers['retry-after'], '4', 'the test search (3 s) and a look after it');
+    const dialOf = await t.services.db.selectFrom('dials').selectAll().where('idempotency_key', '=', key).executeTakeFirstOrThrow();
     assert.match(first.json().message, /Retry after 4 seconds with the same key/);
     const found = await until('the call to be found', async () => {
       const retry = await create('+15005550004', key);
@@ -40,6 +42,9 @@ await forEachDialect('Lost answers in test mode: the magic numbers', (dialect) =
     });
     assert.equal(found.headers['idempotent-replayed'], 'true');
     const id = found.json().id as string;
+    // Shaped as every call id (conv_ and 26 base32 digits, the first ten its time), not a form of its own.
+    assert.match(id, /^call_conv_[0-9a-hjkmnp-tv-z]{26}$/);
+    assert.equal(id, `call_${lostAnswerConversationId(dialOf.id, new Date(dialOf.asked_at))}`);
     const events = await until('its outcome event', async () => {
       const rows = await t.services.db.selectFrom('webhook_events').select('type').where('call_id', '=', id).execute();
       return rows.length > 0 ? rows : undefined;

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { Clock } from '../../lib/clock.js';
-import { newId } from '../../lib/ids.js';
+import { derivedIdBody, idPrefixes, newId } from '../../lib/ids.js';
 import { err, ok } from '../../lib/result.js';
 import { analysisData } from './provider-content.js';
 import type {
@@ -43,8 +43,10 @@ export const simulatorMagicNumbers = {
  * The conversation id of a simulated call whose answer was lost, made from its dial id: any process, even
  * after a restart, finds the same call for the dial, as a provider's search would.
  */
-export function lostAnswerConversationId(dialId: string): string {
-  return `conv_lost${digest(dialId).toString('hex').slice(0, 24)}`;
+export function lostAnswerConversationId(dialId: string, askedAt: Date): string {
+  // Shaped as every other conversation id (`conv_01m8…`, its time when the dial asked), so one account's call
+  // ids share one format; ids made before (`conv_lost…`) stay valid, as the simulator reads none of it.
+  return `${idPrefixes.conversation}_${derivedIdBody(askedAt.getTime(), digest(dialId))}`;
 }
 
 /** How many dials the simulator remembers having placed, for `findDial` after a lost answer or a crash. */
@@ -294,7 +296,7 @@ export function createSimulatorProvider(options: { clock: Clock; delayMs: number
     },
     async findDial(dial) {
       if (dial.to === simulatorMagicNumbers.lostAnswerPlaced)
-        return ok({ state: 'found', conversationId: lostAnswerConversationId(dial.dialId) });
+        return ok({ state: 'found', conversationId: lostAnswerConversationId(dial.dialId, dial.askedAt) });
       // A simulated call lives in the process that placed it: one placed by a process that died is gone.
       const conversationId = placedDials.get(dial.dialId);
       return ok(conversationId === undefined ? { state: 'not_found' } : { state: 'found', conversationId });
