@@ -29,7 +29,7 @@ await forEachDialect('API key authentication', (dialect) => {
     });
     assert.equal(res.statusCode, 401, `${authorization} on ${route.method} ${route.url}`);
     const body = res.json();
-    assert.deepEqual(Object.keys(body).sort(), ['error', 'message', 'request_id']);
+    assert.deepEqual(Object.keys(body).sort(), ['error', 'message', 'request_id', 'retryable']);
     assert.equal(body.error, 'unauthorized');
     assert.equal(body.request_id, res.headers['x-request-id']);
     assert.equal(res.headers['www-authenticate'], 'Bearer realm="callgate"');
