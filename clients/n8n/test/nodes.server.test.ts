@@ -261,6 +261,34 @@ await forEachDialect('n8n Callgate node against callgate', (dialect) => {
   });
 });
 
+await forEachDialect('n8n Callgate node: cancelling a call', (dialect) => {
+  let t: TestApp;
+  let baseUrl: string;
+  const node = new Callgate();
+  before(async () => {
+    // Calls of a minute and no worker: the simulated call is under way when it is cancelled, and stays so.
+    t = await startTestApp(dialect, { env: { CALLGATE_SIMULATOR_DELAY_MS: '60000' } });
+    baseUrl = await listenOnFreePort(t.app);
+  });
+  after(async () => t.close());
+
+  it('cancel posts to /v1/calls/{id}/cancel and outputs the call with cancel_requested_at; again, the same', async () => {
+    const account = await t.newAccount({ mode: 'test', agentId: 'agent_n8n_cancel' });
+    const created = await postCall(baseUrl, account.token, { agent_id: account.agentId, to: '+14155550140' });
+    const callId = (created.body as { id: string }).id;
+    const h = harness(baseUrl, account, { resource: 'call', operation: 'cancel', callId });
+    const [first] = jsonOf(await node.execute.call(h.context()));
+    assert.equal(first!.id, callId);
+    assert.match(String(first!.cancel_requested_at), /Z$/);
+    const [again] = jsonOf(await node.execute.call(h.context()));
+    assert.equal(again!.cancel_requested_at, first!.cancel_requested_at);
+    assert.deepEqual(
+      h.requests.map((request) => `${request.method} ${request.url}`),
+      [`POST /v1/calls/${callId}/cancel`, `POST /v1/calls/${callId}/cancel`],
+    );
+  });
+});
+
 await forEachDialect('n8n Callgate Trigger endpoint lifecycle against callgate', (dialect) => {
   let t: TestApp;
   let baseUrl: string;

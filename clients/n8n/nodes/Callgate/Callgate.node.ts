@@ -19,6 +19,7 @@ import {
   getBatchRequest,
   getCallRequest,
   getTranscriptRequest,
+  cancelCallRequest,
   type ItemIdentity,
   parseRecipients,
   type RecipientFields,
@@ -65,6 +66,8 @@ async function runItem(context: IExecuteFunctions, resource: string, operation: 
         return rows(await send(getCallRequest(context.getNodeParameter('callId', i))));
       case 'getTranscript':
         return rows(await send(getTranscriptRequest(context.getNodeParameter('callId', i))));
+      case 'cancel':
+        return rows(await send(cancelCallRequest(context.getNodeParameter('callId', i))));
       case 'list': {
         const query = callFilters(context.getNodeParameter('filters', i, {}) as Record<string, unknown>);
         return collectPages(send, { path: '/v1/calls', query, returnAll: returnAll(), limit: limit() }) as Promise<IDataObject[]>;

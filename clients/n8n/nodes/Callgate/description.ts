@@ -31,6 +31,12 @@ export const callgateProperties: INodeProperties[] = [
         description: 'Get what was said on an ended call',
         action: 'Get the transcript of a call',
       },
+      {
+        name: 'Cancel',
+        value: 'cancel',
+        description: 'End a call: cancelled while it rings, hung up once answered (not on ElevenLabs)',
+        action: 'Cancel a call',
+      },
     ],
     default: 'create',
   },
@@ -293,7 +299,7 @@ export const callgateProperties: INodeProperties[] = [
     required: true,
     default: '',
     placeholder: 'call_conv_…',
-    displayOptions: { show: { resource: ['call'], operation: ['get', 'getTranscript'] } },
+    displayOptions: { show: { resource: ['call'], operation: ['get', 'getTranscript', 'cancel'] } },
   },
 
   // Batch → Get

@@ -106,6 +106,11 @@ export function getTranscriptRequest(callId: unknown): ApiRequest {
   return { method: 'GET', path: `/v1/calls/${encode(required(callId, 'Call ID'))}/transcript` };
 }
 
+/** POST /v1/calls/{id}/cancel: no body; a second one answers the same, so n8n's retries are safe. */
+export function cancelCallRequest(callId: unknown): ApiRequest {
+  return { method: 'POST', path: `/v1/calls/${encode(required(callId, 'Call ID'))}/cancel` };
+}
+
 export function getBatchRequest(batchId: unknown): ApiRequest {
   return { method: 'GET', path: `/v1/batches/${encode(required(batchId, 'Batch ID'))}` };
 }
