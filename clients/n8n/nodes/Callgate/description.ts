@@ -22,6 +22,12 @@ export const callgateProperties: INodeProperties[] = [
     noDataExpression: true,
     displayOptions: { show: callOps },
     options: [
+      {
+        name: 'Cancel',
+        value: 'cancel',
+        description: 'End a call: cancelled while it rings, hung up once answered (not on ElevenLabs)',
+        action: 'Cancel a call',
+      },
       { name: 'Create', value: 'create', description: 'Place a call with a voice agent', action: 'Create a call' },
       { name: 'Get', value: 'get', description: 'Get a call with its status and outcome', action: 'Get a call' },
       { name: 'Get Many', value: 'list', description: 'List calls, newest first, with filters', action: 'Get many calls' },
@@ -30,12 +36,6 @@ export const callgateProperties: INodeProperties[] = [
         value: 'getTranscript',
         description: 'Get what was said on an ended call',
         action: 'Get the transcript of a call',
-      },
-      {
-        name: 'Cancel',
-        value: 'cancel',
-        description: 'End a call: cancelled while it rings, hung up once answered (not on ElevenLabs)',
-        action: 'Cancel a call',
       },
     ],
     default: 'create',
