@@ -110,6 +110,39 @@ export function sameProviderDomain(url: string, baseUrl: string): boolean {
   }
 }
 
+/** How one kind of request words each way it can fail (the classification is the same for every request). */
+interface FailureWords {
+  readonly timeout: string;
+  /** Refused before it was sent: nothing was done. */
+  readonly unreachable: string;
+  /** Dropped after it was sent: the answer is lost. */
+  readonly dropped: string;
+  readonly serverError: (status: number) => string;
+  /** A 4xx other than 401, 403 and 429. */
+  readonly refusal: (status: number, body: unknown) => string;
+}
+
+const credentialsRefused = "The voice provider refused this server's credentials; the operator must check its configuration.";
+
+/**
+ * A failed request as a ProviderFailure: no answer in time and a 5xx or a connection dropped after sending
+ * are uncertain (retryable), a 429 or a connection refused before sending means nothing was done, a 4xx is a
+ * refusal. `words` says each in the terms of the request.
+ */
+function requestFailure(response: ProviderErrorResponse, words: FailureWords): ProviderFailure {
+  if (response.kind === 'timeout') return { kind: 'timeout', message: words.timeout, retryable: true };
+  if (response.kind === 'unreachable') {
+    return response.sent
+      ? { kind: 'uncertain', message: words.dropped, retryable: true }
+      : { kind: 'unavailable', message: words.unreachable, retryable: true };
+  }
+  const { status } = response;
+  if (status === 429) return concurrencyFailure(response.retryAfter);
+  if (status >= 500) return { kind: 'uncertain', message: words.serverError(status), retryable: true };
+  if (status === 401 || status === 403) return { kind: 'rejected', message: credentialsRefused, retryable: false };
+  return { kind: 'rejected', message: words.refusal(status, response.body), retryable: false };
+}
+
 /**
  * A failed request about a call (create, look-up, search), in words for the integrator: a 4xx is a refusal,
  * a 429 or a connection refused means nothing was done (retry with backoff), and no answer, a 5xx or a
@@ -118,81 +151,28 @@ export function sameProviderDomain(url: string, baseUrl: string): boolean {
  * the key; at most the names of fields it complains of).
  */
 export function callRequestFailure(response: ProviderErrorResponse, refusal: (status: number, body: unknown) => string): ProviderFailure {
-  if (response.kind === 'timeout') {
-    return {
-      kind: 'timeout',
-      message: 'The voice provider did not answer in time. The call may or may not have been placed.',
-      retryable: true,
-    };
-  }
-  if (response.kind === 'unreachable') {
-    if (!response.sent)
-      return { kind: 'unavailable', message: 'The voice provider could not be reached. Retry with backoff.', retryable: true };
-    return {
-      kind: 'uncertain',
-      message: 'The connection to the voice provider dropped after the request was sent. The call may or may not have been placed.',
-      retryable: true,
-    };
-  }
-  const { status } = response;
-  if (status === 429) return concurrencyFailure(response.retryAfter);
-  if (status >= 500) {
-    return {
-      kind: 'uncertain',
-      message: `The voice provider answered HTTP ${status}. The call may or may not have been placed.`,
-      retryable: true,
-    };
-  }
-  if (status === 401 || status === 403) {
-    return {
-      kind: 'rejected',
-      message: "The voice provider refused this server's credentials; the operator must check its configuration.",
-      retryable: false,
-    };
-  }
-  return { kind: 'rejected', message: refusal(status, response.body), retryable: false };
+  return requestFailure(response, {
+    timeout: 'The voice provider did not answer in time. The call may or may not have been placed.',
+    unreachable: 'The voice provider could not be reached. Retry with backoff.',
+    dropped: 'The connection to the voice provider dropped after the request was sent. The call may or may not have been placed.',
+    serverError: (status) => `The voice provider answered HTTP ${status}. The call may or may not have been placed.`,
+    refusal,
+  });
 }
 
 /**
  * A failed request to end a call, in words for the integrator: whatever went wrong, the call is as it was
- * (or ending), and asking again is safe, since every provider's stop is idempotent.
+ * (or ending), and asking again is safe, since every provider's stop is idempotent (a connection dropped
+ * after sending is an answer lost: the stop may have been done, and is asked again safely).
  */
 export function cancelRequestFailure(response: ProviderErrorResponse): ProviderFailure {
-  if (response.kind === 'timeout') {
-    return { kind: 'timeout', message: 'The voice provider did not answer the request to end the call in time. Retry.', retryable: true };
-  }
-  if (response.kind === 'unreachable') {
-    // A connection dropped after sending is an answer lost: the stop may have been done; asked again, safely.
-    if (response.sent) {
-      return {
-        kind: 'uncertain',
-        message: 'The connection to the voice provider dropped before it answered the request to end the call. Retry.',
-        retryable: true,
-      };
-    }
-    return {
-      kind: 'unavailable',
-      message: 'The voice provider could not be reached to end the call. Retry with backoff.',
-      retryable: true,
-    };
-  }
-  const { status } = response;
-  if (status === 429) return concurrencyFailure(response.retryAfter);
-  if (status >= 500) {
-    return {
-      kind: 'uncertain',
-      message: `The voice provider answered HTTP ${status} to the request to end the call. Retry.`,
-      retryable: true,
-    };
-  }
-  if (status === 401 || status === 403) {
-    return {
-      kind: 'rejected',
-      message: "The voice provider refused this server's credentials; the operator must check its configuration.",
-      retryable: false,
-    };
-  }
-  return { kind: 'rejected', message: `The voice provider refused to end the call (HTTP ${status}).`, retryable: false };
+  return requestFailure(response, {
+    timeout: 'The voice provider did not answer the request to end the call in time. Retry.',
+    unreachable: 'The voice provider could not be reached to end the call. Retry with backoff.',
+    dropped: 'The connection to the voice provider dropped before it answered the request to end the call. Retry.',
+    serverError: (status) => `The voice provider answered HTTP ${status} to the request to end the call. Retry.`,
+    refusal: (status) => `The voice provider refused to end the call (HTTP ${status}).`,
+  });
 }
 
 /** The provider could take no call now (a 429, or its concurrency limit): nothing was dialed. */
